@@ -1,0 +1,5 @@
+//go:generate go run pkg/codegen/main.go
+
+package main
+
+func main() {}

@@ -1,0 +1,122 @@
+package v1
+
+import (
+	"github.com/rancher/wrangler/v2/pkg/genericcondition"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Annotation keys of the original kube-fip-operator. They are part of the compatibility contract
+// and never change.
+const (
+	// AnnotationHarvesterClusterName ties a FloatingIPRange to a Harvester cluster (its Rancher
+	// display name).
+	AnnotationHarvesterClusterName = "harvesterClusterName"
+	// AnnotationHarvesterNetworkName ties a FloatingIPRange to a Harvester VM network.
+	AnnotationHarvesterNetworkName = "harvesterNetworkName"
+	// AnnotationClusterName names the Rancher guest cluster a FloatingIP belongs to.
+	AnnotationClusterName = "clustername"
+	// AnnotationFloatingIPRange names the FloatingIPRange a FloatingIP is allocated from.
+	AnnotationFloatingIPRange = "fiprange"
+	// AnnotationUpdateConfigMap, when "true", lets the operator overwrite an existing kube-vip
+	// ConfigMap in the guest cluster.
+	AnnotationUpdateConfigMap = "updateConfigMap"
+)
+
+// Condition types shown on FloatingIP and FloatingIPRange objects.
+const (
+	// Ready summarises the object: true when it is fully in effect.
+	Ready = "Ready"
+	// Allocated is true when a FloatingIP holds its address in its range.
+	Allocated = "Allocated"
+	// GuestConfigured is true when the guest cluster's kube-vip configuration carries the address.
+	GuestConfigured = "GuestConfigured"
+	// KubevipInstalled is true when kube-vip and kube-vip-cloud-provider are installed in the guest.
+	KubevipInstalled = "KubevipInstalled"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in
+// the guest cluster's namespace (c-m-xxxxxxxx).
+type FloatingIP struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FloatingIPSpec   `json:"spec,omitempty"`
+	Status FloatingIPStatus `json:"status,omitempty"`
+}
+
+// FloatingIPSpec is what a person or the discovery controller asks for.
+type FloatingIPSpec struct {
+	// IPAddress is the address to hold. Empty asks for any free address of the range; the operator
+	// writes the address it allocated back here.
+	IPAddress string `json:"ipaddress,omitempty"`
+}
+
+// FloatingIPStatus is what the operator observed and did.
+type FloatingIPStatus struct {
+	// IPAddress is the address this object holds in its range; empty while it holds none.
+	IPAddress string `json:"ipaddress,omitempty"`
+	// Range is the FloatingIPRange the address is held in.
+	Range string `json:"range,omitempty"`
+	// ClusterName is the Rancher guest cluster the address is for.
+	ClusterName string `json:"clusterName,omitempty"`
+	// GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected,
+	// Configured or Error.
+	GuestState string `json:"guestState,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
+	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
+}
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FloatingIPRange is a pool of addresses on one Harvester network, handed out as FloatingIPs.
+type FloatingIPRange struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FloatingIPRangeSpec   `json:"spec,omitempty"`
+	Status FloatingIPRangeStatus `json:"status,omitempty"`
+}
+
+// FloatingIPRangeSpec describes the pool.
+type FloatingIPRangeSpec struct {
+	// IPRange is the pool as a CIDR, IPv4 or IPv6. The IPv4 network and broadcast addresses and the
+	// IPv6 subnet-router anycast address are never handed out.
+	IPRange string `json:"iprange" wrangler:"required"`
+	// Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges
+	// (10.0.0.20-10.0.0.29) inside the pool that are never handed out.
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// FloatingIPRangeStatus is the record of the pool's allocations and its counts.
+type FloatingIPRangeStatus struct {
+	// Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold
+	// more than 64 bits of addresses).
+	Capacity string `json:"capacity,omitempty"`
+	// Used is the number of addresses held.
+	Used int64 `json:"used"`
+	// Available is Capacity minus Used, in decimal.
+	Available string `json:"available,omitempty"`
+	// Allocations maps each held address to the FloatingIP holding it. It is the authoritative
+	// record: an address is claimed by writing it here, guarded by the object's resourceVersion.
+	Allocations map[string]Allocation `json:"allocations,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Ready (with a reason when the range is invalid or overlaps another) and the
+	// deletion and shrink guards.
+	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
+}
+
+// Allocation names the FloatingIP holding an address.
+type Allocation struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+}

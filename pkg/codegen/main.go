@@ -1,0 +1,45 @@
+// Command codegen is the `go generate` driver: it runs wrangler's controller-gen for the kubefip API
+// and for the Rancher types the operator watches, then writes the CRD YAML of the kubefip kinds into
+// the CRD chart. Run it from the repository root (main.go carries the go:generate line).
+package main
+
+import (
+	"os"
+
+	controllergen "github.com/rancher/wrangler/v2/pkg/controller-gen"
+	"github.com/rancher/wrangler/v2/pkg/controller-gen/args"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kubefip/kube-fip-operator/pkg/crds"
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+)
+
+func main() {
+	// controller-gen reads the boilerplate and the type directories relative to the working directory.
+	os.Unsetenv("GOPATH")
+
+	controllergen.Run(args.Options{
+		OutputPackage: "github.com/kubefip/kube-fip-operator/pkg/generated",
+		Boilerplate:   "scripts/boilerplate.go.txt",
+		Groups: map[string]args.Group{
+			"kubefip.k8s.binbash.org": {
+				Types:         []interface{}{"./pkg/apis/kubefip.k8s.binbash.org/v1"},
+				GenerateTypes: true,
+			},
+			// Rancher's own types: controllers only, the types come from rancher/pkg/apis.
+			"provisioning.cattle.io": {
+				Types:       []interface{}{provv1.Cluster{}},
+				PackageName: "provisioning.cattle.io",
+			},
+			"management.cattle.io": {
+				Types:       []interface{}{mgmtv3.Cluster{}},
+				PackageName: "management.cattle.io",
+			},
+		},
+	})
+
+	if err := crds.WriteFiles("charts/kube-fip-operator-crd/templates"); err != nil {
+		logrus.Fatalf("writing CRD YAML: %v", err)
+	}
+}

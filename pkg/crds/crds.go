@@ -1,0 +1,188 @@
+// Package crds builds the CustomResourceDefinitions of the kubefip kinds from their Go types: the
+// schema comes from the types, and this package adds what the types cannot say — printer columns,
+// short names and the address validation the API server applies at the door.
+package crds
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rancher/wrangler/v2/pkg/crd"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// groupVersion is spelled out rather than taken from the generated register file, so that the code
+// generator, which imports this package, builds on a tree without generated code.
+var groupVersion = schema.GroupVersion{Group: "kubefip.k8s.binbash.org", Version: "v1"}
+
+const readyColumn = `.status.conditions[?(@.type=="Ready")].status`
+
+// maxAddressLength bounds every address-like string: the longest IPv6 CIDR text is 43 characters,
+// an inclusive IPv6 range 79.
+const maxAddressLength = 96
+
+// List returns the CRDs of the kubefip kinds, ready to be written or applied.
+func List() ([]*apiextv1.CustomResourceDefinition, error) {
+	defs := []struct {
+		def    crd.CRD
+		mutate func(*apiextv1.JSONSchemaProps)
+	}{
+		{
+			def: crd.CRD{
+				GVK:          groupVersion.WithKind("FloatingIPRange"),
+				PluralName:   "floatingipranges",
+				SingularName: "floatingiprange",
+				NonNamespace: true,
+				Status:       true,
+				ShortNames:   []string{"fiprange", "fipranges"},
+				Columns: []apiextv1.CustomResourceColumnDefinition{
+					{Name: "CIDR", Type: "string", JSONPath: ".spec.iprange"},
+					{Name: "Capacity", Type: "string", JSONPath: ".status.capacity"},
+					{Name: "Used", Type: "integer", JSONPath: ".status.used"},
+					{Name: "Available", Type: "string", JSONPath: ".status.available"},
+					{Name: "Ready", Type: "string", JSONPath: readyColumn},
+					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+				},
+			}.WithSchemaFromStruct(v1.FloatingIPRange{}),
+			mutate: rangeValidation,
+		},
+		{
+			def: crd.CRD{
+				GVK:          groupVersion.WithKind("FloatingIP"),
+				PluralName:   "floatingips",
+				SingularName: "floatingip",
+				Status:       true,
+				ShortNames:   []string{"fip", "fips"},
+				Columns: []apiextv1.CustomResourceColumnDefinition{
+					{Name: "IP", Type: "string", JSONPath: ".status.ipaddress"},
+					{Name: "Range", Type: "string", JSONPath: ".metadata.annotations.fiprange"},
+					{Name: "Cluster", Type: "string", JSONPath: ".metadata.annotations.clustername"},
+					{Name: "Ready", Type: "string", JSONPath: readyColumn},
+					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+				},
+			}.WithSchemaFromStruct(v1.FloatingIP{}),
+			mutate: floatingIPValidation,
+		},
+	}
+
+	var result []*apiextv1.CustomResourceDefinition
+	for _, d := range defs {
+		obj, err := d.def.ToCustomResourceDefinition()
+		if err != nil {
+			return nil, fmt.Errorf("building CRD %s: %w", d.def.GVK.Kind, err)
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("building CRD %s: unexpected type %T", d.def.GVK.Kind, obj)
+		}
+		def := &apiextv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, def); err != nil {
+			return nil, fmt.Errorf("building CRD %s: %w", d.def.GVK.Kind, err)
+		}
+		def.APIVersion = "apiextensions.k8s.io/v1"
+		def.Kind = "CustomResourceDefinition"
+		d.mutate(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
+		result = append(result, def)
+	}
+	return result, nil
+}
+
+// rangeValidation: spec.iprange must be an IPv4 or IPv6 CIDR; excludes are bounded strings whose
+// exact form (address, CIDR or range inside the pool) the range controller checks and reports.
+func rangeValidation(root *apiextv1.JSONSchemaProps) {
+	spec := root.Properties["spec"]
+	spec.Required = []string{"iprange"}
+	iprange := spec.Properties["iprange"]
+	iprange.Nullable = false
+	iprange.Format = "cidr"
+	iprange.MaxLength = int64Ptr(maxAddressLength)
+	iprange.Description = "The pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64."
+	spec.Properties["iprange"] = iprange
+
+	exclude := spec.Properties["exclude"]
+	exclude.MaxItems = int64Ptr(1024)
+	items := *exclude.Items.Schema
+	items.MinLength = int64Ptr(1)
+	items.MaxLength = int64Ptr(maxAddressLength)
+	items.Pattern = `^[0-9A-Fa-f:.]+(/[0-9]{1,3}|-[0-9A-Fa-f:.]+)?$`
+	exclude.Items.Schema = &items
+	exclude.Description = "Addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) never handed out."
+	spec.Properties["exclude"] = exclude
+	root.Properties["spec"] = spec
+}
+
+// floatingIPValidation: spec.ipaddress, when given, must be a single IPv4 or IPv6 address.
+func floatingIPValidation(root *apiextv1.JSONSchemaProps) {
+	spec := root.Properties["spec"]
+	ip := spec.Properties["ipaddress"]
+	ip.Nullable = false
+	ip.MaxLength = int64Ptr(maxAddressLength)
+	ip.AnyOf = []apiextv1.JSONSchemaProps{
+		{Format: "ipv4"},
+		{Format: "ipv6"},
+		{MaxLength: int64Ptr(0)},
+	}
+	ip.Description = "The address to hold, IPv4 or IPv6. Empty asks for any free address of the range; the allocated address is written back here."
+	spec.Properties["ipaddress"] = ip
+	root.Properties["spec"] = spec
+}
+
+func int64Ptr(i int64) *int64 { return &i }
+
+// WriteFiles writes one YAML file per CRD into dir, named after the CRD.
+func WriteFiles(dir string) error {
+	list, err := List()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, def := range list {
+		data, err := Marshal(def)
+		if err != nil {
+			return err
+		}
+		file := filepath.Join(dir, strings.ReplaceAll(def.Name, ".", "_")+".yaml")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", file, err)
+		}
+	}
+	return nil
+}
+
+// Marshal renders a CRD as YAML without the server-side fields a file must not carry.
+func Marshal(def *apiextv1.CustomResourceDefinition) ([]byte, error) {
+	out := def.DeepCopy()
+	out.Status = apiextv1.CustomResourceDefinitionStatus{}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	// Keep the CRDs (and so every FloatingIP and range) when the CRD chart is uninstalled.
+	out.Annotations["helm.sh/resource-policy"] = "keep"
+	data, err := yaml.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling CRD %s: %w", def.Name, err)
+	}
+	// creationTimestamp: null and an empty status are noise in a chart template.
+	var lines []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "creationTimestamp: null" {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	text := strings.Join(lines, "\n")
+	if i := strings.Index(text, "\nstatus:\n"); i >= 0 {
+		text = text[:i+1]
+	}
+	return []byte("# Generated by pkg/codegen from pkg/apis/kubefip.k8s.binbash.org/v1; do not edit.\n" + text), nil
+}
