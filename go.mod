@@ -50,6 +50,7 @@ require (
 	github.com/rancher/rke v1.6.0-rc6 // indirect
 	github.com/rancher/wrangler/v3 v3.0.0-rc2 // indirect
 	github.com/spf13/pflag v1.0.5 // indirect
+	go4.org/netipx v0.0.0-20231129151722-fdeea329fbba // indirect
 	golang.org/x/mod v0.21.0 // indirect
 	golang.org/x/net v0.30.0 // indirect
 	golang.org/x/oauth2 v0.21.0 // indirect
