@@ -1,0 +1,108 @@
+// Package testenv starts a real Kubernetes control plane (kube-apiserver and etcd built from the Go
+// module proxy by scripts/build-controlplane) with the kubefip CRDs from the chart and Rancher's
+// CRDs, for the integration tests and `make run`. It can start further API servers, sharing the
+// same etcd under their own prefix, to act as guest clusters.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Environment is a running control plane.
+type Environment struct {
+	// Config is an administrator's connection to the API server.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file for the same administrator.
+	Kubeconfig string
+
+	env    *envtest.Environment
+	assets string
+	dir    string
+
+	mu     sync.Mutex
+	guests []*Guest
+}
+
+// Start brings up etcd and kube-apiserver and installs the CRDs. Stop it when done.
+func Start() (*Environment, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	rancher, err := RancherCRDs()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kube-fip-testenv-")
+	if err != nil {
+		return nil, err
+	}
+
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "kube-fip-operator-crd", "templates")},
+		CRDs:                     rancher,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	// The binaries are found through BinaryAssetsDirectory; KUBEBUILDER_ASSETS would win over it.
+	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+
+	cfg, err := env.Start()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting the test control plane: %w", err)
+	}
+	e := &Environment{Config: cfg, env: env, assets: assets, dir: dir}
+	if e.Kubeconfig, err = writeKubeconfig(&env.ControlPlane, filepath.Join(dir, "kubeconfig")); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Stop stops every guest API server, then the control plane, and removes the temporary files.
+func (e *Environment) Stop() error {
+	e.mu.Lock()
+	guests := e.guests
+	e.guests = nil
+	e.mu.Unlock()
+
+	var errs []error
+	for _, g := range guests {
+		errs = append(errs, g.Stop())
+	}
+	errs = append(errs, e.env.Stop())
+	errs = append(errs, os.RemoveAll(e.dir))
+	return errors.Join(errs...)
+}
+
+// writeKubeconfig writes an administrator kubeconfig for the control plane's API server.
+func writeKubeconfig(plane *envtest.ControlPlane, path string) (string, error) {
+	user, err := plane.AddUser(envtest.User{Name: "kube-fip-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding the administrator user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("rendering the administrator kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
