@@ -1,5 +1,98 @@
 //go:generate go run pkg/codegen/main.go
 
+// Command kube-fip-operator gives every Rancher guest cluster on Harvester a floating IP from a
+// FloatingIPRange and configures kube-vip in the guest cluster to use it.
 package main
 
-func main() {}
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kubefip/kube-fip-operator/pkg/operator"
+	"github.com/kubefip/kube-fip-operator/pkg/version"
+)
+
+func main() {
+	var (
+		kubeconfigPath = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
+		namespace      = flag.String("namespace", envOr("NAMESPACE", "kube-fip"), "namespace of kube-fip-config, the leader Lease and the operator's Events [$NAMESPACE]")
+		threads        = flag.Int("threads", envInt("THREADS", 5), "workers per controller [$THREADS]")
+		logLevel       = flag.String("log-level", envOr("LOG_LEVEL", "info"), "log level until kube-fip-config sets logLevel [$LOG_LEVEL]")
+		leaderElection = flag.Bool("leader-election", envBool("LEADER_ELECTION", true), "run the controllers only in the replica holding the leader Lease [$LEADER_ELECTION]")
+		metricsBind    = flag.String("metrics-bind-address", os.Getenv("METRICS_BIND_ADDRESS"), "address the metrics server binds to, all interfaces when empty [$METRICS_BIND_ADDRESS]")
+		metricsPort    = flag.Int("metrics-port", envInt("METRICS_PORT", 0), "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set [$METRICS_PORT]")
+		showVersion    = flag.Bool("version", false, "print the version and exit")
+	)
+	flag.Parse()
+
+	if *showVersion {
+		fmt.Printf("kube-fip-operator %s (%s)\n", version.Version, version.GitCommit)
+		return
+	}
+
+	level, err := logrus.ParseLevel(*logLevel)
+	if err != nil {
+		logrus.Fatalf("--log-level: %v", err)
+	}
+	logrus.SetLevel(level)
+	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	logrus.Infof("kube-fip-operator %s (%s) starting", version.Version, version.GitCommit)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(*kubeconfigPath).ClientConfig()
+	if err != nil {
+		logrus.Fatalf("loading the kubeconfig: %v", err)
+	}
+
+	op, err := operator.New(restConfig, operator.Options{
+		Namespace:      *namespace,
+		Threads:        *threads,
+		LeaderElection: *leaderElection,
+		MetricsBind:    *metricsBind,
+		MetricsPort:    *metricsPort,
+	})
+	if err != nil {
+		logrus.Fatal(err)
+	}
+	if err := op.Run(ctx); err != nil {
+		logrus.Fatal(err)
+	}
+	logrus.Info("stopped")
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func envInt(key string, fallback int) int {
+	if v := os.Getenv(key); v != "" {
+		if i, err := strconv.Atoi(v); err == nil {
+			return i
+		}
+		logrus.Fatalf("$%s: %q is not a number", key, v)
+	}
+	return fallback
+}
+
+func envBool(key string, fallback bool) bool {
+	if v := os.Getenv(key); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+		logrus.Fatalf("$%s: %q is not true or false", key, v)
+	}
+	return fallback
+}

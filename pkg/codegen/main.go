@@ -21,7 +21,7 @@ func main() {
 
 	controllergen.Run(args.Options{
 		OutputPackage: "github.com/kubefip/kube-fip-operator/pkg/generated",
-		Boilerplate:   "scripts/boilerplate.go.txt",
+		Boilerplate:   "pkg/codegen/boilerplate.go.txt",
 		Groups: map[string]args.Group{
 			"kubefip.k8s.binbash.org": {
 				Types:         []interface{}{"./pkg/apis/kubefip.k8s.binbash.org/v1"},

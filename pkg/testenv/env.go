@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Environment is a running control plane.
@@ -49,6 +51,9 @@ func Start() (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	// envtest logs through controller-runtime's logger; its messages are not the operator's.
+	ctrllog.SetLogger(logr.Discard())
 
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"go/types"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+const modulePath = "github.com/kubefip/kube-fip-operator"
+
+func loadPackages(t *testing.T) []*packages.Package {
+	t.Helper()
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages.PrintErrors(pkgs) > 0 {
+		t.Fatal("packages did not load")
+	}
+	return pkgs
+}
+
+// TestNoPackageLevelMutableState: the allocator, configuration and metrics are values passed to
+// whoever needs them. No package-level variable outside generated code may hold something that can
+// be changed behind everyone's back: maps, slices, channels, functions, pointers (but a compiled
+// regexp) or interfaces (but error sentinels).
+func TestNoPackageLevelMutableState(t *testing.T) {
+	for _, pkg := range loadPackages(t) {
+		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || pkg.Types == nil {
+			continue
+		}
+		scope := pkg.Types.Scope()
+		for _, name := range scope.Names() {
+			v, ok := scope.Lookup(name).(*types.Var)
+			if !ok {
+				continue
+			}
+			file := pkg.Fset.Position(v.Pos()).Filename
+			if strings.Contains(file, "zz_generated") || strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			if reason := mutable(v.Type(), 0); reason != "" {
+				t.Errorf("%s: package-level variable %s.%s is %s; pass it as a value instead", pkg.Fset.Position(v.Pos()), pkg.Name, name, reason)
+			}
+		}
+	}
+}
+
+func mutable(typ types.Type, depth int) string {
+	if depth > 5 {
+		return ""
+	}
+	switch u := typ.Underlying().(type) {
+	case *types.Basic:
+		return ""
+	case *types.Array:
+		return mutable(u.Elem(), depth+1)
+	case *types.Struct:
+		for i := 0; i < u.NumFields(); i++ {
+			if r := mutable(u.Field(i).Type(), depth+1); r != "" {
+				return "a struct holding " + r
+			}
+		}
+		return ""
+	case *types.Pointer:
+		if named, ok := u.Elem().(*types.Named); ok && named.Obj().Pkg() != nil &&
+			named.Obj().Pkg().Path() == "regexp" && named.Obj().Name() == "Regexp" {
+			return "" // compiled once, safe for concurrent use, no mutating methods
+		}
+		return "a pointer (" + typ.String() + ")"
+	case *types.Interface:
+		if types.Identical(typ, types.Universe.Lookup("error").Type()) {
+			return "" // sentinel errors
+		}
+		return "an interface (" + typ.String() + ")"
+	default:
+		return "a " + typeKind(u) + " (" + typ.String() + ")"
+	}
+}
+
+func typeKind(t types.Type) string {
+	switch t.(type) {
+	case *types.Map:
+		return "map"
+	case *types.Slice:
+		return "slice"
+	case *types.Chan:
+		return "channel"
+	case *types.Signature:
+		return "function"
+	}
+	return "value of a mutable kind"
+}
+
+// TestPurePackagesHaveNoKubernetesImports: the allocator and the configuration parser are plain Go,
+// tested without any cluster.
+func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
+	pure := map[string]bool{modulePath + "/pkg/ipam": true, modulePath + "/pkg/config": true}
+	allowed := map[string]bool{"sigs.k8s.io/yaml": true, "sigs.k8s.io/yaml/goyaml.v2": true}
+	found := 0
+	for _, pkg := range loadPackages(t) {
+		if !pure[pkg.PkgPath] {
+			continue
+		}
+		found++
+		seen := map[string]bool{}
+		var walk func(p *packages.Package)
+		walk = func(p *packages.Package) {
+			for path, imp := range p.Imports {
+				if seen[path] {
+					continue
+				}
+				seen[path] = true
+				if allowed[path] {
+					continue
+				}
+				if strings.HasPrefix(path, "k8s.io/") || strings.HasPrefix(path, "sigs.k8s.io/") || strings.Contains(path, "rancher/") {
+					t.Errorf("%s imports %s (via %s)", pkg.PkgPath, path, p.PkgPath)
+				}
+				walk(imp)
+			}
+		}
+		walk(pkg)
+	}
+	if found != len(pure) {
+		t.Errorf("found %d of the %d pure packages", found, len(pure))
+	}
+}

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// ConfigMapName is the ConfigMap, in the operator's namespace, that Parse reads.
+const ConfigMapName = "kube-fip-config"
+
+// The ConfigMap keys. Their spelling is part of the compatibility contract.
+const (
+	KeyLogLevel                         = "logLevel"
+	KeyOperateGuestClusterInterval      = "operateGuestClusterInterval"
+	KeyMetricsPort                      = "metricsPort"
+	KeyTraceIPAMData                    = "traceIpamData"
+	KeyKubevipGuestInstall              = "kubevipGuestInstall"
+	KeyKubevipUpdate                    = "kubevipUpdate"
+	KeyKubevipNamespace                 = "kubevipNamespace"
+	KeyKubevipReleaseName               = "kubevipReleaseName"
+	KeyKubevipChartRepoURL              = "kubevipChartRepoUrl"
+	KeyKubevipChartRef                  = "kubevipChartRef"
+	KeyKubevipChartVersion              = "kubevipChartVersion"
+	KeyKubevipChartValues               = "kubevipChartValues"
+	KeyKubevipCloudProviderReleaseName  = "kubevipCloudProviderReleaseName"
+	KeyKubevipCloudProviderChartRef     = "kubevipCloudProviderChartRef"
+	KeyKubevipCloudProviderChartVersion = "kubevipCloudProviderChartVersion"
+	KeyKubevipCloudProviderChartValues  = "kubevipCloudProviderChartValues"
+)
+
+// MaxOperateGuestClusterInterval caps operateGuestClusterInterval; see the
+// package comment for why.
+const MaxOperateGuestClusterInterval = 24 * time.Hour
+
+// Default chart values, verbatim from the original README so that an
+// unconfigured install behaves as it always did.
+const (
+	DefaultKubevipChartValues = `config:
+  vip_interface: enp1s0
+image:
+  repository: plndr/kube-vip
+  tag: v0.6.4
+env:
+  prometheus_server: ':8080'
+nodeSelector:
+  node-role.kubernetes.io/master: 'true'
+`
+	DefaultKubevipCloudProviderChartValues = `image:
+  repository: kubevip/kube-vip-cloud-provider
+  tag: v0.0.7
+`
+)
+
+// InstallMode says whether kube-vip is installed into guest clusters.
+type InstallMode string
+
+const (
+	InstallEnabled      InstallMode = "enabled"
+	InstallDisabled     InstallMode = "disabled"
+	InstallClusterLabel InstallMode = "clusterlabel"
+)
+
+// ClusterLabel is the guest-cluster label consulted by InstallClusterLabel.
+const ClusterLabel = "kube-vip"
+
+// Wants reports whether a cluster with the given labels should get kube-vip.
+// An unknown mode wants nothing, because installing into clusters nobody
+// asked for is worse than not installing.
+func (m InstallMode) Wants(clusterLabels map[string]string) bool {
+	switch m {
+	case InstallEnabled:
+		return true
+	case InstallClusterLabel:
+		return clusterLabels[ClusterLabel] == "true"
+	default:
+		return false
+	}
+}
+
+func (m InstallMode) valid() bool {
+	return m == InstallEnabled || m == InstallDisabled || m == InstallClusterLabel
+}
+
+// Chart is one Helm chart installed into guest clusters. Ref and Version
+// select an OCI chart; with Ref empty the chart comes from RepoURL.
+type Chart struct {
+	ReleaseName string
+	RepoURL     string
+	Ref         string
+	Version     string
+	// Values is ValuesYAML decoded; never nil. Treat it as read-only: Parse
+	// hands out fresh maps, but a Config copied by value shares them.
+	Values map[string]interface{}
+	// ValuesYAML is the text the values came from, kept so consumers can pass
+	// it on without a lossy re-encoding.
+	ValuesYAML string
+}
+
+// Config is the operator configuration. Build it with Default or Parse; a
+// hand-built Config is not validated.
+type Config struct {
+	LogLevel                    logrus.Level
+	OperateGuestClusterInterval time.Duration
+	MetricsPort                 int
+	TraceIPAMData               bool
+	KubevipGuestInstall         InstallMode
+	KubevipUpdate               bool
+	KubevipNamespace            string
+	Kubevip                     Chart
+	KubevipCloudProvider        Chart
+}
+
+// Default returns the configuration used when the ConfigMap is empty. It is a
+// function rather than a variable so that callers cannot change the defaults
+// by mutating a shared value, and each call returns fresh Values maps.
+func Default() Config {
+	const repo = "https://kube-vip.io/helm-charts"
+	return Config{
+		LogLevel:                    logrus.InfoLevel,
+		OperateGuestClusterInterval: 480 * time.Second,
+		MetricsPort:                 8080,
+		TraceIPAMData:               false,
+		KubevipGuestInstall:         InstallClusterLabel,
+		KubevipUpdate:               false,
+		KubevipNamespace:            "kube-system",
+		Kubevip: Chart{
+			ReleaseName: "kube-vip",
+			RepoURL:     repo,
+			Values:      mustValues(DefaultKubevipChartValues),
+			ValuesYAML:  DefaultKubevipChartValues,
+		},
+		KubevipCloudProvider: Chart{
+			ReleaseName: "kube-vip-cloud-provider",
+			RepoURL:     repo,
+			Values:      mustValues(DefaultKubevipCloudProviderChartValues),
+			ValuesYAML:  DefaultKubevipCloudProviderChartValues,
+		},
+	}
+}
+
+func mustValues(s string) map[string]interface{} {
+	v, err := parseValues(s)
+	if err != nil {
+		panic("config: built-in default chart values do not parse: " + err.Error())
+	}
+	return v
+}
+
+// Keys returns every known ConfigMap key in a stable order (the order of the
+// table in the package comment).
+func Keys() []string {
+	opts := allOptions()
+	keys := make([]string, len(opts))
+	for i, o := range opts {
+		keys[i] = o.key
+	}
+	return keys
+}
+
+// Equal reports whether two configs are identical, including the verbatim
+// values text: a comment-only edit of the values counts as a change, which
+// costs at most one redundant reconcile.
+func (c Config) Equal(o Config) bool {
+	return reflect.DeepEqual(c, o)
+}
+
+// String renders the config for debug logs. Chart values are shown only as
+// their size and top-level keys, because they may hold secrets.
+func (c Config) String() string {
+	return fmt.Sprintf("%s=%s %s=%s %s=%d %s=%t %s=%s %s=%t %s=%q kubevip={%s} kubevipCloudProvider={%s}",
+		KeyLogLevel, c.LogLevel,
+		KeyOperateGuestClusterInterval, c.OperateGuestClusterInterval,
+		KeyMetricsPort, c.MetricsPort,
+		KeyTraceIPAMData, c.TraceIPAMData,
+		KeyKubevipGuestInstall, c.KubevipGuestInstall,
+		KeyKubevipUpdate, c.KubevipUpdate,
+		KeyKubevipNamespace, c.KubevipNamespace,
+		c.Kubevip, c.KubevipCloudProvider)
+}
+
+// String renders the chart without its values; see Config.String.
+func (ch Chart) String() string {
+	keys := make([]string, 0, len(ch.Values))
+	for k := range ch.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("releaseName=%q repoUrl=%q ref=%q version=%q values=<%d bytes, keys %q>",
+		ch.ReleaseName, redactURL(ch.RepoURL), redactURL(ch.Ref), ch.Version,
+		len(ch.ValuesYAML), strings.Join(keys, ","))
+}

@@ -1,0 +1,135 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+func TestDefault(t *testing.T) {
+	d := Default()
+	checkValid(t, d)
+	if d.LogLevel != logrus.InfoLevel || d.OperateGuestClusterInterval != 480*time.Second || d.MetricsPort != 8080 ||
+		d.TraceIPAMData || d.KubevipGuestInstall != InstallClusterLabel || d.KubevipUpdate ||
+		d.KubevipNamespace != "kube-system" {
+		t.Errorf("scalar defaults changed: %v", d)
+	}
+	wantKV := Chart{
+		ReleaseName: "kube-vip",
+		RepoURL:     "https://kube-vip.io/helm-charts",
+		Values: map[string]interface{}{
+			"config":       map[string]interface{}{"vip_interface": "enp1s0"},
+			"image":        map[string]interface{}{"repository": "plndr/kube-vip", "tag": "v0.6.4"},
+			"env":          map[string]interface{}{"prometheus_server": ":8080"},
+			"nodeSelector": map[string]interface{}{"node-role.kubernetes.io/master": "true"},
+		},
+		ValuesYAML: DefaultKubevipChartValues,
+	}
+	if !reflect.DeepEqual(d.Kubevip, wantKV) {
+		t.Errorf("kube-vip chart default:\n got %#v\nwant %#v", d.Kubevip, wantKV)
+	}
+	wantCP := Chart{
+		ReleaseName: "kube-vip-cloud-provider",
+		RepoURL:     "https://kube-vip.io/helm-charts",
+		Values: map[string]interface{}{
+			"image": map[string]interface{}{"repository": "kubevip/kube-vip-cloud-provider", "tag": "v0.0.7"},
+		},
+		ValuesYAML: DefaultKubevipCloudProviderChartValues,
+	}
+	if !reflect.DeepEqual(d.KubevipCloudProvider, wantCP) {
+		t.Errorf("cloud provider chart default:\n got %#v\nwant %#v", d.KubevipCloudProvider, wantCP)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	want := []string{
+		"logLevel", "operateGuestClusterInterval", "metricsPort", "traceIpamData", "kubevipGuestInstall",
+		"kubevipUpdate", "kubevipNamespace", "kubevipReleaseName", "kubevipChartRepoUrl", "kubevipChartRef",
+		"kubevipChartVersion", "kubevipChartValues", "kubevipCloudProviderReleaseName",
+		"kubevipCloudProviderChartRef", "kubevipCloudProviderChartVersion", "kubevipCloudProviderChartValues",
+	}
+	keys := Keys()
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("Keys() = %v, want %v", keys, want)
+	}
+	keys[0] = "mutated"
+	if Keys()[0] != "logLevel" {
+		t.Error("Keys shares its slice between calls")
+	}
+}
+
+func TestInstallModeWants(t *testing.T) {
+	labelled := map[string]string{"kube-vip": "true"}
+	tests := []struct {
+		mode   InstallMode
+		labels map[string]string
+		want   bool
+	}{
+		{InstallEnabled, nil, true},
+		{InstallEnabled, map[string]string{"kube-vip": "false"}, true},
+		{InstallDisabled, labelled, false},
+		{InstallDisabled, nil, false},
+		{InstallClusterLabel, labelled, true},
+		{InstallClusterLabel, map[string]string{"kube-vip": "True"}, false},
+		{InstallClusterLabel, map[string]string{"kube-vip": "false"}, false},
+		{InstallClusterLabel, map[string]string{"other": "true"}, false},
+		{InstallClusterLabel, nil, false},
+		{InstallMode("bogus"), labelled, false},
+		{InstallMode(""), labelled, false},
+	}
+	for _, tt := range tests {
+		if got := tt.mode.Wants(tt.labels); got != tt.want {
+			t.Errorf("%q.Wants(%v) = %t, want %t", tt.mode, tt.labels, got, tt.want)
+		}
+	}
+}
+
+func TestEqual(t *testing.T) {
+	if !Default().Equal(Default()) {
+		t.Error("Default() != Default()")
+	}
+	a, _ := Parse(previousData(), Default())
+	b, _ := Parse(previousData(), Default())
+	if !a.Equal(b) {
+		t.Error("equal parses differ")
+	}
+	changed := func(k, v string) Config {
+		d := previousData()
+		d[k] = v
+		c, _ := Parse(d, Default())
+		return c
+	}
+	for k, v := range map[string]string{
+		KeyMetricsPort:        "9091",
+		KeyKubevipChartValues: "image:\n  tag: prev\n# comment\n",
+		KeyLogLevel:           "trace",
+	} {
+		if a.Equal(changed(k, v)) {
+			t.Errorf("changing %s not detected", k)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	data := previousData()
+	data[KeyKubevipChartValues] = "image:\n  tag: prev\nregistry:\n  password: hunter2\n"
+	c, _ := Parse(data, Default())
+	s := c.String()
+	for _, want := range []string{
+		"logLevel=debug", "operateGuestClusterInterval=1m0s", "metricsPort=9090", "kubevipGuestInstall=enabled",
+		`kubevipNamespace="kube-vip-prev"`, `releaseName="kv-prev"`, `version="0.8.0"`,
+		`keys "image,registry"`, `releaseName="kvcp-prev"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String() lacks %q: %s", want, s)
+		}
+	}
+	for _, leak := range []string{"hunter2", "password", "prev\n", "tag"} {
+		if strings.Contains(s, leak) {
+			t.Errorf("String() shows chart values (%q): %s", leak, s)
+		}
+	}
+}

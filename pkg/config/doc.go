@@ -1,0 +1,79 @@
+// Package config turns the data of the kube-fip-config ConfigMap into a typed,
+// validated Config.
+//
+// The package is deliberately pure: it takes the ConfigMap's Data as a plain
+// map[string]string and returns values, so the controller that watches the
+// ConfigMap owns all Kubernetes access and all logging, and every rule here
+// can be tested (and fuzzed) without a cluster.
+//
+// # Keys
+//
+// The key names and their defaults are a compatibility contract with the
+// original kube-fip-operator, so existing ConfigMaps keep working unchanged.
+// Keys are case-sensitive, as they always were; Keys lists them in a stable
+// order.
+//
+//	logLevel                          logrus level, case-insensitive       Info
+//	operateGuestClusterInterval       whole seconds, 1..86400              480
+//	metricsPort                       1..65535                             8080
+//	traceIpamData                     bool                                 false
+//	kubevipGuestInstall               enabled|disabled|clusterlabel        clusterlabel
+//	kubevipUpdate                     bool                                 false
+//	kubevipNamespace                  DNS-1123 label                       kube-system
+//	kubevipReleaseName                Helm release name                    kube-vip
+//	kubevipChartRepoUrl               http(s) URL, shared by both charts   https://kube-vip.io/helm-charts
+//	kubevipChartRef                   "" or oci://host/path                ""
+//	kubevipChartVersion               "" or a version such as v1.2.3       ""
+//	kubevipChartValues                YAML mapping                         see Default
+//	kubevipCloudProviderReleaseName   Helm release name                    kube-vip-cloud-provider
+//	kubevipCloudProviderChartRef      "" or oci://host/path                ""
+//	kubevipCloudProviderChartVersion  "" or a version                      ""
+//	kubevipCloudProviderChartValues   YAML mapping                         see Default
+//
+// The interval is capped at one day because a longer period means guest
+// clusters silently drift for days; anyone who wants that should disable the
+// feature instead. Booleans accept what strconv.ParseBool accepts, in any case.
+// Scalar values are trimmed of surrounding white space, because block scalars
+// in ConfigMap manifests commonly add a trailing newline. Chart values are
+// kept verbatim in Chart.ValuesYAML; a YAML document with no content (only
+// comments, "{}", "---" or null) is a valid, empty mapping.
+//
+// # Which value wins
+//
+// Parse(data, previous) decides each key independently:
+//
+//   - absent, or empty after trimming: the default. A key deleted from the
+//     ConfigMap therefore reverts to its default rather than sticking at the
+//     value it had before, exactly like the original operator.
+//   - present and valid: the new value.
+//   - present and invalid: the value from previous (the last good Config)
+//     stays in force, and a Problem is reported. If previous itself holds no
+//     valid value for the key (say, a hand-built Config), the default is used,
+//     so the result of Parse is always a valid Config. Pass Default(), not a
+//     zero Config, the first time: the zero logrus.Level is PanicLevel, which
+//     is valid and would be kept.
+//
+// A chart reference and its version are meant to be set together, to install
+// a pinned chart from an OCI registry; one without the other is almost always
+// a half-finished edit, and guessing which half was meant would install
+// something the user did not ask for. If, after the rules above,
+// exactly one of kubevipChartRef/kubevipChartVersion (or of the cloud-provider
+// pair) is set, both are kept as given and a Problem is reported against the
+// key that is set, saying which key is missing; it is a warning, because
+// nothing was rejected. Keeping them lets the user fix
+// the pair by adding one key instead of re-entering both; a consumer that
+// needs a pinned chart must check that both are set.
+//
+// Unknown keys are ignored and reported as a Problem with Warning set, naming
+// the known key that is most likely meant, since a typo otherwise looks like a
+// setting that has no effect.
+//
+// # Secrets
+//
+// Chart values may carry registry credentials or other secrets, so the text
+// of kubevipChartValues and kubevipCloudProviderChartValues never appears in a
+// Problem or in Config.String; YAML errors are reduced to a line number and a
+// fixed parser message. The values of unknown keys are never echoed either,
+// since a misspelt values key is just as sensitive. Credentials embedded in a
+// URL (user:password@host) are masked wherever a URL is printed.
+package config

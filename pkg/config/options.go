@@ -1,0 +1,193 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Validation patterns. They are compiled once and only ever read.
+var (
+	// dns1123Label is Kubernetes' namespace rule, kept local so this package
+	// needs no k8s imports.
+	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// helmReleaseName is the pattern Helm 3 itself enforces.
+	helmReleaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	// chartVersion is deliberately loose (a leading v and fewer than three
+	// parts are common in chart tags); it exists to catch paste errors such
+	// as URLs or ranges, not to implement SemVer.
+	chartVersion = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+)
+
+const (
+	maxNamespaceLen   = 63
+	maxReleaseNameLen = 53 // Helm's limit, so release-derived names fit in 63
+	maxVersionLen     = 128
+)
+
+func setLogLevel(c *Config, v string) error {
+	lvl, err := logrus.ParseLevel(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("must be one of trace, debug, info, warn, error, fatal, panic")
+	}
+	c.LogLevel = lvl
+	return nil
+}
+
+func getLogLevel(c Config) string {
+	// An out-of-range level renders as "unknown", which set rejects.
+	return c.LogLevel.String()
+}
+
+func setInterval(c *Config, v string) error {
+	maxSeconds := int(MaxOperateGuestClusterInterval / time.Second)
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > maxSeconds {
+		return fmt.Errorf("must be a whole number of seconds between 1 and %d (one day)", maxSeconds)
+	}
+	c.OperateGuestClusterInterval = time.Duration(n) * time.Second
+	return nil
+}
+
+func getInterval(c Config) string {
+	d := c.OperateGuestClusterInterval
+	if d <= 0 || d%time.Second != 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10)
+}
+
+func setMetricsPort(c *Config, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 65535 {
+		return errors.New("must be an integer between 1 and 65535")
+	}
+	c.MetricsPort = n
+	return nil
+}
+
+func getMetricsPort(c Config) string { return strconv.Itoa(c.MetricsPort) }
+
+func setInstallMode(c *Config, v string) error {
+	m := InstallMode(strings.ToLower(strings.TrimSpace(v)))
+	if !m.valid() {
+		return fmt.Errorf("must be one of %s, %s, %s", InstallEnabled, InstallDisabled, InstallClusterLabel)
+	}
+	c.KubevipGuestInstall = m
+	return nil
+}
+
+func getInstallMode(c Config) string { return string(c.KubevipGuestInstall) }
+
+func boolOption(key string, field func(c *Config) *bool) option {
+	return option{
+		key: key,
+		set: func(c *Config, v string) error {
+			// Lower-casing first makes "tRuE" work like every other
+			// case-insensitive option; ParseBool alone only knows three spellings.
+			b, err := strconv.ParseBool(strings.ToLower(strings.TrimSpace(v)))
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			*field(c) = b
+			return nil
+		},
+		get: func(c Config) string { return strconv.FormatBool(*field(&c)) },
+	}
+}
+
+// textOption is a string key that is stored trimmed once check accepts it.
+func textOption(key string, check func(string) error, field func(c *Config) *string) option {
+	return option{
+		key: key,
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if err := check(v); err != nil {
+				return err
+			}
+			*field(c) = v
+			return nil
+		},
+		get: func(c Config) string { return *field(&c) },
+	}
+}
+
+func valuesOption(key string, chart func(c *Config) *Chart) option {
+	return option{
+		key:       key,
+		sensitive: true,
+		set: func(c *Config, v string) error {
+			values, err := parseValues(v)
+			if err != nil {
+				return err
+			}
+			ch := chart(c)
+			ch.Values, ch.ValuesYAML = values, v
+			return nil
+		},
+		get: func(c Config) string { return chart(&c).ValuesYAML },
+	}
+}
+
+func checkNamespace(v string) error {
+	if len(v) > maxNamespaceLen || !dns1123Label.MatchString(v) {
+		return fmt.Errorf("must be a namespace name (DNS-1123 label): at most %d lower-case letters, digits or '-', "+
+			"starting and ending with a letter or digit", maxNamespaceLen)
+	}
+	return nil
+}
+
+func checkReleaseName(v string) error {
+	if len(v) > maxReleaseNameLen || !helmReleaseName.MatchString(v) {
+		return fmt.Errorf("must be a Helm release name: at most %d lower-case letters, digits, '-' or '.', "+
+			"starting and ending with a letter or digit", maxReleaseNameLen)
+	}
+	return nil
+}
+
+// setRepoURL sets both charts, because the original operator has a single
+// repository key for kube-vip and its cloud provider.
+func setRepoURL(c *Config, v string) error {
+	v = strings.TrimSpace(v)
+	// url.Parse errors quote the input, so they are not passed on.
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return errors.New("must be an absolute http or https URL, such as https://kube-vip.io/helm-charts")
+	}
+	c.Kubevip.RepoURL, c.KubevipCloudProvider.RepoURL = v, v
+	return nil
+}
+
+func checkChartRef(v string) error {
+	const want = "must be empty or an OCI chart reference oci://<registry host>/<repository path>"
+	if !strings.HasPrefix(v, "oci://") {
+		return errors.New(want)
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Hostname() == "" || strings.Trim(u.Path, "/") == "" ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return errors.New(want)
+	}
+	if u.User != nil {
+		// Helm takes registry credentials from "helm registry login", never
+		// from the reference, so these could only leak.
+		return errors.New("must not contain credentials; configure registry authentication instead")
+	}
+	return nil
+}
+
+func checkChartVersion(v string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > maxVersionLen || !chartVersion.MatchString(v) {
+		return errors.New("must be empty or a chart version such as 1.2.3 or v0.8.0-rc.1")
+	}
+	return nil
+}

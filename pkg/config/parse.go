@@ -1,0 +1,170 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Problem is one thing wrong with the ConfigMap. Problems never stop Parse;
+// they say which value was ignored and what is in force instead.
+type Problem struct {
+	Key  string
+	Kind ProblemKind
+	// Value is the offending value, trimmed, with URL credentials masked and
+	// cut to about 100 bytes. It is empty when the value must not be shown
+	// (chart values, unknown keys) or is not the point (an incomplete
+	// ref/version pair); Message then says everything.
+	Value   string
+	Message string
+	// Warning marks problems that did not change which value is in force:
+	// unknown keys, which are ignored, and incomplete chart selections, which
+	// are kept as given. Only invalid values are not warnings.
+	Warning bool
+}
+
+// ProblemKind classifies a Problem. The values are CamelCase so that they can
+// serve as Kubernetes event reasons.
+type ProblemKind string
+
+const (
+	// ProblemInvalidValue: the value was rejected and the previous one (or
+	// the default) stays in force.
+	ProblemInvalidValue ProblemKind = "InvalidValue"
+	// ProblemUnknownKey: the key is not a known option and was ignored.
+	ProblemUnknownKey ProblemKind = "UnknownKey"
+	// ProblemIncompleteChart: only one of a chart's ref and version is set;
+	// both are kept as given.
+	ProblemIncompleteChart ProblemKind = "IncompleteChartSelection"
+)
+
+// Error formats the problem for logs and events, naming the ConfigMap so the
+// reader knows where to fix it.
+func (p Problem) Error() string {
+	if p.Value == "" {
+		return fmt.Sprintf("%s key %q: %s", ConfigMapName, p.Key, p.Message)
+	}
+	return fmt.Sprintf("%s key %q: invalid value %q: %s", ConfigMapName, p.Key, p.Value, p.Message)
+}
+
+// option binds a key to a Config field. set validates the whole value before
+// touching c, so a failed set leaves c unchanged; get is set's inverse, used to
+// carry a previous value forward through the same validation as a new one.
+type option struct {
+	key       string
+	sensitive bool
+	set       func(c *Config, v string) error
+	get       func(c Config) string
+}
+
+// allOptions is the single table of keys; its order is the order of Keys and
+// of the Problems Parse returns. It is built on demand so that no caller can
+// alter the rules by mutating a shared table.
+func allOptions() []option {
+	return []option{
+		{key: KeyLogLevel, set: setLogLevel, get: getLogLevel},
+		{key: KeyOperateGuestClusterInterval, set: setInterval, get: getInterval},
+		{key: KeyMetricsPort, set: setMetricsPort, get: getMetricsPort},
+		boolOption(KeyTraceIPAMData, func(c *Config) *bool { return &c.TraceIPAMData }),
+		{key: KeyKubevipGuestInstall, set: setInstallMode, get: getInstallMode},
+		boolOption(KeyKubevipUpdate, func(c *Config) *bool { return &c.KubevipUpdate }),
+		textOption(KeyKubevipNamespace, checkNamespace, func(c *Config) *string { return &c.KubevipNamespace }),
+		textOption(KeyKubevipReleaseName, checkReleaseName, func(c *Config) *string { return &c.Kubevip.ReleaseName }),
+		{key: KeyKubevipChartRepoURL, set: setRepoURL, get: func(c Config) string { return c.Kubevip.RepoURL }},
+		textOption(KeyKubevipChartRef, checkChartRef, func(c *Config) *string { return &c.Kubevip.Ref }),
+		textOption(KeyKubevipChartVersion, checkChartVersion, func(c *Config) *string { return &c.Kubevip.Version }),
+		valuesOption(KeyKubevipChartValues, kubevip),
+		textOption(KeyKubevipCloudProviderReleaseName, checkReleaseName, func(c *Config) *string { return &c.KubevipCloudProvider.ReleaseName }),
+		textOption(KeyKubevipCloudProviderChartRef, checkChartRef, func(c *Config) *string { return &c.KubevipCloudProvider.Ref }),
+		textOption(KeyKubevipCloudProviderChartVersion, checkChartVersion, func(c *Config) *string { return &c.KubevipCloudProvider.Version }),
+		valuesOption(KeyKubevipCloudProviderChartValues, cloudProvider),
+	}
+}
+
+// Parse builds a Config from the ConfigMap data. Absent or empty keys take
+// their default, valid keys their new value, and invalid keys keep the value
+// from previous (the last good Config; pass Default() the first time) and add
+// a Problem. See the package comment for the full rules. Parse never fails and
+// never modifies data or previous.
+func Parse(data map[string]string, previous Config) (Config, []Problem) {
+	opts := allOptions()
+	out := Default()
+	var problems []Problem
+
+	for _, o := range opts {
+		raw, ok := data[o.key]
+		if !ok || strings.TrimSpace(raw) == "" {
+			continue
+		}
+		err := o.set(&out, raw)
+		if err == nil {
+			continue
+		}
+		p := Problem{Key: o.key, Kind: ProblemInvalidValue, Message: err.Error()}
+		if o.sensitive {
+			p.Message = "invalid value (not shown, it may contain secrets): " + p.Message
+		} else {
+			p.Value = echo(raw)
+		}
+		problems = append(problems, p)
+		keepPrevious(o, &out, previous)
+	}
+
+	problems = append(problems, checkPair(out.Kubevip, KeyKubevipChartRef, KeyKubevipChartVersion)...)
+	problems = append(problems, checkPair(out.KubevipCloudProvider,
+		KeyKubevipCloudProviderChartRef, KeyKubevipCloudProviderChartVersion)...)
+
+	known := make(map[string]bool, len(opts))
+	for _, o := range opts {
+		known[o.key] = true
+	}
+	var unknown []string
+	for k := range data {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		msg := "unknown key, ignored"
+		if s := suggest(k, opts); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		problems = append(problems, Problem{Key: truncate(k), Kind: ProblemUnknownKey, Message: msg, Warning: true})
+	}
+	return out, problems
+}
+
+// keepPrevious restores the previous value of o into out by replaying it
+// through o.set, which both validates it and, for chart values, yields a fresh
+// map instead of one shared with previous. A previous value that is empty or
+// invalid (a zero or hand-built Config) leaves the default in place, which
+// out still holds because a failed set changes nothing.
+func keepPrevious(o option, out *Config, previous Config) {
+	if v := o.get(previous); strings.TrimSpace(v) != "" {
+		_ = o.set(out, v)
+	}
+}
+
+// checkPair reports a chart whose ref and version are not both set or both
+// empty; the values themselves stay as they are (see the package comment).
+func checkPair(ch Chart, refKey, versionKey string) []Problem {
+	setKey, missingKey := refKey, versionKey
+	switch {
+	case ch.Ref != "" && ch.Version == "":
+	case ch.Ref == "" && ch.Version != "":
+		setKey, missingKey = versionKey, refKey
+	default:
+		return nil
+	}
+	return []Problem{{
+		Key:     setKey,
+		Kind:    ProblemIncompleteChart,
+		Warning: true,
+		Message: fmt.Sprintf("incomplete chart selection: %s is set but %s is empty; both are kept as given, set both or neither",
+			setKey, missingKey),
+	}}
+}
+
+func kubevip(c *Config) *Chart       { return &c.Kubevip }
+func cloudProvider(c *Config) *Chart { return &c.KubevipCloudProvider }

@@ -1,0 +1,272 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+type validCase struct {
+	in   string
+	want interface{}
+}
+
+type keyTest struct {
+	key     string
+	field   func(Config) interface{}
+	extra   map[string]string // other keys the cases need, e.g. the other half of a pair
+	valid   []validCase
+	invalid []string
+}
+
+func keyTests() []keyTest {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	tests := []keyTest{
+		{
+			key:   KeyLogLevel,
+			field: func(c Config) interface{} { return c.LogLevel },
+			valid: []validCase{
+				{"Info", logrus.InfoLevel}, {"debug", logrus.DebugLevel}, {"WARN", logrus.WarnLevel},
+				{"Warning", logrus.WarnLevel}, {"error", logrus.ErrorLevel}, {"Fatal", logrus.FatalLevel},
+				{"PANIC", logrus.PanicLevel}, {"Trace", logrus.TraceLevel}, {" info\n", logrus.InfoLevel},
+			},
+			invalid: []string{"loud", "5", "inf o", "information"},
+		},
+		{
+			key:   KeyOperateGuestClusterInterval,
+			field: func(c Config) interface{} { return c.OperateGuestClusterInterval },
+			valid: []validCase{
+				{"1", time.Second}, {"480", 480 * time.Second}, {"86400", 24 * time.Hour}, {" 30\n", 30 * time.Second},
+			},
+			invalid: []string{"0", "-5", "1.5", "abc", "480s", "86401", "99999999999999999999999"},
+		},
+		{
+			key:     KeyMetricsPort,
+			field:   func(c Config) interface{} { return c.MetricsPort },
+			valid:   []validCase{{"1", 1}, {"8080", 8080}, {"65535", 65535}, {"9100\n", 9100}},
+			invalid: []string{"abc", "0", "70000", "65536", "-1", "80.0", ":8080"},
+		},
+		{
+			key:   KeyTraceIPAMData,
+			field: func(c Config) interface{} { return c.TraceIPAMData },
+			valid: []validCase{
+				{"true", true}, {"TRUE", true}, {"tRuE", true}, {"1", true}, {"t", true},
+				{"false", false}, {"False", false}, {"0", false}, {"F", false},
+			},
+			invalid: []string{"yes", "on", "2", "enabled"},
+		},
+		{
+			key:     KeyKubevipUpdate,
+			field:   func(c Config) interface{} { return c.KubevipUpdate },
+			valid:   []validCase{{"true", true}, {"True", true}, {"false", false}, {"FALSE", false}},
+			invalid: []string{"no", "off", "-1"},
+		},
+		{
+			key:   KeyKubevipGuestInstall,
+			field: func(c Config) interface{} { return c.KubevipGuestInstall },
+			valid: []validCase{
+				{"enabled", InstallEnabled}, {"Disabled", InstallDisabled},
+				{"CLUSTERLABEL", InstallClusterLabel}, {"clusterLabel", InstallClusterLabel},
+			},
+			invalid: []string{"sometimes", "enable", "cluster-label", "true"},
+		},
+		{
+			key:   KeyKubevipNamespace,
+			field: func(c Config) interface{} { return c.KubevipNamespace },
+			valid: []validCase{
+				{"kube-system", "kube-system"}, {"a", "a"}, {"ns-1", "ns-1"}, {"0ns", "0ns"}, {long(63), long(63)},
+			},
+			invalid: []string{"Kube-System", "-ns", "ns-", "my_ns", "a.b", long(64), "kube system"},
+		},
+		{
+			key:   KeyKubevipChartRepoURL,
+			field: func(c Config) interface{} { return [2]string{c.Kubevip.RepoURL, c.KubevipCloudProvider.RepoURL} },
+			valid: []validCase{
+				{"https://kube-vip.io/helm-charts", [2]string{"https://kube-vip.io/helm-charts", "https://kube-vip.io/helm-charts"}},
+				{"http://charts.local:8080/x/", [2]string{"http://charts.local:8080/x/", "http://charts.local:8080/x/"}},
+				{"HTTPS://Example.com", [2]string{"HTTPS://Example.com", "HTTPS://Example.com"}},
+			},
+			invalid: []string{"ftp://x", "not a url", "https://", "/relative/path", "https:///nohost", "kube-vip.io/helm-charts", "http://a b"},
+		},
+	}
+
+	charts := []struct {
+		prefix string
+		chart  func(Config) Chart
+	}{
+		{"kubevip", func(c Config) Chart { return c.Kubevip }},
+		{"kubevipCloudProvider", func(c Config) Chart { return c.KubevipCloudProvider }},
+	}
+	for _, ch := range charts {
+		chart := ch.chart
+		refKey, versionKey := ch.prefix+"ChartRef", ch.prefix+"ChartVersion"
+		tests = append(tests,
+			keyTest{
+				key:   ch.prefix + "ReleaseName",
+				field: func(c Config) interface{} { return chart(c).ReleaseName },
+				valid: []validCase{
+					{"kube-vip", "kube-vip"}, {"kv.1", "kv.1"}, {"x", "x"}, {long(53), long(53)},
+				},
+				invalid: []string{long(54), "Kube-Vip", "kube_vip", "-kv", "kv-", "kv..1"},
+			},
+			keyTest{
+				key:   refKey,
+				field: func(c Config) interface{} { return chart(c).Ref },
+				extra: map[string]string{versionKey: "1.0.0"},
+				valid: []validCase{
+					{"oci://ghcr.io/kube-vip/charts/kube-vip", "oci://ghcr.io/kube-vip/charts/kube-vip"},
+					{"oci://localhost:5000/kv\n", "oci://localhost:5000/kv"},
+				},
+				invalid: []string{
+					"docker.io/foo", "oci://", "oci:///path", "oci://ghcr.io", "oci://ghcr.io/", "https://ghcr.io/x",
+					"OCI://ghcr.io/x", "oci://ghcr.io/x?tag=1", "oci://user:pw@ghcr.io/x",
+				},
+			},
+			keyTest{
+				key:   versionKey,
+				field: func(c Config) interface{} { return chart(c).Version },
+				extra: map[string]string{refKey: "oci://ghcr.io/kube-vip/charts/x"},
+				valid: []validCase{
+					{"0.8.0", "0.8.0"}, {"v0.8.0", "v0.8.0"}, {"1.2", "1.2"}, {"7", "7"},
+					{"v1.2.3-rc.1+build.5", "v1.2.3-rc.1+build.5"},
+				},
+				invalid: []string{"latest", "^1.2.0", ">=1", "1.2.3.4", "https://x", "v", "1.2.3 beta", "1.2.3-"},
+			},
+			keyTest{
+				key:   ch.prefix + "ChartValues",
+				field: func(c Config) interface{} { return [2]interface{}{chart(c).Values, chart(c).ValuesYAML} },
+				valid: []validCase{
+					{"image:\n  tag: x\n", [2]interface{}{map[string]interface{}{"image": map[string]interface{}{"tag": "x"}}, "image:\n  tag: x\n"}},
+					{"{}", [2]interface{}{map[string]interface{}{}, "{}"}},
+					{"# nothing to override\n", [2]interface{}{map[string]interface{}{}, "# nothing to override\n"}},
+					{"a: 1\nb: [x, z]", [2]interface{}{map[string]interface{}{"a": float64(1), "b": []interface{}{"x", "z"}}, "a: 1\nb: [x, z]"}},
+				},
+				invalid: []string{"- a\n- b", "just a string", "42", "a: b\n c: d", "a: [1, 2", "a:\n\t- b", "x: *anchor", "a: .nan"},
+			},
+		)
+	}
+	return tests
+}
+
+func TestParseKeys(t *testing.T) {
+	prev := previousConfig(t)
+	def := Default()
+	for _, tt := range keyTests() {
+		data := func(v string) map[string]string {
+			d := map[string]string{}
+			for k, x := range tt.extra {
+				d[k] = x
+			}
+			d[tt.key] = v
+			return d
+		}
+		sensitive := strings.HasSuffix(tt.key, "ChartValues")
+		t.Run(tt.key, func(t *testing.T) {
+			for _, vc := range tt.valid {
+				got, problems := Parse(data(vc.in), prev)
+				if len(problems) != 0 {
+					t.Errorf("%q: unexpected problems %v", vc.in, problems)
+				}
+				if f := tt.field(got); !reflect.DeepEqual(f, vc.want) {
+					t.Errorf("%q: got %#v, want %#v", vc.in, f, vc.want)
+				}
+			}
+			for _, in := range tt.invalid {
+				got, problems := Parse(data(in), prev)
+				if len(problems) != 1 || problems[0].Key != tt.key || problems[0].Warning || problems[0].Kind != ProblemInvalidValue {
+					t.Errorf("%q: want one problem for %s, got %v", in, tt.key, problems)
+					continue
+				}
+				p := problems[0]
+				if f, want := tt.field(got), tt.field(prev); !reflect.DeepEqual(f, want) {
+					t.Errorf("%q: got %#v, want previous %#v", in, f, want)
+				}
+				if sensitive {
+					if p.Value != "" || !strings.Contains(p.Error(), "not shown") {
+						t.Errorf("%q: values problem must not echo the value: %v", in, p)
+					}
+				} else if want := echo(in); p.Value != want || !strings.Contains(p.Error(), fmt.Sprintf("invalid value %q: ", want)) {
+					t.Errorf("%q: problem %q does not quote the value", in, p.Error())
+				}
+				if !strings.HasPrefix(p.Error(), fmt.Sprintf("kube-fip-config key %q: ", tt.key)) {
+					t.Errorf("%q: problem %q does not name the key", in, p.Error())
+				}
+				checkValid(t, got)
+			}
+			for _, in := range []string{"", " \n\t"} {
+				got, _ := Parse(data(in), prev)
+				if f, want := tt.field(got), tt.field(def); !reflect.DeepEqual(f, want) {
+					t.Errorf("empty %q: got %#v, want default %#v", in, f, want)
+				}
+			}
+			got, _ := Parse(tt.extra, prev)
+			if f, want := tt.field(got), tt.field(def); !reflect.DeepEqual(f, want) {
+				t.Errorf("absent: got %#v, want default %#v", f, want)
+			}
+		})
+	}
+}
+
+func TestKeyTestsCoverEveryKey(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tt := range keyTests() {
+		covered[tt.key] = true
+	}
+	for _, k := range Keys() {
+		if !covered[k] {
+			t.Errorf("no table test for key %s", k)
+		}
+	}
+}
+
+func TestParseAbsentKeysRevertToDefault(t *testing.T) {
+	got, problems := Parse(nil, previousConfig(t))
+	if len(problems) != 0 || !got.Equal(Default()) {
+		t.Errorf("Parse(nil, previous) = %v, %v; want Default()", got, problems)
+	}
+	// Removing one key reverts just that key.
+	data := previousData()
+	delete(data, KeyMetricsPort)
+	got, _ = Parse(data, previousConfig(t))
+	if got.MetricsPort != 8080 || got.KubevipNamespace != "kube-vip-prev" {
+		t.Errorf("after removing metricsPort: port %d, namespace %q", got.MetricsPort, got.KubevipNamespace)
+	}
+}
+
+func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
+	bad := map[string]string{}
+	for _, tt := range keyTests() {
+		bad[tt.key] = tt.invalid[0]
+	}
+	for name, prev := range map[string]Config{"zero": {}, "default": Default()} {
+		got, problems := Parse(bad, prev)
+		want := Default()
+		if name == "zero" {
+			want.LogLevel = logrus.PanicLevel // the zero Level is a valid level
+		}
+		if !got.Equal(want) {
+			t.Errorf("%s previous: got %v, want Default()", name, got)
+		}
+		if len(problems) != len(Keys()) {
+			t.Errorf("%s previous: %d problems, want %d: %v", name, len(problems), len(Keys()), problemKeys(problems))
+		}
+	}
+}
+
+func TestParseDoesNotShareValuesWithPrevious(t *testing.T) {
+	prev := previousConfig(t)
+	got, _ := Parse(map[string]string{KeyKubevipChartValues: "- broken"}, prev)
+	got.Kubevip.Values["image"] = "changed"
+	if reflect.DeepEqual(prev.Kubevip.Values["image"], "changed") {
+		t.Error("Parse returned the previous Values map itself")
+	}
+	d := Default()
+	d.Kubevip.Values["image"] = "changed"
+	if reflect.DeepEqual(Default().Kubevip.Values["image"], "changed") {
+		t.Error("Default shares its Values map between calls")
+	}
+}

@@ -1,0 +1,86 @@
+// Package configmap reloads the operator's configuration from the kube-fip-config ConfigMap while
+// the operator runs. A bad value is reported on the ConfigMap as a Warning Event naming the key,
+// and the previous good value of that key stays in force.
+package configmap
+
+import (
+	"context"
+
+	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// ReasonReloaded is the Normal Event reason of a reload; a problem's Event uses the problem's kind
+// (InvalidValue, UnknownKey, IncompleteChartSelection) as its reason.
+const ReasonReloaded = "Reloaded"
+
+type handler struct {
+	namespace string
+	store     *config.Store
+	recorder  record.EventRecorder
+	metrics   *metrics.Metrics
+	// lastVersion is the resourceVersion last handled, so that a resync does not repeat Events.
+	lastVersion string
+}
+
+// Register watches the kube-fip-config ConfigMap in namespace and keeps store current.
+func Register(ctx context.Context, namespace string, configMaps corecontrollers.ConfigMapController,
+	store *config.Store, recorder record.EventRecorder, m *metrics.Metrics) {
+	h := &handler{namespace: namespace, store: store, recorder: recorder, metrics: m}
+	configMaps.OnChange(ctx, "kube-fip-config", h.OnConfigMapChange)
+}
+
+// OnConfigMapChange parses the ConfigMap into the store. A deleted ConfigMap means defaults.
+func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	if key != h.namespace+"/"+config.ConfigMapName {
+		return cm, nil
+	}
+	var data map[string]string
+	version := ""
+	if cm != nil && cm.DeletionTimestamp == nil {
+		data = cm.Data
+		version = cm.ResourceVersion
+	}
+	if version != "" && version == h.lastVersion {
+		return cm, nil
+	}
+	h.lastVersion = version
+
+	previous := h.store.Get()
+	next, problems := config.Parse(data, previous)
+	failed := false
+	for _, p := range problems {
+		if p.Warning {
+			logrus.Warnf("%s/%s: %v", h.namespace, config.ConfigMapName, p)
+			if cm != nil {
+				h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error())
+			}
+			continue
+		}
+		failed = true
+		logrus.Errorf("%s/%s: %v; the previous value stays in force", h.namespace, config.ConfigMapName, p)
+		if cm != nil {
+			h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; the previous value stays in force")
+		}
+	}
+	if failed {
+		h.metrics.ConfigReloads.WithLabelValues(metrics.StatusError).Inc()
+	} else {
+		h.metrics.ConfigReloads.WithLabelValues(metrics.StatusSuccess).Inc()
+	}
+
+	// Set first: a new log level applies to the lines below.
+	if h.store.Set(next) {
+		logrus.Infof("%s/%s reloaded: %s", h.namespace, config.ConfigMapName, next)
+		if cm != nil {
+			h.recorder.Event(cm, corev1.EventTypeNormal, ReasonReloaded, "configuration reloaded")
+		}
+	}
+	logrus.Debugf("%s in force: %s", config.ConfigMapName, next)
+	return cm, nil
+}

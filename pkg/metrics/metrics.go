@@ -1,0 +1,155 @@
+// Package metrics holds the operator's Prometheus collectors and the HTTP server that exposes them
+// with the health endpoints. The metric names and labels of the original kube-fip-operator are kept
+// unchanged so existing dashboards and alerts keep working. Collectors live in a registry passed to
+// whoever needs them; nothing is registered globally.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Label names of the original operator.
+const (
+	LabelRangeName            = "fiprangename"
+	LabelRange                = "fiprange"
+	LabelHarvesterClusterName = "harvesterclustername"
+	LabelHarvesterNetworkName = "harvesternetworkname"
+	LabelGuestClusterName     = "guestclustername"
+	LabelEvent                = "event"
+	LabelStatus               = "status"
+	LabelReason               = "reason"
+)
+
+// Guest cluster event names and statuses of the original operator.
+const (
+	EventAPIConnection                       = "api_connection"
+	EventConfigMapManagement                 = "configmap_management"
+	EventKubevipInstall                      = "kubevip_install"
+	EventKubevipCloudProviderInstall         = "kubevipcloudprovider_install"
+	StatusSuccess                            = "success"
+	StatusError                              = "error"
+	GuestClusterUp                   float64 = 1
+	GuestClusterDown                 float64 = 0
+)
+
+func rangeLabels() []string {
+	return []string{LabelRangeName, LabelRange, LabelHarvesterClusterName, LabelHarvesterNetworkName}
+}
+
+func guestLabels() []string { return []string{LabelGuestClusterName, LabelHarvesterClusterName} }
+
+// Metrics is the set of collectors, registered in Registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// RangeCapacity and RangeReserved are the original range gauges; RangeAvailable is their
+	// difference, kept exact (an IPv6 range's capacity is stored as a float, as Prometheus does).
+	RangeCapacity  *prometheus.GaugeVec
+	RangeReserved  *prometheus.GaugeVec
+	RangeAvailable *prometheus.GaugeVec
+	// AllocationConflicts counts FloatingIPs refused an address another one holds.
+	AllocationConflicts *prometheus.CounterVec
+
+	// GuestClusterStatus is 1 when a guest cluster answered its last operation, 0 when it did not.
+	GuestClusterStatus *prometheus.GaugeVec
+	// GuestClusterEvents counts guest operations by event and status.
+	GuestClusterEvents *prometheus.CounterVec
+	// GuestOperationDuration is the time one pass over one guest cluster took.
+	GuestOperationDuration *prometheus.HistogramVec
+	// DiscoveryNoRange counts guest clusters for which no FloatingIPRange matched.
+	DiscoveryNoRange *prometheus.CounterVec
+
+	// ConfigReloads counts reloads of kube-fip-config by result (success, error).
+	ConfigReloads *prometheus.CounterVec
+}
+
+// New creates the collectors in a fresh registry, with the Go and process collectors beside them.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		RangeCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_fipranges_capacity",
+			Help: "Number of addresses a FloatingIPRange can hand out.",
+		}, rangeLabels()),
+		RangeReserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_fipranges_reserved",
+			Help: "Number of addresses of a FloatingIPRange held by FloatingIPs.",
+		}, rangeLabels()),
+		RangeAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_fipranges_available",
+			Help: "Number of addresses of a FloatingIPRange still free.",
+		}, rangeLabels()),
+		AllocationConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_allocation_conflicts_total",
+			Help: "FloatingIPs refused an address because another FloatingIP holds it.",
+		}, []string{LabelRangeName}),
+		GuestClusterStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_guestcluster_status",
+			Help: "Whether a guest cluster is up (1) or down (0) as seen by the last guest operation.",
+		}, guestLabels()),
+		GuestClusterEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_guestcluster_events",
+			Help: "Guest cluster operations (connection, ConfigMap management, installs) by result.",
+		}, append(guestLabels(), LabelEvent, LabelStatus)),
+		GuestOperationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubefipoperator_guestcluster_operation_duration_seconds",
+			Help:    "Duration of one pass of guest operations over one guest cluster.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}, []string{LabelHarvesterClusterName}),
+		DiscoveryNoRange: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_discovery_no_matching_range_total",
+			Help: "Guest clusters found for which no FloatingIPRange matched their Harvester cluster.",
+		}, []string{LabelHarvesterClusterName}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_config_reloads_total",
+			Help: "Reloads of the kube-fip-config ConfigMap by result (success, error).",
+		}, []string{LabelStatus}),
+	}
+	m.Registry.MustRegister(
+		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.AllocationConflicts,
+		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.DiscoveryNoRange,
+		m.ConfigReloads,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// RangeLabels identifies one FloatingIPRange's series.
+type RangeLabels struct {
+	Name, CIDR, HarvesterCluster, HarvesterNetwork string
+}
+
+func (l RangeLabels) labels() prometheus.Labels {
+	return prometheus.Labels{
+		LabelRangeName:            l.Name,
+		LabelRange:                l.CIDR,
+		LabelHarvesterClusterName: l.HarvesterCluster,
+		LabelHarvesterNetworkName: l.HarvesterNetwork,
+	}
+}
+
+// SetRange records a range's counts.
+func (m *Metrics) SetRange(l RangeLabels, capacity, reserved, available float64) {
+	m.RangeCapacity.With(l.labels()).Set(capacity)
+	m.RangeReserved.With(l.labels()).Set(reserved)
+	m.RangeAvailable.With(l.labels()).Set(available)
+}
+
+// DeleteRange removes every series of the range with that name, whatever its other labels were
+// (a range whose CIDR or annotations changed must not leave its old series behind).
+func (m *Metrics) DeleteRange(name string) {
+	match := prometheus.Labels{LabelRangeName: name}
+	m.RangeCapacity.DeletePartialMatch(match)
+	m.RangeReserved.DeletePartialMatch(match)
+	m.RangeAvailable.DeletePartialMatch(match)
+	m.AllocationConflicts.DeletePartialMatch(match)
+}
+
+// DeleteGuestCluster removes every series of a guest cluster.
+func (m *Metrics) DeleteGuestCluster(cluster string) {
+	match := prometheus.Labels{LabelGuestClusterName: cluster}
+	m.GuestClusterStatus.DeletePartialMatch(match)
+	m.GuestClusterEvents.DeletePartialMatch(match)
+}

@@ -1,0 +1,184 @@
+// Package operator wires the operator together: clients, the shared lasso controller factory, the
+// configuration store, metrics and every controller's Register, started under leader election.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rancher/lasso/pkg/cache"
+	"github.com/rancher/lasso/pkg/controller"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
+	"github.com/rancher/wrangler/v2/pkg/leader"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// LeaseName is the leader-election Lease in the operator's namespace.
+const LeaseName = "kube-fip-operator"
+
+// Options are the operator's command-line settings.
+type Options struct {
+	// Namespace holds kube-fip-config, the Lease and the operator's Events.
+	Namespace string
+	// Threads is the number of workers per controller.
+	Threads int
+	// LeaderElection runs the controllers only in the replica holding the Lease.
+	LeaderElection bool
+	// MetricsBind is the address the metrics server binds to ("" for every interface).
+	MetricsBind string
+	// MetricsPort, when not zero, overrides the metricsPort option.
+	MetricsPort int
+}
+
+// Operator is one running instance.
+type Operator struct {
+	opts     Options
+	rest     *rest.Config
+	scheme   *runtime.Scheme
+	client   kubernetes.Interface
+	metrics  *metrics.Metrics
+	server   *metrics.Server
+	store    *config.Store
+	recorder record.EventRecorder
+}
+
+// New prepares an operator for the cluster behind restConfig.
+func New(restConfig *rest.Config, opts Options) (*Operator, error) {
+	if opts.Namespace == "" {
+		return nil, errors.New("the operator namespace must be set")
+	}
+	if opts.Threads < 1 {
+		opts.Threads = 1
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	scheme := newScheme()
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	m := metrics.New()
+	return &Operator{
+		opts:     opts,
+		rest:     restConfig,
+		scheme:   scheme,
+		client:   client,
+		metrics:  m,
+		server:   metrics.NewServer(m, opts.MetricsBind),
+		store:    config.NewStore(config.Default()),
+		recorder: broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kube-fip-operator"}),
+	}, nil
+}
+
+// Run serves metrics and health at once, then runs the controllers — under leader election when
+// enabled — until ctx ends.
+func (o *Operator) Run(ctx context.Context) error {
+	o.loadInitialConfig(ctx)
+	o.store.Subscribe(o.applyConfig)
+	o.applyConfig(config.Config{}, o.store.Get())
+	go o.server.Run(ctx)
+
+	if !o.opts.LeaderElection {
+		logrus.Warn("leader election is disabled: run only one replica like this")
+		if err := o.start(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+	// A standby replica is healthy and ready to take over; it is not ready only while it leads
+	// and its caches are still syncing.
+	o.server.SetReady(true)
+	logrus.Infof("waiting to acquire the leader Lease %s/%s", o.opts.Namespace, LeaseName)
+	leader.RunOrDie(ctx, o.opts.Namespace, LeaseName, o.client, func(ctx context.Context) {
+		logrus.Infof("acquired the leader Lease %s/%s", o.opts.Namespace, LeaseName)
+		if err := o.start(ctx); err != nil {
+			logrus.Fatalf("starting controllers: %v", err)
+		}
+	})
+	return nil
+}
+
+// loadInitialConfig reads kube-fip-config once before anything starts, so that the log level and
+// the metrics port are right from the first line. The controller takes over from here.
+func (o *Operator) loadInitialConfig(ctx context.Context) {
+	getCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cm, err := o.client.CoreV1().ConfigMaps(o.opts.Namespace).Get(getCtx, config.ConfigMapName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		logrus.Infof("%s/%s not found: using the defaults", o.opts.Namespace, config.ConfigMapName)
+	case err != nil:
+		logrus.Warnf("reading %s/%s: %v; using the defaults until it can be read", o.opts.Namespace, config.ConfigMapName, err)
+	default:
+		cfg, problems := config.Parse(cm.Data, config.Default())
+		for _, p := range problems {
+			logrus.Warnf("%s/%s: %v", o.opts.Namespace, config.ConfigMapName, p)
+		}
+		o.store.Set(cfg)
+	}
+}
+
+// applyConfig applies the options that act on the process itself.
+func (o *Operator) applyConfig(old, updated config.Config) {
+	if old.LogLevel != updated.LogLevel {
+		logrus.SetLevel(updated.LogLevel)
+		logrus.Infof("log level is %s", updated.LogLevel)
+	}
+	port := updated.MetricsPort
+	if o.opts.MetricsPort != 0 {
+		port = o.opts.MetricsPort
+	}
+	o.server.SetPort(port)
+}
+
+// start registers every controller on one shared controller factory and starts it.
+func (o *Operator) start(ctx context.Context) error {
+	o.server.SetReady(false)
+	scf, err := controller.NewSharedControllerFactoryFromConfigWithOptions(o.rest, o.scheme, &controller.SharedControllerFactoryOptions{
+		DefaultWorkers: o.opts.Threads,
+		CacheOptions: &cache.SharedCacheFactoryOptions{
+			// ConfigMaps are read only in the operator's own namespace.
+			KindNamespace: map[schema.GroupVersionKind]string{
+				corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.opts.Namespace,
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller factory: %w", err)
+	}
+	coreFactory, err := core.NewFactoryFromConfigWithOptions(o.rest, &core.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return err
+	}
+	kubefipFactory, err := kubefip.NewFactoryFromConfigWithOptions(o.rest, &kubefip.FactoryOptions{SharedControllerFactory: scf})
+	if err != nil {
+		return err
+	}
+	_ = kubefipFactory
+
+	configmap.Register(ctx, o.opts.Namespace, coreFactory.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
+
+	if err := scf.Start(ctx, o.opts.Threads); err != nil {
+		return fmt.Errorf("starting controllers: %w", err)
+	}
+	logrus.Info("caches synced; controllers running")
+	o.server.SetReady(true)
+	return nil
+}
