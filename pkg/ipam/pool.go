@@ -1,0 +1,260 @@
+package ipam
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"slices"
+
+	"go4.org/netipx"
+)
+
+// Owner identifies who holds an address: a FloatingIP object. Only UID is
+// compared; Namespace and Name are carried for messages and the debug
+// table, because a deleted and re-created object with the same name is a
+// different owner.
+type Owner struct {
+	Namespace, Name, UID string
+}
+
+func (o Owner) String() string {
+	if o.Namespace == "" {
+		return fmt.Sprintf("%s (uid %s)", o.Name, o.UID)
+	}
+	return fmt.Sprintf("%s/%s (uid %s)", o.Namespace, o.Name, o.UID)
+}
+
+// Allocation is one held address.
+type Allocation struct {
+	Addr  netip.Addr
+	Owner Owner
+}
+
+// holdings are the addresses of one owner in one pool. Owners normally hold
+// exactly one address; the overflow slice exists only for the short window
+// of a static move (claim new, then release old), so the common case costs
+// no extra allocation.
+type holdings struct {
+	first netip.Addr
+	more  []netip.Addr
+}
+
+func (h *holdings) add(a netip.Addr) {
+	if !h.first.IsValid() {
+		h.first = a
+		return
+	}
+	h.more = append(h.more, a)
+}
+
+// remove drops a and reports whether the owner now holds nothing.
+func (h *holdings) remove(a netip.Addr) (empty bool) {
+	if h.first == a {
+		if len(h.more) == 0 {
+			h.first = netip.Addr{}
+			return true
+		}
+		h.first = h.more[len(h.more)-1]
+		h.more = h.more[:len(h.more)-1]
+		return false
+	}
+	if i := slices.Index(h.more, a); i >= 0 {
+		h.more = slices.Delete(h.more, i, i+1)
+	}
+	return false
+}
+
+func (h *holdings) sorted() []netip.Addr {
+	out := append([]netip.Addr{h.first}, h.more...)
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+// Pool allocates addresses from one range. A Pool is not safe for
+// concurrent use; Allocator adds the locking.
+type Pool struct {
+	def   rangeDef
+	free  freeSet
+	held  map[netip.Addr]Owner
+	byUID map[string]holdings
+}
+
+// NewPool builds an empty pool for cidr minus exclude. Each exclude is a
+// single address ("10.0.0.5"), a CIDR ("10.0.0.8/30") or an inclusive range
+// ("10.0.0.20-10.0.0.29") and must lie entirely inside cidr.
+func NewPool(cidr string, exclude []string) (*Pool, error) {
+	d, err := parseDef(cidr, exclude)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{
+		def:   d,
+		free:  newFreeSet(d.avail.Ranges(), 0),
+		held:  make(map[netip.Addr]Owner),
+		byUID: make(map[string]holdings),
+	}, nil
+}
+
+// Prefix returns the range's CIDR.
+func (p *Pool) Prefix() netip.Prefix { return p.def.prefix }
+
+// Excludes returns the excluded addresses as sorted, merged ranges, which
+// may be fewer than were configured if entries overlapped or touched.
+func (p *Pool) Excludes() []netipx.IPRange { return p.def.excl.Ranges() }
+
+// Usable returns the bounds that are not reserved: the prefix without its
+// network/broadcast or anycast address. Excluded addresses inside it are
+// still not handed out.
+func (p *Pool) Usable() netipx.IPRange { return netipx.IPRangeFrom(p.def.first, p.def.last) }
+
+// Capacity is the number of addresses the pool can ever hand out.
+func (p *Pool) Capacity() *big.Int { return new(big.Int).Set(p.def.capacity) }
+
+// Used is the number of addresses currently held.
+func (p *Pool) Used() int { return len(p.held) }
+
+// Available is Capacity minus Used. It is derived rather than summed over
+// the free tree so it stays O(1) however fragmented the pool is.
+func (p *Pool) Available() *big.Int {
+	return new(big.Int).Sub(p.def.capacity, big.NewInt(int64(len(p.held))))
+}
+
+// Check reports whether addr may be held in this pool at all, regardless of
+// whether someone holds it now: nil, or an error wrapping ErrOutOfRange,
+// ErrReserved or ErrExcluded.
+func (p *Pool) Check(addr netip.Addr) error { return p.def.check(addr) }
+
+// Claim records that owner holds addr, for static addresses and for
+// rebuilding state from the API server. It is idempotent when owner
+// already holds addr. If the address is held by another UID the error is a
+// *TakenError (matching ErrTaken).
+//
+// Claim does not enforce one address per owner: if owner already holds a
+// different address it ends up holding both. This is deliberate so a
+// FloatingIP can move to a new static address by claiming the new one
+// before releasing the old, and never be left with neither if the second
+// step fails.
+func (p *Pool) Claim(addr netip.Addr, owner Owner) error {
+	if owner.UID == "" {
+		return fmt.Errorf("%w: claiming %s", ErrInvalidOwner, addr)
+	}
+	if err := p.def.check(addr); err != nil {
+		return err
+	}
+	if h, ok := p.held[addr]; ok {
+		if h.UID == owner.UID {
+			return nil
+		}
+		return &TakenError{Addr: addr, Holder: h}
+	}
+	p.hold(addr, owner)
+	return nil
+}
+
+// AllocateNext gives owner the lowest free address. If owner already holds
+// an address here it gets that one back instead, so a controller that
+// retries after a failed status update never leaks addresses.
+func (p *Pool) AllocateNext(owner Owner) (netip.Addr, error) {
+	if owner.UID == "" {
+		return netip.Addr{}, fmt.Errorf("%w: allocating in %s", ErrInvalidOwner, p.def.prefix)
+	}
+	if a, ok := p.AddressOf(owner.UID); ok {
+		return a, nil
+	}
+	a, err := p.NextFree()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	p.hold(a, owner)
+	return a, nil
+}
+
+// NextFree returns the address AllocateNext would give a new owner without
+// holding it, so a controller can persist its choice in the API server first
+// and Claim it only once that write succeeded.
+func (p *Pool) NextFree() (netip.Addr, error) {
+	a, ok := p.free.lowest()
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("%w: %s has no free address", ErrExhausted, p.def.prefix)
+	}
+	return a, nil
+}
+
+func (p *Pool) hold(a netip.Addr, owner Owner) {
+	p.free.take(a)
+	p.held[a] = owner
+	h := p.byUID[owner.UID]
+	h.add(a)
+	p.byUID[owner.UID] = h
+}
+
+// Release frees addr and reports who held it.
+func (p *Pool) Release(addr netip.Addr) (Owner, bool) {
+	o, ok := p.held[addr]
+	if !ok {
+		return Owner{}, false
+	}
+	delete(p.held, addr)
+	p.free.put(addr)
+	h := p.byUID[o.UID]
+	if h.remove(addr) {
+		delete(p.byUID, o.UID)
+	} else {
+		p.byUID[o.UID] = h
+	}
+	return o, true
+}
+
+// ReleaseOwner frees every address held by uid and returns them sorted.
+func (p *Pool) ReleaseOwner(uid string) []netip.Addr {
+	h, ok := p.byUID[uid]
+	if !ok {
+		return nil
+	}
+	addrs := h.sorted()
+	for _, a := range addrs {
+		p.Release(a)
+	}
+	return addrs
+}
+
+// Holder reports who holds addr.
+func (p *Pool) Holder(addr netip.Addr) (Owner, bool) {
+	o, ok := p.held[addr]
+	return o, ok
+}
+
+// AddressOf returns the address uid holds, the lowest if it holds several.
+func (p *Pool) AddressOf(uid string) (netip.Addr, bool) {
+	h, ok := p.byUID[uid]
+	if !ok {
+		return netip.Addr{}, false
+	}
+	if len(h.more) == 0 {
+		return h.first, true
+	}
+	return h.sorted()[0], true
+}
+
+// AddressesOf returns every address uid holds, sorted.
+func (p *Pool) AddressesOf(uid string) []netip.Addr {
+	h, ok := p.byUID[uid]
+	if !ok {
+		return nil
+	}
+	return h.sorted()
+}
+
+// Allocations returns every held address, sorted by address.
+func (p *Pool) Allocations() []Allocation {
+	out := make([]Allocation, 0, len(p.held))
+	for a, o := range p.held {
+		out = append(out, Allocation{Addr: a, Owner: o})
+	}
+	sortAllocations(out)
+	return out
+}
+
+func sortAllocations(as []Allocation) {
+	slices.SortFunc(as, func(x, y Allocation) int { return x.Addr.Compare(y.Addr) })
+}

@@ -1,0 +1,73 @@
+package ipam
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNewPoolErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		cidr    string
+		exclude []string
+		want    error
+		mention string // the error must name the culprit
+	}{
+		{"empty", "", nil, ErrInvalidPrefix, "empty"},
+		{"garbage", "foo", nil, ErrInvalidPrefix, `"foo"`},
+		{"no length", "10.0.0.0", nil, ErrInvalidPrefix, "10.0.0.0"},
+		{"too long v4", "10.0.0.0/33", nil, ErrInvalidPrefix, "10.0.0.0/33"},
+		{"too long v6", "2001:db8::/129", nil, ErrInvalidPrefix, "2001:db8::/129"},
+		{"negative", "10.0.0.0/-1", nil, ErrInvalidPrefix, "10.0.0.0/-1"},
+		{"spaces", " 10.0.0.0/24", nil, ErrInvalidPrefix, "10.0.0.0/24"},
+		{"zone", "fe80::%eth0/64", nil, ErrInvalidPrefix, "fe80::%eth0/64"},
+		{"host bits", "10.0.0.5/24", nil, ErrHostBitsSet, "10.0.0.0/24"},
+		{"host bits v6", "2001:db8::1/64", nil, ErrHostBitsSet, "2001:db8::/64"},
+		{"exclude empty", "10.0.0.0/24", []string{""}, ErrInvalidExclude, "empty"},
+		{"exclude garbage", "10.0.0.0/24", []string{"10.0.0.1", "bar"}, ErrInvalidExclude, `"bar"`},
+		{"exclude reversed range", "10.0.0.0/24", []string{"10.0.0.9-10.0.0.1"}, ErrInvalidExclude, "10.0.0.9"},
+		{"exclude half range", "10.0.0.0/24", []string{"10.0.0.9-"}, ErrInvalidExclude, "10.0.0.9-"},
+		{"exclude mixed range", "10.0.0.0/24", []string{"10.0.0.1-::1"}, ErrInvalidExclude, "10.0.0.1-::1"},
+		{"exclude bad cidr", "10.0.0.0/24", []string{"10.0.0.0/40"}, ErrInvalidExclude, "10.0.0.0/40"},
+		{"exclude host bits", "10.0.0.0/24", []string{"10.0.0.5/30"}, ErrHostBitsSet, "10.0.0.4/30"},
+		{"exclude zone", "fe80::/64", []string{"fe80::1%eth0"}, ErrInvalidExclude, "fe80::1%eth0"},
+		{"exclude v6 in v4", "10.0.0.0/24", []string{"2001:db8::1"}, ErrFamilyMismatch, "2001:db8::1"},
+		{"exclude v6 cidr in v4", "10.0.0.0/24", []string{"2001:db8::/120"}, ErrFamilyMismatch, "2001:db8::/120"},
+		{"exclude v4 in v6", "2001:db8::/64", []string{"10.0.0.1-10.0.0.2"}, ErrFamilyMismatch, "10.0.0.1-10.0.0.2"},
+		{"exclude mapped in v4", "10.0.0.0/24", []string{"::ffff:10.0.0.1"}, ErrFamilyMismatch, "::ffff:10.0.0.1"},
+		{"exclude outside", "10.0.0.0/24", []string{"10.0.1.1"}, ErrExcludeOutsideRange, "10.0.1.1"},
+		{"exclude straddles", "10.0.0.0/24", []string{"10.0.0.250-10.0.1.5"}, ErrExcludeOutsideRange, "10.0.0.250-10.0.1.5"},
+		{"exclude bigger", "10.0.0.0/24", []string{"10.0.0.0/23"}, ErrExcludeOutsideRange, "10.0.0.0/23"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewPool(tc.cidr, tc.exclude)
+			if !errors.Is(err, tc.want) || p != nil {
+				t.Fatalf("NewPool(%q, %q) = %v, %v; want %v", tc.cidr, tc.exclude, p, err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.mention) {
+				t.Errorf("error %q does not mention %q", err, tc.mention)
+			}
+		})
+	}
+}
+
+func TestExcludeForms(t *testing.T) {
+	tests := []struct {
+		exclude string
+		want    string
+	}{
+		{"10.0.0.5", "10.0.0.5-10.0.0.5"},
+		{"10.0.0.8/30", "10.0.0.8-10.0.0.11"},
+		{"10.0.0.20-10.0.0.29", "10.0.0.20-10.0.0.29"},
+		{"10.0.0.7-10.0.0.7", "10.0.0.7-10.0.0.7"},
+		{"10.0.0.0/24", "10.0.0.0-10.0.0.255"},
+	}
+	for _, tc := range tests {
+		p := mustPool(t, "10.0.0.0/24", tc.exclude)
+		if ex := p.Excludes(); len(ex) != 1 || ex[0].String() != tc.want {
+			t.Errorf("exclude %q parsed as %v, want %s", tc.exclude, ex, tc.want)
+		}
+	}
+}
