@@ -23,9 +23,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -65,6 +69,12 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 	}
 	if opts.Threads < 1 {
 		opts.Threads = 1
+	}
+	// client-go's default of 5 requests a second would make a burst of cluster creations or
+	// deletions crawl; the API server's own priority and fairness protects it.
+	restConfig = rest.CopyConfig(restConfig)
+	if restConfig.QPS == 0 {
+		restConfig.QPS, restConfig.Burst = 50, 100
 	}
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
@@ -171,14 +181,58 @@ func (o *Operator) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_ = kubefipFactory
+	ranges := kubefipFactory.Kubefip().V1().FloatingIPRange()
+	fips := kubefipFactory.Kubefip().V1().FloatingIP()
+	alloc := allocation.NewManager(ranges, ranges.Cache())
 
 	configmap.Register(ctx, o.opts.Namespace, coreFactory.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
+	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
+	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
+
+	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before the
+	// ranges' records agree with the FloatingIPs that exist.
+	if err := scf.SharedCacheFactory().Start(ctx); err != nil {
+		return fmt.Errorf("starting caches: %w", err)
+	}
+	if !scf.SharedCacheFactory().WaitForCacheSync(ctx)[fips.GroupVersionKind()] {
+		return fmt.Errorf("the FloatingIP cache did not sync")
+	}
+	logrus.Info("caches synced")
+	report, err := alloc.Repair(ctx, fips)
+	if err != nil {
+		return fmt.Errorf("repairing allocations: %w", err)
+	}
+	report.Log()
 
 	if err := scf.Start(ctx, o.opts.Threads); err != nil {
 		return fmt.Errorf("starting controllers: %w", err)
 	}
-	logrus.Info("caches synced; controllers running")
+	logrus.Info("controllers running")
 	o.server.SetReady(true)
+	go o.audit(ctx, alloc, fips)
 	return nil
+}
+
+// audit repeats the repair pass every operateGuestClusterInterval, and logs the allocation table
+// after each pass when traceIpamData is on.
+func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager, fips kubefipcontrollers.FloatingIPController) {
+	timer := time.NewTimer(o.store.Get().OperateGuestClusterInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		report, err := alloc.Repair(ctx, fips)
+		if err != nil {
+			logrus.Warnf("allocation audit: %v", err)
+		}
+		report.Log()
+		cfg := o.store.Get()
+		if cfg.TraceIPAMData {
+			logrus.Infof("allocation table:\n%s", alloc.Table())
+		}
+		timer.Reset(cfg.OperateGuestClusterInterval)
+	}
 }

@@ -1,0 +1,247 @@
+// Package allocation makes address claims atomic at the API server. A FloatingIPRange's status is
+// the record of its allocations; an address is claimed by writing it there with the range's
+// resourceVersion, so two workers, two operator replicas or a restarted operator can never hand the
+// same address to two FloatingIPs. The ipam pools kept here are only a cache of those records, used
+// to find the lowest free address without scanning; they are rebuilt from the range whenever the
+// range changed behind this process's back.
+package allocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// ErrRangeNotFound: the FloatingIPRange does not exist.
+var ErrRangeNotFound = errors.New("FloatingIPRange not found")
+
+// maxConflicts bounds how often one claim re-reads a range another writer changed under it before
+// giving up and letting the controller retry with backoff.
+const maxConflicts = 8
+
+// Manager claims and releases addresses. One Manager is shared by the range and FloatingIP
+// controllers of one operator process.
+type Manager struct {
+	client kubefipcontrollers.FloatingIPRangeClient
+	cache  kubefipcontrollers.FloatingIPRangeCache
+
+	mu     sync.Mutex
+	ranges map[string]*rangeState
+}
+
+// rangeState is the cache of one range. Its lock serialises this process's claims on the range,
+// which spares the API server pointless conflicts; other processes are kept out by resourceVersion.
+type rangeState struct {
+	mu   sync.Mutex
+	view *View
+}
+
+// NewManager returns a Manager writing through client and reading through cache.
+func NewManager(client kubefipcontrollers.FloatingIPRangeClient, cache kubefipcontrollers.FloatingIPRangeCache) *Manager {
+	return &Manager{client: client, cache: cache, ranges: map[string]*rangeState{}}
+}
+
+func (m *Manager) state(name string) *rangeState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.ranges[name]
+	if !ok {
+		s = &rangeState{}
+		m.ranges[name] = s
+	}
+	return s
+}
+
+// Forget drops the cache of a deleted range.
+func (m *Manager) Forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ranges, name)
+}
+
+// Summary is what the range controller shows of a range.
+type Summary struct {
+	Capacity  *big.Int
+	Used      int
+	Available *big.Int
+	// Problem keeps the range from handing out addresses; nil when it can.
+	Problem *Problem
+	Orphans []Orphan
+}
+
+// Summarize returns the counts and the problem, if any, of r.
+func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
+	s := m.state(r.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	view := m.viewLocked(s, r)
+	capacity, used, available := view.Counts()
+	return Summary{Capacity: capacity, Used: used, Available: available, Problem: m.problem(view, r), Orphans: view.Orphans()}
+}
+
+// problem is the view's own problem or, failing that, an overlap with an older range.
+func (m *Manager) problem(view *View, r *v1.FloatingIPRange) *Problem {
+	if view.problem != nil {
+		return view.problem
+	}
+	return overlap(r, view.pool, m.others(r.Name))
+}
+
+// viewLocked returns the cached view of r, rebuilt when r changed behind this process's back.
+func (m *Manager) viewLocked(s *rangeState, r *v1.FloatingIPRange) *View {
+	if s.view != nil && s.view.ResourceVersion == r.ResourceVersion && s.view.UID == r.UID {
+		return s.view
+	}
+	s.view = NewView(r)
+	return s.view
+}
+
+// others lists the other ranges, for the overlap check.
+func (m *Manager) others(name string) []*v1.FloatingIPRange {
+	all, err := m.cache.List(labelsEverything())
+	if err != nil {
+		return nil
+	}
+	out := make([]*v1.FloatingIPRange, 0, len(all))
+	for _, r := range all {
+		if r.Name != name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Claim makes owner hold an address of range rangeName: want when valid, else (want unset) the
+// owner's existing address or the lowest free one. It returns the address and any other addresses
+// the owner still holds in that range (the old one after a change of address), for the caller to
+// release once its own object records the new one. The claim is in the range's status when Claim
+// returns.
+func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr) (netip.Addr, []netip.Addr, error) {
+	s := m.state(rangeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	r, err := m.cache.Get(rangeName)
+	for attempt := 0; ; attempt++ {
+		if apierrors.IsNotFound(err) {
+			return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
+		}
+		if err != nil {
+			return netip.Addr{}, nil, err
+		}
+		view := m.viewLocked(s, r)
+		addr, others, changed, err := view.plan(owner, want, m.problem(view, r))
+		if err != nil || !changed {
+			return addr, others, err
+		}
+		updated, err := m.writeAllocations(ctx, r, view, func(a map[string]v1.Allocation) {
+			a[addr.String()] = allocationOf(owner)
+		})
+		if err == nil {
+			view.advance(updated, func(p *ipam.Pool) { _ = p.Claim(addr, owner) })
+			return addr, others, nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
+			return netip.Addr{}, nil, fmt.Errorf("recording %s in FloatingIPRange %s: %w", addr, rangeName, err)
+		}
+		// Someone else wrote the range: read it afresh from the API server, not the cache.
+		r, err = m.client.Get(rangeName, metav1.GetOptions{})
+	}
+}
+
+// Release removes the given addresses from range rangeName if, and only if, owner uid holds them
+// there; with no addresses given, every address the owner holds. It returns what was released.
+// Releasing what is not held is not an error, so a release happens exactly once however often it
+// is retried.
+func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...netip.Addr) ([]netip.Addr, error) {
+	s := m.state(rangeName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	r, err := m.cache.Get(rangeName)
+	for attempt := 0; ; attempt++ {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		released := heldBy(r, uid, addrs)
+		if len(released) == 0 {
+			return nil, nil
+		}
+		view := m.viewLocked(s, r)
+		updated, err := m.writeAllocations(ctx, r, view, func(a map[string]v1.Allocation) {
+			for _, addr := range released {
+				delete(a, addr.String())
+			}
+		})
+		if err == nil {
+			view.advance(updated, func(p *ipam.Pool) {
+				for _, addr := range released {
+					p.Release(addr)
+				}
+			})
+			return released, nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
+			return nil, fmt.Errorf("releasing %v in FloatingIPRange %s: %w", released, rangeName, err)
+		}
+		r, err = m.client.Get(rangeName, metav1.GetOptions{})
+	}
+}
+
+// heldBy returns the addresses of r's record held by uid, limited to addrs when given, sorted.
+func heldBy(r *v1.FloatingIPRange, uid string, addrs []netip.Addr) []netip.Addr {
+	wanted := map[string]bool{}
+	for _, a := range addrs {
+		wanted[a.String()] = true
+	}
+	var out []netip.Addr
+	for key, a := range r.Status.Allocations {
+		if string(a.UID) != uid || (len(addrs) > 0 && !wanted[key]) {
+			continue
+		}
+		if addr, err := netip.ParseAddr(key); err == nil {
+			out = append(out, addr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// writeAllocations writes r's status with its allocations changed by edit and the counts
+// recomputed, guarded by r's resourceVersion.
+func (m *Manager) writeAllocations(_ context.Context, r *v1.FloatingIPRange, view *View, edit func(map[string]v1.Allocation)) (*v1.FloatingIPRange, error) {
+	r = r.DeepCopy()
+	if r.Status.Allocations == nil {
+		r.Status.Allocations = map[string]v1.Allocation{}
+	}
+	edit(r.Status.Allocations)
+	view.fillCounts(&r.Status)
+	return m.client.UpdateStatus(r)
+}
+
+func allocationOf(o ipam.Owner) v1.Allocation {
+	return v1.Allocation{Namespace: o.Namespace, Name: o.Name, UID: typesUID(o.UID)}
+}
+
+// HeldBy returns the addresses uid holds in range rangeName according to the cached range.
+func (m *Manager) HeldBy(rangeName, uid string) []netip.Addr {
+	r, err := m.cache.Get(rangeName)
+	if err != nil {
+		return nil
+	}
+	return heldBy(r, uid, nil)
+}

@@ -1,0 +1,196 @@
+// Package floatingip allocates each FloatingIP its address: the one in spec.ipaddress when set,
+// else the lowest free address of its range, written back to spec.ipaddress. A change of address
+// or range claims the new address before the old one is released; deleting a FloatingIP releases
+// its address exactly once through a finalizer. Every outcome is a condition with a reason on the
+// object and an Event.
+package floatingip
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/rancher/wrangler/v2/pkg/genericcondition"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// HandlerName names the handlers and so the finalizer wrangler.cattle.io/kube-fip-floatingip; it
+// never changes.
+const HandlerName = "kube-fip-floatingip"
+
+type handler struct {
+	ctx      context.Context
+	fips     kubefipcontrollers.FloatingIPController
+	alloc    *allocation.Manager
+	metrics  *metrics.Metrics
+	recorder record.EventRecorder
+}
+
+// Register registers the FloatingIP handlers.
+func Register(ctx context.Context, fips kubefipcontrollers.FloatingIPController, alloc *allocation.Manager,
+	m *metrics.Metrics, recorder record.EventRecorder) {
+	h := &handler{ctx: ctx, fips: fips, alloc: alloc, metrics: m, recorder: recorder}
+	fips.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	fips.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
+}
+
+func ownerOf(f *v1.FloatingIP) ipam.Owner {
+	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
+}
+
+// OnFloatingIPChange claims the FloatingIP's address and records the outcome.
+func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	if f == nil || f.DeletionTimestamp != nil {
+		return f, nil
+	}
+	status := f.Status.DeepCopy()
+	status.ClusterName = f.Annotations[v1.AnnotationClusterName]
+	status.ObservedGeneration = f.Generation
+	rangeName := f.Annotations[v1.AnnotationFloatingIPRange]
+
+	var want netip.Addr
+	if f.Spec.IPAddress != "" {
+		addr, err := netip.ParseAddr(f.Spec.IPAddress)
+		if err != nil {
+			// The schema keeps this out; an object from before the schema may still carry it.
+			return h.refuse(f, status, ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %q is not an IP address", f.Spec.IPAddress))
+		}
+		want = addr.Unmap()
+	}
+	if rangeName == "" {
+		return h.refuse(f, status, ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
+	}
+
+	addr, others, err := h.alloc.Claim(h.ctx, rangeName, ownerOf(f), want)
+	if err != nil {
+		reason, msg, retry := explain(err, rangeName, want)
+		if reason == "" {
+			return f, err
+		}
+		if reason == ReasonIPConflict && !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
+			h.metrics.AllocationConflicts.WithLabelValues(rangeName).Inc()
+		}
+		updated, uerr := h.refuse(f, status, reason, msg)
+		if uerr != nil {
+			return updated, uerr
+		}
+		return updated, retry
+	}
+
+	// The new address is recorded in its range: only now let go of anything held before.
+	if status.Range != "" && status.Range != rangeName {
+		if _, err := h.release(f, status.Range); err != nil {
+			return f, err
+		}
+	}
+	if len(others) > 0 {
+		if _, err := h.release(f, rangeName, others...); err != nil {
+			return f, err
+		}
+	}
+
+	if f.Spec.IPAddress == "" {
+		// As the original operator did: an automatically allocated address is written to the spec.
+		f = f.DeepCopy()
+		f.Spec.IPAddress = addr.String()
+		updated, err := h.fips.Update(f)
+		if err != nil {
+			return f, err
+		}
+		f = updated
+		status.ObservedGeneration = f.Generation
+	}
+
+	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
+	if status.IPAddress != addr.String() || status.Range != rangeName {
+		h.recorder.Event(f, corev1.EventTypeNormal, ReasonAllocated, msg)
+		logrus.Infof("FloatingIP %s/%s %s", f.Namespace, f.Name, msg)
+	}
+	status.IPAddress = addr.String()
+	status.Range = rangeName
+	conditions.True(&status.Conditions, v1.Allocated, ReasonAllocated, msg)
+	conditions.True(&status.Conditions, v1.Ready, ReasonAllocated, msg)
+	return h.writeStatus(f, status)
+}
+
+// refuse records that the FloatingIP does not get the address it asks for. What it still holds,
+// if anything, stays held and shown.
+func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, msg string) (*v1.FloatingIP, error) {
+	if !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
+		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
+		logrus.Warnf("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
+	}
+	if status.Range != "" {
+		held := h.alloc.HeldBy(status.Range, string(f.UID))
+		if len(held) == 0 {
+			status.IPAddress, status.Range = "", ""
+		} else {
+			status.IPAddress = held[0].String()
+			msg += fmt.Sprintf("; it keeps %s meanwhile", held[0])
+		}
+	}
+	conditions.False(&status.Conditions, v1.Allocated, reason, msg)
+	conditions.False(&status.Conditions, v1.Ready, reason, msg)
+	return h.writeStatus(f, status)
+}
+
+func (h *handler) writeStatus(f *v1.FloatingIP, status *v1.FloatingIPStatus) (*v1.FloatingIP, error) {
+	if equality.Semantic.DeepEqual(&f.Status, status) {
+		return f, nil
+	}
+	f = f.DeepCopy()
+	f.Status = *status
+	return h.fips.UpdateStatus(f)
+}
+
+// OnFloatingIPRemove releases the FloatingIP's addresses; the finalizer stays until that worked.
+func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	for _, name := range rangesOf(f) {
+		if _, err := h.release(f, name); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// release lets go of f's addresses in range name (all of them when addrs is empty).
+func (h *handler) release(f *v1.FloatingIP, name string, addrs ...netip.Addr) ([]netip.Addr, error) {
+	released, err := h.alloc.Release(h.ctx, name, string(f.UID), addrs...)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range released {
+		msg := fmt.Sprintf("released %s in FloatingIPRange %s", a, name)
+		h.recorder.Event(f, corev1.EventTypeNormal, ReasonReleased, msg)
+		logrus.Infof("FloatingIP %s/%s %s", f.Namespace, f.Name, msg)
+	}
+	return released, nil
+}
+
+// rangesOf names every range f may hold an address in: the one it asks for and the one its status
+// says it holds in.
+func rangesOf(f *v1.FloatingIP) []string {
+	var out []string
+	if r := f.Annotations[v1.AnnotationFloatingIPRange]; r != "" {
+		out = append(out, r)
+	}
+	if r := f.Status.Range; r != "" && (len(out) == 0 || out[0] != r) {
+		out = append(out, r)
+	}
+	return out
+}
+
+func conditionIs(conds []genericcondition.GenericCondition, typ, reason, msg string) bool {
+	c, ok := conditions.Get(conds, typ)
+	return ok && c.Reason == reason && c.Message == msg
+}

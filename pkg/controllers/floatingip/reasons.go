@@ -1,0 +1,52 @@
+package floatingip
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// Condition reasons of a FloatingIP.
+const (
+	ReasonAllocated      = "Allocated"
+	ReasonReleased       = "Released"
+	ReasonRangeNotSet    = "RangeNotSet"
+	ReasonRangeNotFound  = "RangeNotFound"
+	ReasonRangeNotReady  = "RangeNotReady"
+	ReasonRangeExhausted = "RangeExhausted"
+	ReasonIPConflict     = "IPConflict"
+	ReasonOutOfRange     = "OutOfRange"
+	ReasonExcluded       = "Excluded"
+	ReasonReserved       = "Reserved"
+	ReasonInvalidAddress = "InvalidAddress"
+)
+
+// explain turns a failed claim into a condition reason and a message a person can act on. An empty
+// reason means a passing failure (the API server, a conflict): the error is returned to retry with
+// backoff. The FloatingIPs refused for a reason are woken by their range's changes, so they need
+// no timer.
+func explain(err error, rangeName string, want netip.Addr) (reason, msg string, retry error) {
+	var taken *ipam.TakenError
+	var notReady *allocation.NotReadyError
+	switch {
+	case errors.Is(err, allocation.ErrRangeNotFound):
+		return ReasonRangeNotFound, fmt.Sprintf("FloatingIPRange %s does not exist; the address is allocated as soon as it does", rangeName), nil
+	case errors.As(err, &notReady):
+		return ReasonRangeNotReady, fmt.Sprintf("FloatingIPRange %s cannot hand out addresses now (%s): %s", rangeName, notReady.Problem.Reason, notReady.Problem.Message), nil
+	case errors.As(err, &taken):
+		return ReasonIPConflict, fmt.Sprintf("%s is held by FloatingIP %s/%s in FloatingIPRange %s; it is allocated here once released there",
+			want, taken.Holder.Namespace, taken.Holder.Name, rangeName), nil
+	case errors.Is(err, ipam.ErrExhausted):
+		return ReasonRangeExhausted, fmt.Sprintf("FloatingIPRange %s has no free address; one is allocated here as soon as another is released", rangeName), nil
+	case errors.Is(err, ipam.ErrExcluded):
+		return ReasonExcluded, fmt.Sprintf("%s is excluded from FloatingIPRange %s (spec.exclude)", want, rangeName), nil
+	case errors.Is(err, ipam.ErrReserved):
+		return ReasonReserved, fmt.Sprintf("%s is the network, broadcast or subnet-router address of FloatingIPRange %s and is never handed out", want, rangeName), nil
+	case errors.Is(err, ipam.ErrOutOfRange), errors.Is(err, ipam.ErrFamilyMismatch):
+		return ReasonOutOfRange, fmt.Sprintf("%s is not inside FloatingIPRange %s", want, rangeName), nil
+	}
+	return "", "", err
+}

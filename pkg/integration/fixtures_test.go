@@ -1,0 +1,272 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rancher/wrangler/v2/pkg/genericcondition"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+)
+
+// fixture is one test's corner of the shared API server: its own namespace for FloatingIPs and the
+// operator, and ranges named after it.
+type fixture struct {
+	t   *testing.T
+	ns  string
+	api kubefipAPI
+}
+
+type kubefipAPI = kubefipcontrollers.Interface
+
+func newFixture(t *testing.T, ns string) *fixture {
+	t.Helper()
+	createNamespace(t, ns)
+	return &fixture{t: t, ns: ns, api: kubefipClients(t)}
+}
+
+// operator starts the operator for this fixture's namespace.
+func (f *fixture) operator(extra ...string) {
+	f.t.Helper()
+	p := startOperator(f.t, f.ns, freePort(f.t), extra...)
+	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
+	f.t.Helper()
+	r, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			v1.AnnotationHarvesterClusterName: "harvester-" + f.ns,
+			v1.AnnotationHarvesterNetworkName: "vlan10",
+		}},
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude},
+	})
+	if err != nil {
+		f.t.Fatalf("creating range %s: %v", name, err)
+	}
+	f.t.Cleanup(func() { f.deleteRangeAndWait(name) })
+	return r
+}
+
+// deleteRangeAndWait deletes the fixture's FloatingIPs and then the range, and waits until both
+// are gone, so that the next test starts on a clean API server. It runs before the fixture's
+// operator stops (cleanups run last-registered first).
+func (f *fixture) deleteRangeAndWait(name string) {
+	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+	if err == nil {
+		for _, x := range list.Items {
+			_ = f.api.FloatingIP().Delete(f.ns, x.Name, nil)
+		}
+	}
+	_ = f.api.FloatingIPRange().Delete(name, nil)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		fips, err1 := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+		_, err2 := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+		if err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s", name, f.ns)
+}
+
+func (f *fixture) createFIP(name, rangeName, ip string) *v1.FloatingIP {
+	f.t.Helper()
+	x, err := f.api.FloatingIP().Create(f.fip(name, rangeName, ip))
+	if err != nil {
+		f.t.Fatalf("creating FloatingIP %s: %v", name, err)
+	}
+	return x
+}
+
+func (f *fixture) fip(name, rangeName, ip string) *v1.FloatingIP {
+	return &v1.FloatingIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Annotations: map[string]string{
+			v1.AnnotationClusterName:     name,
+			v1.AnnotationFloatingIPRange: rangeName,
+			v1.AnnotationUpdateConfigMap: "true",
+		}},
+		Spec: v1.FloatingIPSpec{IPAddress: ip},
+	}
+}
+
+func (f *fixture) getFIP(name string) *v1.FloatingIP {
+	f.t.Helper()
+	x, err := f.api.FloatingIP().Get(f.ns, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("getting FloatingIP %s: %v", name, err)
+	}
+	return x
+}
+
+func (f *fixture) getRange(name string) *v1.FloatingIPRange {
+	f.t.Helper()
+	r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("getting range %s: %v", name, err)
+	}
+	return r
+}
+
+// waitFIP waits until the FloatingIP satisfies cond, reporting its last state on timeout.
+func (f *fixture) waitFIP(name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
+	f.t.Helper()
+	var last *v1.FloatingIP
+	deadline := time.Now().Add(timeout)
+	for {
+		x, err := f.api.FloatingIP().Get(f.ns, name, metav1.GetOptions{})
+		if err == nil {
+			last = x
+			if cond(x) {
+				return x
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), statusText(last))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (f *fixture) waitRange(name string, timeout time.Duration, what string, cond func(*v1.FloatingIPRange) bool) *v1.FloatingIPRange {
+	f.t.Helper()
+	var last *v1.FloatingIPRange
+	deadline := time.Now().Add(timeout)
+	for {
+		r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+		if err == nil {
+			last = r
+			if cond(r) {
+				return r
+			}
+		} else if apierrors.IsNotFound(err) && cond(nil) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			desc := "gone"
+			if last != nil {
+				desc = fmt.Sprintf("%+v", last.Status)
+			}
+			f.t.Fatalf("range %s: timed out waiting for %s; last status: %s", name, what, desc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func specOf(x *v1.FloatingIP) interface{} {
+	if x == nil {
+		return nil
+	}
+	return x.Spec
+}
+
+func statusText(x *v1.FloatingIP) string {
+	if x == nil {
+		return "<none>"
+	}
+	var parts []string
+	for _, c := range x.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("ip=%q range=%q %s", x.Status.IPAddress, x.Status.Range, strings.Join(parts, " "))
+}
+
+func allocated(x *v1.FloatingIP) bool {
+	return x != nil && conditions.IsTrue(x.Status.Conditions, v1.Allocated) && x.Status.IPAddress != "" && x.Spec.IPAddress == x.Status.IPAddress
+}
+
+func reasonIs(reason string) func(*v1.FloatingIP) bool {
+	return func(x *v1.FloatingIP) bool {
+		c, ok := conditions.Get(x.Status.Conditions, v1.Ready)
+		return ok && c.Status == corev1.ConditionFalse && c.Reason == reason
+	}
+}
+
+func rangeReason(reason string) func(*v1.FloatingIPRange) bool {
+	return func(r *v1.FloatingIPRange) bool {
+		c, ok := conditions.Get(r.Status.Conditions, v1.Ready)
+		return r != nil && ok && c.Reason == reason
+	}
+}
+
+func message(conds []genericcondition.GenericCondition, typ string) string {
+	c, _ := conditions.Get(conds, typ)
+	return c.Message
+}
+
+// checkRecord asserts the invariants between a range's record and the FloatingIPs: every address
+// held once, every record entry matching a FloatingIP's status and spec, the counts exact.
+func (f *fixture) checkRecord(rangeName string, wantUsed int) {
+	f.t.Helper()
+	r := f.getRange(rangeName)
+	if len(r.Status.Allocations) != wantUsed || r.Status.Used != int64(wantUsed) {
+		f.t.Errorf("range %s records %d allocations (used %d), want %d", rangeName, len(r.Status.Allocations), r.Status.Used, wantUsed)
+	}
+	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	byAddr := map[string][]string{}
+	for _, x := range list.Items {
+		if x.Status.Range == rangeName && x.Status.IPAddress != "" {
+			byAddr[x.Status.IPAddress] = append(byAddr[x.Status.IPAddress], x.Name)
+		}
+	}
+	for addr, holders := range byAddr {
+		if len(holders) > 1 {
+			f.t.Errorf("address %s is shown as held by %v", addr, holders)
+		}
+		a, ok := r.Status.Allocations[addr]
+		if !ok {
+			f.t.Errorf("FloatingIP %v shows %s, which range %s does not record", holders, addr, rangeName)
+		} else if a.Name != holders[0] {
+			f.t.Errorf("range %s records %s for %s/%s, but %v shows it", rangeName, addr, a.Namespace, a.Name, holders)
+		}
+	}
+}
+
+func sortedAddrs(addrs []string) []string {
+	out := append([]string(nil), addrs...)
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := netip.ParseAddr(out[i])
+		b, _ := netip.ParseAddr(out[j])
+		return a.Less(b)
+	})
+	return out
+}
+
+func events(t *testing.T, ns, name string) []corev1.Event {
+	t.Helper()
+	client := kubernetes.NewForConfigOrDie(shared.env.Config)
+	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func hasEvent(t *testing.T, ns, name, typ, reason, contains string) bool {
+	for _, e := range events(t, ns, name) {
+		if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, contains) {
+			return true
+		}
+	}
+	return false
+}
+
+func listAll() metav1.ListOptions { return metav1.ListOptions{} }
