@@ -148,7 +148,6 @@ func reasonText(err error) string {
 	return err.Error()
 }
 
-
 // Orphans returns the recorded allocations the spec does not cover.
 func (v *View) Orphans() []Orphan { return append([]Orphan(nil), v.orphans...) }
 

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 
-	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
