@@ -19,14 +19,16 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // fixture is one test's corner of the shared API server: its own namespace for FloatingIPs and the
 // operator, and ranges named after it.
 type fixture struct {
-	t   *testing.T
-	ns  string
-	api kubefipAPI
+	t      *testing.T
+	ns     string
+	api    kubefipAPI
+	ranges []string
 }
 
 type kubefipAPI = kubefipcontrollers.Interface
@@ -34,16 +36,36 @@ type kubefipAPI = kubefipcontrollers.Interface
 func newFixture(t *testing.T, ns string) *fixture {
 	t.Helper()
 	createNamespace(t, ns)
-	return &fixture{t: t, ns: ns, api: kubefipClients(t)}
+	f := &fixture{t: t, ns: ns, api: kubefipClients(t)}
+	// Registered first, so it runs last, after the test's own operators stopped.
+	t.Cleanup(f.cleanup)
+	return f
 }
 
-// operator starts the operator for this fixture's namespace.
-func (f *fixture) operator(extra ...string) {
+// cleanup deletes the fixture's FloatingIPs and ranges with an operator of its own (the finalizers
+// need one) and waits until they are gone, so that the next test starts on a clean API server.
+func (f *fixture) cleanup() {
+	p, err := testenv.StartOperator(shared.operator, nil, nil, "--kubeconfig", shared.env.Kubeconfig,
+		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(freePort(f.t)))
+	if err != nil {
+		f.t.Errorf("cleanup: %v", err)
+		return
+	}
+	defer func() { _ = p.Stop(20 * time.Second) }()
+	for _, name := range f.ranges {
+		f.deleteRangeAndWait(name)
+	}
+}
+
+// operator starts the operator for this fixture's namespace and returns it and its metrics port.
+func (f *fixture) operator(extra ...string) (*testenv.Process, int) {
 	f.t.Helper()
-	p := startOperator(f.t, f.ns, freePort(f.t), extra...)
+	port := freePort(f.t)
+	p := startOperator(f.t, f.ns, port, extra...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
+	return p, port
 }
 
 func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
@@ -58,13 +80,12 @@ func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.Floating
 	if err != nil {
 		f.t.Fatalf("creating range %s: %v", name, err)
 	}
-	f.t.Cleanup(func() { f.deleteRangeAndWait(name) })
+	f.ranges = append(f.ranges, name)
 	return r
 }
 
 // deleteRangeAndWait deletes the fixture's FloatingIPs and then the range, and waits until both
-// are gone, so that the next test starts on a clean API server. It runs before the fixture's
-// operator stops (cleanups run last-registered first).
+// are gone.
 func (f *fixture) deleteRangeAndWait(name string) {
 	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 	if err == nil {
