@@ -29,6 +29,8 @@ func main() {
 		leaderElection = flag.Bool("leader-election", envBool("LEADER_ELECTION", true), "run the controllers only in the replica holding the leader Lease [$LEADER_ELECTION]")
 		metricsBind    = flag.String("metrics-bind-address", os.Getenv("METRICS_BIND_ADDRESS"), "address the metrics server binds to, all interfaces when empty [$METRICS_BIND_ADDRESS]")
 		metricsPort    = flag.Int("metrics-port", envInt("METRICS_PORT", 0), "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set [$METRICS_PORT]")
+		fleetNamespace = flag.String("fleet-namespace", envOr("FLEET_NAMESPACE", "fleet-default"), "Rancher's namespace of provisioning clusters and their kubeconfig Secrets [$FLEET_NAMESPACE]")
+		globalDataNS   = flag.String("global-data-namespace", envOr("GLOBAL_DATA_NAMESPACE", "cattle-global-data"), "Rancher's namespace of cloud credentials [$GLOBAL_DATA_NAMESPACE]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Parse()
@@ -60,6 +62,9 @@ func main() {
 		LeaderElection: *leaderElection,
 		MetricsBind:    *metricsBind,
 		MetricsPort:    *metricsPort,
+
+		FleetNamespace:      *fleetNamespace,
+		GlobalDataNamespace: *globalDataNS,
 	})
 	if err != nil {
 		logrus.Fatal(err)

@@ -8,16 +8,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rancher/lasso/pkg/cache"
-	"github.com/rancher/lasso/pkg/controller"
-	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
 	"github.com/rancher/wrangler/v2/pkg/leader"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,7 +24,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -48,6 +43,11 @@ type Options struct {
 	MetricsBind string
 	// MetricsPort, when not zero, overrides the metricsPort option.
 	MetricsPort int
+	// FleetNamespace is Rancher's provisioning namespace: provisioning clusters and their
+	// kubeconfig Secrets.
+	FleetNamespace string
+	// GlobalDataNamespace is Rancher's namespace of cloud credentials.
+	GlobalDataNamespace string
 }
 
 // Operator is one running instance.
@@ -69,6 +69,12 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 	}
 	if opts.Threads < 1 {
 		opts.Threads = 1
+	}
+	if opts.FleetNamespace == "" {
+		opts.FleetNamespace = "fleet-default"
+	}
+	if opts.GlobalDataNamespace == "" {
+		opts.GlobalDataNamespace = "cattle-global-data"
 	}
 	// client-go's default of 5 requests a second would make a burst of cluster creations or
 	// deletions crawl; the API server's own priority and fairness protects it.
@@ -161,31 +167,16 @@ func (o *Operator) applyConfig(old, updated config.Config) {
 // start registers every controller on one shared controller factory and starts it.
 func (o *Operator) start(ctx context.Context) error {
 	o.server.SetReady(false)
-	scf, err := controller.NewSharedControllerFactoryFromConfigWithOptions(o.rest, o.scheme, &controller.SharedControllerFactoryOptions{
-		DefaultWorkers: o.opts.Threads,
-		CacheOptions: &cache.SharedCacheFactoryOptions{
-			// ConfigMaps are read only in the operator's own namespace.
-			KindNamespace: map[schema.GroupVersionKind]string{
-				corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.opts.Namespace,
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("creating the controller factory: %w", err)
-	}
-	coreFactory, err := core.NewFactoryFromConfigWithOptions(o.rest, &core.FactoryOptions{SharedControllerFactory: scf})
+	f, err := o.newFactories()
 	if err != nil {
 		return err
 	}
-	kubefipFactory, err := kubefip.NewFactoryFromConfigWithOptions(o.rest, &kubefip.FactoryOptions{SharedControllerFactory: scf})
-	if err != nil {
-		return err
-	}
-	ranges := kubefipFactory.Kubefip().V1().FloatingIPRange()
-	fips := kubefipFactory.Kubefip().V1().FloatingIP()
+	scf := f.Shared
+	ranges := f.Kubefip.Kubefip().V1().FloatingIPRange()
+	fips := f.Kubefip.Kubefip().V1().FloatingIP()
 	alloc := allocation.NewManager(ranges, ranges.Cache())
 
-	configmap.Register(ctx, o.opts.Namespace, coreFactory.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
+	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
 	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
 	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
 
