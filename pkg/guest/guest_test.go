@@ -1,0 +1,291 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// rig is one real guest API server behind the test cluster proxy.
+type rig struct {
+	env    *testenv.Environment
+	guest  *testenv.Guest
+	proxy  *testenv.ClusterProxy
+	direct kubernetes.Interface
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	g, err := env.StartGuest("guest-pkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := testenv.StartClusterProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	if err := proxy.Register("c-m-guest001", g, "token-1"); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{env: env, guest: g, proxy: proxy, direct: kubernetes.NewForConfigOrDie(g.Config)}
+}
+
+func (r *rig) client(t *testing.T, token string) *Client {
+	t.Helper()
+	kc, err := r.proxy.Kubeconfig("c-m-guest001", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient("guest001", kc, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestGuestOperationsThroughTheProxy(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.client(t, "token-1")
+
+	t.Run("connection states", func(t *testing.T) {
+		if state, err := c.Check(ctx); state != Connected || err != nil {
+			t.Fatalf("Check = %v, %v; want Connected", state, err)
+		}
+		r.proxy.SetMode("c-m-guest001", testenv.ProxyProvisioning)
+		if state, _ := c.Check(ctx); state != Provisioning {
+			t.Errorf("Check while provisioning = %v, want Provisioning", state)
+		}
+		r.proxy.DisconnectDelay = 200 * time.Millisecond
+		r.proxy.SetMode("c-m-guest001", testenv.ProxyDisconnected)
+		if state, _ := c.Check(ctx); state != Unreachable {
+			t.Errorf("Check while disconnected = %v, want Unreachable", state)
+		}
+		r.proxy.SetMode("c-m-guest001", testenv.ProxyConnected)
+		if state, _ := r.client(t, "wrong-token").Check(ctx); state != Unreachable {
+			t.Errorf("Check with a wrong token = %v, want Unreachable", state)
+		}
+	})
+
+	t.Run("kube-vip ConfigMap", func(t *testing.T) {
+		addr := netip.MustParseAddr("10.0.0.7")
+		if res, err := c.EnsureConfigMap(ctx, "kube-system", addr, false); err != nil || res != ConfigMapCreated {
+			t.Fatalf("first EnsureConfigMap = %v, %v; want created", res, err)
+		}
+		cms := r.direct.CoreV1().ConfigMaps("kube-system")
+		cm, err := cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
+		if err != nil || cm.Data[GlobalCIDRKey] != "10.0.0.7/32" {
+			t.Fatalf("ConfigMap = %+v, %v", cm, err)
+		}
+		cm.Data["range-development"] = "10.0.1.10-10.0.1.20"
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), false); res != ConfigMapLeftAlone {
+			t.Errorf("EnsureConfigMap without updateConfigMap = %v, want left alone", res)
+		}
+		if res, err := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), true); err != nil || res != ConfigMapUpdated {
+			t.Fatalf("EnsureConfigMap with updateConfigMap = %v, %v; want updated", res, err)
+		}
+		cm, _ = cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
+		if cm.Data[GlobalCIDRKey] != "10.0.0.8/32" || cm.Data["range-development"] != "10.0.1.10-10.0.1.20" {
+			t.Errorf("after the update the ConfigMap holds %v; want the new address and the person's key", cm.Data)
+		}
+		if res, _ := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), true); res != ConfigMapUnchanged {
+			t.Errorf("a second identical EnsureConfigMap = %v, want unchanged", res)
+		}
+		if CIDR(netip.MustParseAddr("fd00::5")) != "fd00::5/128" {
+			t.Errorf("IPv6 CIDR = %s", CIDR(netip.MustParseAddr("fd00::5")))
+		}
+	})
+
+	t.Run("Harvester kube-vip DaemonSet", func(t *testing.T) {
+		if res, err := c.DisableHarvesterKubevip(ctx); err != nil || res != DaemonSetAbsent {
+			t.Fatalf("without a DaemonSet = %v, %v", res, err)
+		}
+		ds := daemonSet(map[string]string{"meta.helm.sh/release-name": "someone-else"})
+		dss := r.direct.AppsV1().DaemonSets("kube-system")
+		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := c.DisableHarvesterKubevip(ctx); res != DaemonSetNotHarvesters {
+			t.Errorf("someone else's DaemonSet = %v, want left alone", res)
+		}
+		got, _ := dss.Get(ctx, "kube-vip", metav1.GetOptions{})
+		if _, ok := got.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey]; ok {
+			t.Error("someone else's DaemonSet was patched")
+		}
+		got.Annotations["meta.helm.sh/release-name"] = HarvesterReleaseName
+		if _, err := dss.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := c.DisableHarvesterKubevip(ctx); err != nil || res != DaemonSetDisabled {
+			t.Fatalf("Harvester's DaemonSet = %v, %v; want disabled", res, err)
+		}
+		got, _ = dss.Get(ctx, "kube-vip", metav1.GetOptions{})
+		generation := got.Generation
+		if got.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey] != "true" || got.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+			t.Errorf("node selector after the patch = %v", got.Spec.Template.Spec.NodeSelector)
+		}
+		if res, _ := c.DisableHarvesterKubevip(ctx); res != DaemonSetAlreadyDisabled {
+			t.Errorf("second pass = %v, want already disabled", res)
+		}
+		if got, _ = dss.Get(ctx, "kube-vip", metav1.GetOptions{}); got.Generation != generation {
+			t.Error("the second pass changed the DaemonSet again")
+		}
+	})
+}
+
+func daemonSet(annotations map[string]string) *appsv1.DaemonSet {
+	labels := map[string]string{"app": "harvester-kube-vip"}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Namespace: "kube-system", Annotations: annotations},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+					Containers:   []corev1.Container{{Name: "kube-vip", Image: "example.invalid/kube-vip"}},
+				},
+			},
+		},
+	}
+}
+
+func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.client(t, "token-1")
+	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	oci, err := testenv.StartOCIRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = oci.Close() })
+	ref, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := NewInstaller(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	values := map[string]interface{}{"config": map[string]interface{}{"vip_interface": "enp1s0"}}
+	kubevip := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Values: values}
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Installed {
+		t.Fatalf("install from the HTTP repository = %v, %v", out, err)
+	}
+	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+	if err != nil || ds.Spec.Template.Spec.Containers[0].Env[0].Value != "enp1s0" {
+		t.Fatalf("installed DaemonSet = %+v, %v", ds, err)
+	}
+
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+		t.Errorf("second pass without update = %v, %v; want unchanged", out, err)
+	}
+	kubevip.Update = true
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+		t.Errorf("update allowed but nothing changed = %v, %v; want unchanged", out, err)
+	}
+	if err := repo.Add(testenv.KubevipChart("0.1.1")); err != nil {
+		t.Fatal(err)
+	}
+	kubevip.Version = "0.1.1"
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
+		t.Errorf("new version = %v, %v; want upgraded", out, err)
+	}
+	kubevip.Values = map[string]interface{}{"config": map[string]interface{}{"vip_interface": "eth1"}}
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
+		t.Errorf("new values = %v, %v; want upgraded", out, err)
+	}
+	kubevip.Update = false
+	kubevip.Values = map[string]interface{}{"config": map[string]interface{}{"vip_interface": "eth2"}}
+	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+		t.Errorf("new values without update = %v, %v; want unchanged", out, err)
+	}
+
+	provider := Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.0",
+		Values: map[string]interface{}{"env": map[string]interface{}{"KUBEVIP_CONFIG_MAP": "kubevip"}}}
+	if out, err := in.Ensure(ctx, c, provider); err != nil || out != Installed {
+		t.Fatalf("install from the OCI registry = %v, %v", out, err)
+	}
+	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "kube-vip-cloud-provider", metav1.GetOptions{}); err != nil {
+		t.Errorf("the OCI chart's Deployment: %v", err)
+	}
+}
+
+// TestHelmRecoversPendingRelease: a release left in pending-install (an operator killed mid-way)
+// is recovered on the next pass.
+func TestHelmRecoversPendingRelease(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.client(t, "token-1")
+	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	in, err := NewInstaller(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := new(action.Configuration)
+	if err := cfg.Init(&restClientGetter{config: r.guest.Config, namespace: "kube-system"}, "kube-system", "secret", t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1,
+		Chart: testenv.KubevipChart("0.1.0"), Info: &release.Info{Status: release.StatusPendingInstall}}
+	if err := cfg.Releases.Create(stuck); err != nil {
+		t.Fatal(err)
+	}
+	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL}
+	if out, err := in.Ensure(ctx, c, rel); err != nil || out != Recovered {
+		t.Fatalf("Ensure on a pending-install release = %v, %v; want recovered", out, err)
+	}
+	last, err := cfg.Releases.Last("kube-vip")
+	if err != nil || last.Info.Status != release.StatusDeployed {
+		t.Fatalf("release after recovery = %+v, %v; want deployed", last, err)
+	}
+}
+
+func TestNewClientRejectsBadKubeconfigWithoutQuotingIt(t *testing.T) {
+	secret := "super-secret-token-value"
+	_, err := NewClient("x", []byte("apiVersion: v1\nusers:\n- user: {token: "+secret+"}\n  garbage"), time.Second)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("NewClient error = %v; want an error that does not quote the kubeconfig", err)
+	}
+	if _, err := NewClient("x", nil, time.Second); !errors.Is(err, ErrNoKubeconfig) {
+		t.Errorf("NewClient(nil) = %v, want ErrNoKubeconfig", err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(m.Run())
+}
