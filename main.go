@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
 	"github.com/sirupsen/logrus"
@@ -31,6 +33,9 @@ func main() {
 		metricsPort    = flag.Int("metrics-port", envInt("METRICS_PORT", 0), "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set [$METRICS_PORT]")
 		fleetNamespace = flag.String("fleet-namespace", envOr("FLEET_NAMESPACE", "fleet-default"), "Rancher's namespace of provisioning clusters and their kubeconfig Secrets [$FLEET_NAMESPACE]")
 		globalDataNS   = flag.String("global-data-namespace", envOr("GLOBAL_DATA_NAMESPACE", "cattle-global-data"), "Rancher's namespace of cloud credentials [$GLOBAL_DATA_NAMESPACE]")
+		guestWorkers   = flag.Int("guest-workers", envInt("GUEST_WORKERS", 10), "guest clusters operated on at once [$GUEST_WORKERS]")
+		guestTimeout   = flag.Duration("guest-timeout", envDuration("GUEST_TIMEOUT", 15*time.Second), "timeout of every request to a guest cluster [$GUEST_TIMEOUT]")
+		helmCacheDir   = flag.String("helm-cache-dir", envOr("HELM_CACHE_HOME", filepath.Join(os.TempDir(), "kube-fip-operator-helm")), "writable directory for Helm's repository and registry caches [$HELM_CACHE_HOME]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Parse()
@@ -65,6 +70,9 @@ func main() {
 
 		FleetNamespace:      *fleetNamespace,
 		GlobalDataNamespace: *globalDataNS,
+		GuestWorkers:        *guestWorkers,
+		GuestTimeout:        *guestTimeout,
+		HelmCacheDir:        *helmCacheDir,
 	})
 	if err != nil {
 		logrus.Fatal(err)
@@ -88,6 +96,16 @@ func envInt(key string, fallback int) int {
 			return i
 		}
 		logrus.Fatalf("$%s: %q is not a number", key, v)
+	}
+	return fallback
+}
+
+func envDuration(key string, fallback time.Duration) time.Duration {
+	if v := os.Getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+		logrus.Fatalf("$%s: %q is not a duration such as 15s", key, v)
 	}
 	return fallback
 }

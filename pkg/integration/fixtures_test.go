@@ -29,6 +29,7 @@ type fixture struct {
 	ns     string
 	api    kubefipAPI
 	ranges []string
+	extra  []string
 }
 
 type kubefipAPI = kubefipcontrollers.Interface
@@ -52,6 +53,13 @@ func (f *fixture) cleanup() {
 		return
 	}
 	defer func() { _ = p.Stop(20 * time.Second) }()
+	for _, ns := range f.extra {
+		if list, err := f.api.FloatingIP().List(ns, metav1.ListOptions{}); err == nil {
+			for _, x := range list.Items {
+				_ = f.api.FloatingIP().Delete(ns, x.Name, nil)
+			}
+		}
+	}
 	for _, name := range f.ranges {
 		f.deleteRangeAndWait(name)
 	}
@@ -291,3 +299,26 @@ func hasEvent(t *testing.T, ns, name, typ, reason, contains string) bool {
 }
 
 func listAll() metav1.ListOptions { return metav1.ListOptions{} }
+
+// extraNamespace adds a namespace whose FloatingIPs the fixture's cleanup deletes too.
+func (f *fixture) extraNamespace(ns string) {
+	f.extra = append(f.extra, ns)
+}
+
+func (f *fixture) createFIPIn(ns, name, rangeName, ip string) *v1.FloatingIP {
+	f.t.Helper()
+	x := f.fip(name, rangeName, ip)
+	x.Namespace = ns
+	x.Annotations[v1.AnnotationClusterName] = strings.TrimSuffix(name, "-kubevip")
+	created, err := f.api.FloatingIP().Create(x)
+	if err != nil {
+		f.t.Fatalf("creating FloatingIP %s/%s: %v", ns, name, err)
+	}
+	return created
+}
+
+func (f *fixture) waitFIPIn(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
+	f.t.Helper()
+	g := &fixture{t: f.t, ns: ns, api: f.api}
+	return g.waitFIP(name, timeout, what, cond)
+}

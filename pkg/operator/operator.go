@@ -22,8 +22,10 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -48,6 +50,12 @@ type Options struct {
 	FleetNamespace string
 	// GlobalDataNamespace is Rancher's namespace of cloud credentials.
 	GlobalDataNamespace string
+	// GuestWorkers bounds the guest clusters operated on at once.
+	GuestWorkers int
+	// GuestTimeout bounds every request to a guest cluster.
+	GuestTimeout time.Duration
+	// HelmCacheDir is a writable directory for Helm's caches.
+	HelmCacheDir string
 }
 
 // Operator is one running instance.
@@ -179,6 +187,33 @@ func (o *Operator) start(ctx context.Context) error {
 	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
 	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
 	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
+	if err := discovery.Register(ctx, discovery.Options{
+		FleetNamespace: o.opts.FleetNamespace, GlobalDataNamespace: o.opts.GlobalDataNamespace,
+		Clusters: f.Provisioning.Provisioning().V1().Cluster(), Management: f.Management.Management().V3().Cluster(),
+		Namespaces: f.Core.Core().V1().Namespace(), FloatingIPs: fips, Ranges: ranges,
+		Secrets: o.client.CoreV1(), RestConfig: o.rest, Metrics: o.metrics, Recorder: o.recorder,
+	}); err != nil {
+		return err
+	}
+	guests, err := guestcluster.Register(ctx, guestcluster.Deps{
+		FloatingIPs:  fips,
+		Ranges:       ranges.Cache(),
+		Alloc:        alloc,
+		Provisioning: f.Provisioning.Provisioning().V1().Cluster(),
+		Management:   f.Management.Management().V3().Cluster(),
+		Secrets:      f.Core.Core().V1().Secret(),
+		Store:        o.store,
+		Metrics:      o.metrics,
+		Recorder:     o.recorder,
+	}, guestcluster.Options{
+		FleetNamespace: o.opts.FleetNamespace,
+		Workers:        o.opts.GuestWorkers,
+		Timeout:        o.opts.GuestTimeout,
+		HelmCacheDir:   o.opts.HelmCacheDir,
+	})
+	if err != nil {
+		return err
+	}
 
 	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before the
 	// ranges' records agree with the FloatingIPs that exist.
@@ -198,6 +233,7 @@ func (o *Operator) start(ctx context.Context) error {
 	if err := scf.Start(ctx, o.opts.Threads); err != nil {
 		return fmt.Errorf("starting controllers: %w", err)
 	}
+	guests.Start(ctx)
 	logrus.Info("controllers running")
 	o.server.SetReady(true)
 	go o.audit(ctx, alloc, fips)

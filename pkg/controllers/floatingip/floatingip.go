@@ -119,7 +119,7 @@ func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 	status.IPAddress = addr.String()
 	status.Range = rangeName
 	conditions.True(&status.Conditions, v1.Allocated, ReasonAllocated, msg)
-	conditions.True(&status.Conditions, v1.Ready, ReasonAllocated, msg)
+	SetReady(status)
 	return h.writeStatus(f, status)
 }
 
@@ -140,7 +140,7 @@ func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, 
 		}
 	}
 	conditions.False(&status.Conditions, v1.Allocated, reason, msg)
-	conditions.False(&status.Conditions, v1.Ready, reason, msg)
+	SetReady(status)
 	return h.writeStatus(f, status)
 }
 

@@ -1,0 +1,160 @@
+// Package guestcluster runs the guest operations of every allocated FloatingIP: through Rancher's
+// cluster proxy it checks the guest cluster, disables the Harvester cloud provider's kube-vip,
+// installs kube-vip and kube-vip-cloud-provider when wanted, and writes the address into the
+// kube-vip ConfigMap. A pass runs when the FloatingIP gets or changes its address, when the cluster
+// connects or its labels change, when its kubeconfig rotates, when the configuration changes, and
+// every operateGuestClusterInterval. Passes run on a work queue of their own with a bounded number
+// of workers, so a slow guest never holds up allocation or the other guests.
+package guestcluster
+
+import (
+	"context"
+	"time"
+
+	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// HandlerName names the handlers that feed the guest queue; it never changes.
+const HandlerName = "kube-fip-guest"
+
+// Options tune the guest operations.
+type Options struct {
+	// FleetNamespace holds the provisioning clusters and their kubeconfig Secrets.
+	FleetNamespace string
+	// Workers bounds the guest clusters operated on at once.
+	Workers int
+	// Timeout bounds every request to a guest.
+	Timeout time.Duration
+	// HelmCacheDir is a writable directory for Helm's repository and registry caches.
+	HelmCacheDir string
+}
+
+// Deps are the clients and caches the guest operations read and write.
+type Deps struct {
+	FloatingIPs  kubefipcontrollers.FloatingIPController
+	Ranges       kubefipcontrollers.FloatingIPRangeCache
+	Alloc        *allocation.Manager
+	Provisioning provcontrollers.ClusterController
+	Management   mgmtcontrollers.ClusterController
+	Secrets      corecontrollers.SecretController
+	Store        *config.Store
+	Metrics      *metrics.Metrics
+	Recorder     record.EventRecorder
+}
+
+// Controller is the guest queue and its workers.
+type Controller struct {
+	Deps
+	opts      Options
+	installer *guest.Installer
+	queue     workqueue.RateLimitingInterface
+	seen      *seenClusters
+}
+
+// Register wires the triggers; Start runs the workers once the caches are synced.
+func Register(ctx context.Context, deps Deps, opts Options) (*Controller, error) {
+	if opts.Workers < 1 {
+		opts.Workers = 10
+	}
+	installer, err := guest.NewInstaller(opts.HelmCacheDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		Deps:      deps,
+		opts:      opts,
+		installer: installer,
+		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
+		queue: workqueue.NewRateLimitingQueueWithConfig(
+			workqueue.NewItemExponentialFailureRateLimiter(time.Second, 30*time.Second),
+			workqueue.RateLimitingQueueConfig{Name: "kube-fip-guest"}),
+		seen: newSeenClusters(),
+	}
+	deps.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
+	deps.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
+	deps.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
+	deps.Secrets.OnChange(ctx, HandlerName, c.onSecret)
+	deps.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	return c, nil
+}
+
+// Start runs the workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) {
+	for i := 0; i < c.opts.Workers; i++ {
+		go func() {
+			for c.next(ctx) {
+			}
+		}()
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	item, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(item)
+	key, _ := item.(string)
+	after, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		logrus.Debugf("guest operations for FloatingIP %s: %v; retrying", key, err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+func (c *Controller) enqueue(f *v1.FloatingIP) {
+	c.queue.Add(f.Namespace + "/" + f.Name)
+}
+
+func (c *Controller) enqueueNamespace(namespace string) {
+	fips, err := c.FloatingIPs.Cache().List(namespace, labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, f := range fips {
+		c.enqueue(f)
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	c.enqueueNamespace("")
+}
+
+// onFloatingIP starts a pass when what the guest must get changed: the address, the cluster or
+// the updateConfigMap annotation. Status-only writes (our own) start nothing.
+func (c *Controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	if f == nil || f.DeletionTimestamp != nil {
+		if cluster, ok := c.seen.forget(key); ok {
+			c.Metrics.DeleteGuestCluster(cluster)
+		}
+		return f, nil
+	}
+	if c.seen.floatingIPChanged(key, f) {
+		c.queue.Add(key)
+	}
+	return f, nil
+}

@@ -1,0 +1,57 @@
+package guestcluster
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
+)
+
+// record writes the pass's outcome into the FloatingIP's status, with a Warning Event when the
+// guest condition turns bad or changes its reason.
+func (c *Controller) record(p *pass) error {
+	f := p.fip
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		status := f.Status.DeepCopy()
+		status.GuestState = p.state
+		changed := conditions.Set(&status.Conditions, v1.GuestConfigured, boolStatus(p.guest.ok), p.guest.reason, p.guest.message)
+		if p.kubevip != nil {
+			conditions.Set(&status.Conditions, v1.KubevipInstalled, boolStatus(p.kubevip.ok), p.kubevip.reason, p.kubevip.message)
+		}
+		floatingip.SetReady(status)
+		if changed && !p.guest.ok && p.guest.reason != ReasonNotAllocated {
+			c.Recorder.Event(f, corev1.EventTypeWarning, p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
+		}
+		if equality.Semantic.DeepEqual(&f.Status, status) {
+			return nil
+		}
+		updated := f.DeepCopy()
+		updated.Status = *status
+		_, err := c.FloatingIPs.UpdateStatus(updated)
+		if apierrors.IsConflict(err) {
+			fresh, gerr := c.FloatingIPs.Get(f.Namespace, f.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			f = fresh
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+func boolStatus(ok bool) corev1.ConditionStatus {
+	if ok {
+		return corev1.ConditionTrue
+	}
+	return corev1.ConditionFalse
+}

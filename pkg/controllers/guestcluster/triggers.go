@@ -1,0 +1,135 @@
+package guestcluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// seenClusters remembers what each trigger last saw, so that only a real change — not a status
+// heartbeat of a Rancher object — starts a guest pass.
+type seenClusters struct {
+	mu     sync.Mutex
+	fips   map[string]seenFloatingIP
+	states map[string]string
+}
+
+type seenFloatingIP struct {
+	state   string
+	cluster string
+}
+
+func newSeenClusters() *seenClusters {
+	return &seenClusters{fips: map[string]seenFloatingIP{}, states: map[string]string{}}
+}
+
+func (s *seenClusters) floatingIPChanged(key string, f *v1.FloatingIP) bool {
+	state := fmt.Sprintf("%s|%s|%s|%s", f.Status.IPAddress, f.Status.Range,
+		f.Annotations[v1.AnnotationClusterName], f.Annotations[v1.AnnotationUpdateConfigMap])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.fips[key]
+	s.fips[key] = seenFloatingIP{state: state, cluster: f.Annotations[v1.AnnotationClusterName]}
+	return !ok || old.state != state
+}
+
+func (s *seenClusters) forget(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.fips[key]
+	delete(s.fips, key)
+	return old.cluster, ok && old.cluster != ""
+}
+
+// changed records state for key and reports whether it differs from the last one.
+func (s *seenClusters) changed(key, state string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.states[key]
+	s.states[key] = state
+	return !ok || old != state
+}
+
+func labelState(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s,", k, l[k])
+	}
+	return b.String()
+}
+
+// onManagementCluster starts a pass for the cluster's FloatingIPs when it connects or disconnects
+// or its labels change. The management cluster's name is the guest's namespace.
+func (c *Controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
+	if m == nil {
+		return m, nil
+	}
+	if c.seen.changed("mgmt/"+key, fmt.Sprintf("%t|%s", connected(m), labelState(m.Labels))) {
+		c.enqueueNamespace(m.Name)
+	}
+	return m, nil
+}
+
+// onProvisioningCluster starts a pass when the cluster's labels, its management cluster or its
+// kubeconfig Secret change.
+func (c *Controller) onProvisioningCluster(key string, p *provv1.Cluster) (*provv1.Cluster, error) {
+	if p == nil || p.Status.ClusterName == "" {
+		return p, nil
+	}
+	if c.seen.changed("prov/"+key, fmt.Sprintf("%s|%s|%s", p.Status.ClusterName, p.Status.ClientSecretName, labelState(p.Labels))) {
+		c.enqueueNamespace(p.Status.ClusterName)
+	}
+	return p, nil
+}
+
+// onSecret starts a pass with the new kubeconfig as soon as Rancher rotates it.
+func (c *Controller) onSecret(key string, s *corev1.Secret) (*corev1.Secret, error) {
+	if s == nil || s.Namespace != c.opts.FleetNamespace || !strings.HasSuffix(s.Name, "-kubeconfig") {
+		return s, nil
+	}
+	if !c.seen.changed("secret/"+key, s.ResourceVersion) {
+		return s, nil
+	}
+	clusters, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
+	if err != nil {
+		return s, nil
+	}
+	for _, p := range clusters {
+		if secretNameOf(p) == s.Name && p.Status.ClusterName != "" {
+			c.enqueueNamespace(p.Status.ClusterName)
+		}
+	}
+	return s, nil
+}
+
+// connected reads Rancher's Connected condition of a management cluster.
+func connected(m *mgmtv3.Cluster) bool {
+	for _, cond := range m.Status.Conditions {
+		if string(cond.Type) == "Connected" {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// secretNameOf is the Secret holding the cluster's kubeconfig: what its status names, else
+// Rancher's convention.
+func secretNameOf(p *provv1.Cluster) string {
+	if p.Status.ClientSecretName != "" {
+		return p.Status.ClientSecretName
+	}
+	return p.Name + "-kubeconfig"
+}

@@ -1,0 +1,267 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+func guestReason(reason string) func(*v1.FloatingIP) bool {
+	return func(x *v1.FloatingIP) bool {
+		c, ok := conditions.Get(x.Status.Conditions, v1.GuestConfigured)
+		return ok && c.Reason == reason
+	}
+}
+
+// TestGuestConfigMapFollowsTheAddress: once a connected guest's FloatingIP holds an address, the
+// guest's kube-system/kubevip carries it within seconds — the interval is an hour here — a change
+// of address follows, a key a person added survives, and without updateConfigMap an existing
+// ConfigMap is left alone with a condition saying so.
+func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
+	f := newFixture(t, "c-m-guestcm1")
+	proxy := startProxy(t)
+	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, startGuest(t, "guestcm1"))
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
+	f.operator()
+	f.createRange("guestcm1", "10.150.0.0/28")
+
+	f.createFIPIn(f.ns, "guestcm1-kubevip", "guestcm1", "10.150.0.5")
+	gc.waitCIDR(t, "10.150.0.5/32", 15*time.Second)
+	x := f.waitFIP("guestcm1-kubevip", 15*time.Second, "Ready with the guest configured", func(x *v1.FloatingIP) bool {
+		return conditions.IsTrue(x.Status.Conditions, v1.Ready) && x.Status.GuestState == "Configured"
+	})
+	if !conditions.IsTrue(x.Status.Conditions, v1.GuestConfigured) {
+		t.Errorf("GuestConfigured is not True: %s", statusText(x))
+	}
+
+	ctx := context.Background()
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["range-development"] = "10.150.1.10-10.150.1.20"
+	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	x = f.getFIP("guestcm1-kubevip")
+	x.Spec.IPAddress = "10.150.0.9"
+	if _, err := f.api.FloatingIP().Update(x); err != nil {
+		t.Fatal(err)
+	}
+	gc.waitCIDR(t, "10.150.0.9/32", 15*time.Second)
+	cm, _ = gc.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
+	if cm.Data["range-development"] != "10.150.1.10-10.150.1.20" {
+		t.Errorf("the person's key was lost: %v", cm.Data)
+	}
+
+	x = f.getFIP("guestcm1-kubevip")
+	x.Annotations[v1.AnnotationUpdateConfigMap] = "false"
+	x.Spec.IPAddress = "10.150.0.10"
+	if _, err := f.api.FloatingIP().Update(x); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFIP("guestcm1-kubevip", 15*time.Second, "ConfigMapNotUpdated", guestReason("ConfigMapNotUpdated"))
+	if got := gc.kubevipCIDR(t); got != "10.150.0.9/32" {
+		t.Errorf("without updateConfigMap the ConfigMap changed to %s", got)
+	}
+}
+
+// TestGuestKubevipInstallModes: kubevipGuestInstall enabled / disabled / clusterlabel with and
+// without the kube-vip=true label, from the HTTP repository and from an OCI registry; with
+// kubevipUpdate false a later pass changes nothing, with true only a new version does.
+func TestGuestKubevipInstallModes(t *testing.T) {
+	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"), testenv.KubevipCloudProviderChart("0.2.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	oci, err := testenv.StartOCIRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = oci.Close() })
+	kvRef, err := oci.Push(testenv.KubevipChart("0.3.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpRef, err := oci.Push(testenv.KubevipCloudProviderChart("0.4.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := newFixture(t, "c-m-install")
+	proxy := startProxy(t)
+	clusters := map[string]*guestCluster{}
+	for _, c := range []struct {
+		name  string
+		label map[string]string
+	}{{"labelled", map[string]string{"kube-vip": "true"}}, {"plain", nil}} {
+		id := "c-m-inst" + c.name[:4]
+		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, startGuest(t, "install-"+c.name))
+		f.extraNamespace(id)
+	}
+	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel"}
+	f.operatorConfig(base)
+	f.operator()
+	f.createRange("install", "10.151.0.0/28")
+	for name, gc := range clusters {
+		f.createFIPIn(gc.id, "install-"+name+"-kubevip", "install", "")
+	}
+
+	revision := func(gc *guestCluster, release string) (int, string) {
+		list, err := gc.direct.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := gc.direct.AppsV1().DaemonSets("kube-system").Get(context.Background(), "kube-vip", metav1.GetOptions{})
+		version := ""
+		if ds != nil {
+			version = ds.Labels["chart-version"]
+		}
+		return len(list.Items), version
+	}
+
+	// clusterlabel: only the labelled cluster gets the releases.
+	eventually(t, 30*time.Second, "kube-vip installed in the labelled cluster", func() bool {
+		n, _ := revision(clusters["labelled"], "kube-vip")
+		m, _ := revision(clusters["labelled"], "kube-vip-cloud-provider")
+		return n == 1 && m == 1
+	})
+	dep, err := clusters["labelled"].direct.AppsV1().Deployments("kube-system").Get(context.Background(), "kube-vip-cloud-provider", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["KUBEVIP_CONFIG_MAP"] != "kubevip" || env["KUBEVIP_NAMESPACE"] != "kube-system" {
+		t.Errorf("kube-vip-cloud-provider is not told to read kube-system/kubevip: %v", env)
+	}
+	clusters["labelled"].waitCIDR(t, clusters["labelled"].kubevipCIDR(t), time.Second)
+	time.Sleep(5 * time.Second) // a few 2s passes
+	if n, _ := revision(clusters["plain"], "kube-vip"); n != 0 {
+		t.Errorf("the unlabelled cluster got kube-vip under clusterlabel")
+	}
+	if n, _ := revision(clusters["labelled"], "kube-vip"); n != 1 {
+		t.Errorf("with kubevipUpdate=false later passes changed the release: %d revisions", n)
+	}
+
+	// enabled: every cluster; a new version is not taken without kubevipUpdate.
+	if err := repo.Add(testenv.KubevipChart("0.1.1")); err != nil {
+		t.Fatal(err)
+	}
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled"})
+	eventually(t, 30*time.Second, "kube-vip installed in the unlabelled cluster under enabled", func() bool {
+		n, _ := revision(clusters["plain"], "kube-vip")
+		return n == 1
+	})
+	time.Sleep(5 * time.Second)
+	if n, v := revision(clusters["labelled"], "kube-vip"); n != 1 || v != "0.1.0" {
+		t.Errorf("without kubevipUpdate the installed release moved: %d revisions, chart %s", n, v)
+	}
+
+	// kubevipUpdate true with OCI charts at new versions: both clusters upgrade, once.
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipUpdate": "true",
+		"kubevipChartRef": kvRef, "kubevipChartVersion": "0.3.0", "kubevipCloudProviderChartRef": cpRef, "kubevipCloudProviderChartVersion": "0.4.0"})
+	for name, gc := range clusters {
+		gc := gc
+		eventually(t, 30*time.Second, name+" upgraded to the OCI chart 0.3.0", func() bool {
+			_, v := revision(gc, "kube-vip")
+			return v == "0.3.0"
+		})
+	}
+	time.Sleep(5 * time.Second)
+	for name, gc := range clusters {
+		if n, _ := revision(gc, "kube-vip"); n != 2 {
+			t.Errorf("%s: %d kube-vip revisions after one upgrade and several passes; want 2", name, n)
+		}
+	}
+
+	// disabled: nothing more happens.
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "disabled"})
+	f.waitFIPIn(clusters["plain"].id, "install-plain-kubevip", 30*time.Second, "KubevipInstalled=NotWanted", func(x *v1.FloatingIP) bool {
+		c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+		return ok && c.Reason == "NotWanted"
+	})
+}
+
+// TestGuestUnreachableClustersDoNotDelayOthers: of 20 guest clusters 5 are unreachable (the proxy
+// holds their requests, then fails them); the 15 others are configured well within one interval,
+// the 5 report Disconnected with status 0, and recover by themselves once reconnected.
+func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
+	f := newFixture(t, "c-m-twenty")
+	proxy := startProxy(t)
+	proxy.DisconnectDelay = 10 * time.Second
+	guests := make([]*testenv.Guest, 20)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range guests {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			g, err := shared.env.StartGuest(fmt.Sprintf("twenty-%02d", i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			guests[i] = g
+		}(i)
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	clusters := make([]*guestCluster, 20)
+	for i := range clusters {
+		id := fmt.Sprintf("c-m-twen%04d", i)
+		clusters[i] = rancherCluster(t, proxy, fmt.Sprintf("twenty-%02d", i), id, nil, guests[i])
+		f.extraNamespace(id)
+		if i < 5 {
+			proxy.SetMode(id, testenv.ProxyDisconnected)
+		}
+	}
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "300", "kubevipGuestInstall": "disabled"})
+	_, port := f.operator()
+	f.createRange("twenty", "10.152.0.0/26")
+	start := time.Now()
+	for i, gc := range clusters {
+		f.createFIPIn(gc.id, fmt.Sprintf("twenty-%02d-kubevip", i), "twenty", fmt.Sprintf("10.152.0.%d", i+1))
+	}
+	for i := 5; i < 20; i++ {
+		clusters[i].waitCIDR(t, fmt.Sprintf("10.152.0.%d/32", i+1), 60*time.Second)
+	}
+	t.Logf("15 reachable guests configured in %s (interval 300s, 5 guests hold each request 10s)", time.Since(start).Round(100*time.Millisecond))
+	if elapsed := time.Since(start); elapsed > 60*time.Second {
+		t.Errorf("configuring the reachable guests took %s", elapsed)
+	}
+	for i := 0; i < 5; i++ {
+		f.waitFIPIn(clusters[i].id, fmt.Sprintf("twenty-%02d-kubevip", i), 60*time.Second, "Disconnected", guestReason("Disconnected"))
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	eventually(t, 30*time.Second, "status metric 0 for the unreachable and 1 for the others", func() bool {
+		_, body := httpGet(t, url)
+		return strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="twenty-00",harvesterclustername="harvester-c-m-twenty"} 0`) &&
+			strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="twenty-19",harvesterclustername="harvester-c-m-twenty"} 1`)
+	})
+
+	for i := 0; i < 5; i++ {
+		proxy.SetMode(clusters[i].id, testenv.ProxyConnected)
+	}
+	for i := 0; i < 5; i++ {
+		clusters[i].waitCIDR(t, fmt.Sprintf("10.152.0.%d/32", i+1), 90*time.Second)
+	}
+	f.waitFIPIn(clusters[0].id, "twenty-00-kubevip", 30*time.Second, "Configured after the reconnect", guestReason("Configured"))
+}

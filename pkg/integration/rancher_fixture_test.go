@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+const fleetNamespace = "fleet-default"
+
+// guestCluster is a Rancher guest cluster as the operator sees it: a namespace c-m-xxxx, a
+// management cluster of that name, a provisioning cluster in fleet-default pointing at it, the
+// kubeconfig Secret Rancher writes, and a real API server behind the test cluster proxy.
+type guestCluster struct {
+	name   string
+	id     string
+	token  string
+	guest  *testenv.Guest
+	direct kubernetes.Interface
+}
+
+// rancherCluster creates the Rancher objects of a guest cluster reachable through proxy. With a nil
+// guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
+func rancherCluster(t *testing.T, proxy *testenv.ClusterProxy, name, id string, labels map[string]string, g *testenv.Guest) *guestCluster {
+	t.Helper()
+	ctx := context.Background()
+	createNamespace(t, fleetNamespace)
+	createNamespace(t, id)
+	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	mgmt := management.NewFactoryFromConfigOrDie(shared.env.Config).Management().V3().Cluster()
+	prov := provisioning.NewFactoryFromConfigOrDie(shared.env.Config).Provisioning().V1().Cluster()
+
+	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g}
+	if g != nil {
+		gc.direct = kubernetes.NewForConfigOrDie(g.Config)
+		if err := proxy.Register(id, g, gc.token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := mgmt.Create(&mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels}, Spec: mgmtv3.ClusterSpec{DisplayName: name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
+	if _, err := mgmt.UpdateStatus(m); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := proxy.Kubeconfig(id, gc.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kube.CoreV1().Secrets(fleetNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: fleetNamespace},
+		Data:       map[string][]byte{"value": kc},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace, Labels: labels}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.ClusterName = id
+	p.Status.ClientSecretName = name + "-kubeconfig"
+	if _, err := prov.UpdateStatus(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = prov.Delete(fleetNamespace, name, nil)
+		_ = mgmt.Delete(id, nil)
+		_ = kube.CoreV1().Secrets(fleetNamespace).Delete(ctx, name+"-kubeconfig", metav1.DeleteOptions{})
+	})
+	return gc
+}
+
+// rotate gives the cluster a new token, as Rancher does: the proxy rejects the old one from now on
+// and the Secret carries the new kubeconfig.
+func (gc *guestCluster) rotate(t *testing.T, proxy *testenv.ClusterProxy) {
+	t.Helper()
+	gc.token = gc.token + "r"
+	proxy.SetToken(gc.id, gc.token)
+	kc, err := proxy.Kubeconfig(gc.id, gc.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	s, err := kube.CoreV1().Secrets(fleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data["value"] = kc
+	if _, err := kube.CoreV1().Secrets(fleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubevipCIDR returns cidr-global of the guest's kube-system/kubevip, "" when there is none.
+func (gc *guestCluster) kubevipCIDR(t *testing.T) string {
+	t.Helper()
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["cidr-global"]
+}
+
+func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {
+		return gc.kubevipCIDR(t) == want
+	})
+}
+
+// operatorConfig writes the fixture's kube-fip-config.
+func (f *fixture) operatorConfig(data map[string]string) {
+	f.t.Helper()
+	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: data}
+	_, err := kube.CoreV1().ConfigMaps(f.ns).Create(context.Background(), cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = kube.CoreV1().ConfigMaps(f.ns).Update(context.Background(), cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func startProxy(t *testing.T) *testenv.ClusterProxy {
+	t.Helper()
+	p, err := testenv.StartClusterProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func startGuest(t *testing.T, name string) *testenv.Guest {
+	t.Helper()
+	g, err := shared.env.StartGuest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop() })
+	return g
+}
