@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -108,11 +108,11 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := guest.NewClient("stale", oldKubeconfig, 5*time.Second)
+	stale, err := guestclient.NewClient("stale", oldKubeconfig, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if state, err := stale.Check(ctx); state == guest.Connected || !apierrors.IsUnauthorized(err) {
+	if state, err := stale.Check(ctx); state == guestclient.Connected || !apierrors.IsUnauthorized(err) {
 		t.Errorf("the old token still works through the proxy: %v, %v", state, err)
 	}
 
