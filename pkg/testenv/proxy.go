@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ProxyMode is how the test cluster proxy answers for one cluster.
