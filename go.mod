@@ -4,7 +4,11 @@ go 1.22.0
 
 require (
 	github.com/go-logr/logr v1.4.2
+	github.com/google/go-containerregistry v0.20.2
 	github.com/prometheus/client_golang v1.19.1
+	github.com/prometheus/client_model v0.6.0
+	github.com/prometheus/common v0.49.1-0.20240306132007-4199f18c3e92
+	github.com/prometheus/prometheus v0.51.2
 	github.com/rancher/lasso v0.0.0-20240430201833-6f3def65ffc5
 	github.com/rancher/rancher/pkg/apis v0.0.0-20240618122559-b9ec494d4f6f
 	github.com/rancher/wrangler/v2 v2.2.0-rc6
@@ -15,6 +19,7 @@ require (
 	k8s.io/api v0.30.14
 	k8s.io/apiextensions-apiserver v0.30.3
 	k8s.io/apimachinery v0.30.14
+	k8s.io/cli-runtime v0.30.14
 	k8s.io/client-go v12.0.0+incompatible
 	sigs.k8s.io/controller-runtime v0.18.7
 	sigs.k8s.io/yaml v1.4.0
@@ -69,7 +74,6 @@ require (
 	github.com/google/btree v1.0.1 // indirect
 	github.com/google/gnostic-models v0.6.8 // indirect
 	github.com/google/go-cmp v0.6.0 // indirect
-	github.com/google/go-containerregistry v0.20.2 // indirect
 	github.com/google/gofuzz v1.2.0 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -110,10 +114,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.0-rc6 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/prometheus/client_model v0.6.0 // indirect
-	github.com/prometheus/common v0.49.1-0.20240306132007-4199f18c3e92 // indirect
 	github.com/prometheus/procfs v0.12.0 // indirect
-	github.com/prometheus/prometheus v0.51.2 // indirect
 	github.com/rancher/aks-operator v1.9.0-rc.6 // indirect
 	github.com/rancher/eks-operator v1.9.0-rc.5 // indirect
 	github.com/rancher/fleet/pkg/apis v0.10.0-rc.16 // indirect
@@ -154,7 +155,6 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiserver v0.30.14 // indirect
-	k8s.io/cli-runtime v0.30.14 // indirect
 	k8s.io/code-generator v0.30.14 // indirect
 	k8s.io/component-base v0.30.14 // indirect
 	k8s.io/gengo v0.0.0-20240310015720-9cff6334dab4 // indirect

@@ -128,36 +128,28 @@ func (m *Manager) others(name string) []*v1.FloatingIPRange {
 // release once its own object records the new one. The claim is in the range's status when Claim
 // returns.
 func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr) (netip.Addr, []netip.Addr, error) {
-	s := m.state(rangeName)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	r, err := m.cache.Get(rangeName)
-	for attempt := 0; ; attempt++ {
-		if apierrors.IsNotFound(err) {
-			return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
-		}
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		view := m.viewLocked(s, r)
-		addr, others, changed, err := view.plan(owner, want, m.problem(view, r))
+	var addr netip.Addr
+	var others []netip.Addr
+	err := m.change(ctx, rangeName, func(r *v1.FloatingIPRange, view *View) (*edit, error) {
+		var changed bool
+		var err error
+		addr, others, changed, err = view.plan(owner, want, m.problem(view, r))
 		if err != nil || !changed {
-			return addr, others, err
+			return nil, err
 		}
-		updated, err := m.writeAllocations(ctx, r, view, func(a map[string]v1.Allocation) {
-			a[addr.String()] = allocationOf(owner)
-		})
-		if err == nil {
-			view.advance(updated, func(p *ipam.Pool) { _ = p.Claim(addr, owner) })
-			return addr, others, nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
-			return netip.Addr{}, nil, fmt.Errorf("recording %s in FloatingIPRange %s: %w", addr, rangeName, err)
-		}
-		// Someone else wrote the range: read it afresh from the API server, not the cache.
-		r, err = m.client.Get(rangeName, metav1.GetOptions{})
+		return &edit{
+			what:   "recording " + addr.String(),
+			record: func(a map[string]v1.Allocation) { a[addr.String()] = allocationOf(owner) },
+			pool:   func(p *ipam.Pool) { _ = p.Claim(addr, owner) },
+		}, nil
+	})
+	if errors.Is(err, errNoRange) {
+		return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
 	}
+	if err != nil {
+		return netip.Addr{}, nil, err
+	}
+	return addr, others, nil
 }
 
 // Release removes the given addresses from range rangeName if, and only if, owner uid holds them
@@ -165,6 +157,46 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner,
 // Releasing what is not held is not an error, so a release happens exactly once however often it
 // is retried.
 func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...netip.Addr) ([]netip.Addr, error) {
+	var released []netip.Addr
+	err := m.change(ctx, rangeName, func(r *v1.FloatingIPRange, _ *View) (*edit, error) {
+		released = heldBy(r, uid, addrs)
+		if len(released) == 0 {
+			return nil, nil
+		}
+		return &edit{
+			what: fmt.Sprintf("releasing %v", released),
+			record: func(a map[string]v1.Allocation) {
+				for _, addr := range released {
+					delete(a, addr.String())
+				}
+			},
+			pool: func(p *ipam.Pool) {
+				for _, addr := range released {
+					p.Release(addr)
+				}
+			},
+		}, nil
+	})
+	if errors.Is(err, errNoRange) {
+		return nil, nil
+	}
+	return released, err
+}
+
+// edit is one change of a range's record, and the same change of the cached pool.
+type edit struct {
+	what   string
+	record func(map[string]v1.Allocation)
+	pool   func(*ipam.Pool)
+}
+
+// errNoRange: the range does not exist; Claim and Release each say what that means for them.
+var errNoRange = errors.New("no such range")
+
+// change decides an edit of range rangeName with decide and writes it, guarded by the range's
+// resourceVersion. It starts from the cache and, after a conflict — someone else wrote the range
+// — decides again on the range read afresh from the API server. A nil edit writes nothing.
+func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.FloatingIPRange, *View) (*edit, error)) error {
 	s := m.state(rangeName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,31 +204,23 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 	r, err := m.cache.Get(rangeName)
 	for attempt := 0; ; attempt++ {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return errNoRange
 		}
 		if err != nil {
-			return nil, err
-		}
-		released := heldBy(r, uid, addrs)
-		if len(released) == 0 {
-			return nil, nil
+			return err
 		}
 		view := m.viewLocked(s, r)
-		updated, err := m.writeAllocations(ctx, r, view, func(a map[string]v1.Allocation) {
-			for _, addr := range released {
-				delete(a, addr.String())
-			}
-		})
+		e, err := decide(r, view)
+		if err != nil || e == nil {
+			return err
+		}
+		updated, err := m.writeAllocations(ctx, r, view, e.record)
 		if err == nil {
-			view.advance(updated, func(p *ipam.Pool) {
-				for _, addr := range released {
-					p.Release(addr)
-				}
-			})
-			return released, nil
+			view.advance(updated, e.pool)
+			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
-			return nil, fmt.Errorf("releasing %v in FloatingIPRange %s: %w", released, rangeName, err)
+			return fmt.Errorf("%s in FloatingIPRange %s: %w", e.what, rangeName, err)
 		}
 		r, err = m.client.Get(rangeName, metav1.GetOptions{})
 	}

@@ -1,5 +1,6 @@
-// Package charts works on the project's Helm charts with the Helm SDK: packaging them with the
-// build's version (scripts/package-helm) and loading them for the chart tests. No helm CLI needed.
+// Package charts works on the project's Helm charts with the Helm SDK: loading, linting and
+// rendering them offline, and packaging them with the build's version (scripts/package-helm). The
+// chart tests live here too. No helm CLI needed.
 package charts
 
 import (
@@ -17,11 +18,11 @@ const (
 	OperatorChart = "kube-fip-operator"
 )
 
-// Load reads a chart directory.
-func Load(dir string) (*chart.Chart, error) {
-	c, err := loader.LoadDir(dir)
+// Load reads a chart directory or a packaged chart (.tgz).
+func Load(path string) (*chart.Chart, error) {
+	c, err := loader.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
+		return nil, fmt.Errorf("loading chart %s: %w", path, err)
 	}
 	return c, nil
 }

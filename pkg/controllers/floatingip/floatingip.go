@@ -40,8 +40,10 @@ type handler struct {
 func Register(ctx context.Context, fips kubefipcontrollers.FloatingIPController, alloc *allocation.Manager,
 	m *metrics.Metrics, recorder record.EventRecorder) {
 	h := &handler{ctx: ctx, fips: fips, alloc: alloc, metrics: m, recorder: recorder}
-	fips.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	// The remove handler first: it puts the finalizer on before the change handler claims an
+	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
 	fips.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
+	fips.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
 }
 
 func ownerOf(f *v1.FloatingIP) ipam.Owner {

@@ -64,8 +64,8 @@ func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeCont
 		}
 		return nil, nil
 	})
-	ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
 	ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
+	ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
 	relatedresource.Watch(ctx, HandlerName+"-waiters", h.waiters, fips, ranges)
 }
 

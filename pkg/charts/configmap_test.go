@@ -1,0 +1,70 @@
+package charts
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+)
+
+// renderConfig renders kube-fip-config and parses it the way the operator does.
+func renderConfig(t *testing.T, values map[string]interface{}) (map[string]string, config.Config) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	convert(t, find(t, renderOperator(t, values), "ConfigMap", config.ConfigMapName), &cm)
+	if cm.Namespace != testNamespace {
+		t.Errorf("%s in namespace %q; want the release namespace %q", config.ConfigMapName, cm.Namespace, testNamespace)
+	}
+	for _, key := range config.Keys() {
+		if _, ok := cm.Data[key]; !ok {
+			t.Errorf("%s has no key %s", config.ConfigMapName, key)
+		}
+	}
+	if len(cm.Data) != len(config.Keys()) {
+		t.Errorf("%s has %d keys; want the %d options", config.ConfigMapName, len(cm.Data), len(config.Keys()))
+	}
+	cfg, problems := config.Parse(cm.Data, config.Default())
+	for _, p := range problems {
+		t.Errorf("rendered %s: %v (warning: %v)", config.ConfigMapName, p, p.Warning)
+	}
+	return cm.Data, cfg
+}
+
+// TestConfigMapDefaults: the chart's kube-fip-config holds every option, parses without a single
+// problem, and is exactly the operator's built-in default configuration (the original's defaults).
+func TestConfigMapDefaults(t *testing.T) {
+	_, cfg := renderConfig(t, nil)
+	if !cfg.Equal(config.Default()) {
+		t.Errorf("the chart's default configuration differs from the operator's:\nchart:    %s\noperator: %s", cfg, config.Default())
+	}
+}
+
+// TestConfigMapFromValues: values of every type (numbers, booleans, strings, YAML text) land in the
+// ConfigMap as strings the operator parses to the values given.
+func TestConfigMapFromValues(t *testing.T) {
+	data, cfg := renderConfig(t, allSwitchesOn())
+	for key, want := range map[string]string{
+		config.KeyOperateGuestClusterInterval: "600",
+		config.KeyMetricsPort:                 "9090",
+		config.KeyTraceIPAMData:               "true",
+		config.KeyKubevipUpdate:               "true",
+	} {
+		if data[key] != want {
+			t.Errorf("%s = %q; want %q", key, data[key], want)
+		}
+	}
+	switch {
+	case cfg.OperateGuestClusterInterval != 600*time.Second:
+		t.Errorf("interval %s", cfg.OperateGuestClusterInterval)
+	case cfg.MetricsPort != 9090 || !cfg.TraceIPAMData || !cfg.KubevipUpdate:
+		t.Errorf("metricsPort %d, traceIpamData %v, kubevipUpdate %v", cfg.MetricsPort, cfg.TraceIPAMData, cfg.KubevipUpdate)
+	case cfg.KubevipGuestInstall != config.InstallEnabled || cfg.LogLevel.String() != "debug":
+		t.Errorf("kubevipGuestInstall %q, logLevel %s", cfg.KubevipGuestInstall, cfg.LogLevel)
+	case cfg.Kubevip.Ref != "oci://registry.example.com/charts/kube-vip" || cfg.Kubevip.Version != "0.6.4":
+		t.Errorf("kube-vip chart %s", cfg.Kubevip)
+	case cfg.KubevipCloudProvider.Ref != "oci://registry.example.com/charts/kube-vip-cloud-provider" || cfg.KubevipCloudProvider.Version != "0.2.2":
+		t.Errorf("kube-vip-cloud-provider chart %s", cfg.KubevipCloudProvider)
+	}
+}

@@ -1,0 +1,161 @@
+package charts
+
+import (
+	"strconv"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func renderDeployment(t *testing.T, values map[string]interface{}) (*appsv1.Deployment, corev1.Container) {
+	t.Helper()
+	var d appsv1.Deployment
+	convert(t, find(t, renderOperator(t, values), "Deployment", "kube-fip-operator"), &d)
+	if n := len(d.Spec.Template.Spec.Containers); n != 1 {
+		t.Fatalf("%d containers; want 1", n)
+	}
+	return &d, d.Spec.Template.Spec.Containers[0]
+}
+
+// TestPodHardening checks the pod and container security settings with the defaults and with every
+// switch on: non-root, read-only root filesystem with a writable /tmp, no capabilities, no privilege
+// escalation, RuntimeDefault seccomp, resource requests and limits.
+func TestPodHardening(t *testing.T) {
+	for name, values := range map[string]map[string]interface{}{"defaults": nil, "all-switches": allSwitchesOn()} {
+		t.Run(name, func(t *testing.T) {
+			d, c := renderDeployment(t, values)
+			pod := d.Spec.Template.Spec.SecurityContext
+			if pod == nil || pod.RunAsNonRoot == nil || !*pod.RunAsNonRoot || pod.RunAsUser == nil || *pod.RunAsUser == 0 {
+				t.Errorf("pod securityContext %+v: want runAsNonRoot and a non-zero runAsUser", pod)
+			}
+			if pod == nil || pod.SeccompProfile == nil || pod.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod seccompProfile: want RuntimeDefault")
+			}
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				t.Fatal("no container securityContext")
+			case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+				t.Error("container root filesystem is writable")
+			case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+				t.Error("container may escalate privileges")
+			case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0:
+				t.Errorf("capabilities %+v: want drop [ALL] and nothing added", sc.Capabilities)
+			case sc.Privileged != nil && *sc.Privileged:
+				t.Error("container is privileged")
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if _, ok := c.Resources.Requests[r]; !ok {
+					t.Errorf("no %s request", r)
+				}
+				if _, ok := c.Resources.Limits[r]; !ok {
+					t.Errorf("no %s limit", r)
+				}
+			}
+			tmp := false
+			for _, m := range c.VolumeMounts {
+				tmp = tmp || m.MountPath == "/tmp"
+			}
+			vols := d.Spec.Template.Spec.Volumes
+			if !tmp || len(vols) != 1 || vols[0].EmptyDir == nil {
+				t.Errorf("want one emptyDir mounted at /tmp for Helm's caches; mounts %+v, volumes %+v", c.VolumeMounts, vols)
+			}
+			env := map[string]string{}
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+			}
+			for _, k := range []string{"HOME", "HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"} {
+				if v := env[k]; len(v) < 4 || v[:4] != "/tmp" {
+					t.Errorf("%s = %q; want a path under /tmp", k, v)
+				}
+			}
+		})
+	}
+}
+
+// TestProbesAndPort: /healthz and /readyz are probed on the named metrics port, which is the
+// configured metricsPort and is also passed as --metrics-port.
+func TestProbesAndPort(t *testing.T) {
+	for name, tc := range map[string]struct {
+		values map[string]interface{}
+		port   int32
+	}{"defaults": {nil, 8080}, "all-switches": {allSwitchesOn(), 9090}} {
+		t.Run(name, func(t *testing.T) {
+			_, c := renderDeployment(t, tc.values)
+			if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != tc.port {
+				t.Errorf("ports %+v; want metrics on %d", c.Ports, tc.port)
+			}
+			for path, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port != intstr.FromString("metrics") {
+					t.Errorf("probe %s: %+v; want httpGet %s on port metrics", path, p, path)
+				}
+			}
+			if !hasArg(c.Args, "--metrics-port="+strconv.Itoa(int(tc.port))) {
+				t.Errorf("args %v: want --metrics-port=%d", c.Args, tc.port)
+			}
+		})
+	}
+}
+
+// TestDeploymentSettings: image with the system default registry, flags from the values,
+// scheduling on Linux nodes with the cattle.io/os toleration, replicas, and the optional PDB.
+func TestDeploymentSettings(t *testing.T) {
+	d, c := renderDeployment(t, nil)
+	if c.Image != "kubefip/kube-fip-operator:dev" {
+		t.Errorf("default image %q; want the chart's appVersion as tag", c.Image)
+	}
+	for _, a := range []string{"--namespace=$(NAMESPACE)", "--threads=5", "--leader-election=true",
+		"--guest-workers=10", "--guest-timeout=15s",
+		"--fleet-namespace=fleet-default", "--global-data-namespace=cattle-global-data"} {
+		if !hasArg(c.Args, a) {
+			t.Errorf("default args %v: missing %s", c.Args, a)
+		}
+	}
+	spec := d.Spec.Template.Spec
+	if spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("nodeSelector %v; want kubernetes.io/os=linux", spec.NodeSelector)
+	}
+	want := corev1.Toleration{Key: "cattle.io/os", Operator: corev1.TolerationOpEqual, Value: "linux", Effect: corev1.TaintEffectNoSchedule}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0] != want {
+		t.Errorf("tolerations %+v; want %+v", spec.Tolerations, want)
+	}
+	if spec.ServiceAccountName != "kube-fip-operator" || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("serviceAccountName %q, replicas %v", spec.ServiceAccountName, d.Spec.Replicas)
+	}
+
+	objs := renderOperator(t, allSwitchesOn())
+	convert(t, find(t, objs, "Deployment", "kube-fip-operator"), d)
+	c = d.Spec.Template.Spec.Containers[0]
+	if c.Image != "registry.example.com:5000/kubefip/kube-fip-operator:v9.9.9" {
+		t.Errorf("image %q; want the systemDefaultRegistry prefix and the tag from values", c.Image)
+	}
+	for _, a := range []string{"--threads=7", "--guest-workers=4", "--guest-timeout=30s", "--fleet-namespace=fleet-other", "--global-data-namespace=global-other"} {
+		if !hasArg(c.Args, a) {
+			t.Errorf("args %v: missing %s", c.Args, a)
+		}
+	}
+	spec = d.Spec.Template.Spec
+	if *d.Spec.Replicas != 3 || spec.PriorityClassName != "system-cluster-critical" || spec.Affinity == nil ||
+		len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "pull-secret" {
+		t.Errorf("replicas %d, priorityClassName %q, affinity %v, imagePullSecrets %v: want the values",
+			*d.Spec.Replicas, spec.PriorityClassName, spec.Affinity, spec.ImagePullSecrets)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	convert(t, find(t, objs, "PodDisruptionBudget", "kube-fip-operator"), &pdb)
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 ||
+		pdb.Spec.Selector == nil || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "kube-fip-operator" {
+		t.Errorf("PodDisruptionBudget spec %+v: want maxUnavailable 1 selecting the operator's pods", pdb.Spec)
+	}
+}
+
+func hasArg(args []string, want string) bool {
+	for _, a := range args {
+		if a == want {
+			return true
+		}
+	}
+	return false
+}
