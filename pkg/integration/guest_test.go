@@ -31,7 +31,7 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	proxy := startProxy(t)
 	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, startGuest(t, "guestcm1"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
-	f.operator()
+	_, port := f.operator()
 	f.createRange("guestcm1", "10.150.0.0/28")
 
 	f.createFIPIn(f.ns, "guestcm1-kubevip", "guestcm1", "10.150.0.5")
@@ -74,6 +74,26 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	if got := gc.kubevipCIDR(t); got != "10.150.0.9/32" {
 		t.Errorf("without updateConfigMap the ConfigMap changed to %s", got)
 	}
+
+	// The guest's series: up, its events counted, its duration observed — and gone with it.
+	url := "http://127.0.0.1:" + itoa(port) + "/metrics"
+	_, body := httpGet(t, url)
+	for _, want := range []string{
+		`kubefipoperator_guestcluster_status{guestclustername="guestcm1",harvesterclustername="harvester-c-m-guestcm1"} 1`,
+		`kubefipoperator_guestcluster_events{event="configmap_management",guestclustername="guestcm1",harvesterclustername="harvester-c-m-guestcm1",status="success"} 2`,
+		`kubefipoperator_guestcluster_operation_duration_seconds_count{harvesterclustername="harvester-c-m-guestcm1"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s; has:\n%s", want, grepLines(body, "guestcm1"))
+		}
+	}
+	if err := f.api.FloatingIP().Delete(f.ns, "guestcm1-kubevip", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the guest's series removed with its FloatingIP", func() bool {
+		_, body := httpGet(t, url)
+		return !strings.Contains(body, `guestclustername="guestcm1"`)
+	})
 }
 
 // TestGuestKubevipInstallModes: kubevipGuestInstall enabled / disabled / clusterlabel with and
