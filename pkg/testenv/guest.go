@@ -51,3 +51,13 @@ func (e *Environment) StartGuest(name string) (*Guest, error) {
 func (g *Guest) Stop() error {
 	return g.plane.APIServer.Stop()
 }
+
+// Kubeconfig renders an administrator kubeconfig of the guest API server itself, bypassing any
+// proxy, for a person to look inside the guest.
+func (g *Guest) Kubeconfig() ([]byte, error) {
+	user, err := g.plane.AddUser(envtest.User{Name: "guest-viewer", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return user.KubeConfig()
+}

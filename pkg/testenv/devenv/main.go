@@ -1,6 +1,8 @@
 // Command devenv is `make run`: it starts the embedded local environment (a real kube-apiserver and
-// etcd with the kubefip and Rancher CRDs and a default kube-fip-config), runs the operator binary
-// against it, prints how to reach it, and on Ctrl-C stops the operator and then the control plane.
+// etcd with the kubefip and Rancher CRDs and a default kube-fip-config), seeds a Rancher-like demo
+// (a Harvester cluster, a range, and a guest cluster whose namespace appears a few seconds later),
+// runs the operator binary against it, prints how to reach it, and on Ctrl-C stops the operator and
+// then the control plane.
 package main
 
 import (
@@ -56,6 +58,16 @@ func run(operatorBinary, namespace string, metricsPort int) error {
 	if err := seed(ctx, env, namespace); err != nil {
 		return err
 	}
+	if err := seedRancher(ctx, env); err != nil {
+		return fmt.Errorf("seeding the demo guest cluster: %w", err)
+	}
+	guestKubeconfig, proxy, err := connectDemoGuest(ctx, env, filepath.Dir(kubeconfig))
+	if proxy != nil {
+		defer proxy.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("connecting the demo guest cluster: %w", err)
+	}
 
 	logrus.Infof("starting %s", operatorBinary)
 	op, err := testenv.StartOperator(operatorBinary, os.Stderr, nil,
@@ -64,14 +76,21 @@ func run(operatorBinary, namespace string, metricsPort int) error {
 	if err != nil {
 		return err
 	}
+	go newGuestNamespace(ctx, env)
 	fmt.Fprintf(os.Stderr, `
   The operator runs against a local Kubernetes API server.
     export KUBECONFIG=%s
     kubectl get fiprange,fip -A
     curl http://127.0.0.1:%d/metrics
+  Demo: Rancher guest cluster fleet-default/%s on Harvester cluster harvester-demo gets its
+  namespace %s in %s; its FloatingIP from 192.0.2.0/28 follows within a second:
+    kubectl get fip -A
+  and the operator writes the address into the guest cluster's kube-vip ConfigMap, reached
+  through a stand-in for Rancher's cluster proxy:
+    kubectl --kubeconfig %s -n kube-system get configmap kubevip -o yaml
   Press Ctrl-C to stop.
 
-`, kubeconfig, metricsPort)
+`, kubeconfig, metricsPort, demoCluster, demoNamespace, demoDelay, guestKubeconfig)
 
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,103 @@
+package discovery
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/rancher/wrangler/v2/pkg/kv"
+	"github.com/rancher/wrangler/v2/pkg/relatedresource"
+)
+
+// Dependencies a cluster can wait for that no index on the provisioning cluster can find: the
+// cluster names its Harvester management cluster only inside a credential, and its ranges only
+// through that management cluster's display name.
+func managementDep(id string) string       { return "management/" + id }
+func rangeDep(harvesterName string) string { return "range/" + harvesterName }
+
+// waiters remembers which provisioning clusters wait for which dependency. A cluster registers a
+// dependency before it reads it from the cache: an object arriving after the read wakes it through
+// this registry, one arriving before is seen by the read, so no arrival is missed. It lives in
+// memory only, which is enough: at start every cluster is handled once and registers again.
+type waiters struct {
+	mu    sync.Mutex
+	byDep map[string]map[string]struct{}
+	byKey map[string]map[string]struct{}
+}
+
+func newWaiters() *waiters {
+	return &waiters{byDep: map[string]map[string]struct{}{}, byKey: map[string]map[string]struct{}{}}
+}
+
+// add records that the cluster key waits for dep.
+func (w *waiters) add(key, dep string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	addTo(w.byDep, dep, key)
+	addTo(w.byKey, key, dep)
+}
+
+// forget drops everything the cluster key waits for.
+func (w *waiters) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for dep := range w.byKey[key] {
+		delete(w.byDep[dep], key)
+		if len(w.byDep[dep]) == 0 {
+			delete(w.byDep, dep)
+		}
+	}
+	delete(w.byKey, key)
+}
+
+// of returns the clusters waiting for dep, in a stable order.
+func (w *waiters) of(dep string) []relatedresource.Key {
+	w.mu.Lock()
+	keys := make([]string, 0, len(w.byDep[dep]))
+	for key := range w.byDep[dep] {
+		keys = append(keys, key)
+	}
+	w.mu.Unlock()
+	sort.Strings(keys)
+	out := make([]relatedresource.Key, 0, len(keys))
+	for _, key := range keys {
+		out = append(out, relatedresource.NewKey(kv.RSplit(key, "/")))
+	}
+	return out
+}
+
+// notes remembers the Events already recorded on each cluster, so that a resync or a wake-up that
+// finds the same problem again writes nothing: an Event repeats only when its reason or message
+// changed, or after the cluster got its FloatingIP and lost it again.
+type notes struct {
+	mu   sync.Mutex
+	seen map[string]map[string]struct{}
+}
+
+func newNotes() *notes { return &notes{seen: map[string]map[string]struct{}{}} }
+
+// first reports whether reason and message are new for the cluster key, and remembers them.
+func (n *notes) first(key, reason, message string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	note := reason + "\x00" + message
+	if _, ok := n.seen[key][note]; ok {
+		return false
+	}
+	addTo(n.seen, key, note)
+	return true
+}
+
+func (n *notes) forget(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.seen, key)
+}
+
+func addTo(m map[string]map[string]struct{}, key, value string) {
+	set, ok := m[key]
+	if !ok {
+		set = map[string]struct{}{}
+		m[key] = set
+	}
+	set[value] = struct{}{}
+}

@@ -1,0 +1,207 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+)
+
+// waitingError says which object a cluster waits for. It is not a failure: the watch on that
+// object brings the cluster back the moment it appears, so it is logged at debug level only and
+// never returned to the controller (which would log it as an error and retry on a timer).
+type waitingError struct{ what string }
+
+func (e *waitingError) Error() string { return "waits for " + e.what }
+
+func waitFor(format string, args ...interface{}) error {
+	return &waitingError{what: fmt.Sprintf(format, args...)}
+}
+
+// plan is a resolved guest cluster: everything its FloatingIP is made from.
+type plan struct {
+	namespace string
+	harvester string
+	config    string
+	network   harvester.Choice
+	selection harvester.Selection
+}
+
+// OnClusterChange decides whether the provisioning cluster needs a FloatingIP and creates it.
+// Imported, custom and non-Harvester clusters, clusters outside the fleet namespace and clusters
+// whose namespace is not a c-m- namespace are passed over without a word.
+func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
+	if namespace, _ := splitKey(key); namespace != h.opts.FleetNamespace {
+		return c, nil
+	}
+	if c == nil || c.DeletionTimestamp != nil {
+		return c, h.remove(key, c)
+	}
+	target := c.Status.ClusterName
+	if !strings.HasPrefix(target, guestNamespacePrefix) {
+		// Not known yet (Rancher sets it once the management cluster exists; the status update
+		// brings the cluster back), or not a downstream cluster at all.
+		h.forget(key)
+		return c, nil
+	}
+	if h.hasFloatingIP(target, c.Name) {
+		h.forget(key)
+		return c, nil
+	}
+
+	p, err := h.resolve(key, c)
+	var problem *harvester.Problem
+	var waiting *waitingError
+	switch {
+	case errors.As(err, &problem):
+		h.report(key, c, problem)
+		return c, nil
+	case errors.As(err, &waiting):
+		logrus.Debugf("guest cluster %s %v", key, waiting)
+		return c, nil
+	case err != nil:
+		return c, err
+	case p == nil:
+		return c, nil
+	}
+	return c, h.create(key, c, p)
+}
+
+// hasFloatingIP reports whether the guest cluster already has a FloatingIP in its namespace: the
+// one discovery names <cluster>-kubevip, or any other annotated with the cluster's name (made by
+// hand, or by the original operator).
+func (h *handler) hasFloatingIP(namespace, cluster string) bool {
+	if _, err := h.opts.FloatingIPs.Cache().Get(namespace, cluster+"-kubevip"); err == nil {
+		return true
+	}
+	fips, err := h.opts.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	return err == nil && len(fips) > 0
+}
+
+// resolve finds what the cluster's FloatingIP is made from. It returns nil and no error for a
+// cluster discovery has nothing to do with, a *harvester.Problem for a value a person must fix, a
+// *waitingError for an object still missing, and any other error for a failure worth a retry.
+func (h *handler) resolve(key string, c *provv1.Cluster) (*plan, error) {
+	cp, ok, problem := harvester.ControlPlaneOf(c)
+	if problem != nil {
+		return nil, problem
+	}
+	if !ok {
+		return nil, nil
+	}
+	p := &plan{namespace: c.Status.ClusterName}
+	ns, err := h.opts.Namespaces.Cache().Get(p.namespace)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, waitFor("namespace %s", p.namespace)
+	case err != nil:
+		return nil, err
+	case ns.DeletionTimestamp != nil:
+		return nil, nil
+	}
+	if p.harvester, err = h.harvesterCluster(key, cp); err != nil {
+		return nil, err
+	}
+	if p.network, err = h.network(cp); err != nil {
+		return nil, err
+	}
+	p.config = cp.ConfigNamespace + "/" + cp.ConfigName
+	if p.network.Note != nil {
+		h.report(key, c, p.network.Note)
+	}
+
+	h.waiters.add(key, rangeDep(p.harvester))
+	ranges, err := h.rangeInfos()
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := harvester.SelectRange(ranges, p.harvester, p.network.Network)
+	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
+		if !ok {
+			if h.report(key, c, note) {
+				h.opts.Metrics.DiscoveryNoRange.WithLabelValues(p.harvester).Inc()
+			}
+			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
+		}
+		h.report(key, c, note)
+	}
+	p.selection = sel
+	return p, nil
+}
+
+// rangeInfos lists the ranges that can take new FloatingIPs.
+func (h *handler) rangeInfos() ([]harvester.Range, error) {
+	all, err := h.opts.Ranges.Cache().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]harvester.Range, 0, len(all))
+	for _, r := range all {
+		if r.DeletionTimestamp == nil {
+			out = append(out, harvester.Range{
+				Name:             r.Name,
+				HarvesterCluster: r.Annotations[v1.AnnotationHarvesterClusterName],
+				HarvesterNetwork: r.Annotations[v1.AnnotationHarvesterNetworkName],
+			})
+		}
+	}
+	return out, nil
+}
+
+// create makes the FloatingIP. Its fixed name makes a second create — by a second replica, or
+// after a restart before the cache showed the first — fail with AlreadyExists instead of
+// allocating a second address.
+func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
+	fip := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{
+		Name:      c.Name + "-kubevip",
+		Namespace: p.namespace,
+		Annotations: map[string]string{
+			v1.AnnotationClusterName:      c.Name,
+			v1.AnnotationFloatingIPRange:  p.selection.Range,
+			v1.AnnotationUpdateConfigMap:  "true",
+			AnnotationProvisioningCluster: key,
+		},
+		// The FloatingIP controller's own finalizer, set at birth: that controller would otherwise
+		// add it with an update of its own before claiming the address, one more write per cluster.
+		Finalizers: []string{"wrangler.cattle.io/" + floatingip.HandlerName},
+	}}
+	if _, err := h.opts.FloatingIPs.Create(fip); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("creating FloatingIP %s/%s for guest cluster %s: %w", fip.Namespace, fip.Name, key, err)
+	}
+	h.forget(key)
+	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
+		fip.Namespace, fip.Name, p.selection.Range, p.harvester, p.network.Network, p.config, p.network.From)
+	h.opts.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
+	logrus.Infof("guest cluster %s: %s", key, msg)
+	return nil
+}
+
+// report records a problem as a Warning Event on the cluster and a warning log line, once for as
+// long as it stays the same. It reports whether it was new.
+func (h *handler) report(key string, c *provv1.Cluster, p *harvester.Problem) bool {
+	if !h.notes.first(key, p.Reason, p.Message) {
+		return false
+	}
+	h.opts.Recorder.Event(c, corev1.EventTypeWarning, p.Reason, p.Message)
+	logrus.Warnf("guest cluster %s: %s", key, p.Message)
+	return true
+}
+
+// forget drops what discovery remembers of the cluster: it is done, or gone.
+func (h *handler) forget(key string) {
+	h.waiters.forget(key)
+	h.notes.forget(key)
+}

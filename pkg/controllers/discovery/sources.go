@@ -1,0 +1,86 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+)
+
+// credentialTimeout bounds one read of a cloud credential, so that a slow API server holds a
+// worker for seconds, not forever.
+const credentialTimeout = 15 * time.Second
+
+// harvesterCluster follows the pool's cloud credential to the Harvester cluster's management
+// cluster and returns its display name, the name ranges are annotated with.
+func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (string, error) {
+	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, h.opts.GlobalDataNamespace)
+	if problem != nil {
+		return "", problem
+	}
+	credential := ns + "/" + name
+	if ns != h.opts.GlobalDataNamespace {
+		return "", &harvester.Problem{Reason: harvester.ReasonInvalidCloudCredential, Message: fmt.Sprintf(
+			"cloud credential %s is outside %s, the namespace Rancher keeps cloud credentials in", credential, h.opts.GlobalDataNamespace)}
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
+	defer cancel()
+	secret, err := h.opts.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", waitFor("cloud credential %s", credential)
+	case err != nil:
+		return "", fmt.Errorf("reading cloud credential %s: %w", credential, err)
+	}
+	id, problem := harvester.ClusterID(secret.Data)
+	if problem != nil {
+		return "", problem.In("cloud credential " + credential)
+	}
+
+	h.waiters.add(key, managementDep(id))
+	mc, err := h.opts.Management.Cache().Get(id)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", waitFor("Harvester management cluster %s (from cloud credential %s)", id, credential)
+	case err != nil:
+		return "", err
+	}
+	display := strings.TrimSpace(mc.Spec.DisplayName)
+	if display == "" {
+		return "", &harvester.Problem{Reason: harvester.ReasonInvalidHarvesterCluster, Message: fmt.Sprintf(
+			"Harvester management cluster %s (from cloud credential %s) has no spec.displayName to match ranges by", id, credential)}
+	}
+	return display, nil
+}
+
+// network reads the VM network from the control-plane pool's HarvesterConfig.
+func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
+	ref := "HarvesterConfig " + cp.ConfigNamespace + "/" + cp.ConfigName
+	if cp.ConfigNamespace != h.opts.FleetNamespace {
+		return harvester.Choice{}, &harvester.Problem{Reason: harvester.ReasonNoMachineConfigRef, Message: fmt.Sprintf(
+			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.opts.FleetNamespace)}
+	}
+	obj, err := h.machineConfigs.ByNamespace(cp.ConfigNamespace).Get(cp.ConfigName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return harvester.Choice{}, waitFor("%s", ref)
+	case err != nil:
+		return harvester.Choice{}, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return harvester.Choice{}, fmt.Errorf("%s: unexpected %T in the cache", ref, obj)
+	}
+	choice, problem := harvester.NetworkOf(u.Object)
+	if problem != nil {
+		return harvester.Choice{}, problem.In(ref)
+	}
+	choice.Note = choice.Note.In(ref)
+	return choice, nil
+}

@@ -1,0 +1,128 @@
+package harvester
+
+import (
+	"strings"
+
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MachineConfigKind is the kind of the Harvester node driver's machine configuration
+// (rke-machine-config.cattle.io/v1).
+const MachineConfigKind = "HarvesterConfig"
+
+// ClusterIDKey is the key of a Harvester cloud credential holding the Harvester cluster's Rancher
+// management cluster id (c-m-xxxxxxxx).
+const ClusterIDKey = "harvestercredentialConfig-clusterId"
+
+// ControlPlane is what discovery needs of a guest cluster's control-plane machine pool: kube-vip
+// floats the address between the control-plane nodes, so their network and Harvester cluster decide.
+type ControlPlane struct {
+	// Pool is the machine pool's name.
+	Pool string
+	// ConfigNamespace and ConfigName name the pool's HarvesterConfig.
+	ConfigNamespace, ConfigName string
+	// Credential is the cloud credential reference in force for the pool: its own, else the
+	// cluster's ("cattle-global-data:cc-xxxxx").
+	Credential string
+}
+
+// ControlPlaneOf finds the control-plane pool of a cluster provisioned by Rancher with the
+// Harvester node driver. ok is false, with no problem, for every cluster discovery has nothing to do
+// with: imported and custom clusters (no machine pools) and clusters of other node drivers. The first
+// control-plane pool in the cluster's order is used, so the answer never depends on map order.
+func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, problem *Problem) {
+	if c.Spec.RKEConfig == nil || len(c.Spec.RKEConfig.MachinePools) == 0 {
+		return ControlPlane{}, false, nil
+	}
+	pools := c.Spec.RKEConfig.MachinePools
+	onHarvester := false
+	var pool *provv1.RKEMachinePool
+	for i := range pools {
+		if ref := pools[i].NodeConfig; ref != nil && ref.Kind == MachineConfigKind {
+			onHarvester = true
+		}
+		if pool == nil && pools[i].ControlPlaneRole {
+			pool = &pools[i]
+		}
+	}
+	switch {
+	case pool == nil && onHarvester:
+		return ControlPlane{}, false, problemf(ReasonNoControlPlanePool,
+			"no machine pool has controlPlaneRole: true, so there is no network to take the floating IP from")
+	case pool == nil:
+		return ControlPlane{}, false, nil
+	case pool.NodeConfig == nil || pool.NodeConfig.Name == "":
+		return ControlPlane{}, false, problemf(ReasonNoMachineConfigRef,
+			"control-plane machine pool %s has no machineConfigRef naming its %s", quote(pool.Name), MachineConfigKind)
+	case pool.NodeConfig.Kind != MachineConfigKind:
+		return ControlPlane{}, false, nil
+	}
+	cp = ControlPlane{
+		Pool:            pool.Name,
+		ConfigNamespace: pool.NodeConfig.Namespace,
+		ConfigName:      pool.NodeConfig.Name,
+		Credential:      strings.TrimSpace(pool.CloudCredentialSecretName),
+	}
+	if cp.ConfigNamespace == "" {
+		cp.ConfigNamespace = c.Namespace
+	}
+	if cp.Credential == "" {
+		cp.Credential = strings.TrimSpace(c.Spec.CloudCredentialSecretName)
+	}
+	if cp.Credential == "" {
+		return ControlPlane{}, false, problemf(ReasonNoCloudCredential,
+			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", quote(pool.Name))
+	}
+	return cp, true, nil
+}
+
+// CredentialRefs lists every cloud credential the cluster or one of its pools refers to, as
+// "namespace/name", for an index from a credential to the clusters waiting for it.
+func CredentialRefs(c *provv1.Cluster, defaultNamespace string) []string {
+	var refs []string
+	add := func(ref string) {
+		if ns, name, p := ParseCredentialRef(ref, defaultNamespace); p == nil {
+			refs = append(refs, ns+"/"+name)
+		}
+	}
+	add(c.Spec.CloudCredentialSecretName)
+	if c.Spec.RKEConfig != nil {
+		for _, pool := range c.Spec.RKEConfig.MachinePools {
+			add(pool.CloudCredentialSecretName)
+		}
+	}
+	return refs
+}
+
+// ParseCredentialRef splits Rancher's "namespace:name" credential reference; a bare name is in
+// defaultNamespace.
+func ParseCredentialRef(ref, defaultNamespace string) (namespace, name string, problem *Problem) {
+	ref = strings.TrimSpace(ref)
+	namespace, name = defaultNamespace, ref
+	if i := strings.IndexByte(ref, ':'); i >= 0 {
+		namespace, name = ref[:i], ref[i+1:]
+	}
+	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return "", "", problemf(ReasonInvalidCloudCredential,
+			"cloudCredentialSecretName %s is not namespace:name (Rancher's form, as in cattle-global-data:cc-abcde)", quote(ref))
+	}
+	return namespace, name, nil
+}
+
+// ClusterID reads the Harvester cluster's management cluster id from a cloud credential's data.
+// The messages name the key, never a value: the same Secret holds the Harvester kubeconfig.
+func ClusterID(data map[string][]byte) (string, *Problem) {
+	raw, ok := data[ClusterIDKey]
+	if !ok {
+		return "", problemf(ReasonInvalidCloudCredential, "has no %s key: it is not a Harvester cloud credential", ClusterIDKey)
+	}
+	id := strings.TrimSpace(string(raw))
+	if id == "" {
+		return "", problemf(ReasonInvalidCloudCredential, "key %s is empty", ClusterIDKey)
+	}
+	if len(validation.IsDNS1123Subdomain(id)) > 0 {
+		return "", problemf(ReasonInvalidCloudCredential, "key %s does not hold a management cluster id (as in c-m-abcde123)", ClusterIDKey)
+	}
+	return id, nil
+}

@@ -1,0 +1,138 @@
+package harvester
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Network is a Harvester VM network (a NetworkAttachmentDefinition). Namespace is empty when the
+// HarvesterConfig gave a bare name.
+type Network struct {
+	Namespace string
+	Name      string
+}
+
+func (n Network) String() string {
+	if n.Namespace == "" {
+		return n.Name
+	}
+	return n.Namespace + "/" + n.Name
+}
+
+// Matches reports whether a range's harvesterNetworkName annotation names this network: the
+// original operator's ranges name it bare ("vlan10"), a careful person may write "default/vlan10".
+func (n Network) Matches(annotation string) bool {
+	annotation = strings.TrimSpace(annotation)
+	return annotation != "" && (annotation == n.Name || annotation == n.String())
+}
+
+// Choice is the network discovery goes by and where it came from, for the Event that says so.
+type Choice struct {
+	Network Network
+	// From says which field gave the network: "networkName" or "networkInfo interface 1 of 2".
+	From string
+	// Note, when not nil, is something worth an Event although the network was used.
+	Note *Problem
+}
+
+// networkInfo is the JSON the Harvester node driver keeps in a HarvesterConfig's networkInfo.
+type networkInfo struct {
+	Interfaces []struct {
+		NetworkName string `json:"networkName"`
+	} `json:"interfaces"`
+}
+
+// NetworkOf finds the network in a HarvesterConfig's fields (the object's root, as the node driver
+// writes them). networkInfo, where Rancher 2.7 and later keep every interface, wins over the older
+// networkName; when it is present but unusable that is a problem, not a reason to guess from
+// networkName.
+func NetworkOf(fields map[string]interface{}) (Choice, *Problem) {
+	switch info := fields["networkInfo"].(type) {
+	case string:
+		if strings.TrimSpace(info) != "" {
+			return ParseNetworkInfo(info)
+		}
+	case map[string]interface{}, []interface{}:
+		// A person or a tool wrote the JSON as an object instead of a string: read it all the same.
+		data, err := json.Marshal(info)
+		if err != nil {
+			return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo cannot be read: %v", err)
+		}
+		return ParseNetworkInfo(string(data))
+	case nil:
+	default:
+		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo is a %T, not a JSON string", info)
+	}
+	switch name := fields["networkName"].(type) {
+	case string:
+		if strings.TrimSpace(name) != "" {
+			return ParseNetworkName(name)
+		}
+	case nil:
+	default:
+		return Choice{}, problemf(ReasonInvalidNetwork, "networkName is a %T, not a string", name)
+	}
+	return Choice{}, problemf(ReasonInvalidNetwork, "has neither networkInfo nor networkName: no VM network to take the floating IP from")
+}
+
+// ParseNetworkName reads networkName: "namespace/name", or a bare "name", which is used with a note.
+func ParseNetworkName(s string) (Choice, *Problem) {
+	n, p := parseNetwork(s)
+	if p != nil {
+		return Choice{}, problemf(ReasonInvalidNetwork, "networkName %s %s", quote(s), p.Message)
+	}
+	c := Choice{Network: n, From: "networkName"}
+	if n.Namespace == "" {
+		c.Note = problemf(ReasonNetworkWithoutNamespace,
+			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", quote(s), n.Name)
+	}
+	return c, nil
+}
+
+// ParseNetworkInfo reads networkInfo, the JSON list of a VM's interfaces, and takes the first
+// interface that names a network: the VM's first NIC is where kube-vip's default interface (enp1s0)
+// is, so it is the network the floating IP must belong to.
+func ParseNetworkInfo(s string) (Choice, *Problem) {
+	var info networkInfo
+	if err := json.Unmarshal([]byte(s), &info); err != nil {
+		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo is not the JSON the Harvester node driver writes (%v)", err)
+	}
+	if len(info.Interfaces) == 0 {
+		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo lists no interfaces")
+	}
+	for i, iface := range info.Interfaces {
+		if strings.TrimSpace(iface.NetworkName) == "" {
+			continue
+		}
+		n, p := parseNetwork(iface.NetworkName)
+		if p != nil {
+			return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, quote(iface.NetworkName), p.Message)
+		}
+		c := Choice{Network: n, From: fmt.Sprintf("networkInfo interface %d of %d", i+1, len(info.Interfaces))}
+		if n.Namespace == "" {
+			c.Note = problemf(ReasonNetworkWithoutNamespace,
+				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, quote(n.Name))
+		}
+		return c, nil
+	}
+	return Choice{}, problemf(ReasonInvalidNetwork, "none of the %d networkInfo interfaces has a networkName", len(info.Interfaces))
+}
+
+// parseNetwork splits "namespace/name" or takes a bare name.
+func parseNetwork(s string) (Network, *Problem) {
+	s = strings.TrimSpace(s)
+	parts := strings.Split(s, "/")
+	for _, part := range parts {
+		if part == "" || strings.TrimSpace(part) != part {
+			return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
+		}
+	}
+	switch len(parts) {
+	case 1:
+		return Network{Name: parts[0]}, nil
+	case 2:
+		return Network{Namespace: parts[0], Name: parts[1]}, nil
+	}
+	return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
+}

@@ -1,0 +1,293 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+)
+
+// TestDiscoveryMalformedInputs: each malformed value gets a Warning Event naming the reason —
+// recorded once, not again when the cluster is handled again — and no panic; the operator keeps
+// running, never logs the credential's data, and a fixed credential is picked up at once.
+func TestDiscoveryMalformedInputs(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-bad")
+	r := newRancher(t)
+	p, _ := f.operator()
+	f.createRangeFor("disc-bad", "10.164.0.0/24", "harv-bad", "vlan10")
+	r.managementCluster("c-m-harvbad", "harv-bad")
+
+	good := harvesterCredential("c-m-harvbad")
+	noKey := map[string]string{"harvestercredentialConfig-kubeconfigContent": good["harvestercredentialConfig-kubeconfigContent"]}
+	workers := harvesterPool("nc-bad-nocp")
+	workers.ControlPlaneRole, workers.EtcdRole = false, false
+	// The provisioning CRD's schema requires machineConfigRef, so a pool without one never gets
+	// past the API server; an empty one does.
+	noRef := harvesterPool("")
+	noRef.NodeConfig = nil
+	if _, err := r.prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "bad-rejected", Namespace: fleetNS},
+		Spec: provv1.ClusterSpec{RKEConfig: &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{noRef}}}}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a pool without machineConfigRef: %v, want Invalid", err)
+	}
+	noRef.NodeConfig = &corev1.ObjectReference{Kind: harvester.MachineConfigKind}
+	cases := []struct {
+		name, reason, contains string
+		credential             map[string]string
+		credentialRef          string
+		network                map[string]interface{}
+		pool                   provv1.RKEMachinePool
+	}{
+		{name: "bad-nokey", reason: harvester.ReasonInvalidCloudCredential, contains: "has no " + harvester.ClusterIDKey, credential: noKey},
+		{name: "bad-ref", reason: harvester.ReasonInvalidCloudCredential, contains: "is not namespace:name", credentialRef: "a:b:c"},
+		{name: "bad-slashes", reason: harvester.ReasonInvalidNetwork, contains: "is not namespace/name", network: vlan("vlan10/x")},
+		{name: "bad-notjson", reason: harvester.ReasonInvalidNetwork, contains: "networkInfo is not the JSON",
+			network: map[string]interface{}{"networkInfo": "default/vlan10"}},
+		{name: "bad-noifaces", reason: harvester.ReasonInvalidNetwork, contains: "lists no interfaces",
+			network: map[string]interface{}{"networkInfo": `{"interfaces":[]}`}},
+		{name: "bad-noref", reason: harvester.ReasonNoMachineConfigRef, contains: "has no machineConfigRef", pool: noRef},
+		{name: "bad-nocp", reason: harvester.ReasonNoControlPlanePool, contains: "controlPlaneRole", pool: workers},
+		// Not fatal: the bare name is used, and the Event says so.
+		{name: "bad-bare", reason: harvester.ReasonNetworkWithoutNamespace, contains: "has no namespace", network: map[string]interface{}{"networkName": "vlan10"}},
+	}
+	for i, c := range cases {
+		id := fmt.Sprintf("c-m-bad%05d", i)
+		r.namespace(id)
+		if c.credential == nil {
+			c.credential = good
+		}
+		r.credential("cc-"+c.name, c.credential)
+		if c.network == nil {
+			c.network = vlan("vlan10")
+		}
+		r.machineConfig("nc-"+c.name, c.network)
+		if c.pool.Name == "" {
+			c.pool = harvesterPool("nc-" + c.name)
+		}
+		if c.credentialRef == "" {
+			c.credentialRef = globalNS + ":cc-" + c.name
+		}
+		r.cluster(c.name, id, c.credentialRef, c.pool)
+	}
+	for _, c := range cases {
+		eventually(t, quick, fmt.Sprintf("a %s Event on %s", c.reason, c.name), func() bool {
+			return hasEvent(t, fleetNS, c.name, corev1.EventTypeWarning, c.reason, c.contains)
+		})
+	}
+	r.waitFIP("c-m-bad00007", "bad-bare-kubevip", quick)
+
+	// Handled again (Rancher updates its clusters all the time): no Event repeats.
+	for _, c := range cases {
+		x, err := r.prov.Get(fleetNS, c.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Labels = map[string]string{"touched": "yes"}
+		if _, err := r.prov.Update(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(settle)
+	for i, c := range cases {
+		if n := countEvents(t, fleetNS, c.name, c.reason); n != 1 {
+			t.Errorf("%s: %s recorded %d times, want once", c.name, c.reason, n)
+		}
+		if c.name != "bad-bare" && len(r.fipsIn(fmt.Sprintf("c-m-bad%05d", i))) != 0 {
+			t.Errorf("%s got a FloatingIP", c.name)
+		}
+	}
+
+	select {
+	case <-p.Done():
+		t.Fatal("the operator exited")
+	default:
+	}
+	logs := p.Logs()
+	for _, forbidden := range []string{"panic", "do-not-log-me"} {
+		if strings.Contains(logs, forbidden) {
+			t.Errorf("the operator's log contains %q", forbidden)
+		}
+	}
+
+	// The person fixes the credential: the change alone brings the cluster its FloatingIP.
+	s, err := r.kube.CoreV1().Secrets(globalNS).Get(bg(), "cc-bad-nokey", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data[harvester.ClusterIDKey] = []byte("c-m-harvbad")
+	if _, err := r.kube.CoreV1().Secrets(globalNS).Update(bg(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFIP("c-m-bad00000", "bad-nokey-kubevip", quick)
+}
+
+// TestDiscoveryRestartNeverCreatesASecondFloatingIP: across a restart, a cluster keeps its one
+// FloatingIP (same object, same address), a cluster with a FloatingIP made by hand never gets
+// another, and the FloatingIP of a cluster deleted while the operator was down is deleted and its
+// address released once it is back.
+func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-restart")
+	r := newRancher(t)
+	p, _ := f.operator()
+	f.createRangeFor("disc-restart", "10.165.0.0/24", "harv-restart", "vlan10")
+	g := func(name, id string) guest {
+		return guest{name: name, id: id, harvester: "c-m-harvrs", display: "harv-restart", network: vlan("vlan10")}
+	}
+
+	auto, gone := g("rs-auto", "c-m-rsauto"), g("rs-gone", "c-m-rsgone")
+	r.create(auto)
+	r.create(gone)
+	hand := g("rs-hand", "c-m-rshand")
+	r.namespace(hand.id)
+	byHand := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "my-vip", Namespace: hand.id, Annotations: map[string]string{
+		v1.AnnotationClusterName: hand.name, v1.AnnotationFloatingIPRange: "disc-restart", v1.AnnotationUpdateConfigMap: "false"}}}
+	if _, err := r.fips.FloatingIP().Create(byHand); err != nil {
+		t.Fatal(err)
+	}
+	r.create(hand)
+	before := r.waitFIP(auto.id, "rs-auto-kubevip", quick)
+	goneFIP := r.waitFIP(gone.id, "rs-gone-kubevip", quick)
+	r.waitFIP(hand.id, "my-vip", quick)
+
+	if err := p.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.deleteCluster(gone.name)
+	f.operator()
+	fresh := g("rs-fresh", "c-m-rsfresh")
+	r.create(fresh)
+	r.waitFIP(fresh.id, "rs-fresh-kubevip", quick)
+
+	eventually(t, quick, "the FloatingIP of the cluster deleted meanwhile to be deleted", func() bool {
+		_, err := r.fips.FloatingIP().Get(gone.id, "rs-gone-kubevip", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	for addr, a := range f.getRange("disc-restart").Status.Allocations {
+		if a.UID == goneFIP.UID {
+			t.Errorf("%s is still recorded for the deleted %s/%s", addr, a.Namespace, a.Name)
+		}
+	}
+	time.Sleep(settle)
+	after := r.fipsIn(auto.id)
+	if len(after) != 1 || after[0].UID != before.UID || after[0].Status.IPAddress != before.Status.IPAddress {
+		t.Errorf("rs-auto has %d FloatingIPs after the restart; want only %s with %s", len(after), before.Name, before.Status.IPAddress)
+	}
+	if fips := r.fipsIn(hand.id); len(fips) != 1 || fips[0].Name != "my-vip" {
+		t.Errorf("rs-hand has %d FloatingIPs; want only my-vip", len(fips))
+	}
+}
+
+// TestDiscoveryClusterRemovalReleasesTheAddress: deleting a provisioning cluster deletes its
+// FloatingIP and releases the address, whether the cluster goes at once or waits for another
+// controller's finalizer (as Rancher's do); discovery never puts a finalizer on the cluster or the
+// namespace. A FloatingIP deleted by hand while its cluster lives is made again.
+//
+// envtest runs no namespace controller, so a deleted namespace stays Terminating there forever
+// (nothing empties it). The test therefore checks what discovery is responsible for: the
+// FloatingIP is gone and its address released once the cluster is deleted, and nothing in the
+// namespace — the namespace included — carries a finalizer of the operator's.
+func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-remove")
+	r := newRancher(t)
+	f.operator()
+	f.createRangeFor("disc-remove", "10.166.0.0/29", "harv-remove", "vlan10")
+	one := guest{name: "rm-one", id: "c-m-rmone", harvester: "c-m-harvrm", display: "harv-remove", network: vlan("vlan10")}
+	two := guest{name: "rm-two", id: "c-m-rmtwo", harvester: "c-m-harvrm", display: "harv-remove", network: vlan("vlan10")}
+	r.create(one)
+	first := r.waitFIP(one.id, "rm-one-kubevip", quick)
+
+	// Deleted by hand while the cluster lives: made again.
+	if err := r.fips.FloatingIP().Delete(one.id, first.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, quick, "a new FloatingIP for rm-one", func() bool {
+		x, err := r.fips.FloatingIP().Get(one.id, first.Name, metav1.GetOptions{})
+		return err == nil && x.UID != first.UID && allocated(x)
+	})
+	one1 := r.waitFIP(one.id, "rm-one-kubevip", quick)
+
+	// A cluster that another controller's finalizer keeps (as Rancher's keep theirs): its
+	// FloatingIP goes as soon as the deletion starts.
+	parts := r.parts(two)
+	for _, step := range []string{"management", "credential", "config", "namespace"} {
+		parts[step]()
+	}
+	r.managementCluster(two.id, two.name)
+	c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: two.name, Namespace: fleetNS, Finalizers: []string{"test.cattle.io/rancher"}}}
+	c.Spec.CloudCredentialSecretName = globalNS + ":" + two.credentialName()
+	c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{harvesterPool(two.configName())}}
+	r.createCluster(c, two.id)
+	fip2 := r.waitFIP(two.id, "rm-two-kubevip", quick)
+
+	for _, name := range []string{one.name, two.name} {
+		x, err := r.prov.Get(fleetNS, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Finalizers) > 1 || (len(x.Finalizers) == 1 && x.Finalizers[0] != "test.cattle.io/rancher") {
+			t.Errorf("provisioning cluster %s carries finalizers %v", name, x.Finalizers)
+		}
+	}
+
+	r.deleteCluster(two.name)
+	r.waitGone(two.id, fip2)
+	if x, err := r.prov.Get(fleetNS, two.name, metav1.GetOptions{}); err != nil || x.DeletionTimestamp == nil {
+		t.Fatalf("rm-two should still be held by its finalizer: %v", err)
+	}
+	eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
+		return hasEvent(t, fleetNS, two.name, corev1.EventTypeNormal, discovery.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
+	})
+
+	r.deleteCluster(one.name)
+	r.waitGone(one.id, one1)
+
+	for _, ns := range []string{one.id, two.id} {
+		if err := r.kube.CoreV1().Namespaces().Delete(bg(), ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := r.kube.CoreV1().Namespaces().Get(bg(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(n.Finalizers) > 0 || len(n.Spec.Finalizers) != 1 || n.Spec.Finalizers[0] != corev1.FinalizerKubernetes {
+			t.Errorf("namespace %s carries finalizers %v / %v beyond Kubernetes' own", ns, n.Finalizers, n.Spec.Finalizers)
+		}
+		if fips := r.fipsIn(ns); len(fips) != 0 {
+			t.Errorf("namespace %s still holds FloatingIP %s (finalizers %v)", ns, fips[0].Name, fips[0].Finalizers)
+		}
+	}
+	if r := f.getRange("disc-remove"); len(r.Status.Allocations) != 0 {
+		t.Errorf("range disc-remove still records %v", r.Status.Allocations)
+	}
+}
+
+// waitGone waits until the FloatingIP is gone and its range no longer records its address.
+func (r *rancher) waitGone(namespace string, x *v1.FloatingIP) {
+	r.t.Helper()
+	start := time.Now()
+	deadline := start.Add(quick)
+	for {
+		_, err := r.fips.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
+		rng, rerr := r.fips.FloatingIPRange().Get(x.Status.Range, metav1.GetOptions{})
+		held := false
+		if rerr == nil {
+			_, held = rng.Status.Allocations[x.Status.IPAddress]
+		}
+		if apierrors.IsNotFound(err) && !held {
+			r.t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("FloatingIP %s/%s: not gone and released within %s (get: %v, held: %v)", namespace, x.Name, quick, err, held)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,259 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+)
+
+// quick is how soon a guest cluster must get its address once its last object exists: far below
+// operateGuestClusterInterval (480 s by default) and any resync, so only the arrival of that object
+// can have triggered it.
+const quick = 5 * time.Second
+
+// settle is how long a test lets the operator handle what exists before it checks that something
+// did not happen.
+const settle = 1500 * time.Millisecond
+
+// discoveryReasons are the reasons of discovery's Events (other controllers record their own on
+// provisioning clusters).
+var discoveryReasons = map[string]bool{
+	discovery.ReasonFloatingIPCreated: true, discovery.ReasonFloatingIPDeleted: true,
+	harvester.ReasonNoControlPlanePool: true, harvester.ReasonNoMachineConfigRef: true, harvester.ReasonNoCloudCredential: true,
+	harvester.ReasonInvalidCloudCredential: true, harvester.ReasonInvalidHarvesterCluster: true, harvester.ReasonInvalidNetwork: true,
+	harvester.ReasonNetworkWithoutNamespace: true, harvester.ReasonNoMatchingRange: true, harvester.ReasonRangeNetworkMismatch: true,
+}
+
+func vlan(name string) map[string]interface{} {
+	return map[string]interface{}{"networkName": "default/" + name}
+}
+
+// TestDiscoveryObjectsInAnyOrder: whichever object of a Harvester guest cluster arrives last —
+// namespace, provisioning cluster, cloud credential, Harvester management cluster or HarvesterConfig
+// — its arrival triggers the decision: the cluster gets exactly one FloatingIP, from the range of
+// its network, within seconds.
+func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-order")
+	r := newRancher(t)
+	p, _ := f.operator()
+	f.createRangeFor("disc-order-vlan20", "10.160.1.0/24", "harv-order", "vlan20")
+	f.createRangeFor("disc-order-vlan10", "10.160.0.0/24", "harv-order", "vlan10")
+
+	orders := []struct {
+		name  string
+		steps []string
+	}{
+		{"namespace first, provisioning cluster last", []string{"namespace", "config", "management", "credential", "cluster"}},
+		{"provisioning cluster first", []string{"cluster", "config", "management", "credential", "namespace"}},
+		{"credential last", []string{"namespace", "management", "config", "cluster", "credential"}},
+		{"management cluster last", []string{"cluster", "namespace", "credential", "config", "management"}},
+		{"HarvesterConfig last", []string{"management", "credential", "cluster", "namespace", "config"}},
+	}
+	for i, o := range orders {
+		// Each guest has a Harvester management cluster of its own, so that "management last" is.
+		g := guest{name: fmt.Sprintf("order%d", i), id: fmt.Sprintf("c-m-order%03d", i),
+			harvester: fmt.Sprintf("c-m-harvord%d", i), display: "harv-order", network: vlan("vlan10")}
+		parts := r.parts(g)
+		last := len(o.steps) - 1
+		for _, step := range o.steps[:last] {
+			parts[step]()
+		}
+		time.Sleep(settle)
+		if n := len(r.fipsIn(g.id)); n != 0 {
+			t.Fatalf("%s: %d FloatingIPs before the last object (%s) exists", o.name, n, o.steps[last])
+		}
+		start := time.Now()
+		parts[o.steps[last]]()
+		x := r.waitFIP(g.id, g.name+"-kubevip", quick)
+		t.Logf("%s: %s/%s holds %s %s after the %s appeared", o.name, x.Namespace, x.Name, x.Status.IPAddress,
+			time.Since(start).Round(time.Millisecond), o.steps[last])
+
+		want := map[string]string{v1.AnnotationClusterName: g.name, v1.AnnotationFloatingIPRange: "disc-order-vlan10",
+			v1.AnnotationUpdateConfigMap: "true", discovery.AnnotationProvisioningCluster: fleetNS + "/" + g.name}
+		for k, v := range want {
+			if x.Annotations[k] != v {
+				t.Errorf("%s: annotation %s = %q, want %q", o.name, k, x.Annotations[k], v)
+			}
+		}
+		if !strings.HasPrefix(x.Status.IPAddress, "10.160.0.") {
+			t.Errorf("%s: address %s is not from disc-order-vlan10", o.name, x.Status.IPAddress)
+		}
+	}
+	time.Sleep(settle)
+	for i := range orders {
+		if n := len(r.fipsIn(fmt.Sprintf("c-m-order%03d", i))); n != 1 {
+			t.Errorf("%s: %d FloatingIPs, want exactly 1", orders[i].name, n)
+		}
+	}
+	if lines := errorLinesAbout(p.Logs(), "order"); len(lines) > 0 {
+		t.Errorf("error log lines:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestDiscoveryPicksTheRangeOfTheNetwork: of two ranges of one Harvester cluster, a guest gets the
+// one of its network, whether the HarvesterConfig names it in networkName or in the networkInfo JSON
+// (the first interface there); with a network no range names, the first range by name, and an
+// Event says so.
+func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-net")
+	r := newRancher(t)
+	f.operator()
+	f.createRangeFor("disc-net-vlan20", "10.161.1.0/24", "harv-net", "vlan20")
+	f.createRangeFor("disc-net-vlan10", "10.161.0.0/24", "harv-net", "default/vlan10")
+	f.createRangeFor("disc-net-elsewhere", "10.161.2.0/24", "harv-net-other", "vlan10")
+
+	cases := []struct {
+		name, wantRange, wantPrefix string
+		network                     map[string]interface{}
+	}{
+		{"net-name", "disc-net-vlan20", "10.161.1.", vlan("vlan20")},
+		{"net-info", "disc-net-vlan10", "10.161.0.",
+			map[string]interface{}{"networkInfo": `{"interfaces":[{"networkName":"default/vlan10","macAddress":""}]}`}},
+		{"net-two", "disc-net-vlan20", "10.161.1.", map[string]interface{}{
+			"networkName": "default/vlan10", // older field: networkInfo wins
+			"networkInfo": `{"interfaces":[{"networkName":"default/vlan20","macAddress":""},{"networkName":"default/vlan10","macAddress":""}]}`}},
+		{"net-none", "disc-net-vlan10", "10.161.0.", vlan("vlan99")},
+	}
+	for i, c := range cases {
+		r.create(guest{name: c.name, id: fmt.Sprintf("c-m-net%05d", i), harvester: "c-m-harvnet", display: "harv-net", network: c.network})
+	}
+	for i, c := range cases {
+		x := r.waitFIP(fmt.Sprintf("c-m-net%05d", i), c.name+"-kubevip", quick)
+		if x.Annotations[v1.AnnotationFloatingIPRange] != c.wantRange || !strings.HasPrefix(x.Status.IPAddress, c.wantPrefix) {
+			t.Errorf("%s: %s from %s, want an address of %s", c.name, x.Status.IPAddress, x.Annotations[v1.AnnotationFloatingIPRange], c.wantRange)
+		}
+	}
+	eventually(t, quick, "the Events", func() bool {
+		return hasEvent(t, fleetNS, "net-two", corev1.EventTypeNormal, discovery.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
+			hasEvent(t, fleetNS, "net-none", corev1.EventTypeWarning, harvester.ReasonRangeNetworkMismatch, "using disc-net-vlan10, the first by name")
+	})
+	if hasEvent(t, fleetNS, "net-name", corev1.EventTypeWarning, harvester.ReasonRangeNetworkMismatch, "") {
+		t.Error("a cluster whose network has a range got a RangeNetworkMismatch Event")
+	}
+}
+
+// TestDiscoveryLeavesOtherClustersAlone: an imported cluster, a custom cluster without a
+// credential, a cluster of another node driver and a cluster whose namespace is not a c-m-
+// namespace get no FloatingIP, no Event and no error log line; a Harvester cluster without a
+// credential gets a Warning Event only.
+func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-ignore")
+	r := newRancher(t)
+	p, _ := f.operator()
+	f.createRangeFor("disc-ignore", "10.162.0.0/24", "harv-ignore", "vlan10")
+	r.managementCluster("c-m-harvign", "harv-ignore")
+
+	r.namespace("c-m-ignimp")
+	r.cluster("ign-imported", "c-m-ignimp", "")
+	r.namespace("c-m-igncus")
+	custom := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "ign-custom", Namespace: fleetNS}}
+	custom.Spec.RKEConfig = &provv1.RKEConfig{} // a custom cluster: nodes registered by hand, no pools
+	r.createCluster(custom, "c-m-igncus")
+	r.namespace("c-m-ignaws")
+	r.credential("cc-ign-aws", map[string]string{"amazonec2credentialConfig-accessKey": "AKIA"})
+	aws := harvesterPool("nc-ign-aws")
+	aws.NodeConfig.Kind = "Amazonec2Config"
+	r.cluster("ign-aws", "c-m-ignaws", globalNS+":cc-ign-aws", aws)
+	r.namespace("c-m-ignnocred")
+	r.machineConfig("nc-ign-nocred", vlan("vlan10"))
+	r.cluster("ign-nocred", "c-m-ignnocred", "", harvesterPool("nc-ign-nocred"))
+	plain := guest{name: "ign-plain", id: "ign-plain-ns", harvester: "c-m-harvign", display: "harv-ignore", network: vlan("vlan10")}
+	r.create(plain)
+	r.namespace("c-m-ignorphan") // a c-m- namespace no cluster claims
+
+	control := guest{name: "ign-control", id: "c-m-igncontrol", harvester: "c-m-harvign", display: "harv-ignore", network: vlan("vlan10")}
+	r.create(control)
+	r.waitFIP(control.id, "ign-control-kubevip", quick)
+	eventually(t, quick, "a NoCloudCredential Event on ign-nocred", func() bool {
+		return hasEvent(t, fleetNS, "ign-nocred", corev1.EventTypeWarning, harvester.ReasonNoCloudCredential, "cloudCredentialSecretName")
+	})
+	time.Sleep(settle)
+
+	for _, ns := range []string{"c-m-ignimp", "c-m-igncus", "c-m-ignaws", "c-m-ignnocred", "ign-plain-ns", "c-m-ignorphan"} {
+		if fips := r.fipsIn(ns); len(fips) != 0 {
+			t.Errorf("namespace %s got %d FloatingIPs", ns, len(fips))
+		}
+	}
+	for _, name := range []string{"ign-imported", "ign-custom", "ign-aws", "ign-plain"} {
+		for _, e := range events(t, fleetNS, name) {
+			if discoveryReasons[e.Reason] {
+				t.Errorf("cluster %s got an Event: %s %s", name, e.Reason, e.Message)
+			}
+		}
+	}
+	if lines := errorLinesAbout(p.Logs(), "ign-", "c-m-ign"); len(lines) > 0 {
+		t.Errorf("error log lines:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestDiscoveryWaitsForAMatchingRange: a cluster whose Harvester cluster has no range gets one
+// Warning Event and one count in the metric — not more when it is handled again — and its
+// FloatingIP as soon as a matching range is created.
+func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
+	f := newFixture(t, "kube-fip-disc-norange")
+	r := newRancher(t)
+	_, port := f.operator()
+	g := guest{name: "late-range", id: "c-m-laterange", harvester: "c-m-harvlate", display: "harv-late", network: vlan("vlan10")}
+	r.create(g)
+
+	eventually(t, quick, "a NoMatchingRange Event", func() bool {
+		return hasEvent(t, fleetNS, g.name, corev1.EventTypeWarning, harvester.ReasonNoMatchingRange, "harvesterClusterName=harv-late")
+	})
+	metric := `kubefipoperator_discovery_no_matching_range_total{harvesterclustername="harv-late"} 1`
+	if _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); !strings.Contains(body, metric) {
+		t.Errorf("/metrics lacks %s", metric)
+	}
+
+	// Handled again — its HarvesterConfig changes, an unrelated range appears — it still has no
+	// range, and says so no second time.
+	u, err := r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Get(bg(), g.configName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["cpuCount"] = "4"
+	if _, err := r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Update(bg(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.createRangeFor("disc-norange-unrelated", "10.163.1.0/24", "harv-unrelated", "vlan10")
+	time.Sleep(settle)
+	if n := countEvents(t, fleetNS, g.name, harvester.ReasonNoMatchingRange); n != 1 {
+		t.Errorf("NoMatchingRange recorded %d times, want once", n)
+	}
+	if _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); !strings.Contains(body, metric) {
+		t.Errorf("/metrics lacks %s after the cluster was handled again", metric)
+	}
+	if n := len(r.fipsIn(g.id)); n != 0 {
+		t.Fatalf("%d FloatingIPs without a matching range", n)
+	}
+
+	start := time.Now()
+	f.createRangeFor("disc-norange", "10.163.0.0/24", "harv-late", "vlan10")
+	x := r.waitFIP(g.id, g.name+"-kubevip", quick)
+	t.Logf("%s after the range appeared", time.Since(start).Round(time.Millisecond))
+	if x.Annotations[v1.AnnotationFloatingIPRange] != "disc-norange" {
+		t.Errorf("allocated from %s", x.Annotations[v1.AnnotationFloatingIPRange])
+	}
+}
+
+// countEvents counts the occurrences of Events with reason on an object of ns.
+func countEvents(t *testing.T, ns, name, reason string) int {
+	n := 0
+	for _, e := range events(t, ns, name) {
+		if e.Reason == reason {
+			n += int(e.Count)
+			if e.Count == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
