@@ -119,6 +119,19 @@ func (gc *guestCluster) kubevipCIDR(t *testing.T) string {
 	return cm.Data["cidr-global"]
 }
 
+// hasCIDR waits up to timeout for the guest's cidr-global to be want.
+func (gc *guestCluster) hasCIDR(t *testing.T, want string, timeout time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for gc.kubevipCIDR(t) != want {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
 func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {

@@ -90,31 +90,29 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	addr, ok := c.heldAddress(f)
 	if !ok {
 		p.state, p.guest = StatePending, outcome{reason: ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing is written to the guest cluster"}
-		if f.Status.IPAddress != "" {
-			// The range's record lags the FloatingIP's status (a move in progress): look again soon.
-			return errRetry
-		}
-		return nil
+		// The caches may lag the allocation that woke this pass: look again soon (cheap: no guest
+		// is contacted until the address is held).
+		return errRetry
 	}
 
 	prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
 	if err != nil || prov.Status.ClusterName != f.Namespace {
 		p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
 			message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, f.Namespace)}
-		return nil
+		return errRetry
 	}
 	mgmt, err := c.Management.Cache().Get(f.Namespace)
 	if err != nil || !connected(mgmt) {
 		c.down(p, metrics.GuestClusterDown)
 		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
 			message: fmt.Sprintf("Rancher does not report management cluster %s as Connected; retried when it does", f.Namespace)}
-		return nil
+		return errRetry
 	}
 	secret, err := c.Secrets.Cache().Get(c.opts.FleetNamespace, secretNameOf(prov))
 	if err != nil {
 		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
 			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretNameOf(prov))}
-		return nil
+		return errRetry
 	}
 	client, err := guest.NewClient(p.cluster, secret.Data[guest.KubeconfigKey], c.opts.Timeout)
 	if err != nil {
