@@ -177,16 +177,8 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	c := r.client(t, "token-1")
-	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = repo.Close() })
-	oci, err := testenv.StartOCIRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = oci.Close() })
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
+	oci := testenv.OCIRegistryForTest(t)
 	ref, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.0"))
 	if err != nil {
 		t.Fatal(err)
@@ -246,11 +238,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	c := r.client(t, "token-1")
-	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = repo.Close() })
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
 	in, err := NewInstaller(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -130,16 +130,8 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 // without the kube-vip=true label, from the HTTP repository and from an OCI registry; with
 // kubevipUpdate false a later pass changes nothing, with true only a new version does.
 func TestGuestKubevipInstallModes(t *testing.T) {
-	repo, err := testenv.StartChartRepo(testenv.KubevipChart("0.1.0"), testenv.KubevipCloudProviderChart("0.2.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = repo.Close() })
-	oci, err := testenv.StartOCIRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = oci.Close() })
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"), testenv.KubevipCloudProviderChart("0.2.0"))
+	oci := testenv.OCIRegistryForTest(t)
 	kvRef, err := oci.Push(testenv.KubevipChart("0.3.0"))
 	if err != nil {
 		t.Fatal(err)
