@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,16 +38,16 @@ const (
 // package comment for why.
 const MaxOperateGuestClusterInterval = 24 * time.Hour
 
-// Default chart values, verbatim from the original README so that an
-// unconfigured install behaves as it always did.
+// Default chart values: those of the original operator, with the interface
+// under env.vip_interface, the key every kube-vip chart since 0.4.1 reads
+// (config.vip_interface was read only by charts 0.3.7 and 0.4.0).
 const (
-	DefaultKubevipChartValues = `config:
+	DefaultKubevipChartValues = `env:
   vip_interface: enp1s0
+  prometheus_server: ':8080'
 image:
   repository: plndr/kube-vip
   tag: v0.6.4
-env:
-  prometheus_server: ':8080'
 nodeSelector:
   node-role.kubernetes.io/master: 'true'
 `
@@ -76,7 +77,9 @@ func (m InstallMode) Wants(clusterLabels map[string]string) bool {
 	case InstallEnabled:
 		return true
 	case InstallClusterLabel:
-		return clusterLabels[ClusterLabel] == "true"
+		// strconv.ParseBool, as the original: "true", "True", "1", "t" all count.
+		b, err := strconv.ParseBool(strings.TrimSpace(clusterLabels[ClusterLabel]))
+		return err == nil && b
 	default:
 		return false
 	}

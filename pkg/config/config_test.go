@@ -21,9 +21,8 @@ func TestDefault(t *testing.T) {
 		ReleaseName: "kube-vip",
 		RepoURL:     "https://kube-vip.io/helm-charts",
 		Values: map[string]interface{}{
-			"config":       map[string]interface{}{"vip_interface": "enp1s0"},
 			"image":        map[string]interface{}{"repository": "plndr/kube-vip", "tag": "v0.6.4"},
-			"env":          map[string]interface{}{"prometheus_server": ":8080"},
+			"env":          map[string]interface{}{"vip_interface": "enp1s0", "prometheus_server": ":8080"},
 			"nodeSelector": map[string]interface{}{"node-role.kubernetes.io/master": "true"},
 		},
 		ValuesYAML: DefaultKubevipChartValues,
@@ -73,7 +72,10 @@ func TestInstallModeWants(t *testing.T) {
 		{InstallDisabled, labelled, false},
 		{InstallDisabled, nil, false},
 		{InstallClusterLabel, labelled, true},
-		{InstallClusterLabel, map[string]string{"kube-vip": "True"}, false},
+		// strconv.ParseBool, as the original operator read the label.
+		{InstallClusterLabel, map[string]string{"kube-vip": "True"}, true},
+		{InstallClusterLabel, map[string]string{"kube-vip": "1"}, true},
+		{InstallClusterLabel, map[string]string{"kube-vip": "yes"}, false},
 		{InstallClusterLabel, map[string]string{"kube-vip": "false"}, false},
 		{InstallClusterLabel, map[string]string{"other": "true"}, false},
 		{InstallClusterLabel, nil, false},

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -9,6 +10,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
+
+// NewRESTClientGetter gives the Helm SDK the guest cluster's config with namespace set explicitly.
+func NewRESTClientGetter(config *rest.Config, namespace string) genericclioptions.RESTClientGetter {
+	return &restClientGetter{config: config, namespace: namespace}
+}
 
 // restClientGetter gives the Helm SDK a guest cluster's rest.Config with the namespace set
 // explicitly; Helm would otherwise take the namespace from a kubeconfig context.

@@ -16,6 +16,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
@@ -72,24 +73,48 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 		if state, err := c.Check(ctx); state != Connected || err != nil {
 			t.Fatalf("Check = %v, %v; want Connected", state, err)
 		}
-		r.proxy.SetMode("c-m-guest001", testenv.ProxyProvisioning)
-		if state, _ := c.Check(ctx); state != Provisioning {
-			t.Errorf("Check while provisioning = %v, want Provisioning", state)
+		r.proxy.SetMode("c-m-guest001", testenv.ProxyNotProvisioned)
+		if state, err := c.Check(ctx); state != Provisioning {
+			t.Errorf("Check before the cluster is provisioned (503) = %v, %v; want Provisioning", state, err)
 		}
 		r.proxy.DisconnectDelay = 200 * time.Millisecond
 		r.proxy.SetMode("c-m-guest001", testenv.ProxyDisconnected)
-		if state, _ := c.Check(ctx); state != Unreachable {
-			t.Errorf("Check while disconnected = %v, want Unreachable", state)
+		if state, err := c.Check(ctx); state != Unreachable {
+			t.Errorf("Check with the tunnel down (500) = %v, %v; want Unreachable", state, err)
 		}
 		r.proxy.SetMode("c-m-guest001", testenv.ProxyConnected)
-		if state, _ := r.client(t, "wrong-token").Check(ctx); state != Unreachable {
-			t.Errorf("Check with a wrong token = %v, want Unreachable", state)
+		if state, err := r.client(t, "wrong-token").Check(ctx); state != Unauthorized {
+			t.Errorf("Check with a wrong token (401) = %v, %v; want Unauthorized", state, err)
+		}
+		if err := r.proxy.RevokeClusterOwner("c-m-guest001"); err != nil {
+			t.Fatal(err)
+		}
+		// /version stays readable for any authenticated user: it proves nothing about the rights
+		// the operator needs, which is why the probe lists ConfigMaps instead.
+		if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+			t.Errorf("/version without cluster-owner rights: %v; want it readable", err)
+		}
+		if state, err := c.Check(ctx); state != Forbidden {
+			t.Errorf("Check without cluster-owner rights (403) = %v, %v; want Forbidden", state, err)
+		}
+		if err := r.proxy.Register("c-m-guest001", r.guest, "token-1"); err != nil {
+			t.Fatal(err)
+		}
+		// The API server's authorizer learns of the new binding from its informer.
+		deadline := time.Now().Add(10 * time.Second)
+		state, err := c.Check(ctx)
+		for state != Connected && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			state, err = c.Check(ctx)
+		}
+		if state != Connected {
+			t.Errorf("Check with the rights back = %v, %v; want Connected", state, err)
 		}
 	})
 
 	t.Run("kube-vip ConfigMap", func(t *testing.T) {
 		addr := netip.MustParseAddr("10.0.0.7")
-		if res, err := c.EnsureConfigMap(ctx, "kube-system", addr, false); err != nil || res != ConfigMapCreated {
+		if res, err := c.EnsureConfigMap(ctx, DefaultConfigMap(), addr, false); err != nil || res != ConfigMapCreated {
 			t.Fatalf("first EnsureConfigMap = %v, %v; want created", res, err)
 		}
 		cms := r.direct.CoreV1().ConfigMaps("kube-system")
@@ -101,17 +126,17 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), false); res != ConfigMapLeftAlone {
+		if res, _ := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), false); res != ConfigMapLeftAlone {
 			t.Errorf("EnsureConfigMap without updateConfigMap = %v, want left alone", res)
 		}
-		if res, err := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), true); err != nil || res != ConfigMapUpdated {
+		if res, err := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), true); err != nil || res != ConfigMapUpdated {
 			t.Fatalf("EnsureConfigMap with updateConfigMap = %v, %v; want updated", res, err)
 		}
 		cm, _ = cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
 		if cm.Data[GlobalCIDRKey] != "10.0.0.8/32" || cm.Data["range-development"] != "10.0.1.10-10.0.1.20" {
 			t.Errorf("after the update the ConfigMap holds %v; want the new address and the person's key", cm.Data)
 		}
-		if res, _ := c.EnsureConfigMap(ctx, "kube-system", netip.MustParseAddr("10.0.0.8"), true); res != ConfigMapUnchanged {
+		if res, _ := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), true); res != ConfigMapUnchanged {
 			t.Errorf("a second identical EnsureConfigMap = %v, want unchanged", res)
 		}
 		if CIDR(netip.MustParseAddr("fd00::5")) != "fd00::5/128" {
@@ -179,7 +204,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	c := r.client(t, "token-1")
 	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
 	oci := testenv.OCIRegistryForTest(t)
-	ref, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.0"))
+	ref, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.10"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +213,17 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	values := map[string]interface{}{"config": map[string]interface{}{"vip_interface": "enp1s0"}}
+	values := map[string]interface{}{"env": map[string]interface{}{"vip_interface": "enp1s0"}}
 	kubevip := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Values: values}
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Installed {
 		t.Fatalf("install from the HTTP repository = %v, %v", out, err)
 	}
 	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
-	if err != nil || ds.Spec.Template.Spec.Containers[0].Env[0].Value != "enp1s0" {
-		t.Fatalf("installed DaemonSet = %+v, %v", ds, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := envOf(ds.Spec.Template.Spec.Containers[0].Env); env["vip_interface"] != "enp1s0" || env["svc_enable"] != "true" {
+		t.Fatalf("installed DaemonSet's environment = %v; want vip_interface from the values over the chart's defaults", env)
 	}
 
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
@@ -212,28 +240,41 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
 		t.Errorf("new version = %v, %v; want upgraded", out, err)
 	}
-	kubevip.Values = map[string]interface{}{"config": map[string]interface{}{"vip_interface": "eth1"}}
+	kubevip.Values = map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}}
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
 		t.Errorf("new values = %v, %v; want upgraded", out, err)
 	}
 	kubevip.Update = false
-	kubevip.Values = map[string]interface{}{"config": map[string]interface{}{"vip_interface": "eth2"}}
+	kubevip.Values = map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}}
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
 		t.Errorf("new values without update = %v, %v; want unchanged", out, err)
 	}
 
-	provider := Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.0",
-		Values: map[string]interface{}{"env": map[string]interface{}{"KUBEVIP_CONFIG_MAP": "kubevip"}}}
+	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider"); !errors.Is(err, ErrProviderNotFound) {
+		t.Errorf("ProviderConfigMap before the install = %v; want ErrProviderNotFound", err)
+	}
+	provider := Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.10",
+		Values: map[string]interface{}{"configMapName": "kubevip"}}
 	if out, err := in.Ensure(ctx, c, provider); err != nil || out != Installed {
 		t.Fatalf("install from the OCI registry = %v, %v", out, err)
 	}
-	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "kube-vip-cloud-provider", metav1.GetOptions{}); err != nil {
-		t.Errorf("the OCI chart's Deployment: %v", err)
+	got, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider")
+	if err != nil || got != DefaultConfigMap() {
+		t.Errorf("the installed provider reads %v, %v; want kube-system/kubevip", got, err)
 	}
 }
 
+func envOf(env []corev1.EnvVar) map[string]string {
+	out := map[string]string{}
+	for _, e := range env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
 // TestHelmRecoversPendingRelease: a release left in pending-install (an operator killed mid-way)
-// is recovered on the next pass.
+// is recovered on the next pass, but only once its last change is older than the install timeout:
+// a younger one may be in the middle of an install by someone else.
 func TestHelmRecoversPendingRelease(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -248,12 +289,19 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	if err := cfg.Init(&restClientGetter{config: r.guest.Config, namespace: "kube-system"}, "kube-system", "secret", t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1,
-		Chart: testenv.KubevipChart("0.1.0"), Info: &release.Info{Status: release.StatusPendingInstall}}
+	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1, Chart: testenv.KubevipChart("0.1.0"),
+		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Now()}}
 	if err := cfg.Releases.Create(stuck); err != nil {
 		t.Fatal(err)
 	}
 	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL}
+	if out, err := in.Ensure(ctx, c, rel); !errors.Is(err, ErrReleaseBusy) {
+		t.Fatalf("Ensure on a release pending since just now = %v, %v; want ErrReleaseBusy", out, err)
+	}
+	stuck.Info.LastDeployed = helmtime.Now().Add(-InstallTimeout - time.Second)
+	if err := cfg.Releases.Update(stuck); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := in.Ensure(ctx, c, rel); err != nil || out != Recovered {
 		t.Fatalf("Ensure on a pending-install release = %v, %v; want recovered", out, err)
 	}

@@ -87,23 +87,43 @@ func NewInstaller(dir string) (*Installer, error) {
 	return &Installer{settings: settings, chartTTL: 10 * time.Minute, charts: map[string]cachedChart{}}, nil
 }
 
-// Ensure makes rel installed in the guest: installed when missing, recovered when stuck pending,
-// upgraded when allowed and the chart version or values changed, else left alone.
-func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcome, error) {
-	cfg := new(action.Configuration)
-	getter := &restClientGetter{config: c.Config, namespace: rel.Namespace}
-	debug := func(format string, v ...interface{}) {
-		logrus.Debugf("helm %s/%s in %s: %s", rel.Namespace, rel.Name, c.Name, fmt.Sprintf(format, v...))
-	}
-	if err := cfg.Init(getter, rel.Namespace, "secret", debug); err != nil {
-		return "", fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
-	}
+// InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
+const InstallTimeout = 2 * time.Minute
 
+// ErrReleaseBusy: the release is pending and its last change is recent: someone may be installing
+// or upgrading it right now.
+var ErrReleaseBusy = errors.New("the release is being changed right now")
+
+// configuration is a Helm action configuration for namespace of the guest, releases stored in
+// Secrets as the Helm CLI keeps them.
+func (in *Installer) configuration(c *Client, namespace string) (*action.Configuration, error) {
+	cfg := new(action.Configuration)
+	debug := func(format string, v ...interface{}) {
+		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, fmt.Sprintf(format, v...))
+	}
+	if err := cfg.Init(NewRESTClientGetter(c.Config, namespace), namespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
+	}
+	return cfg, nil
+}
+
+// Ensure makes rel installed in the guest: installed when missing, recovered when stuck pending
+// for longer than InstallTimeout, upgraded when allowed and the chart version or values changed,
+// else left alone.
+func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcome, error) {
+	cfg, err := in.configuration(c, rel.Namespace)
+	if err != nil {
+		return "", err
+	}
 	last, err := cfg.Releases.Last(rel.Name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return "", fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
 	outcome := Installed
+	if last != nil && last.Info.Status.IsPending() && time.Since(last.Info.LastDeployed.Time) < InstallTimeout {
+		return "", fmt.Errorf("release %s/%s is %s since %s: %w", rel.Namespace, rel.Name, last.Info.Status,
+			last.Info.LastDeployed.UTC().Format(time.RFC3339), ErrReleaseBusy)
+	}
 	if last != nil {
 		switch {
 		case last.Info.Status == release.StatusPendingInstall || last.Info.Status == release.StatusFailed && last.Version == 1:
@@ -133,7 +153,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 		install := action.NewInstall(cfg)
 		install.Namespace, install.ReleaseName = rel.Namespace, rel.Name
 		install.CreateNamespace = true
-		install.Timeout = 2 * time.Minute
+		install.Timeout = InstallTimeout
 		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
 			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
 		}
@@ -145,7 +165,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = rel.Namespace
 	upgrade.MaxHistory = 5
-	upgrade.Timeout = 2 * time.Minute
+	upgrade.Timeout = InstallTimeout
 	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
 		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
 	}

@@ -12,11 +12,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The kube-vip ConfigMap kube-vip-cloud-provider reads, and the one key of it the operator owns.
+// The ConfigMap kube-vip-cloud-provider reads when its Deployment names none, and the one key of
+// it the operator owns.
 const (
-	KubevipConfigMap = "kubevip"
-	GlobalCIDRKey    = "cidr-global"
+	KubevipConfigMapNamespace = "kube-system"
+	KubevipConfigMap          = "kubevip"
+	GlobalCIDRKey             = "cidr-global"
 )
+
+// ConfigMapRef names the ConfigMap the operator writes the address into.
+type ConfigMapRef struct {
+	Namespace string
+	Name      string
+}
+
+func (r ConfigMapRef) String() string { return r.Namespace + "/" + r.Name }
+
+// DefaultConfigMap is kube-system/kubevip: where a provider without KUBEVIP_NAMESPACE and
+// KUBEVIP_CONFIG_MAP reads, and where the original operator always wrote.
+func DefaultConfigMap() ConfigMapRef {
+	return ConfigMapRef{Namespace: KubevipConfigMapNamespace, Name: KubevipConfigMap}
+}
 
 // The Harvester cloud provider's kube-vip DaemonSet and the node selector that keeps it off every
 // node, so that it does not fight our kube-vip over the address.
@@ -28,26 +44,40 @@ const (
 	DisabledNodeSelectorKey     = "node-role.kubernetes.io/harvester-kube-vip-disabled"
 )
 
-// Connection says how a guest answered.
+// Connection says how a guest answered the probe.
 type Connection int
 
 const (
-	// Connected: the guest answered.
+	// Connected: the guest answered and the token may act as the cluster's owner.
 	Connected Connection = iota
-	// Provisioning: Rancher answered Forbidden — the cluster is still being set up, not down.
+	// Provisioning: Rancher answered 503 ClusterUnavailable — it has not provisioned the cluster
+	// yet, so it is not down.
 	Provisioning
-	// Unreachable: no answer, a timeout or an error from the proxy.
+	// Unreachable: Rancher answered 500 (the agent's tunnel or the dialer failed), or nothing
+	// answered in time.
 	Unreachable
+	// Unauthorized: Rancher refused the kubeconfig's token (401).
+	Unauthorized
+	// Forbidden: the guest refused the token's Rancher user (403): it lacks the cluster-owner role.
+	Forbidden
 )
 
-// Check asks the guest for its version, the cheapest request any account may make.
+// ProbeNamespace is where the probe lists ConfigMaps: something only the cluster's owner may do.
+// GET /version would not do: every authenticated user may read it.
+const ProbeNamespace = "kube-system"
+
+// Check lists one ConfigMap in kube-system through the proxy and says what the answer means.
 func (c *Client) Check(ctx context.Context) (Connection, error) {
-	_, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	_, err := c.Kube.CoreV1().ConfigMaps(ProbeNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 	switch {
 	case err == nil:
 		return Connected, nil
-	case apierrors.IsForbidden(err):
+	case apierrors.IsServiceUnavailable(err):
 		return Provisioning, err
+	case apierrors.IsUnauthorized(err):
+		return Unauthorized, err
+	case apierrors.IsForbidden(err):
+		return Forbidden, err
 	default:
 		return Unreachable, err
 	}
@@ -69,25 +99,26 @@ const (
 	ConfigMapLeftAlone
 )
 
-// EnsureConfigMap makes namespace/kubevip carry cidr-global for addr: created when missing; when
+// EnsureConfigMap makes the ConfigMap ref carry cidr-global for addr: created when missing; when
 // present, changed only if update is true. Only the operator's key is written, with a merge patch,
 // so keys a person added survive.
-func (c *Client) EnsureConfigMap(ctx context.Context, namespace string, addr netip.Addr, update bool) (ConfigMapResult, error) {
+func (c *Client) EnsureConfigMap(ctx context.Context, ref ConfigMapRef, addr netip.Addr, update bool) (ConfigMapResult, error) {
 	want := CIDR(addr)
+	namespace := ref.Namespace
 	cms := c.Kube.CoreV1().ConfigMaps(namespace)
-	cm, err := cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: KubevipConfigMap, Namespace: namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: namespace},
 			Data:       map[string]string{GlobalCIDRKey: want},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return ConfigMapUnchanged, fmt.Errorf("creating %s/%s: %w", namespace, KubevipConfigMap, err)
+			return ConfigMapUnchanged, fmt.Errorf("creating %s: %w", ref, err)
 		}
 		return ConfigMapCreated, nil
 	}
 	if err != nil {
-		return ConfigMapUnchanged, fmt.Errorf("reading %s/%s: %w", namespace, KubevipConfigMap, err)
+		return ConfigMapUnchanged, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	if cm.Data[GlobalCIDRKey] == want {
 		return ConfigMapUnchanged, nil
@@ -99,8 +130,8 @@ func (c *Client) EnsureConfigMap(ctx context.Context, namespace string, addr net
 	if err != nil {
 		return ConfigMapUnchanged, err
 	}
-	if _, err := cms.Patch(ctx, KubevipConfigMap, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return ConfigMapUnchanged, fmt.Errorf("updating %s/%s: %w", namespace, KubevipConfigMap, err)
+	if _, err := cms.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return ConfigMapUnchanged, fmt.Errorf("updating %s: %w", ref, err)
 	}
 	return ConfigMapUpdated, nil
 }

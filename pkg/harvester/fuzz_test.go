@@ -57,7 +57,7 @@ func FuzzParseCredentialRef(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, ref string) {
-		ns, name, p := ParseCredentialRef(ref, "cattle-global-data")
+		ns, name, p := ParseCredentialRef(ref, "fleet-default", "cattle-global-data")
 		if p != nil {
 			if ns != "" || name != "" || len(p.Message) > 600 {
 				t.Fatalf("problem with a result or a long message: %q %q %v", ns, name, p)

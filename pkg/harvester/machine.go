@@ -79,10 +79,10 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, problem *Probl
 
 // CredentialRefs lists every cloud credential the cluster or one of its pools refers to, as
 // "namespace/name", for an index from a credential to the clusters waiting for it.
-func CredentialRefs(c *provv1.Cluster, defaultNamespace string) []string {
+func CredentialRefs(c *provv1.Cluster, globalNamespace string) []string {
 	var refs []string
 	add := func(ref string) {
-		if ns, name, p := ParseCredentialRef(ref, defaultNamespace); p == nil {
+		if ns, name, p := ParseCredentialRef(ref, c.Namespace, globalNamespace); p == nil {
 			refs = append(refs, ns+"/"+name)
 		}
 	}
@@ -95,17 +95,23 @@ func CredentialRefs(c *provv1.Cluster, defaultNamespace string) []string {
 	return refs
 }
 
-// ParseCredentialRef splits Rancher's "namespace:name" credential reference; a bare name is in
-// defaultNamespace.
-func ParseCredentialRef(ref, defaultNamespace string) (namespace, name string, problem *Problem) {
+// ParseCredentialRef resolves a credential reference as Rancher does (rancher/rancher
+// pkg/controllers/capr/machineprovision GetCloudCredentialSecret): "<globalNamespace>:<name>" is
+// the Secret <name> in globalNamespace (cattle-global-data); anything else is a Secret of that very
+// name in the cluster's own namespace, so a bare name is found there and another "ns:" prefix never.
+func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespace, name string, problem *Problem) {
 	ref = strings.TrimSpace(ref)
-	namespace, name = defaultNamespace, ref
-	if i := strings.IndexByte(ref, ':'); i >= 0 {
-		namespace, name = ref[:i], ref[i+1:]
+	namespace, name = clusterNamespace, ref
+	if prefix, rest, ok := strings.Cut(ref, ":"); ok {
+		if prefix != globalNamespace {
+			return "", "", problemf(ReasonInvalidCloudCredential,
+				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", quote(ref), globalNamespace)
+		}
+		namespace, name = prefix, rest
 	}
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return "", "", problemf(ReasonInvalidCloudCredential,
-			"cloudCredentialSecretName %s is not namespace:name (Rancher's form, as in cattle-global-data:cc-abcde)", quote(ref))
+			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", quote(ref), globalNamespace)
 	}
 	return namespace, name, nil
 }

@@ -79,8 +79,11 @@ func TestParseCredentialRef(t *testing.T) {
 		bad           bool
 	}{
 		{ref: "cattle-global-data:cc-abc", ns: "cattle-global-data", name: "cc-abc"},
-		{ref: "cc-abc", ns: "cattle-global-data", name: "cc-abc"},
-		{ref: " other:cc-1 ", ns: "other", name: "cc-1"},
+		// A bare name is in the cluster's own namespace, as Rancher resolves it.
+		{ref: "cc-abc", ns: "fleet-default", name: "cc-abc"},
+		{ref: " cattle-global-data:cc-1 ", ns: "cattle-global-data", name: "cc-1"},
+		// Rancher understands no other namespace prefix.
+		{ref: "other:cc-1", bad: true},
 		{ref: "", bad: true},
 		{ref: ":cc-abc", bad: true},
 		{ref: "cattle-global-data:", bad: true},
@@ -89,7 +92,7 @@ func TestParseCredentialRef(t *testing.T) {
 		{ref: "ns/name", bad: true},
 	}
 	for _, tt := range tests {
-		ns, name, p := ParseCredentialRef(tt.ref, "cattle-global-data")
+		ns, name, p := ParseCredentialRef(tt.ref, "fleet-default", "cattle-global-data")
 		if tt.bad {
 			if p == nil || p.Reason != ReasonInvalidCloudCredential {
 				t.Errorf("ParseCredentialRef(%q) = %s, %s, %v; want a problem", tt.ref, ns, name, p)
@@ -105,7 +108,7 @@ func TestParseCredentialRef(t *testing.T) {
 func TestCredentialRefs(t *testing.T) {
 	c := cluster("cattle-global-data:cc-a", pool("cp", true, MachineConfigKind, "nc", "cc-b"), pool("w", false, MachineConfigKind, "nc", "bad:ref:x"))
 	got := strings.Join(CredentialRefs(c, "cattle-global-data"), ",")
-	if got != "cattle-global-data/cc-a,cattle-global-data/cc-b" {
+	if got != "cattle-global-data/cc-a,"+c.Namespace+"/cc-b" {
 		t.Errorf("CredentialRefs = %s", got)
 	}
 }

@@ -47,7 +47,7 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 		pool                   provv1.RKEMachinePool
 	}{
 		{name: "bad-nokey", reason: harvester.ReasonInvalidCloudCredential, contains: "has no " + harvester.ClusterIDKey, credential: noKey},
-		{name: "bad-ref", reason: harvester.ReasonInvalidCloudCredential, contains: "is not namespace:name", credentialRef: "a:b:c"},
+		{name: "bad-ref", reason: harvester.ReasonInvalidCloudCredential, contains: "names a namespace other than", credentialRef: "a:b:c"},
 		{name: "bad-slashes", reason: harvester.ReasonInvalidNetwork, contains: "is not namespace/name", network: vlan("vlan10/x")},
 		{name: "bad-notjson", reason: harvester.ReasonInvalidNetwork, contains: "networkInfo is not the JSON",
 			network: map[string]interface{}{"networkInfo": "default/vlan10"}},

@@ -34,7 +34,7 @@ func kubevipDaemonSet(release string) *appsv1.DaemonSet {
 }
 
 // TestGuestProvisioningDaemonSetRotationAndLogs runs the operator at trace level against three
-// guests: one still provisioning (the proxy answers 403), one with the Harvester cloud provider's
+// guests: one still provisioning (the proxy answers 503), one with the Harvester cloud provider's
 // kube-vip DaemonSet and one with somebody else's. The provisioning one is Provisioning, not down;
 // Harvester's DaemonSet is patched once, the other left alone; a rotated kubeconfig is used at
 // once and the old token is refused; and no token, kubeconfig or certificate appears in the logs.
@@ -45,7 +45,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, startGuest(t, "secure-harv"))
 	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, startGuest(t, "secure-other"))
 	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, startGuest(t, "secure-prov"))
-	proxy.SetMode(prov.id, testenv.ProxyProvisioning)
+	proxy.SetMode(prov.id, testenv.ProxyNotProvisioned)
 	for _, gc := range []*guestCluster{harv, other, prov} {
 		f.extraNamespace(gc.id)
 	}
@@ -69,8 +69,8 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 		t.Errorf("guest state = %q, want Provisioning", x.Status.GuestState)
 	}
 	_, body := httpGet(t, "http://127.0.0.1:"+itoa(port)+"/metrics")
-	if strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="secure-prov"`) {
-		t.Errorf("a provisioning cluster has a status series (reported up or down):\n%s", grepLines(body, "secure-prov"))
+	if !strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="secure-prov",harvesterclustername="harvester-c-m-secure"} 2`) {
+		t.Errorf("a provisioning cluster is not reported as provisioning (2):\n%s", grepLines(body, "secure-prov"))
 	}
 
 	// The DaemonSets, after several one-second passes.

@@ -130,13 +130,13 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 // without the kube-vip=true label, from the HTTP repository and from an OCI registry; with
 // kubevipUpdate false a later pass changes nothing, with true only a new version does.
 func TestGuestKubevipInstallModes(t *testing.T) {
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"), testenv.KubevipCloudProviderChart("0.2.0"))
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.7"), testenv.KubevipCloudProviderChart("0.2.4"))
 	oci := testenv.OCIRegistryForTest(t)
-	kvRef, err := oci.Push(testenv.KubevipChart("0.3.0"))
+	kvRef, err := oci.Push(testenv.KubevipChart("0.9.9"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpRef, err := oci.Push(testenv.KubevipCloudProviderChart("0.4.0"))
+	cpRef, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.10"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		label map[string]string
-	}{{"labelled", map[string]string{"kube-vip": "true"}}, {"plain", nil}} {
+	}{{"labelled", map[string]string{"kube-vip": "True"}}, {"plain", nil}} {
 		id := "c-m-inst" + c.name[:4]
 		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, startGuest(t, "install-"+c.name))
 		f.extraNamespace(id)
@@ -165,10 +165,11 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ds, _ := gc.direct.AppsV1().DaemonSets("kube-system").Get(context.Background(), "kube-vip", metav1.GetOptions{})
+		// The kube-vip chart labels its ServiceAccount helm.sh/chart: kube-vip-<version>.
+		sa, _ := gc.direct.CoreV1().ServiceAccounts("kube-system").Get(context.Background(), "kube-fip-kube-vip", metav1.GetOptions{})
 		version := ""
-		if ds != nil {
-			version = ds.Labels["chart-version"]
+		if sa != nil {
+			version = strings.TrimPrefix(sa.Labels["helm.sh/chart"], "kube-vip-")
 		}
 		return len(list.Items), version
 	}
@@ -200,7 +201,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 
 	// enabled: every cluster; a new version is not taken without kubevipUpdate.
-	if err := repo.Add(testenv.KubevipChart("0.1.1")); err != nil {
+	if err := repo.Add(testenv.KubevipChart("0.9.8")); err != nil {
 		t.Fatal(err)
 	}
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled"})
@@ -209,18 +210,18 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		return n == 1
 	})
 	time.Sleep(5 * time.Second)
-	if n, v := revision(clusters["labelled"], "kube-vip"); n != 1 || v != "0.1.0" {
+	if n, v := revision(clusters["labelled"], "kube-vip"); n != 1 || v != "0.9.7" {
 		t.Errorf("without kubevipUpdate the installed release moved: %d revisions, chart %s", n, v)
 	}
 
 	// kubevipUpdate true with OCI charts at new versions: both clusters upgrade, once.
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipUpdate": "true",
-		"kubevipChartRef": kvRef, "kubevipChartVersion": "0.3.0", "kubevipCloudProviderChartRef": cpRef, "kubevipCloudProviderChartVersion": "0.4.0"})
+		"kubevipChartRef": kvRef, "kubevipChartVersion": "0.9.9", "kubevipCloudProviderChartRef": cpRef, "kubevipCloudProviderChartVersion": "0.2.10"})
 	for name, gc := range clusters {
 		gc := gc
-		eventually(t, 30*time.Second, name+" upgraded to the OCI chart 0.3.0", func() bool {
+		eventually(t, 30*time.Second, name+" upgraded to the OCI chart 0.9.9", func() bool {
 			_, v := revision(gc, "kube-vip")
-			return v == "0.3.0"
+			return v == "0.9.9"
 		})
 	}
 	time.Sleep(5 * time.Second)

@@ -31,6 +31,8 @@ const (
 	StatusError                              = "error"
 	GuestClusterUp                   float64 = 1
 	GuestClusterDown                 float64 = 0
+	// GuestClusterProvisioning: Rancher is still provisioning the cluster; not down, no alert.
+	GuestClusterProvisioning float64 = 2
 )
 
 func rangeLabels() []string {

@@ -1,170 +1,86 @@
 package testenv
 
 import (
-	"bytes"
+	"embed"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/repo"
-	"sigs.k8s.io/yaml"
+	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
-// KubevipChart is a small stand-in for the kube-vip chart: a DaemonSet whose environment carries
-// the values, so a test can see what was installed.
-func KubevipChart(version string) *chart.Chart {
-	return testChart("kube-vip", version, `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: {{ .Values.nameOverride | default .Release.Name }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    chart-version: {{ .Chart.Version | quote }}
-spec:
-  selector:
-    matchLabels: {app: kube-vip}
-  template:
-    metadata:
-      labels: {app: kube-vip}
-    spec:
-      nodeSelector: {{ toJson .Values.nodeSelector }}
-      containers:
-      - name: kube-vip
-        image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
-        env:
-        - name: vip_interface
-          value: {{ .Values.config.vip_interface | quote }}
-`)
-}
+// The stand-in charts: see charts/README.md for the upstream version each one mirrors.
+//
+//go:embed all:charts
+var standInCharts embed.FS
 
-// KubevipCloudProviderChart is a small stand-in for the kube-vip-cloud-provider chart: a
-// Deployment whose environment names the ConfigMap it reads.
-func KubevipCloudProviderChart(version string) *chart.Chart {
-	return testChart("kube-vip-cloud-provider", version, `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Values.nameOverride | default .Release.Name }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    chart-version: {{ .Chart.Version | quote }}
-spec:
-  selector:
-    matchLabels: {app: kube-vip-cloud-provider}
-  template:
-    metadata:
-      labels: {app: kube-vip-cloud-provider}
-    spec:
-      containers:
-      - name: kube-vip-cloud-provider
-        image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
-        env:
-        {{- range $k, $v := .Values.env }}
-        - name: {{ $k }}
-          value: {{ $v | quote }}
-        {{- end }}
-`)
-}
-
-func testChart(name, version, template string) *chart.Chart {
-	values := map[string]interface{}{
-		"image":        map[string]interface{}{"repository": "example.invalid/" + name, "tag": version},
-		"config":       map[string]interface{}{"vip_interface": "eth0"},
-		"nodeSelector": map[string]interface{}{},
-		"env":          map[string]interface{}{},
-	}
-	raw, _ := yaml.Marshal(values)
-	return &chart.Chart{
-		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, AppVersion: version, Type: "application"},
-		Values:    values,
-		Raw:       []*chart.File{{Name: chartutil.ValuesfileName, Data: raw}},
-		Templates: []*chart.File{{Name: "templates/workload.yaml", Data: []byte(template)}},
-	}
-}
-
-// ChartRepo is an HTTP Helm chart repository on a loopback port.
-type ChartRepo struct {
-	URL    string
-	dir    string
-	server *http.Server
-	mu     sync.Mutex
-}
-
-// StartChartRepo serves charts; add more with Add.
-func StartChartRepo(charts ...*chart.Chart) (*ChartRepo, error) {
-	dir, err := os.MkdirTemp("", "kube-fip-charts-")
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	r := &ChartRepo{URL: "http://" + ln.Addr().String(), dir: dir}
-	r.server = &http.Server{Handler: r.handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = r.server.Serve(ln) }()
-	for _, c := range charts {
-		if err := r.Add(c); err != nil {
-			return nil, err
+// loadStandIn loads the stand-in chart in charts/<dir>.
+func loadStandIn(dir string) (*chart.Chart, error) {
+	root := path.Join("charts", dir)
+	var files []*loader.BufferedFile
+	err := fs.WalkDir(standInCharts, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-	}
-	return r, nil
-}
-
-func (r *ChartRepo) handler() http.Handler {
-	files := http.FileServer(http.Dir(r.dir))
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		files.ServeHTTP(w, req)
+		data, err := standInCharts.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(p, root+"/"), Data: data})
+		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stand-in chart %s: %w", dir, err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("loading stand-in chart %s: %w", dir, err)
+	}
+	return c, nil
 }
 
-// Add packages a chart into the repository and rebuilds its index.
-func (r *ChartRepo) Add(c *chart.Chart) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := chartutil.Save(c, r.dir); err != nil {
-		return fmt.Errorf("packaging test chart %s: %w", c.Name(), err)
-	}
-	index, err := repo.IndexDirectory(r.dir, r.URL)
+func mustStandIn(dir, version string) *chart.Chart {
+	c, err := loadStandIn(dir)
 	if err != nil {
-		return err
+		// The charts are compiled into the binary: a failure is a broken build, not bad input.
+		panic(err)
 	}
-	index.SortEntries()
-	return index.WriteFile(filepath.Join(r.dir, "index.yaml"), 0o644)
+	if version != "" {
+		c.Metadata.Version = version
+	}
+	return c
 }
 
-// Close stops the repository and removes its files.
-func (r *ChartRepo) Close() error {
-	err := r.server.Close()
-	_ = os.RemoveAll(r.dir)
-	return err
+// KubevipChart is the kube-vip stand-in (kube-vip/helm-charts kube-vip 0.9.9, whose object names
+// and values keys are those of every release since 0.4.1) published as version.
+func KubevipChart(version string) *chart.Chart {
+	return mustStandIn("kube-vip", version)
 }
 
-// packageChart returns a chart as the .tgz bytes Helm pushes to a registry.
-func packageChart(c *chart.Chart) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "kube-fip-chart-")
-	if err != nil {
-		return nil, err
+// KubevipCloudProviderChart is the kube-vip-cloud-provider stand-in of the generation that
+// upstream published version belongs to: before 0.2.3 the Deployment sets no environment (the
+// provider reads kube-system/kubevip); 0.2.3 points it at <release namespace>/<name>-cm; from 0.2.4
+// on it reads <namespace>/<configMapName>, by default the chart's name.
+func KubevipCloudProviderChart(version string) *chart.Chart {
+	v := semver.MustParse(version)
+	switch {
+	case v.LessThan(semver.MustParse("0.2.3")):
+		return mustStandIn("kube-vip-cloud-provider-0.2.2", version)
+	case v.Equal(semver.MustParse("0.2.3")):
+		return mustStandIn("kube-vip-cloud-provider-0.2.3", version)
+	default:
+		return mustStandIn("kube-vip-cloud-provider-0.2.10", version)
 	}
-	defer os.RemoveAll(dir)
-	path, err := chartutil.Save(c, dir)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) || !strings.HasSuffix(path, ".tgz") {
-		return nil, fmt.Errorf("%s is not a chart archive", path)
-	}
-	return data, nil
+}
+
+// HarvesterCloudProviderChart is the stand-in of the Harvester cloud provider chart that Rancher
+// installs into every Harvester guest cluster as release harvester-cloud-provider in kube-system,
+// with its kube-vip subchart (kube-vip 0.9.8, whose objects are all named kube-vip).
+func HarvesterCloudProviderChart() *chart.Chart {
+	c := mustStandIn("harvester-cloud-provider", "")
+	c.AddDependency(KubevipChart("0.9.8"))
+	return c
 }

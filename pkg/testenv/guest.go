@@ -2,8 +2,13 @@ package testenv
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,4 +65,41 @@ func (g *Guest) Kubeconfig() ([]byte, error) {
 		return nil, err
 	}
 	return user.KubeConfig()
+}
+
+// HarvesterRelease is the release Rancher installs the Harvester cloud provider chart as, in
+// kube-system of every Harvester guest cluster.
+const HarvesterRelease = "harvester-cloud-provider"
+
+// InstallHarvesterCloudProvider installs the Harvester cloud provider stand-in into the guest as
+// Rancher does, with the Helm SDK: everything that chart and its kube-vip subchart leave behind,
+// owned by release kube-system/harvester-cloud-provider.
+func (g *Guest) InstallHarvesterCloudProvider() error {
+	kubeconfig, err := g.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kube-fip-harvester-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	namespace := "kube-system"
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &path, &namespace
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, namespace, "secret", func(string, ...interface{}) {}); err != nil {
+		return err
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = HarvesterRelease, namespace
+	install.Timeout = time.Minute
+	if _, err := install.Run(HarvesterCloudProviderChart(), nil); err != nil {
+		return fmt.Errorf("installing the Harvester cloud provider stand-in into guest %s: %w", g.Name, err)
+	}
+	return nil
 }

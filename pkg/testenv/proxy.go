@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/pem"
 	"fmt"
@@ -13,6 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -22,17 +27,25 @@ import (
 type ProxyMode int
 
 const (
-	// ProxyConnected forwards to the guest API server.
+	// ProxyConnected forwards to the guest API server as the cluster's Rancher user.
 	ProxyConnected ProxyMode = iota
-	// ProxyDisconnected waits, then answers 500, as Rancher does when a cluster's agent is gone.
+	// ProxyNotProvisioned answers 503 ClusterUnavailable "cluster not provisioned", as Rancher does
+	// until the management cluster's Provisioned condition is True.
+	ProxyNotProvisioned
+	// ProxyDisconnected holds a request for DisconnectDelay, then answers 500 "cluster agent
+	// disconnected" in plain text, as Rancher does when the agent's tunnel is gone.
 	ProxyDisconnected
-	// ProxyProvisioning answers 403, as Rancher does while a cluster is being provisioned.
-	ProxyProvisioning
 )
 
-// ClusterProxy stands in for Rancher's cluster proxy: it serves /k8s/clusters/<id>/... on a
-// loopback port, checks the bearer token Rancher would have issued for the cluster, and forwards
-// to that guest's API server.
+// ClusterOwnerRole is the ClusterRole Rancher's cluster-owner role template becomes in a guest.
+const ClusterOwnerRole = "cluster-owner"
+
+// ClusterProxy stands in for Rancher's cluster proxy as rancher/rancher pkg/clusterrouter serves it
+// (read at commit 59bd052e): /k8s/clusters/<id>/... on a loopback port over HTTPS. It checks the
+// bearer token Rancher issued for the cluster (401 with Rancher's JSON error otherwise), answers 503
+// before the cluster is provisioned and 500 for a broken tunnel, and otherwise forwards to the
+// guest impersonating the token's Rancher user, so the guest's own RBAC decides, and a 403 comes
+// only from there.
 type ClusterProxy struct {
 	URL string
 
@@ -40,14 +53,16 @@ type ClusterProxy struct {
 	caPEM    []byte
 	mu       sync.Mutex
 	clusters map[string]*proxied
-	// DisconnectDelay is how long a disconnected cluster keeps a request before failing it.
+	// DisconnectDelay is how long a disconnected cluster keeps a request before failing it (Rancher
+	// waits 20-40 s for the tunnel).
 	DisconnectDelay time.Duration
 }
 
 type proxied struct {
 	token    string
+	user     string
 	mode     ProxyMode
-	target   *url.URL
+	guest    *Guest
 	proxy    *httputil.ReverseProxy
 	rejected atomic.Int64
 }
@@ -70,7 +85,11 @@ func (p *ClusterProxy) Close() error {
 	return nil
 }
 
-// Register makes cluster id reach guest g with token.
+// RancherUser is the Rancher user the proxy impersonates in cluster id's guest.
+func RancherUser(id string) string { return "u-" + strings.TrimPrefix(id, "c-m-") }
+
+// Register makes cluster id reach guest g with token. As Rancher does for the user who created the
+// cluster, the user gets cluster-owner rights in the guest.
 func (p *ClusterProxy) Register(id string, g *Guest, token string) error {
 	target, err := url.Parse(g.Config.Host)
 	if err != nil {
@@ -80,12 +99,74 @@ func (p *ClusterProxy) Register(id string, g *Guest, token string) error {
 	if err != nil {
 		return err
 	}
+	user := RancherUser(id)
+	if err := grantClusterOwner(g, user); err != nil {
+		return err
+	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = transport
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clusters[id] = &proxied{token: token, target: target, proxy: rp}
+	mode := ProxyConnected
+	if old, ok := p.clusters[id]; ok {
+		mode = old.mode
+	}
+	p.clusters[id] = &proxied{token: token, user: user, mode: mode, guest: g, proxy: rp}
 	return nil
+}
+
+// Know makes the proxy know cluster id, with no guest API server behind it yet: it answers as
+// mode says, and a request that would be forwarded fails as a broken tunnel.
+func (p *ClusterProxy) Know(id, token string, mode ProxyMode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clusters[id] = &proxied{token: token, user: RancherUser(id), mode: mode}
+}
+
+func grantClusterOwner(g *Guest, user string) error {
+	kube, err := kubernetes.NewForConfig(g.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterOwnerRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+		},
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the cluster-owner role in guest %s: %w", g.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterOwnerBinding(user)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterOwnerRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding %s to cluster-owner in guest %s: %w", user, g.Name, err)
+	}
+	return nil
+}
+
+func clusterOwnerBinding(user string) string { return "cluster-owner-" + user }
+
+// RevokeClusterOwner removes the cluster-owner binding of cluster id's Rancher user in its guest,
+// as happens when the cluster's owner is removed from it in Rancher.
+func (p *ClusterProxy) RevokeClusterOwner(id string) error {
+	p.mu.Lock()
+	c, ok := p.clusters[id]
+	p.mu.Unlock()
+	if !ok || c.guest == nil {
+		return fmt.Errorf("cluster %s has no guest", id)
+	}
+	kube, err := kubernetes.NewForConfig(c.guest.Config)
+	if err != nil {
+		return err
+	}
+	return kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), clusterOwnerBinding(c.user), metav1.DeleteOptions{})
 }
 
 // SetToken replaces the cluster's token: the old one is rejected from now on.
@@ -116,17 +197,20 @@ func (p *ClusterProxy) Rejected(id string) int64 {
 	return 0
 }
 
-// Kubeconfig is the kubeconfig Rancher writes into the cluster's <name>-kubeconfig Secret.
+// Kubeconfig is the kubeconfig Rancher writes into the cluster's <name>-kubeconfig Secret (key
+// "value"): cluster "cluster" at <server>/k8s/clusters/<id> with the CA, user "user" with the token,
+// context "default".
 func (p *ClusterProxy) Kubeconfig(id, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[id] = &clientcmdapi.Cluster{Server: p.URL + "/k8s/clusters/" + id, CertificateAuthorityData: p.caPEM}
-	cfg.AuthInfos[id] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts[id] = &clientcmdapi.Context{Cluster: id, AuthInfo: id}
-	cfg.CurrentContext = id
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: p.URL + "/k8s/clusters/" + id, CertificateAuthorityData: p.caPEM}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
+	cfg.CurrentContext = "default"
 	return clientcmd.Write(*cfg)
 }
 
 func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, hasToken := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	rest, ok := strings.CutPrefix(r.URL.Path, "/k8s/clusters/")
 	if !ok {
 		http.NotFound(w, r)
@@ -134,45 +218,46 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, path, _ := strings.Cut(rest, "/")
 	p.mu.Lock()
-	c, ok := p.clusters[id]
-	var token string
+	c, known := p.clusters[id]
+	var want string
 	var mode ProxyMode
-	if ok {
-		token, mode = c.token, c.mode
+	if known {
+		want, mode = c.token, c.mode
 	}
 	p.mu.Unlock()
-	if !ok {
-		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("cluster %s not found", id))
+
+	// Rancher authenticates the token before it looks at the cluster.
+	if !hasToken || !known || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		if known {
+			c.rejected.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"type":"error","status":"401","message":"Unauthorized 401: must authenticate"}`)
 		return
 	}
-	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-		c.rejected.Add(1)
-		writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+	switch {
+	case mode == ProxyNotProvisioned:
+		// norman's httperror.ClusterUnavailable, written before any Content-Type is set.
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"Code":{"Code":"ClusterUnavailable","Status":503},"Message":"cluster not provisioned","Cause":null,"FieldName":""}`)
 		return
-	}
-	switch mode {
-	case ProxyDisconnected:
+	case mode == ProxyDisconnected || c.proxy == nil:
 		select {
 		case <-time.After(p.DisconnectDelay):
 		case <-r.Context().Done():
 			return
 		}
-		http.Error(w, "cluster agent disconnected", http.StatusInternalServerError)
-		return
-	case ProxyProvisioning:
-		writeStatus(w, http.StatusForbidden, "Forbidden", "clusters.management.cattle.io \""+id+"\" is forbidden: cluster is provisioning")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "cluster agent disconnected")
 		return
 	}
 	r.Header.Del("Authorization")
+	r.Header.Set("Impersonate-User", c.user)
+	r.Header.Del("Impersonate-Group")
+	r.Header.Add("Impersonate-Group", "system:authenticated")
+	r.Header.Add("Impersonate-Group", "system:cattle:authenticated")
 	r.URL.Path = "/" + path
 	r.URL.RawPath = ""
 	c.proxy.ServeHTTP(w, r)
-}
-
-// writeStatus answers with a Kubernetes Status object, so that clients classify the error.
-func writeStatus(w http.ResponseWriter, code int, reason, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":%q,"code":%d}`, message, reason, code)
 }

@@ -20,15 +20,12 @@ const credentialTimeout = 15 * time.Second
 // harvesterCluster follows the pool's cloud credential to the Harvester cluster's management
 // cluster and returns its display name, the name ranges are annotated with.
 func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (string, error) {
-	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, h.opts.GlobalDataNamespace)
+	clusterNamespace, _ := splitKey(key)
+	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.opts.GlobalDataNamespace)
 	if problem != nil {
 		return "", problem
 	}
 	credential := ns + "/" + name
-	if ns != h.opts.GlobalDataNamespace {
-		return "", &harvester.Problem{Reason: harvester.ReasonInvalidCloudCredential, Message: fmt.Sprintf(
-			"cloud credential %s is outside %s, the namespace Rancher keeps cloud credentials in", credential, h.opts.GlobalDataNamespace)}
-	}
 	ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
 	defer cancel()
 	secret, err := h.opts.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})

@@ -147,13 +147,17 @@ func (h *handler) watchUncached(ctx context.Context) error {
 	if _, err := configs.Informer().AddEventHandler(h.enqueueByIndex(clusterByMachineConfig)); err != nil {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
-	credentialFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, h.opts.GlobalDataNamespace, nil)
-	credentials := credentialFactory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
-	if _, err := credentials.Informer().AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
-		return fmt.Errorf("watching cloud credentials: %w", err)
-	}
 	configFactory.Start(ctx.Done())
-	credentialFactory.Start(ctx.Done())
+	// Rancher reads a credential named cattle-global-data:<name> there, and a bare name in the
+	// cluster's own namespace: watch both, metadata only.
+	for _, ns := range []string{h.opts.GlobalDataNamespace, h.opts.FleetNamespace} {
+		credentialFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, ns, nil)
+		credentials := credentialFactory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
+		if _, err := credentials.Informer().AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
+			return fmt.Errorf("watching cloud credentials in %s: %w", ns, err)
+		}
+		credentialFactory.Start(ctx.Done())
+	}
 	return nil
 }
 

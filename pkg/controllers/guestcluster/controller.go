@@ -1,14 +1,17 @@
-// Package guestcluster runs the guest operations of every allocated FloatingIP: through Rancher's
-// cluster proxy it checks the guest cluster, disables the Harvester cloud provider's kube-vip,
-// installs kube-vip and kube-vip-cloud-provider when wanted, and writes the address into the
-// kube-vip ConfigMap. A pass runs when the FloatingIP gets or changes its address, when the cluster
-// connects or its labels change, when its kubeconfig rotates, when the configuration changes, and
-// every operateGuestClusterInterval. Passes run on a work queue of their own with a bounded number
-// of workers, so a slow guest never holds up allocation or the other guests.
+// Package guestcluster runs the guest operations of every guest cluster that has a FloatingIP:
+// through Rancher's cluster proxy it checks the guest cluster, disables the Harvester cloud
+// provider's kube-vip, installs kube-vip and kube-vip-cloud-provider when wanted, and writes the
+// address into the ConfigMap the installed kube-vip-cloud-provider reads. A pass runs when the
+// FloatingIP gets or changes its address, when the cluster connects or its labels change, when its
+// kubeconfig rotates, when the configuration changes, and every operateGuestClusterInterval. Passes
+// run on a work queue of their own, keyed by cluster so that one cluster gets one pass at a time,
+// with a bounded number of workers, so a slow guest never holds up allocation or the other guests.
 package guestcluster
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
@@ -112,10 +115,10 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(item)
 	key, _ := item.(string)
-	after, err := c.sync(ctx, key)
+	after, err := c.safeSync(ctx, key)
 	switch {
 	case err != nil:
-		logrus.Debugf("guest operations for FloatingIP %s: %v; retrying", key, err)
+		logrus.Debugf("guest operations for cluster %s: %v; retrying", key, err)
 		c.queue.AddRateLimited(key)
 	case after > 0:
 		c.queue.Forget(key)
@@ -126,35 +129,46 @@ func (c *Controller) next(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) enqueue(f *v1.FloatingIP) {
-	c.queue.Add(f.Namespace + "/" + f.Name)
+// safeSync runs sync, turning a panic on malformed input into an error that is retried.
+func (c *Controller) safeSync(ctx context.Context, ns string) (after time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("guest pass for cluster %s panicked: %v", ns, r)
+			logrus.Error(err)
+		}
+	}()
+	return c.sync(ctx, ns)
 }
 
+// enqueueNamespace starts a pass for the guest cluster whose management cluster, and namespace,
+// is namespace. The queue holds a cluster at most once and hands it to one worker at a time.
 func (c *Controller) enqueueNamespace(namespace string) {
-	fips, err := c.FloatingIPs.Cache().List(namespace, labels.Everything())
+	c.queue.Add(namespace)
+}
+
+func (c *Controller) enqueueAll() {
+	fips, err := c.FloatingIPs.Cache().List("", labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, f := range fips {
-		c.enqueue(f)
+		c.enqueueNamespace(f.Namespace)
 	}
 }
 
-func (c *Controller) enqueueAll() {
-	c.enqueueNamespace("")
-}
-
-// onFloatingIP starts a pass when what the guest must get changed: the address, the cluster or
-// the updateConfigMap annotation. Status-only writes (our own) start nothing.
+// onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,
+// the cluster or the updateConfigMap annotation, or the FloatingIP went away. Status-only writes
+// (our own) start nothing.
 func (c *Controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	ns, _, _ := strings.Cut(key, "/")
 	if f == nil || f.DeletionTimestamp != nil {
-		if cluster, ok := c.seen.forget(key); ok {
-			c.Metrics.DeleteGuestCluster(cluster)
+		if c.seen.forget(key) {
+			c.enqueueNamespace(ns)
 		}
 		return f, nil
 	}
 	if c.seen.floatingIPChanged(key, f) {
-		c.queue.Add(key)
+		c.enqueueNamespace(ns)
 	}
 	return f, nil
 }

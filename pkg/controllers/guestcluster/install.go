@@ -2,6 +2,7 @@ package guestcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sirupsen/logrus"
@@ -12,8 +13,20 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// install keeps kube-vip and kube-vip-cloud-provider installed in the guest.
-func (c *Controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) outcome {
+// KubevipNameOverride names every object of the kube-vip release the operator installs, unless the
+// values set nameOverride themselves. The kube-vip chart names its DaemonSet, ServiceAccount,
+// ClusterRole, ClusterRoleBinding, Role and RoleBinding after nameOverride alone (never after the
+// release), and the Harvester cloud provider's kube-vip subchart already owns all of them as
+// "kube-vip" in every Harvester guest: without an override the install cannot succeed.
+const KubevipNameOverride = "kube-fip-kube-vip"
+
+// ProviderConfigMapName is the ConfigMap the operator asks kube-vip-cloud-provider (chart 0.2.4 and
+// later, value configMapName) to read: the name the original operator always wrote.
+const ProviderConfigMapName = guest.KubevipConfigMap
+
+// install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
+// installed provider reads its address pool; found is false when that is not known.
+func (c *Controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
 	steps := []struct {
 		chart config.Chart
 		name  string
@@ -23,41 +36,71 @@ func (c *Controller) install(ctx context.Context, cfg config.Config, client *gue
 		{cfg.KubevipCloudProvider, "kube-vip-cloud-provider", metrics.EventKubevipCloudProviderInstall},
 	}
 	var done []string
+	var failed *outcome
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
 		out, err := c.installer.Ensure(ctx, client, rel)
 		if err != nil {
-			c.event(p, s.event, metrics.StatusError)
+			c.countEvent(p, s.event, metrics.StatusError)
 			msg := fmt.Sprintf("%s: %v", s.name, err)
 			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonHelmFailed, "guest cluster "+p.cluster+": "+msg)
 			logrus.Warnf("guest cluster %s: %s", p.cluster, msg)
-			return outcome{reason: ReasonHelmFailed, message: msg}
+			failed = &outcome{reason: ReasonHelmFailed, message: msg}
+			break
 		}
 		if out != guest.Unchanged {
-			c.event(p, s.event, metrics.StatusSuccess)
+			c.countEvent(p, s.event, metrics.StatusSuccess)
 			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonInstalled, "guest cluster %s: release %s/%s %s", p.cluster, rel.Namespace, rel.Name, out)
 			logrus.Infof("guest cluster %s: release %s/%s %s", p.cluster, rel.Namespace, rel.Name, out)
 		}
 		done = append(done, fmt.Sprintf("%s/%s", rel.Namespace, rel.Name))
 	}
-	return outcome{ok: true, reason: ReasonInstalled, message: fmt.Sprintf("releases %s and %s are installed", done[0], done[1])}
+	// Where the provider reads: from its Deployment as installed, even when this pass's install
+	// or upgrade failed but an earlier one succeeded.
+	ref, err := c.installer.ProviderConfigMap(ctx, client, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
+	switch {
+	case failed != nil && err != nil:
+		return *failed, ref, false
+	case failed != nil:
+		failed.message += "; the provider installed earlier reads " + ref.String()
+		return *failed, ref, true
+	case errors.Is(err, guest.ErrProviderNotFound):
+		return outcome{reason: ReasonHelmFailed, message: fmt.Sprintf("release %s/%s holds no kube-vip-cloud-provider Deployment",
+			cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)}, ref, false
+	case err != nil:
+		return outcome{reason: ReasonHelmFailed, message: err.Error()}, ref, false
+	}
+	return outcome{ok: true, reason: ReasonInstalled, message: fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
+		done[0], done[1], ref)}, ref, true
 }
 
-// release is what the configuration asks of one chart. kube-vip-cloud-provider is told which
-// ConfigMap to read — the very one the operator writes.
+// release is what the configuration asks of one chart.
+//   - kube-vip gets nameOverride KubevipNameOverride unless the values name it, so that it installs
+//     beside the Harvester cloud provider's kube-vip, and a config.vip_interface of the original
+//     defaults is passed on as env.vip_interface, the key every kube-vip chart since 0.4.1 reads;
+//   - kube-vip-cloud-provider is told to read ProviderConfigMapName (chart 0.2.4 and later).
 func release(cfg config.Config, chart config.Chart, name string) guest.Release {
 	values := copyValues(chart.Values)
-	if _, ok := values["nameOverride"]; !ok {
-		values["nameOverride"] = chart.ReleaseName
-	}
-	if name == "kube-vip-cloud-provider" {
-		env, _ := values["env"].(map[string]interface{})
-		if env == nil {
-			env = map[string]interface{}{}
+	switch name {
+	case "kube-vip":
+		if _, ok := values["nameOverride"]; !ok {
+			values["nameOverride"] = KubevipNameOverride
 		}
-		env["KUBEVIP_NAMESPACE"] = cfg.KubevipNamespace
-		env["KUBEVIP_CONFIG_MAP"] = guest.KubevipConfigMap
-		values["env"] = env
+		env, _ := values["env"].(map[string]interface{})
+		legacy, _ := values["config"].(map[string]interface{})
+		if iface, ok := legacy["vip_interface"]; ok {
+			if _, set := env["vip_interface"]; !set {
+				if env == nil {
+					env = map[string]interface{}{}
+				}
+				env["vip_interface"] = iface
+				values["env"] = env
+			}
+		}
+	case "kube-vip-cloud-provider":
+		if _, ok := values["configMapName"]; !ok {
+			values["configMapName"] = ProviderConfigMapName
+		}
 	}
 	return guest.Release{
 		Namespace: cfg.KubevipNamespace,

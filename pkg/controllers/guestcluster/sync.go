@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -29,12 +32,15 @@ const (
 	ReasonNotAllocated        = "NotAllocated"
 	ReasonClusterNotFound     = "ClusterNotFound"
 	ReasonKubeconfigMissing   = "KubeconfigMissing"
+	ReasonUnauthorized        = "Unauthorized"
+	ReasonNotClusterOwner     = "NotClusterOwner"
 	ReasonConfigMapNotUpdated = "ConfigMapNotUpdated"
 	ReasonConfigMapFailed     = "ConfigMapFailed"
 	ReasonHelmFailed          = "HelmFailed"
 	ReasonInstalled           = "Installed"
 	ReasonNotWanted           = "NotWanted"
 	ReasonHarvesterKubevip    = "HarvesterKubevipDisabled"
+	ReasonOtherFloatingIP     = "ClusterHasOtherFloatingIP"
 )
 
 // pass is one run of the guest operations for one FloatingIP; its outcome becomes the
@@ -54,32 +60,80 @@ type outcome struct {
 	message string
 }
 
-// sync runs one pass for the FloatingIP key and says when to run the next.
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, _ := strings.Cut(key, "/")
-	f, err := c.FloatingIPs.Cache().Get(ns, name)
-	if apierrors.IsNotFound(err) || err == nil && f.DeletionTimestamp != nil {
-		return 0, nil
-	}
+// sync runs one pass for the guest cluster whose management cluster (and namespace) is ns, and
+// says when to run the next. One cluster gets one pass at a time, from one FloatingIP: the oldest
+// of those naming the cluster. Any other one is told so and never written to the guest, so the
+// guest's ConfigMap never flips between two addresses.
+func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error) {
+	fips, err := c.clusterFloatingIPs(ns)
 	if err != nil {
 		return 0, err
 	}
-	cluster := f.Annotations[v1.AnnotationClusterName]
-	if cluster == "" {
-		return 0, nil // not a guest cluster's FloatingIP
+	if len(fips) == 0 {
+		if cluster, ok := c.seen.forgetCluster(ns); ok {
+			c.Metrics.DeleteGuestCluster(cluster)
+		}
+		return 0, nil
 	}
 	cfg := c.Store.Get()
-	p := &pass{fip: f, cluster: cluster, harvester: c.harvesterOf(f)}
-	start := time.Now()
-	retry := c.run(ctx, cfg, p)
-	c.Metrics.GuestOperationDuration.WithLabelValues(p.harvester).Observe(time.Since(start).Seconds())
-	if err := c.record(p); err != nil {
-		return 0, err
+	var primary *pass
+	var passes []*pass
+	for _, f := range fips {
+		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f)}
+		passes = append(passes, p)
+		prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
+		switch {
+		case err != nil || prov.Status.ClusterName != ns:
+			p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
+				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)}
+		case primary == nil:
+			primary = p
+		default:
+			p.state, p.guest = StatePending, outcome{reason: ReasonOtherFloatingIP, message: fmt.Sprintf(
+				"guest cluster %s takes its address from FloatingIP %s/%s, the oldest one naming it; this one is never written to the guest",
+				p.cluster, ns, primary.fip.Name)}
+		}
+	}
+	var retry error
+	if primary != nil {
+		c.seen.rememberCluster(ns, primary.cluster)
+		start := time.Now()
+		retry = c.run(ctx, cfg, primary)
+		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
+	} else {
+		retry = errRetry // the provisioning cluster may not be in the cache yet
+	}
+	for _, p := range passes {
+		if err := c.record(p); err != nil {
+			return 0, err
+		}
 	}
 	if retry != nil {
 		return 0, retry
 	}
 	return cfg.OperateGuestClusterInterval, nil
+}
+
+// clusterFloatingIPs are the FloatingIPs in ns that name a guest cluster, oldest first.
+func (c *Controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
+	all, err := c.FloatingIPs.Cache().List(ns, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.FloatingIP
+	for _, f := range all {
+		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
 }
 
 // run performs the steps; a non-nil result asks for a retry with backoff.
@@ -94,24 +148,33 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		// is contacted until the address is held).
 		return errRetry
 	}
-
 	prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
-	if err != nil || prov.Status.ClusterName != f.Namespace {
-		p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
-			message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, f.Namespace)}
-		return errRetry
+	if err != nil {
+		return err
 	}
 	mgmt, err := c.Management.Cache().Get(f.Namespace)
-	if err != nil || !connected(mgmt) {
-		c.down(p, metrics.GuestClusterDown)
-		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
-			message: fmt.Sprintf("Rancher does not report management cluster %s as Connected; retried when it does", f.Namespace)}
+	if err != nil {
+		p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
+			message: fmt.Sprintf("Rancher has no management cluster %s (yet)", f.Namespace)}
 		return errRetry
 	}
-	secret, err := c.Secrets.Cache().Get(c.opts.FleetNamespace, secretNameOf(prov))
+	switch rancherState(mgmt) {
+	case StateProvisioning:
+		c.setStatus(p, metrics.GuestClusterProvisioning)
+		p.state, p.guest = StateProvisioning, outcome{reason: StateProvisioning,
+			message: fmt.Sprintf("Rancher is still provisioning cluster %s (management cluster not yet Connected); configured once it is", f.Namespace)}
+		return errRetry
+	case StateDisconnected:
+		c.setStatus(p, metrics.GuestClusterDown)
+		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
+			message: fmt.Sprintf("Rancher reports that the agent of cluster %s is not connected; retried when it is", f.Namespace)}
+		return errRetry
+	}
+	secretName := secretNameOf(prov)
+	secret, err := c.Secrets.Cache().Get(c.opts.FleetNamespace, secretName)
 	if err != nil {
 		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
-			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretNameOf(prov))}
+			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)}
 		return errRetry
 	}
 	client, err := guest.NewClient(p.cluster, secret.Data[guest.KubeconfigKey], c.opts.Timeout)
@@ -119,54 +182,123 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		p.state, p.guest = StateError, outcome{reason: ReasonKubeconfigMissing, message: err.Error()}
 		return nil
 	}
-
-	switch state, err := client.Check(ctx); state {
-	case guest.Provisioning:
-		// Rancher answers Forbidden while it provisions the cluster: pending, not down.
-		p.state, p.guest = StateProvisioning, outcome{reason: StateProvisioning, message: "the guest cluster is still being provisioned"}
-		return errRetry
-	case guest.Unreachable:
-		c.down(p, metrics.GuestClusterDown)
-		c.event(p, metrics.EventAPIConnection, metrics.StatusError)
-		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected, message: "the guest cluster does not answer through Rancher's cluster proxy: " + err.Error()}
+	if !c.probe(ctx, client, p, secretName) {
 		return errRetry
 	}
-	c.down(p, metrics.GuestClusterUp)
-	c.event(p, metrics.EventAPIConnection, metrics.StatusSuccess)
+	c.disableHarvesterKubevip(ctx, client, p)
 
-	if res, err := client.DisableHarvesterKubevip(ctx); err != nil {
-		logrus.Warnf("guest cluster %s: %v", p.cluster, err)
-	} else if res == guest.DaemonSetDisabled {
-		c.Recorder.Event(f, corev1.EventTypeNormal, ReasonHarvesterKubevip, "gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
-		logrus.Infof("guest cluster %s: disabled the Harvester cloud provider's kube-vip DaemonSet", p.cluster)
-	}
-
+	target := guest.DefaultConfigMap()
 	if cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels)) {
-		k := c.install(ctx, cfg, client, p)
+		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
+		if !found {
+			// Where the provider will read is not known until it is installed.
+			p.state, p.guest = StateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message}
+			return errRetry
+		}
+		target = ref
+
 	} else {
 		p.kubevip = &outcome{ok: false, reason: ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
+	err = c.writeConfigMap(ctx, client, p, target, addr)
+	if err == nil && p.kubevip != nil && p.kubevip.reason == ReasonHelmFailed {
+		return errRetry // the address is in place; the failed release is retried with backoff
+	}
+	return err
+}
 
-	update := f.Annotations[v1.AnnotationUpdateConfigMap] == "true"
-	res, err := client.EnsureConfigMap(ctx, cfg.KubevipNamespace, addr, update)
-	target := cfg.KubevipNamespace + "/" + guest.KubevipConfigMap
+// rancherState reads Rancher's own view of the cluster: Connected means the agent's tunnel is up;
+// a cluster that has never been Ready (Rancher sets Ready=False/Disconnected only once the cluster
+// was provisioned) is still being provisioned, not down.
+func rancherState(m *mgmtv3.Cluster) string {
+	var connected, ready bool
+	var readyReason string
+	for _, cond := range m.Status.Conditions {
+		switch string(cond.Type) {
+		case "Connected":
+			connected = cond.Status == corev1.ConditionTrue
+		case "Ready":
+			ready, readyReason = cond.Status == corev1.ConditionTrue, cond.Reason
+		}
+	}
+	switch {
+	case connected:
+		return StateConfigured
+	case ready || readyReason == "Disconnected":
+		return StateDisconnected
+	default:
+		return StateProvisioning
+	}
+}
+
+// probe asks the guest for something only its owner may read and records what the answer means.
+func (c *Controller) probe(ctx context.Context, client *guest.Client, p *pass, secretName string) bool {
+	state, err := client.Check(ctx)
+	switch state {
+	case guest.Connected:
+		c.setStatus(p, metrics.GuestClusterUp)
+		c.countEvent(p, metrics.EventAPIConnection, metrics.StatusSuccess)
+		return true
+	case guest.Provisioning:
+		c.setStatus(p, metrics.GuestClusterProvisioning)
+		p.state, p.guest = StateProvisioning, outcome{reason: StateProvisioning,
+			message: "Rancher's cluster proxy answers that the cluster is not provisioned yet (503 ClusterUnavailable)"}
+		return false
+	case guest.Unauthorized:
+		p.state, p.guest = StateError, outcome{reason: ReasonUnauthorized, message: fmt.Sprintf(
+			"Rancher refused the token of the kubeconfig Secret %s/%s (401); retried with the Secret as Rancher rewrites it", c.opts.FleetNamespace, secretName)}
+	case guest.Forbidden:
+		p.state, p.guest = StateError, outcome{reason: ReasonNotClusterOwner, message: fmt.Sprintf(
+			"the guest refused the Rancher user of the kubeconfig Secret %s/%s (403 listing ConfigMaps in %s): it needs the cluster-owner role in this cluster",
+			c.opts.FleetNamespace, secretName, guest.ProbeNamespace)}
+	default:
+		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
+			message: "the guest cluster does not answer through Rancher's cluster proxy: " + errText(err)}
+	}
+	c.setStatus(p, metrics.GuestClusterDown)
+	c.countEvent(p, metrics.EventAPIConnection, metrics.StatusError)
+	return false
+}
+
+func (c *Controller) disableHarvesterKubevip(ctx context.Context, client *guest.Client, p *pass) {
+	res, err := client.DisableHarvesterKubevip(ctx)
 	switch {
 	case err != nil:
-		c.event(p, metrics.EventConfigMapManagement, metrics.StatusError)
+		logrus.Warnf("guest cluster %s: %v", p.cluster, err)
+	case res == guest.DaemonSetDisabled:
+		c.Recorder.Event(p.fip, corev1.EventTypeNormal, ReasonHarvesterKubevip, "gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
+		logrus.Infof("guest cluster %s: disabled the Harvester cloud provider's kube-vip DaemonSet", p.cluster)
+	}
+}
+
+// writeConfigMap puts the address where the provider reads it.
+func (c *Controller) writeConfigMap(ctx context.Context, client *guest.Client, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
+	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
+	res, err := client.EnsureConfigMap(ctx, target, addr, update)
+	switch {
+	case err != nil:
+		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusError)
 		p.state, p.guest = StateError, outcome{reason: ReasonConfigMapFailed, message: err.Error()}
 		return errRetry
 	case res == guest.ConfigMapLeftAlone:
 		p.state, p.guest = StateConfigured, outcome{reason: ReasonConfigMapNotUpdated,
-			message: fmt.Sprintf("%s holds another address and annotation %s is not \"true\"; it was left as it is", target, v1.AnnotationUpdateConfigMap)}
+			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)}
 		return nil
 	case res == guest.ConfigMapCreated || res == guest.ConfigMapUpdated:
-		c.event(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(f, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
+		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
+		c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
 		logrus.Infof("guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
 	}
 	p.state, p.guest = StateConfigured, outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s %s", target, guest.GlobalCIDRKey, guest.CIDR(addr))}
 	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
 }
 
 // errRetry asks the queue for a retry with backoff; the state is already recorded.
@@ -182,11 +314,15 @@ func (c *Controller) heldAddress(f *v1.FloatingIP) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// clusterLabels merges the provisioning and management clusters' labels; a label that parses as
+// true on either wins.
 func clusterLabels(sets ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, s := range sets {
 		for k, v := range s {
-			if _, ok := out[k]; !ok || v == "true" {
+			if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil && b {
+				out[k] = v
+			} else if _, ok := out[k]; !ok {
 				out[k] = v
 			}
 		}
@@ -202,10 +338,12 @@ func (c *Controller) harvesterOf(f *v1.FloatingIP) string {
 	return r.Annotations[v1.AnnotationHarvesterClusterName]
 }
 
-func (c *Controller) down(p *pass, value float64) {
+// setStatus sets the guest cluster's kubefipoperator_guestcluster_status.
+func (c *Controller) setStatus(p *pass, value float64) {
 	c.Metrics.GuestClusterStatus.WithLabelValues(p.cluster, p.harvester).Set(value)
 }
 
-func (c *Controller) event(p *pass, event, status string) {
+// countEvent counts a guest operation in kubefipoperator_guestcluster_events.
+func (c *Controller) countEvent(p *pass, event, status string) {
 	c.Metrics.GuestClusterEvents.WithLabelValues(p.cluster, p.harvester, event, status).Inc()
 }

@@ -18,17 +18,28 @@ import (
 // heartbeat of a Rancher object — starts a guest pass.
 type seenClusters struct {
 	mu     sync.Mutex
-	fips   map[string]seenFloatingIP
+	fips   map[string]string
 	states map[string]string
-}
-
-type seenFloatingIP struct {
-	state   string
-	cluster string
+	// clusters maps a cluster's namespace to the cluster name its metrics are labelled with.
+	clusters map[string]string
 }
 
 func newSeenClusters() *seenClusters {
-	return &seenClusters{fips: map[string]seenFloatingIP{}, states: map[string]string{}}
+	return &seenClusters{fips: map[string]string{}, states: map[string]string{}, clusters: map[string]string{}}
+}
+
+func (s *seenClusters) rememberCluster(ns, cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clusters[ns] = cluster
+}
+
+func (s *seenClusters) forgetCluster(ns string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cluster, ok := s.clusters[ns]
+	delete(s.clusters, ns)
+	return cluster, ok
 }
 
 func (s *seenClusters) floatingIPChanged(key string, f *v1.FloatingIP) bool {
@@ -37,16 +48,17 @@ func (s *seenClusters) floatingIPChanged(key string, f *v1.FloatingIP) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.fips[key]
-	s.fips[key] = seenFloatingIP{state: state, cluster: f.Annotations[v1.AnnotationClusterName]}
-	return !ok || old.state != state
+	s.fips[key] = state
+	return !ok || old != state
 }
 
-func (s *seenClusters) forget(key string) (string, bool) {
+// forget drops a deleted FloatingIP and reports whether it was known.
+func (s *seenClusters) forget(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.fips[key]
+	_, ok := s.fips[key]
 	delete(s.fips, key)
-	return old.cluster, ok && old.cluster != ""
+	return ok
 }
 
 // changed records state for key and reports whether it differs from the last one.

@@ -1,0 +1,84 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The environment through which kube-vip-cloud-provider is told which ConfigMap to read; unset, it
+// reads kube-system/kubevip.
+const (
+	ProviderNamespaceEnv = "KUBEVIP_NAMESPACE"
+	ProviderConfigMapEnv = "KUBEVIP_CONFIG_MAP"
+)
+
+// ErrProviderNotFound: the release holds no kube-vip-cloud-provider Deployment (yet).
+var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in the release")
+
+// ProviderConfigMap finds where the kube-vip-cloud-provider of release namespace/name reads its
+// address pools: the Deployment the release installed, as it runs now, and its container's
+// KUBEVIP_NAMESPACE and KUBEVIP_CONFIG_MAP. Chart generations differ: before 0.2.3 the chart sets
+// neither (kube-system/kubevip), 0.2.3 sets <release namespace>/<name>-cm, later ones take the name
+// from the configMapName value.
+func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace, name string) (ConfigMapRef, error) {
+	cfg, err := in.configuration(c, namespace)
+	if err != nil {
+		return ConfigMapRef{}, err
+	}
+	history, err := cfg.Releases.History(name)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+	}
+	var rel *release.Release
+	for _, r := range history {
+		if r.Info != nil && r.Info.Status == release.StatusDeployed && (rel == nil || r.Version > rel.Version) {
+			rel = r
+		}
+	}
+	if rel == nil {
+		return ConfigMapRef{}, ErrProviderNotFound
+	}
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		var head struct {
+			metav1.TypeMeta   `json:",inline"`
+			metav1.ObjectMeta `json:"metadata"`
+		}
+		if yaml.Unmarshal([]byte(doc), &head) != nil || head.APIVersion != "apps/v1" || head.Kind != "Deployment" {
+			continue
+		}
+		ns := head.Namespace
+		if ns == "" {
+			ns = namespace
+		}
+		d, err := c.Kube.AppsV1().Deployments(ns).Get(ctx, head.Name, metav1.GetOptions{})
+		if err != nil {
+			return ConfigMapRef{}, fmt.Errorf("reading the provider Deployment %s/%s: %w", ns, head.Name, err)
+		}
+		return providerConfigMapOf(d), nil
+	}
+	return ConfigMapRef{}, ErrProviderNotFound
+}
+
+// providerConfigMapOf reads the provider's environment, with its defaults for what is unset.
+func providerConfigMapOf(d *appsv1.Deployment) ConfigMapRef {
+	ref := DefaultConfigMap()
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			switch {
+			case e.Name == ProviderNamespaceEnv && e.Value != "":
+				ref.Namespace = e.Value
+			case e.Name == ProviderConfigMapEnv && e.Value != "":
+				ref.Name = e.Value
+			}
+		}
+	}
+	return ref
+}
