@@ -88,8 +88,8 @@ func (p *ClusterProxy) Close() error {
 // RancherUser is the Rancher user the proxy impersonates in cluster id's guest.
 func RancherUser(id string) string { return "u-" + strings.TrimPrefix(id, "c-m-") }
 
-// Register makes cluster id reach guest g with token. As Rancher does for the user who created the
-// cluster, the user gets cluster-owner rights in the guest.
+// Register makes cluster id reach guest g with token, connected. As Rancher does for the user who
+// created the cluster, the user gets cluster-owner rights in the guest.
 func (p *ClusterProxy) Register(id string, g *Guest, token string) error {
 	target, err := url.Parse(g.Config.Host)
 	if err != nil {
@@ -107,11 +107,8 @@ func (p *ClusterProxy) Register(id string, g *Guest, token string) error {
 	rp.Transport = transport
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	mode := ProxyConnected
-	if old, ok := p.clusters[id]; ok {
-		mode = old.mode
-	}
-	p.clusters[id] = &proxied{token: token, user: user, mode: mode, guest: g, proxy: rp}
+	// A registration is a working tunnel: the cluster is connected from now on.
+	p.clusters[id] = &proxied{token: token, user: user, mode: ProxyConnected, guest: g, proxy: rp}
 	return nil
 }
 
