@@ -44,7 +44,7 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		}
 	}
 	if rel == nil {
-		return ConfigMapRef{}, ErrProviderNotFound
+		return ConfigMapRef{}, fmt.Errorf("release %s/%s is not deployed: %w", namespace, name, ErrProviderNotFound)
 	}
 	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
 		var head struct {
@@ -64,7 +64,7 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		}
 		return providerConfigMapOf(d), nil
 	}
-	return ConfigMapRef{}, ErrProviderNotFound
+	return ConfigMapRef{}, fmt.Errorf("release %s/%s: %w", namespace, name, ErrProviderNotFound)
 }
 
 // providerConfigMapOf reads the provider's environment, with its defaults for what is unset.

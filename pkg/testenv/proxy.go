@@ -112,14 +112,6 @@ func (p *ClusterProxy) Register(id string, g *Guest, token string) error {
 	return nil
 }
 
-// Know makes the proxy know cluster id, with no guest API server behind it yet: it answers as
-// mode says, and a request that would be forwarded fails as a broken tunnel.
-func (p *ClusterProxy) Know(id, token string, mode ProxyMode) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.clusters[id] = &proxied{token: token, user: RancherUser(id), mode: mode}
-}
-
 func grantClusterOwner(g *Guest, user string) error {
 	kube, err := kubernetes.NewForConfig(g.Config)
 	if err != nil {
@@ -239,7 +231,7 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprint(w, `{"Code":{"Code":"ClusterUnavailable","Status":503},"Message":"cluster not provisioned","Cause":null,"FieldName":""}`)
 		return
-	case mode == ProxyDisconnected || c.proxy == nil:
+	case mode == ProxyDisconnected:
 		select {
 		case <-time.After(p.DisconnectDelay):
 		case <-r.Context().Done():

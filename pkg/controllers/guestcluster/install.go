@@ -2,7 +2,6 @@ package guestcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sirupsen/logrus"
@@ -59,16 +58,13 @@ func (c *Controller) install(ctx context.Context, cfg config.Config, client *gue
 	// or upgrade failed but an earlier one succeeded.
 	ref, err := c.installer.ProviderConfigMap(ctx, client, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	switch {
-	case failed != nil && err != nil:
+	case err != nil && failed != nil:
 		return *failed, ref, false
+	case err != nil:
+		return outcome{reason: ReasonHelmFailed, message: err.Error()}, ref, false
 	case failed != nil:
 		failed.message += "; the provider installed earlier reads " + ref.String()
 		return *failed, ref, true
-	case errors.Is(err, guest.ErrProviderNotFound):
-		return outcome{reason: ReasonHelmFailed, message: fmt.Sprintf("release %s/%s holds no kube-vip-cloud-provider Deployment",
-			cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)}, ref, false
-	case err != nil:
-		return outcome{reason: ReasonHelmFailed, message: err.Error()}, ref, false
 	}
 	return outcome{ok: true, reason: ReasonInstalled, message: fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
 		done[0], done[1], ref)}, ref, true

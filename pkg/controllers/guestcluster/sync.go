@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -47,6 +48,7 @@ const (
 // FloatingIP's guest conditions.
 type pass struct {
 	fip       *v1.FloatingIP
+	prov      *provv1.Cluster
 	cluster   string
 	harvester string
 	state     string
@@ -87,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 			p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
 				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)}
 		case primary == nil:
-			primary = p
+			p.prov, primary = prov, p
 		default:
 			p.state, p.guest = StatePending, outcome{reason: ReasonOtherFloatingIP, message: fmt.Sprintf(
 				"guest cluster %s takes its address from FloatingIP %s/%s, the oldest one naming it; this one is never written to the guest",
@@ -148,10 +150,7 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		// is contacted until the address is held).
 		return errRetry
 	}
-	prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
-	if err != nil {
-		return err
-	}
+	prov := p.prov
 	mgmt, err := c.Management.Cache().Get(f.Namespace)
 	if err != nil {
 		p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
@@ -197,7 +196,6 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 			return errRetry
 		}
 		target = ref
-
 	} else {
 		p.kubevip = &outcome{ok: false, reason: ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}

@@ -83,13 +83,14 @@ func labelState(l map[string]string) string {
 	return b.String()
 }
 
-// onManagementCluster starts a pass for the cluster's FloatingIPs when it connects or disconnects
-// or its labels change. The management cluster's name is the guest's namespace.
+// onManagementCluster starts a pass for the cluster when Rancher's view of it (provisioning,
+// connected, disconnected) or its labels change. The management cluster's name is the guest's
+// namespace.
 func (c *Controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
 	if m == nil {
 		return m, nil
 	}
-	if c.seen.changed("mgmt/"+key, fmt.Sprintf("%t|%s", connected(m), labelState(m.Labels))) {
+	if c.seen.changed("mgmt/"+key, fmt.Sprintf("%s|%s", rancherState(m), labelState(m.Labels))) {
 		c.enqueueNamespace(m.Name)
 	}
 	return m, nil
@@ -125,16 +126,6 @@ func (c *Controller) onSecret(key string, s *corev1.Secret) (*corev1.Secret, err
 		}
 	}
 	return s, nil
-}
-
-// connected reads Rancher's Connected condition of a management cluster.
-func connected(m *mgmtv3.Cluster) bool {
-	for _, cond := range m.Status.Conditions {
-		if string(cond.Type) == "Connected" {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // secretNameOf is the Secret holding the cluster's kubeconfig: what its status names, else
