@@ -112,9 +112,20 @@ func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
 	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d", code)
 	}
-	code, body := httpGet(t, base+"/metrics")
-	if code != http.StatusOK || !strings.Contains(body, "kubefipoperator_config_reloads_total") {
-		t.Errorf("/metrics = %d without the operator's metrics:\n%.500s", code, body)
+	// The reload counter has a sample once the ConfigMap controller has handled kube-fip-config,
+	// which may come just after the caches report synced.
+	var code int
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body = httpGet(t, base+"/metrics")
+		if code == http.StatusOK && strings.Contains(body, `kubefipoperator_config_reloads_total{status="success"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics = %d without a successful config reload after 10s:\n%.500s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	// A valid change is picked up live: the log level applies at once (debug lines appear) and the
