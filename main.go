@@ -12,12 +12,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/version"
 )
@@ -36,6 +39,10 @@ func main() {
 		guestWorkers   = flag.Int("guest-workers", envInt("GUEST_WORKERS", 10), "guest clusters operated on at once [$GUEST_WORKERS]")
 		guestTimeout   = flag.Duration("guest-timeout", envDuration("GUEST_TIMEOUT", 15*time.Second), "timeout of every request to a guest cluster [$GUEST_TIMEOUT]")
 		helmCacheDir   = flag.String("helm-cache-dir", envOr("HELM_CACHE_HOME", filepath.Join(os.TempDir(), "kube-fip-operator-helm")), "writable directory for Helm's repository and registry caches [$HELM_CACHE_HOME]")
+		chartSources   = flag.String("allowed-chart-sources", envOr("ALLOWED_CHART_SOURCES", strings.Join(config.DefaultChartSources(), ",")), "comma-separated chart repository URLs and oci:// prefixes that kube-fip-config may install from; a port of * matches any port [$ALLOWED_CHART_SOURCES]")
+		allowHTTP      = flag.Bool("allow-http-chart-sources", envBool("ALLOW_HTTP_CHART_SOURCES", false), "allow plain http chart repositories and loopback OCI registries [$ALLOW_HTTP_CHART_SOURCES]")
+		imagePrefixes  = flag.String("allowed-image-prefixes", envOr("ALLOWED_IMAGE_PREFIXES", strings.Join(config.DefaultImagePrefixes(), ",")), "comma-separated image repository prefixes that chart values may name [$ALLOWED_IMAGE_PREFIXES]")
+		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Parse()
@@ -52,6 +59,15 @@ func main() {
 	logrus.SetLevel(level)
 	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	logrus.Infof("kube-fip-operator %s (%s) starting", version.Version, version.GitCommit)
+
+	policy, err := config.NewPolicy(strings.Split(*chartSources, ","), *allowHTTP, strings.Split(*imagePrefixes, ","))
+	if err != nil {
+		logrus.Fatalf("--allowed-chart-sources, --allowed-image-prefixes: %v", err)
+	}
+	logrus.Infof("guest chart policy: %s", policy)
+	if *credsSecret != "" && len(validation.IsDNS1123Subdomain(*credsSecret)) > 0 {
+		logrus.Fatalf("--chart-credentials-secret: %q is not a Secret name", *credsSecret)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -73,6 +89,9 @@ func main() {
 		GuestWorkers:        *guestWorkers,
 		GuestTimeout:        *guestTimeout,
 		HelmCacheDir:        *helmCacheDir,
+
+		ChartPolicy:            policy,
+		ChartCredentialsSecret: *credsSecret,
 	})
 	if err != nil {
 		logrus.Fatal(err)

@@ -10,9 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/netip"
-	"sort"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,8 +36,17 @@ type Manager struct {
 	client kubefipcontrollers.FloatingIPRangeClient
 	cache  kubefipcontrollers.FloatingIPRangeCache
 
+	// normalized, when set, hears of every record rewritten in canonical spelling, after the write.
+	normalized func(r *v1.FloatingIPRange, keys []string)
+
 	mu     sync.Mutex
 	ranges map[string]*rangeState
+}
+
+// OnNormalized sets what hears of record keys rewritten in canonical spelling (for an Event on the
+// range). It is set once, before any claim.
+func (m *Manager) OnNormalized(fn func(r *v1.FloatingIPRange, keys []string)) {
+	m.normalized = fn
 }
 
 // rangeState is the cache of one range. Its lock serialises this process's claims on the range,
@@ -78,6 +87,9 @@ type Summary struct {
 	// Problem keeps the range from handing out addresses; nil when it can.
 	Problem *Problem
 	Orphans []Orphan
+	// Warnings are accepted but deserve a person's look: a range of the whole address space, a
+	// range with nothing to hand out.
+	Warnings []Problem
 }
 
 // Summarize returns the counts and the problem, if any, of r.
@@ -87,7 +99,8 @@ func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	defer s.mu.Unlock()
 	view := m.viewLocked(s, r)
 	capacity, used, available := view.Counts()
-	return Summary{Capacity: capacity, Used: used, Available: available, Problem: m.problem(view, r), Orphans: view.Orphans()}
+	return Summary{Capacity: capacity, Used: used, Available: available, Problem: m.problem(view, r), Orphans: view.Orphans(),
+		Warnings: view.Warnings(r)}
 }
 
 // problem is the view's own problem or, failing that, an overlap with an older range.
@@ -157,30 +170,77 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner,
 // Releasing what is not held is not an error, so a release happens exactly once however often it
 // is retried.
 func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...netip.Addr) ([]netip.Addr, error) {
+	released, _, err := m.release(ctx, rangeName, uid, addrs)
+	return released, err
+}
+
+// release removes uid's record keys for addrs (every key of uid when addrs is empty, including
+// keys that name no address), and returns the addresses uid held and the keys removed.
+func (m *Manager) release(ctx context.Context, rangeName, uid string, addrs []netip.Addr) ([]netip.Addr, []string, error) {
 	var released []netip.Addr
-	err := m.change(ctx, rangeName, func(r *v1.FloatingIPRange, _ *View) (*edit, error) {
-		released = heldBy(r, uid, addrs)
-		if len(released) == 0 {
+	var keys []string
+	err := m.change(ctx, rangeName, func(r *v1.FloatingIPRange, view *View) (*edit, error) {
+		keys = keysOf(r.Status.Allocations, uid, addrs)
+		released = nil
+		for _, a := range view.HeldBy(uid) {
+			if len(addrs) == 0 || containsAddr(addrs, a) {
+				released = append(released, a)
+			}
+		}
+		if len(keys) == 0 {
 			return nil, nil
 		}
 		return &edit{
 			what: fmt.Sprintf("releasing %v", released),
 			record: func(a map[string]v1.Allocation) {
-				for _, addr := range released {
-					delete(a, addr.String())
+				for _, key := range keys {
+					delete(a, key)
 				}
 			},
 			pool: func(p *ipam.Pool) {
 				for _, addr := range released {
-					p.Release(addr)
+					if o, ok := p.Holder(addr); ok && o.UID == uid {
+						p.Release(addr)
+					}
 				}
 			},
 		}, nil
 	})
 	if errors.Is(err, errNoRange) {
+		return nil, nil, nil
+	}
+	return released, keys, err
+}
+
+func containsAddr(addrs []netip.Addr, a netip.Addr) bool {
+	for _, x := range addrs {
+		if x.WithZone("").Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize rewrites the record keys of range rangeName that spell an address in another way than
+// the record does ("::FFFF", "fd00:0::1", "::ffff:10.0.0.1"), where that loses nothing, and returns
+// the keys it rewrote. Keys it cannot rewrite stay, and the range's view flags them.
+func (m *Manager) Normalize(ctx context.Context, rangeName string) ([]string, error) {
+	var rewritten []string
+	err := m.change(ctx, rangeName, func(r *v1.FloatingIPRange, _ *View) (*edit, error) {
+		if !needsNormalising(r.Status.Allocations) {
+			return nil, nil
+		}
+		// writeAllocations normalises every record it writes; this edit adds nothing to that.
+		rewritten = normalise(maps.Clone(r.Status.Allocations))
+		return &edit{what: "normalising the record", record: func(map[string]v1.Allocation) {}, pool: func(*ipam.Pool) {}}, nil
+	})
+	if errors.Is(err, errNoRange) {
 		return nil, nil
 	}
-	return released, err
+	if err != nil {
+		return nil, err
+	}
+	return rewritten, nil
 }
 
 // edit is one change of a range's record, and the same change of the cached pool.
@@ -214,9 +274,18 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 		if err != nil || e == nil {
 			return err
 		}
-		updated, err := m.writeAllocations(ctx, r, view, e.record)
+		updated, rewritten, err := m.writeAllocations(ctx, r, view, e.record)
 		if err == nil {
-			view.advance(updated, e.pool)
+			if len(rewritten) > 0 && m.normalized != nil {
+				m.normalized(updated, rewritten)
+			}
+			if view.index.irregular {
+				// The write normalised the record: the pool is rebuilt from what was written
+				// rather than patched, since keys moved or went.
+				s.view = NewView(updated)
+			} else {
+				view.advance(updated, e.pool)
+			}
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
@@ -226,35 +295,20 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 	}
 }
 
-// heldBy returns the addresses of r's record held by uid, limited to addrs when given, sorted.
-func heldBy(r *v1.FloatingIPRange, uid string, addrs []netip.Addr) []netip.Addr {
-	wanted := map[string]bool{}
-	for _, a := range addrs {
-		wanted[a.String()] = true
-	}
-	var out []netip.Addr
-	for key, a := range r.Status.Allocations {
-		if string(a.UID) != uid || (len(addrs) > 0 && !wanted[key]) {
-			continue
-		}
-		if addr, err := netip.ParseAddr(key); err == nil {
-			out = append(out, addr)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out
-}
-
 // writeAllocations writes r's status with its allocations changed by edit and the counts
 // recomputed, guarded by r's resourceVersion.
-func (m *Manager) writeAllocations(_ context.Context, r *v1.FloatingIPRange, view *View, edit func(map[string]v1.Allocation)) (*v1.FloatingIPRange, error) {
+// Every write also rewrites the record's keys in canonical spelling where it can; those keys are
+// returned.
+func (m *Manager) writeAllocations(_ context.Context, r *v1.FloatingIPRange, view *View, edit func(map[string]v1.Allocation)) (*v1.FloatingIPRange, []string, error) {
 	r = r.DeepCopy()
 	if r.Status.Allocations == nil {
 		r.Status.Allocations = map[string]v1.Allocation{}
 	}
+	rewritten := normalise(r.Status.Allocations)
 	edit(r.Status.Allocations)
 	view.fillCounts(&r.Status)
-	return m.client.UpdateStatus(r)
+	updated, err := m.client.UpdateStatus(r)
+	return updated, rewritten, err
 }
 
 func allocationOf(o ipam.Owner) v1.Allocation {
@@ -267,5 +321,5 @@ func (m *Manager) HeldBy(rangeName, uid string) []netip.Addr {
 	if err != nil {
 		return nil
 	}
-	return heldBy(r, uid, nil)
+	return indexRecord(r.Status.Allocations).heldBy(r.Status.Allocations, uid)
 }

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
 // RepairReport says what a repair pass changed.
@@ -47,21 +48,22 @@ func (m *Manager) Repair(ctx context.Context, fips kubefipcontrollers.FloatingIP
 	}
 
 	for _, r := range ranges.Items {
+		gone := map[string]v1.Allocation{}
 		for _, key := range sortedKeys(r.Status.Allocations) {
-			a := r.Status.Allocations[key]
-			if exists[string(a.UID)] {
-				continue
+			if a := r.Status.Allocations[key]; !exists[string(a.UID)] {
+				gone[string(a.UID)] = a
 			}
-			addr, err := netip.ParseAddr(key)
-			if err != nil {
-				continue
-			}
-			released, err := m.Release(ctx, r.Name, string(a.UID), addr)
+		}
+		for _, uid := range sortedKeys(gone) {
+			a := gone[uid]
+			// Every key of the owner goes, in whatever spelling, readable or not: nothing of a
+			// FloatingIP that no longer exists stays behind.
+			_, keys, err := m.release(ctx, r.Name, uid, nil)
 			if err != nil {
 				return report, err
 			}
-			for _, x := range released {
-				report.Released = append(report.Released, fmt.Sprintf("%s/%s %s/%s", r.Name, x, a.Namespace, a.Name))
+			for _, key := range keys {
+				report.Released = append(report.Released, fmt.Sprintf("%s/%s %s/%s", r.Name, ipam.Clip(key), a.Namespace, a.Name))
 			}
 		}
 	}
@@ -124,7 +126,7 @@ func (m *Manager) Table() string {
 	return b.String()
 }
 
-func sortedKeys(m map[string]v1.Allocation) []string {
+func sortedKeys[T any](m map[string]T) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

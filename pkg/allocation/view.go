@@ -22,6 +22,16 @@ const (
 	ReasonOrphanedAllocations = "OrphanedAllocations"
 )
 
+// Reasons of the Warning condition of a range that is valid but almost certainly not what was
+// meant.
+const (
+	// ReasonWholeAddressSpace: spec.iprange is 0.0.0.0/0 or ::/0, every address there is.
+	ReasonWholeAddressSpace = "WholeAddressSpace"
+	// ReasonNoCapacity: the excludes (or a prefix with only reserved addresses) leave nothing to
+	// hand out.
+	ReasonNoCapacity = "NoCapacity"
+)
+
 // Problem says why a range cannot hand out addresses now.
 type Problem struct {
 	Reason  string
@@ -55,6 +65,7 @@ type View struct {
 
 	pool    *ipam.Pool // nil when the spec is invalid
 	record  map[string]v1.Allocation
+	index   recordIndex
 	problem *Problem
 	orphans []Orphan
 }
@@ -62,6 +73,7 @@ type View struct {
 // NewView builds the view of r from its spec and its record.
 func NewView(r *v1.FloatingIPRange) *View {
 	v := &View{Name: r.Name, UID: r.UID, ResourceVersion: r.ResourceVersion, record: r.Status.Allocations}
+	v.index = indexRecord(v.record)
 	pool, err := ipam.NewPool(r.Spec.IPRange, r.Spec.Exclude)
 	if err != nil {
 		v.problem = &Problem{Reason: ReasonInvalidRange, Message: err.Error()}
@@ -69,22 +81,25 @@ func NewView(r *v1.FloatingIPRange) *View {
 	}
 	v.pool = pool
 
-	keys := make([]string, 0, len(r.Status.Allocations))
-	for k := range r.Status.Allocations {
-		keys = append(keys, k)
+	for _, key := range v.index.unreadable {
+		v.orphans = append(v.orphans, Orphan{Addr: ipam.Clip(key), Allocation: v.record[key], Why: "not an address"})
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		a := r.Status.Allocations[key]
-		addr, err := netip.ParseAddr(key)
-		if err != nil {
-			v.orphans = append(v.orphans, Orphan{Addr: key, Allocation: a, Why: "not an address"})
-			continue
-		}
+	for _, key := range v.index.losers {
+		v.orphans = append(v.orphans, Orphan{Addr: ipam.Clip(key), Allocation: v.record[key], Why: "recorded twice, in two spellings"})
+	}
+	addrs := make([]netip.Addr, 0, len(v.index.holder))
+	for addr := range v.index.holder {
+		addrs = append(addrs, addr)
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i].Less(addrs[j]) })
+	for _, addr := range addrs {
+		key := v.index.holder[addr]
+		a := v.record[key]
 		if err := pool.Claim(addr, ownerOf(a)); err != nil {
-			v.orphans = append(v.orphans, Orphan{Addr: key, Allocation: a, Why: reasonText(err)})
+			v.orphans = append(v.orphans, Orphan{Addr: ipam.Clip(key), Allocation: a, Why: reasonText(err)})
 		}
 	}
+	sort.Slice(v.orphans, func(i, j int) bool { return v.orphans[i].Addr < v.orphans[j].Addr })
 	if len(v.orphans) > 0 {
 		v.problem = &Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, v.orphans)}
 	}
@@ -127,7 +142,7 @@ func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(orphans)-10))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s/%s: %s)", o.Addr, o.Allocation.Namespace, o.Allocation.Name, o.Why))
+		parts = append(parts, fmt.Sprintf("%s (%s/%s: %s)", o.Addr, ipam.Clip(o.Allocation.Namespace), ipam.Clip(o.Allocation.Name), o.Why))
 	}
 	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
 		r.Spec.IPRange, strings.Join(parts, ", "))
@@ -148,6 +163,27 @@ func reasonText(err error) string {
 	return err.Error()
 }
 
+// Warnings returns what is accepted in the range's spec but deserves a person's look.
+func (v *View) Warnings(r *v1.FloatingIPRange) []Problem {
+	if v.pool == nil {
+		return nil
+	}
+	var out []Problem
+	if pfx := v.pool.Prefix(); pfx.Bits() == 0 {
+		fam := "IPv4"
+		if pfx.Addr().Is6() {
+			fam = "IPv6"
+		}
+		out = append(out, Problem{Reason: ReasonWholeAddressSpace, Message: fmt.Sprintf(
+			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
+	}
+	if v.pool.Capacity().Sign() == 0 {
+		out = append(out, Problem{Reason: ReasonNoCapacity, Message: fmt.Sprintf(
+			"spec.iprange %s with its %d excludes leaves no address to hand out; FloatingIPs of this range stay pending", v.pool.Prefix(), len(r.Spec.Exclude))})
+	}
+	return out
+}
+
 // Orphans returns the recorded allocations the spec does not cover.
 func (v *View) Orphans() []Orphan { return append([]Orphan(nil), v.orphans...) }
 
@@ -165,24 +201,20 @@ func (v *View) Counts() (capacity *big.Int, used int, available *big.Int) {
 	return capacity, used, available
 }
 
-// Holder returns who holds addr according to the range's record.
+// Holder returns who holds addr according to the range's record, whatever spelling it is
+// recorded in.
 func (v *View) Holder(addr netip.Addr) (v1.Allocation, bool) {
-	a, ok := v.record[addr.String()]
-	return a, ok
+	key, ok := v.index.holder[addr.WithZone("").Unmap()]
+	if !ok {
+		return v1.Allocation{}, false
+	}
+	return v.record[key], true
 }
 
-// HeldBy returns the addresses uid holds in the range's record, lowest first.
+// HeldBy returns the addresses uid holds in the range's record, lowest first. An address recorded
+// twice is held only by the key that wins (see recordIndex).
 func (v *View) HeldBy(uid string) []netip.Addr {
-	var out []netip.Addr
-	for key, a := range v.record {
-		if string(a.UID) == uid {
-			if addr, err := netip.ParseAddr(key); err == nil {
-				out = append(out, addr)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out
+	return v.index.heldBy(v.record, uid)
 }
 
 // plan decides a claim: the address owner gets, the other addresses it holds, and whether the
@@ -194,7 +226,7 @@ func (v *View) plan(owner ipam.Owner, want netip.Addr, problem *Problem) (netip.
 		if len(held) > 0 {
 			return held[0], held[1:], false, nil
 		}
-	} else if a, ok := v.record[want.String()]; ok {
+	} else if a, ok := v.Holder(want); ok {
 		if string(a.UID) == owner.UID {
 			return want, without(held, want), false, nil
 		}
@@ -220,6 +252,7 @@ func (v *View) advance(updated *v1.FloatingIPRange, change func(*ipam.Pool)) {
 		change(v.pool)
 	}
 	v.record = updated.Status.Allocations
+	v.index = indexRecord(v.record)
 	v.ResourceVersion = updated.ResourceVersion
 }
 
@@ -234,7 +267,7 @@ func (v *View) fillCounts(status *v1.FloatingIPRangeStatus) {
 	inPool := 0
 	if v.pool != nil {
 		for key := range status.Allocations {
-			if addr, err := netip.ParseAddr(key); err == nil && v.pool.Check(addr) == nil {
+			if addr, ok := canonical(key); ok && v.pool.Check(addr) == nil {
 				inPool++
 			}
 		}

@@ -29,7 +29,7 @@ type question struct {
 }
 
 // TestQuestions checks questions.yaml against values.yaml: every variable exists with a value of
-// the question's type and the same default, the groups are the five of the form, the chart values
+// the question's type and the same default, the groups are the six of the form, the chart values
 // are multiline, and each OCI chart version shows only when its reference is set.
 func TestQuestions(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(OperatorChart), "questions.yaml"))
@@ -76,7 +76,7 @@ func TestQuestions(t *testing.T) {
 		check(q, "")
 	}
 
-	want := []string{"General", "Guest clusters", "kube-vip chart", "kube-vip-cloud-provider chart", "Monitoring"}
+	want := []string{"General", "Guest clusters", "Security", "kube-vip chart", "kube-vip-cloud-provider chart", "Monitoring"}
 	for _, g := range want {
 		if groups[g] == 0 {
 			t.Errorf("no question in group %q", g)

@@ -21,7 +21,7 @@
 //	kubevipUpdate                     bool                                 false
 //	kubevipNamespace                  DNS-1123 label                       kube-system
 //	kubevipReleaseName                Helm release name                    kube-vip
-//	kubevipChartRepoUrl               http(s) URL, shared by both charts   https://kube-vip.io/helm-charts
+//	kubevipChartRepoUrl               http(s) URL without credentials      https://kube-vip.io/helm-charts
 //	kubevipChartRef                   "" or oci://host/path                ""
 //	kubevipChartVersion               "" or a version such as v1.2.3       ""
 //	kubevipChartValues                YAML mapping                         see Default
@@ -52,6 +52,10 @@
 //     so the result of Parse is always a valid Config. Pass Default(), not a
 //     zero Config, the first time: the zero logrus.Level is PanicLevel, which
 //     is valid and would be kept.
+//   - except kubevipGuestInstall: an invalid value makes it disabled until it
+//     is fixed, because keeping the previous value would widen the scope after
+//     a restart (the previous value is then the default, clusterlabel). A typo
+//     never makes the operator install into more clusters.
 //
 // A chart reference and its version are meant to be set together, to install
 // a pinned chart from an OCI registry; one without the other is almost always
@@ -74,6 +78,23 @@
 // of kubevipChartValues and kubevipCloudProviderChartValues never appears in a
 // Problem or in Config.String; YAML errors are reduced to a line number and a
 // fixed parser message. The values of unknown keys are never echoed either,
-// since a misspelt values key is just as sensitive. Credentials embedded in a
-// URL (user:password@host) are masked wherever a URL is printed.
+// since a misspelt values key is just as sensitive. A repository URL or chart
+// reference holding credentials (user:password@host), a query or a fragment is
+// refused; repository and registry credentials come from a Secret named at
+// deployment level. Credentials and queries are masked wherever a URL is
+// printed.
+//
+// # Policy
+//
+// Which chart sources, transports and images the configuration may use is not
+// the ConfigMap's to decide: whoever can edit it would otherwise choose the
+// code that runs as cluster-owner in every guest cluster. A Policy, built from
+// command-line flags (chart values), holds the allowed chart sources
+// (http(s) repository URLs and oci:// prefixes), whether plain http is
+// allowed, and the allowed image prefixes. Policy.Check reports the charts of
+// a Config it refuses as Problems; the Config keeps them, and the installer
+// refuses to install them (Policy.CheckKubevip, CheckKubevipCloudProvider).
+// Chart values may not set keys that add privileges (securityContext,
+// volumes, hostPID and the like, at any depth), and every "image" in them must
+// be a repository under an allowed prefix.
 package config

@@ -83,6 +83,15 @@ func setInstallMode(c *Config, v string) error {
 	return nil
 }
 
+// installModeOnInvalid applies the narrowest mode for an invalid
+// kubevipGuestInstall rather than the previous one: a typo must never widen
+// what the operator installs, neither while it runs nor after a restart (when
+// the previous value would be the default, clusterlabel).
+func installModeOnInvalid(c *Config) string {
+	c.KubevipGuestInstall = InstallDisabled
+	return fmt.Sprintf("%s is %s until it is fixed", KeyKubevipGuestInstall, InstallDisabled)
+}
+
 func getInstallMode(c Config) string { return string(c.KubevipGuestInstall) }
 
 func boolOption(key string, field func(c *Config) *bool) option {
@@ -152,13 +161,19 @@ func checkReleaseName(v string) error {
 }
 
 // setRepoURL sets both charts, because the original operator has a single
-// repository key for kube-vip and its cloud provider.
+// repository key for kube-vip and its cloud provider. Credentials, a query or a
+// fragment are refused: they would end up in messages, and repository
+// credentials come from the Secret the deployment names.
 func setRepoURL(c *Config, v string) error {
 	v = strings.TrimSpace(v)
 	// url.Parse errors quote the input, so they are not passed on.
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return errors.New("must be an absolute http or https URL, such as https://kube-vip.io/helm-charts")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(v, "@") {
+		return errors.New("must not contain credentials, a query or a fragment; " +
+			"repository credentials come from the Secret named by the deployment (chart-credentials-secret)")
 	}
 	c.Kubevip.RepoURL, c.KubevipCloudProvider.RepoURL = v, v
 	return nil
@@ -175,9 +190,10 @@ func checkChartRef(v string) error {
 		return errors.New(want)
 	}
 	if u.User != nil {
-		// Helm takes registry credentials from "helm registry login", never
-		// from the reference, so these could only leak.
-		return errors.New("must not contain credentials; configure registry authentication instead")
+		// Registry credentials come from the Secret named by the deployment,
+		// never from the reference, so these could only leak.
+		return errors.New("must not contain credentials; registry credentials come from the Secret " +
+			"named by the deployment (chart-credentials-secret)")
 	}
 	return nil
 }

@@ -18,9 +18,13 @@ type Problem struct {
 	Value   string
 	Message string
 	// Warning marks problems that did not change which value is in force:
-	// unknown keys, which are ignored, and incomplete chart selections, which
-	// are kept as given. Only invalid values are not warnings.
+	// unknown keys, which are ignored, incomplete chart selections, which
+	// are kept as given, and charts the deployment's Policy refuses. Only
+	// invalid values are not warnings.
 	Warning bool
+	// Fallback says, for an invalid value, what is in force instead: the
+	// previous value, or for kubevipGuestInstall the narrowest mode.
+	Fallback string
 }
 
 // ProblemKind classifies a Problem. The values are CamelCase so that they can
@@ -55,6 +59,9 @@ type option struct {
 	sensitive bool
 	set       func(c *Config, v string) error
 	get       func(c Config) string
+	// onInvalid, when set, replaces keeping the previous value: it sets what
+	// applies instead and says what that is.
+	onInvalid func(c *Config) string
 }
 
 // allOptions is the single table of keys; its order is the order of Keys and
@@ -66,7 +73,7 @@ func allOptions() []option {
 		{key: KeyOperateGuestClusterInterval, set: setInterval, get: getInterval},
 		{key: KeyMetricsPort, set: setMetricsPort, get: getMetricsPort},
 		boolOption(KeyTraceIPAMData, func(c *Config) *bool { return &c.TraceIPAMData }),
-		{key: KeyKubevipGuestInstall, set: setInstallMode, get: getInstallMode},
+		{key: KeyKubevipGuestInstall, set: setInstallMode, get: getInstallMode, onInvalid: installModeOnInvalid},
 		boolOption(KeyKubevipUpdate, func(c *Config) *bool { return &c.KubevipUpdate }),
 		textOption(KeyKubevipNamespace, checkNamespace, func(c *Config) *string { return &c.KubevipNamespace }),
 		textOption(KeyKubevipReleaseName, checkReleaseName, func(c *Config) *string { return &c.Kubevip.ReleaseName }),
@@ -106,8 +113,13 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		} else {
 			p.Value = echo(raw)
 		}
+		if o.onInvalid != nil {
+			p.Fallback = o.onInvalid(&out)
+		} else {
+			p.Fallback = "the previous value stays in force"
+			keepPrevious(o, &out, previous)
+		}
 		problems = append(problems, p)
-		keepPrevious(o, &out, previous)
 	}
 
 	problems = append(problems, checkPair(out.Kubevip, KeyKubevipChartRef, KeyKubevipChartVersion)...)

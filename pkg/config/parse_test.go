@@ -21,6 +21,9 @@ type keyTest struct {
 	extra   map[string]string // other keys the cases need, e.g. the other half of a pair
 	valid   []validCase
 	invalid []string
+	// onInvalid, when set, is what an invalid value gives instead of the
+	// previous value.
+	onInvalid interface{}
 }
 
 func keyTests() []keyTest {
@@ -72,7 +75,9 @@ func keyTests() []keyTest {
 				{"enabled", InstallEnabled}, {"Disabled", InstallDisabled},
 				{"CLUSTERLABEL", InstallClusterLabel}, {"clusterLabel", InstallClusterLabel},
 			},
-			invalid: []string{"sometimes", "enable", "cluster-label", "true"},
+			invalid: []string{"sometimes", "enable", "disable", "cluster-label", "true"},
+			// A typo never widens the scope: the narrowest mode, not the previous one.
+			onInvalid: InstallDisabled,
 		},
 		{
 			key:   KeyKubevipNamespace,
@@ -90,7 +95,9 @@ func keyTests() []keyTest {
 				{"http://charts.local:8080/x/", [2]string{"http://charts.local:8080/x/", "http://charts.local:8080/x/"}},
 				{"HTTPS://Example.com", [2]string{"HTTPS://Example.com", "HTTPS://Example.com"}},
 			},
-			invalid: []string{"ftp://x", "not a url", "https://", "/relative/path", "https:///nohost", "kube-vip.io/helm-charts", "http://a b"},
+			invalid: []string{"ftp://x", "not a url", "https://", "/relative/path", "https:///nohost", "kube-vip.io/helm-charts", "http://a b",
+				"https://user:pass@charts.example.com/kv", "https://token@charts.example.com", "https://charts.example.com/kv?token=x",
+				"https://charts.example.com/kv#frag"},
 		},
 	}
 
@@ -182,8 +189,15 @@ func TestParseKeys(t *testing.T) {
 					continue
 				}
 				p := problems[0]
-				if f, want := tt.field(got), tt.field(prev); !reflect.DeepEqual(f, want) {
-					t.Errorf("%q: got %#v, want previous %#v", in, f, want)
+				want := tt.field(prev)
+				if tt.onInvalid != nil {
+					want = tt.onInvalid
+				}
+				if f := tt.field(got); !reflect.DeepEqual(f, want) {
+					t.Errorf("%q: got %#v, want %#v", in, f, want)
+				}
+				if p.Fallback == "" {
+					t.Errorf("%q: problem does not say what applies instead: %v", in, p)
 				}
 				if sensitive {
 					if p.Value != "" || !strings.Contains(p.Error(), "not shown") {
@@ -245,6 +259,7 @@ func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
 	for name, prev := range map[string]Config{"zero": {}, "default": Default()} {
 		got, problems := Parse(bad, prev)
 		want := Default()
+		want.KubevipGuestInstall = InstallDisabled // the narrowest mode, never the default
 		if name == "zero" {
 			want.LogLevel = logrus.PanicLevel // the zero Level is a valid level
 		}

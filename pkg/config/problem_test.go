@@ -183,13 +183,35 @@ func TestURLCredentialsMasked(t *testing.T) {
 			t.Errorf("%s: credentials not masked: %v", key, problems)
 		}
 	}
-	// ... and an accepted repository URL keeps them but String does not show them.
-	const repo = "https://user:t0ken@charts.example.com/kv"
-	got, problems := Parse(map[string]string{KeyKubevipChartRepoURL: repo}, Default())
-	if len(problems) != 0 || got.Kubevip.RepoURL != repo {
-		t.Fatalf("got %q, %v", got.Kubevip.RepoURL, problems)
-	}
-	if s := got.String(); strings.Contains(s, "t0ken") || !strings.Contains(s, "charts.example.com") {
+	// ... and String masks them in a hand-built Config.
+	c := Default()
+	c.Kubevip.RepoURL = "https://user:t0ken@charts.example.com/kv?access_token=t0ken"
+	if s := c.String(); strings.Contains(s, "t0ken") || !strings.Contains(s, "charts.example.com") {
 		t.Errorf("String = %s", s)
+	}
+}
+
+// TestRepoURLWithCredentialsRefused: a repository URL carrying credentials is
+// refused (it used to be accepted, and the raw URL reached errors, Events and
+// logs), the previous URL stays in force, and the problem does not repeat the
+// credentials.
+func TestRepoURLWithCredentialsRefused(t *testing.T) {
+	prev := previousConfig(t)
+	for _, repo := range []string{
+		"https://user:S3CRET@charts.example.com/kv",
+		"https://S3CRET@charts.example.com/kv",
+		"https://charts.example.com/kv?token=S3CRET",
+		"http://us/er:S3CRET@charts.example.com/kv",
+	} {
+		got, problems := Parse(map[string]string{KeyKubevipChartRepoURL: repo}, prev)
+		if got.Kubevip.RepoURL != prev.Kubevip.RepoURL || got.KubevipCloudProvider.RepoURL != prev.KubevipCloudProvider.RepoURL {
+			t.Errorf("%s: accepted (%q)", repo, got.Kubevip.RepoURL)
+		}
+		if len(problems) != 1 || problems[0].Kind != ProblemInvalidValue || problems[0].Key != KeyKubevipChartRepoURL {
+			t.Fatalf("%s: problems %v", repo, problems)
+		}
+		if msg := problems[0].Error() + problems[0].Fallback; strings.Contains(msg, "S3CRET") || !strings.Contains(msg, "credentials") {
+			t.Errorf("%s: problem %q", repo, msg)
+		}
 	}
 }

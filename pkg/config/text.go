@@ -108,19 +108,25 @@ func truncate(s string) string {
 	return s[:cut] + "..."
 }
 
-// redactURL masks the user-info part of anything that looks like a URL. It
-// masks everything between the scheme and the last '@' rather than trusting a
-// URL parser, because a password containing '/' or '?' makes a parser place
-// the '@' in the path and the password would show. The user name is masked
-// too, since tokens are often passed as the user name. An '@' that really is
-// in the path gets masked along with the host, which only costs readability.
+// redactURL masks the user-info part and the query of anything that looks
+// like a URL. It masks everything between the scheme and the last '@' rather
+// than trusting a URL parser, because a password containing '/' or '?' makes a
+// parser place the '@' in the path and the password would show. The user name
+// is masked too, since tokens are often passed as the user name. An '@' that
+// really is in the path gets masked along with the host, which only costs
+// readability. The query goes because tokens are passed there as well.
 func redactURL(s string) string {
 	scheme := strings.Index(s, "://")
-	at := strings.LastIndex(s, "@")
-	if scheme < 0 || at < scheme {
+	if scheme < 0 {
 		return s
 	}
-	return s[:scheme+3] + "xxxxx" + s[at:]
+	if at := strings.LastIndex(s, "@"); at > scheme {
+		s = s[:scheme+3] + "xxxxx" + s[at:]
+	}
+	if q := strings.Index(s, "?"); q > scheme {
+		s = s[:q+1] + "xxxxx"
+	}
+	return s
 }
 
 // suggest names the known key an unknown key most likely means: the same

@@ -29,6 +29,16 @@ const readyColumn = `.status.conditions[?(@.type=="Ready")].status`
 // an inclusive IPv6 range 79.
 const maxAddressLength = 96
 
+// mappedAddress matches text that starts with an IPv4-mapped IPv6 address (::ffff:10.0.0.1,
+// 0:0:0:0:0:ffff:a00:1, ::ffff:a00:1): five zero groups, then ffff. Written with "::" before ffff,
+// the address is mapped only when exactly two groups (or a dotted quad) follow ffff; "::ffff:1" is
+// an ordinary IPv6 address. The API server of the oldest supported Kubernetes has no CEL IP
+// library, so the rule is a regular expression (RE2, no look-ahead).
+const mappedAddress = `(0{1,4}:){5}[fF]{4}:` +
+	`|((0{1,4}:){1,4}|:)(:0{1,4})*:[fF]{4}:([0-9]{1,3}([.][0-9]{1,3}){3}|[0-9a-fA-F]{1,4}:[0-9a-fA-F]{1,4})(/|-|$)`
+
+const mappedMessage = "IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are not allowed: write the IPv4 form"
+
 // List returns the CRDs of the kubefip kinds, ready to be written or applied.
 func List() ([]*apiextv1.CustomResourceDefinition, error) {
 	defs := []struct {
@@ -105,6 +115,10 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	iprange.Format = "cidr"
 	iprange.MaxLength = int64Ptr(maxAddressLength)
 	iprange.Description = "The pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64."
+	iprange.XValidations = apiextv1.ValidationRules{{
+		Rule:    "!self.matches('^(" + mappedAddress + ")')",
+		Message: mappedMessage,
+	}}
 	spec.Properties["iprange"] = iprange
 
 	exclude := spec.Properties["exclude"]
@@ -113,6 +127,11 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	items.MinLength = int64Ptr(1)
 	items.MaxLength = int64Ptr(maxAddressLength)
 	items.Pattern = `^[0-9A-Fa-f:.]+(/[0-9]{1,3}|-[0-9A-Fa-f:.]+)?$`
+	// Either end of a range may be the mapped one.
+	items.XValidations = apiextv1.ValidationRules{{
+		Rule:    "!self.matches('(^|-)(" + mappedAddress + ")')",
+		Message: mappedMessage,
+	}}
 	exclude.Items.Schema = &items
 	exclude.Description = "Addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) never handed out."
 	spec.Properties["exclude"] = exclude

@@ -8,11 +8,13 @@ package guest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // KubeconfigKey is the key of Rancher's cluster kubeconfig Secret holding the kubeconfig.
@@ -24,6 +26,9 @@ const DefaultTimeout = 15 * time.Second
 // ErrNoKubeconfig: the Secret has no kubeconfig (yet).
 var ErrNoKubeconfig = errors.New("the cluster's kubeconfig Secret has no kubeconfig")
 
+// ErrInvalidKubeconfig: the Secret's kubeconfig does not parse, or names no usable context.
+var ErrInvalidKubeconfig = errors.New("the cluster's kubeconfig Secret does not hold a valid kubeconfig")
+
 // Client reaches one guest cluster.
 type Client struct {
 	// Name is the guest cluster's name, for messages.
@@ -32,25 +37,51 @@ type Client struct {
 	Kube   kubernetes.Interface
 }
 
-// NewClient builds a client from the kubeconfig bytes of the cluster's Secret. The error never
+// NewClient builds a client from the kubeconfig bytes of the cluster's Secret, for the guest whose
+// management cluster is clusterID (the provisioning cluster's status.clusterName). The kubeconfig
+// is untrusted: it must be what Rancher writes (see CheckKubeconfig), and the client is built from
+// its server, CA data and token alone, so nothing else in it is ever used or run. The error never
 // quotes the kubeconfig: it carries credentials.
-func NewClient(name string, kubeconfig []byte, timeout time.Duration) (*Client, error) {
-	if len(kubeconfig) == 0 {
-		return nil, ErrNoKubeconfig
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+func NewClient(name, clusterID string, kubeconfig []byte, timeout time.Duration) (*Client, error) {
+	kc, err := CheckKubeconfig(kubeconfig, clusterID)
 	if err != nil {
-		return nil, errors.New("the cluster's kubeconfig Secret does not hold a valid kubeconfig")
+		return nil, err
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cfg.Timeout = timeout
-	cfg.QPS, cfg.Burst = 20, 40
-	cfg.UserAgent = "kube-fip-operator"
+	cfg := &rest.Config{
+		Host:            kc.Server,
+		BearerToken:     kc.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: kc.CAData},
+		Timeout:         timeout,
+		QPS:             20,
+		Burst:           40,
+		UserAgent:       "kube-fip-operator",
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for guest cluster %s: %w", name, err)
+		return nil, fmt.Errorf("creating a client for guest cluster %s: %s", name, redact.Error(err, kc.Token))
 	}
 	return &Client{Name: name, Config: cfg, Kube: kube}, nil
+}
+
+// Credentials are the secrets of the client's kubeconfig, for redact.Text: the token, and each
+// part of a Rancher token "<name>:<key>".
+func (c *Client) Credentials() []string {
+	if c == nil || c.Config == nil || c.Config.BearerToken == "" {
+		return nil
+	}
+	token := c.Config.BearerToken
+	out := []string{token}
+	if name, key, ok := strings.Cut(token, ":"); ok {
+		out = append(out, name, key)
+	}
+	return out
+}
+
+// Redact is redact.Text with the client's credentials: the text as it may go into an Event, a
+// condition or a log line.
+func (c *Client) Redact(text string) string {
+	return redact.Text(text, c.Credentials()...)
 }

@@ -57,7 +57,7 @@ func (r *rig) client(t *testing.T, token string) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient("guest001", kc, 5*time.Second)
+	c, err := NewClient("guest001", "c-m-guest001", kc, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := NewInstaller(t.TempDir())
+	in, err := NewInstaller(t.TempDir(), DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
-	in, err := NewInstaller(t.TempDir())
+	in, err := NewInstaller(t.TempDir(), DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +313,11 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 
 func TestNewClientRejectsBadKubeconfigWithoutQuotingIt(t *testing.T) {
 	secret := "super-secret-token-value"
-	_, err := NewClient("x", []byte("apiVersion: v1\nusers:\n- user: {token: "+secret+"}\n  garbage"), time.Second)
+	_, err := NewClient("x", "c-m-x", []byte("apiVersion: v1\nusers:\n- user: {token: "+secret+"}\n  garbage"), time.Second)
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("NewClient error = %v; want an error that does not quote the kubeconfig", err)
 	}
-	if _, err := NewClient("x", nil, time.Second); !errors.Is(err, ErrNoKubeconfig) {
+	if _, err := NewClient("x", "c-m-x", nil, time.Second); !errors.Is(err, ErrNoKubeconfig) {
 		t.Errorf("NewClient(nil) = %v, want ErrNoKubeconfig", err)
 	}
 }

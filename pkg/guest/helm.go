@@ -16,11 +16,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Release is a Helm release the operator keeps installed in a guest cluster.
@@ -36,14 +35,27 @@ type Release struct {
 	Values  map[string]interface{}
 	// Update lets an installed release be upgraded when the chart version or the values differ.
 	Update bool
+	// Credentials, when set, authenticate to the chart repository or OCI registry.
+	Credentials *Credentials
 }
 
-func (r Release) source() string {
+// Credentials authenticate to a chart repository or an OCI registry. They come from a Secret named
+// at deployment level, never from a URL, and are never written to a message, an Event or a log.
+type Credentials struct {
+	Username string
+	Password string
+}
+
+// location is where the chart comes from, as configured; it keys the chart cache.
+func (r Release) location() string {
 	if r.Ref != "" {
 		return r.Ref
 	}
 	return strings.TrimSuffix(r.RepoURL, "/") + "/" + r.Chart
 }
+
+// source is the chart's location for messages, without any credentials a URL may carry.
+func (r Release) source() string { return redact.URL(r.location()) }
 
 // Outcome says what Ensure did.
 type Outcome string
@@ -56,35 +68,46 @@ const (
 	Recovered Outcome = "recovered"
 )
 
-// Installer installs and upgrades releases with the Helm SDK. Its caches live under a writable
-// directory from configuration (the container's root file system is read-only).
+// Installer installs and upgrades releases with the Helm SDK. Charts are fetched with bounded
+// requests (see Limits), one fetch per chart however many clusters ask for it at once, and kept
+// in memory; no lock is held while a chart source is read.
 type Installer struct {
-	settings *cli.EnvSettings
 	// chartTTL is how long a chart without a pinned version is reused before its repository is
 	// asked again for the newest.
 	chartTTL time.Duration
+	fetcher  *fetcher
 
 	mu     sync.Mutex
-	charts map[string]cachedChart
+	charts map[string]*chartEntry
 }
 
-type cachedChart struct {
-	chart   *chart.Chart
+// chartEntry is one chart as fetched, or being fetched: done closes when the fetch ends.
+type chartEntry struct {
+	done chan struct{}
+	// data is the chart archive; every install loads its own copy, as Helm changes a chart
+	// while it installs it.
+	data    []byte
+	err     error
 	fetched time.Time
 }
 
-// NewInstaller keeps Helm's repository and registry caches under dir.
-func NewInstaller(dir string) (*Installer, error) {
-	for _, sub := range []string{"repository", "registry"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("creating the Helm cache under %s: %w", dir, err)
-		}
+// NewInstaller keeps its short-lived files under dir (the container's root file system is
+// read-only) and fetches charts within limits.
+func NewInstaller(dir string, limits Limits) (*Installer, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the Helm cache under %s: %w", dir, err)
 	}
-	settings := cli.New()
-	settings.RepositoryCache = filepath.Join(dir, "repository")
-	settings.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
-	settings.RegistryConfig = filepath.Join(dir, "registry", "config.json")
-	return &Installer{settings: settings, chartTTL: 10 * time.Minute, charts: map[string]cachedChart{}}, nil
+	// An empty registry credentials store: credentials come only from the release, never from
+	// a file that someone else may write.
+	credentials := filepath.Join(dir, "registry-config.json")
+	if err := os.WriteFile(credentials, []byte("{}"), 0o600); err != nil {
+		return nil, fmt.Errorf("creating the Helm cache under %s: %w", dir, err)
+	}
+	return &Installer{
+		chartTTL: 10 * time.Minute,
+		fetcher:  &fetcher{limits: limits, tempDir: dir, credentialsFile: credentials},
+		charts:   map[string]*chartEntry{},
+	}, nil
 }
 
 // InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
@@ -99,7 +122,7 @@ var ErrReleaseBusy = errors.New("the release is being changed right now")
 func (in *Installer) configuration(c *Client, namespace string) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	debug := func(format string, v ...interface{}) {
-		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, fmt.Sprintf(format, v...))
+		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, c.Redact(fmt.Sprintf(format, v...)))
 	}
 	if err := cfg.Init(NewRESTClientGetter(c.Config, namespace), namespace, "secret", debug); err != nil {
 		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
@@ -145,15 +168,20 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	if last != nil && outcome != Recovered && !rel.Update {
 		return Unchanged, nil
 	}
-	ch, err := in.chart(cfg, rel)
+	ch, err := in.chart(ctx, rel)
 	if err != nil {
 		return "", err
+	}
+	if err := validateValues(ch, rel.Values); err != nil {
+		return "", fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
 	}
 	if last == nil {
 		install := action.NewInstall(cfg)
 		install.Namespace, install.ReleaseName = rel.Namespace, rel.Name
 		install.CreateNamespace = true
 		install.Timeout = InstallTimeout
+		// validateValues did it, without the file and network references Helm would follow.
+		install.SkipSchemaValidation = true
 		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
 			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
 		}
@@ -166,6 +194,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	upgrade.Namespace = rel.Namespace
 	upgrade.MaxHistory = 5
 	upgrade.Timeout = InstallTimeout
+	upgrade.SkipSchemaValidation = true
 	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
 		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
 	}
@@ -175,48 +204,69 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	return Upgraded, nil
 }
 
-// chart fetches the release's chart, reusing one fetched recently. Fetches are serialised: they
-// share Helm's cache directory.
-func (in *Installer) chart(cfg *action.Configuration, rel Release) (*chart.Chart, error) {
-	key := rel.source() + "@" + rel.Version
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if cached, ok := in.charts[key]; ok && (rel.Version != "" || time.Since(cached.fetched) < in.chartTTL) {
-		return cached.chart, nil
-	}
+// ErrChartPending: the chart is still being fetched; the install is tried again later, and the
+// worker is free meanwhile.
+var ErrChartPending = errors.New("the chart is still being fetched")
 
-	opts := action.ChartPathOptions{Version: rel.Version}
-	name := rel.Chart
-	if rel.Ref != "" {
-		name = rel.Ref
-		plain := loopbackRegistry(rel.Ref)
-		options := []registry.ClientOption{registry.ClientOptCredentialsFile(in.settings.RegistryConfig)}
-		if plain {
-			options = append(options, registry.ClientOptPlainHTTP())
-		}
-		rc, err := registry.NewClient(options...)
-		if err != nil {
-			return nil, fmt.Errorf("creating the OCI registry client: %w", err)
-		}
-		cfg.RegistryClient = rc
-		opts.PlainHTTP = plain
-		install := action.NewInstall(cfg)
-		install.ChartPathOptions = opts
-		install.SetRegistryClient(rc)
-		opts = install.ChartPathOptions
-	} else {
-		opts.RepoURL = rel.RepoURL
+// chart returns the release's chart: from memory when fetched recently (a pinned version is kept
+// for good), else from one fetch shared by every caller. A caller waits for the fetch at most
+// Limits.Wait or until ctx ends; the fetch itself goes on within its own timeout, so a stalled
+// source holds up only the installs that need it, and those only briefly. A failed fetch is
+// remembered for Limits.FailureTTL.
+func (in *Installer) chart(ctx context.Context, rel Release) (*chart.Chart, error) {
+	key := rel.location() + "@" + rel.Version
+	in.mu.Lock()
+	e, ok := in.charts[key]
+	if ok && e.stale(rel.Version != "", in.chartTTL, in.fetcher.limits.FailureTTL) {
+		ok = false
 	}
-	path, err := opts.LocateChart(name, in.settings)
+	if !ok {
+		e = &chartEntry{done: make(chan struct{})}
+		in.charts[key] = e
+		go func() {
+			// Detached from the caller: other clusters may be waiting for the same fetch.
+			data, err := in.fetcher.fetch(context.WithoutCancel(ctx), rel)
+			in.mu.Lock()
+			e.data, e.err, e.fetched = data, err, time.Now()
+			in.mu.Unlock()
+			close(e.done)
+		}()
+	}
+	in.mu.Unlock()
+
+	wait := time.NewTimer(in.fetcher.limits.Wait)
+	defer wait.Stop()
+	select {
+	case <-e.done:
+	case <-wait.C:
+		return nil, fmt.Errorf("%w from %s %s", ErrChartPending, rel.source(), versionText(rel.Version))
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w from %s %s: %v", ErrChartPending, rel.source(), versionText(rel.Version), ctx.Err())
+	}
+	in.mu.Lock()
+	data, err := e.data, e.err
+	in.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("fetching chart %s %s: %w", rel.source(), rel.Version, err)
+		return nil, err
 	}
-	ch, err := loader.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", rel.source(), err)
+	return loadArchive(data)
+}
+
+// stale reports whether a finished entry must be fetched again; one in flight never is.
+func (e *chartEntry) stale(pinned bool, ttl, failureTTL time.Duration) bool {
+	select {
+	case <-e.done:
+	default:
+		return false
 	}
-	in.charts[key] = cachedChart{chart: ch, fetched: time.Now()}
-	return ch, nil
+	switch {
+	case e.err != nil:
+		return time.Since(e.fetched) >= failureTTL
+	case pinned:
+		return false
+	default:
+		return time.Since(e.fetched) >= ttl
+	}
 }
 
 // loopbackRegistry reports whether an OCI reference points at a registry on this machine, which is

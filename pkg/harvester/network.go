@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Network is a Harvester VM network (a NetworkAttachmentDefinition). Namespace is empty when the
@@ -128,11 +130,24 @@ func parseNetwork(s string) (Network, *Problem) {
 			return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
 		}
 	}
+	var n Network
 	switch len(parts) {
 	case 1:
-		return Network{Name: parts[0]}, nil
+		n = Network{Name: parts[0]}
 	case 2:
-		return Network{Namespace: parts[0], Name: parts[1]}, nil
+		n = Network{Namespace: parts[0], Name: parts[1]}
+	default:
+		return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
 	}
-	return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
+	// The network is a NetworkAttachmentDefinition: its namespace a DNS-1123 label, its name a
+	// DNS-1123 subdomain. Anything else names no network, and is not copied any further.
+	if n.Namespace != "" && len(validation.IsDNS1123Label(n.Namespace)) > 0 {
+		return Network{}, problemf(ReasonInvalidNetwork,
+			"is not namespace/name: the namespace must be a DNS-1123 label (at most 63 lower-case letters, digits and '-')")
+	}
+	if len(validation.IsDNS1123Subdomain(n.Name)) > 0 {
+		return Network{}, problemf(ReasonInvalidNetwork,
+			"is not namespace/name: the name must be a DNS-1123 subdomain (at most 253 lower-case letters, digits, '-' and '.')")
+	}
+	return n, nil
 }

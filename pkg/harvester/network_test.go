@@ -57,6 +57,26 @@ func TestNetworkOf(t *testing.T) {
 			problem: ReasonInvalidNetwork, contains: "none of the 2 networkInfo interfaces"},
 		{name: "networkInfo interface network malformed", fields: map[string]interface{}{"networkInfo": `{"interfaces":[{"networkName":"a//b"}]}`},
 			problem: ReasonInvalidNetwork, contains: "interface 1"},
+		{name: "networkName upper case", fields: map[string]interface{}{"networkName": "default/VLAN10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123 subdomain"},
+		{name: "networkName namespace upper case", fields: map[string]interface{}{"networkName": "Default/vlan10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123 label"},
+		{name: "networkName namespace with a dot", fields: map[string]interface{}{"networkName": "de.fault/vlan10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123 label"},
+		{name: "networkName blank inside", fields: map[string]interface{}{"networkName": "default/vlan 10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123"},
+		{name: "networkName control characters", fields: map[string]interface{}{"networkName": "default/vlan\n\x1b[31mred"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123"},
+		{name: "networkName bare, not a name", fields: map[string]interface{}{"networkName": "vlan_10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123"},
+		{name: "networkName name too long", fields: map[string]interface{}{"networkName": "default/" + strings.Repeat("a", 254)},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123"},
+		{name: "networkName namespace too long", fields: map[string]interface{}{"networkName": strings.Repeat("a", 64) + "/vlan10"},
+			problem: ReasonInvalidNetwork, contains: "DNS-1123"},
+		{name: "networkName dotted name", fields: map[string]interface{}{"networkName": "default/vlan10.prod"},
+			want: "default/vlan10.prod", from: "networkName"},
+		{name: "networkInfo interface network not a name", fields: map[string]interface{}{"networkInfo": `{"interfaces":[{"networkName":"default/<script>"}]}`},
+			problem: ReasonInvalidNetwork, contains: "interface 1"},
 		{name: "networkInfo a number", fields: map[string]interface{}{"networkInfo": 3.0},
 			problem: ReasonInvalidNetwork, contains: "not a JSON string"},
 	}
@@ -111,5 +131,13 @@ func TestLongValuesAreShortenedInMessages(t *testing.T) {
 	}
 	if len(p.Message) > 300 {
 		t.Errorf("problem message of %d characters; want a short one", len(p.Message))
+	}
+}
+
+func TestExplainShortensLongValues(t *testing.T) {
+	long := strings.Repeat("h", 10000)
+	p := Selection{}.Explain(false, long, Network{Name: "vlan10"})
+	if p == nil || len(p.Message) > 300 {
+		t.Errorf("Explain echoed a %d-character display name in full", len(long))
 	}
 }

@@ -66,3 +66,15 @@ func quote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// clip shortens s for a message where it is not quoted.
+func clip(s string) string {
+	if len(s) > maxQuoted {
+		return s[:maxQuoted] + "..."
+	}
+	return s
+}
+
+// Clip shortens a value read from Rancher's objects (a display name) for a message or a metric
+// label, like the values the Problems of this package repeat.
+func Clip(s string) string { return clip(s) }

@@ -56,11 +56,11 @@ func (s Selection) Explain(ok bool, harvesterCluster string, network Network) *P
 	switch {
 	case !ok:
 		return problemf(ReasonNoMatchingRange,
-			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", harvesterCluster)
+			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", clip(harvesterCluster))
 	case !s.NetworkMatched:
 		return problemf(ReasonRangeNetworkMismatch,
 			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, the first by name",
-			plural(s.Candidates, "FloatingIPRange"), harvesterCluster, network.Name, s.Range)
+			plural(s.Candidates, "FloatingIPRange"), clip(harvesterCluster), clip(network.Name), s.Range)
 	}
 	return nil
 }

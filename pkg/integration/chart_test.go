@@ -201,19 +201,19 @@ func accesses(verbs []string, group, resource string, namespaces ...string) []ac
 // operator's service account may do. "" as namespace is a cluster-wide request.
 func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
-	read, crud := []string{"get", "list", "watch"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	// Only what TestLeastPrivilegeRuleRemoval shows the operator needs.
+	read, watch := []string{"get", "list", "watch"}, []string{"list", "watch"}
 	const guestNS = "c-m-abcd1234"
 	var allowed []access
-	allowed = append(allowed, accesses(read, "", "namespaces", "")...)
-	allowed = append(allowed, accesses(read, "provisioning.cattle.io", "clusters", "", "fleet-default")...)
-	allowed = append(allowed, accesses(read, "management.cattle.io", "clusters", "")...)
-	allowed = append(allowed, accesses(read, "rke-machine-config.cattle.io", "harvesterconfigs", "", "fleet-default")...)
-	allowed = append(allowed, accesses(crud, "kubefip.k8s.binbash.org", "floatingips", "", guestNS)...)
-	allowed = append(allowed, accesses(crud, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
-	allowed = append(allowed, accesses([]string{"get", "update", "patch"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
-	allowed = append(allowed, accesses([]string{"get", "update", "patch"}, "kubefip.k8s.binbash.org", "floatingipranges/status", "")...)
+	allowed = append(allowed, accesses(watch, "", "namespaces", "")...)
+	allowed = append(allowed, accesses(watch, "provisioning.cattle.io", "clusters", "", "fleet-default")...)
+	allowed = append(allowed, accesses(watch, "management.cattle.io", "clusters", "")...)
+	allowed = append(allowed, accesses(watch, "rke-machine-config.cattle.io", "harvesterconfigs", "", "fleet-default")...)
+	allowed = append(allowed, accesses([]string{"get", "list", "watch", "create", "update", "delete"}, "kubefip.k8s.binbash.org", "floatingips", "", guestNS)...)
+	allowed = append(allowed, accesses([]string{"get", "list", "watch", "update"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
+	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingipranges/status", "")...)
 	allowed = append(allowed, accesses([]string{"create", "patch"}, "", "events", guestNS, chartNamespace, "fleet-default", "default")...)
-	allowed = append(allowed, accesses([]string{"create", "patch"}, "events.k8s.io", "events", guestNS, chartNamespace)...)
 	allowed = append(allowed, accesses(read, "", "configmaps", chartNamespace)...)
 	allowed = append(allowed, accesses([]string{"get", "create", "update"}, "coordination.k8s.io", "leases", chartNamespace)...)
 	allowed = append(allowed, accesses(read, "", "secrets", "fleet-default", "cattle-global-data")...)
@@ -231,6 +231,9 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	denied = append(denied, accesses([]string{"delete"}, "coordination.k8s.io", "leases", chartNamespace)...)
 	denied = append(denied, accesses([]string{"create", "escalate", "bind"}, "rbac.authorization.k8s.io", "clusterroles", "")...)
 	denied = append(denied, accesses([]string{"list", "create"}, "", "pods", chartNamespace)...)
+	denied = append(denied, accesses([]string{"create", "patch", "delete"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	denied = append(denied, accesses([]string{"patch"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
+	denied = append(denied, accesses([]string{"create"}, "events.k8s.io", "events", guestNS)...)
 
 	for want, list := range map[bool][]access{true: allowed, false: denied} {
 		for _, a := range list {

@@ -66,10 +66,12 @@ func (f *fixture) cleanup() {
 }
 
 // operator starts the operator for this fixture's namespace and returns it and its metrics port.
+// It may install from the tests' loopback chart repositories and registries; extra flags come
+// after, so a test can set its own allow-list.
 func (f *fixture) operator(extra ...string) (*testenv.Process, int) {
 	f.t.Helper()
 	port := freePort(f.t)
-	p := startOperator(f.t, f.ns, port, extra...)
+	p := startOperator(f.t, f.ns, port, append(testenv.LoopbackChartSourceArgs(), extra...)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}

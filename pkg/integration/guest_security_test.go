@@ -37,7 +37,8 @@ func kubevipDaemonSet(release string) *appsv1.DaemonSet {
 // guests: one still provisioning (the proxy answers 503), one with the Harvester cloud provider's
 // kube-vip DaemonSet and one with somebody else's. The provisioning one is Provisioning, not down;
 // Harvester's DaemonSet is patched once, the other left alone; a rotated kubeconfig is used at
-// once and the old token is refused; and no token, kubeconfig or certificate appears in the logs.
+// once and the old token is refused; and no token, kubeconfig or certificate appears in the logs,
+// the Events or the conditions.
 func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "c-m-secure")
@@ -108,7 +109,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := guestclient.NewClient("stale", oldKubeconfig, 5*time.Second)
+	stale, err := guestclient.NewClient("stale", harv.id, oldKubeconfig, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,14 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	logs := p.Logs()
 	if !strings.Contains(logs, "level=trace") && !strings.Contains(logs, "level=debug") {
 		t.Error("the operator logged nothing below info: the log check would prove nothing")
+	}
+	// Nor in the Events and conditions people read.
+	texts := guestTexts(t, harv.id, other.id, prov.id)
+	for what, needle := range map[string]string{"the old token": oldToken, "the new token": harv.token, "the other cluster token": other.token,
+		"the provisioning cluster token": prov.token, "a certificate": "BEGIN CERTIFICATE", "a bearer header": "Bearer "} {
+		if strings.Contains(texts, needle) {
+			t.Errorf("an Event or condition contains %s", what)
+		}
 	}
 	for what, needle := range map[string]string{
 		"the old token":            oldToken,

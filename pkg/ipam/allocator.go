@@ -25,7 +25,7 @@ func NewAllocator() *Allocator { return &Allocator{} }
 func (al *Allocator) pool(name string) (*Pool, error) {
 	p, ok := al.pools[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrPoolNotFound, name)
+		return nil, fmt.Errorf("%w: %s", ErrPoolNotFound, Quote(name))
 	}
 	return p, nil
 }
@@ -39,13 +39,13 @@ func (al *Allocator) SetPool(name, cidr string, exclude []string) ([]Allocation,
 	if p, ok := al.pools[name]; ok {
 		orphans, err := p.Resize(cidr, exclude)
 		if err != nil {
-			return orphans, fmt.Errorf("pool %q: %w", name, err)
+			return orphans, fmt.Errorf("pool %s: %w", Quote(name), err)
 		}
 		return nil, nil
 	}
 	p, err := NewPool(cidr, exclude)
 	if err != nil {
-		return nil, fmt.Errorf("pool %q: %w", name, err)
+		return nil, fmt.Errorf("pool %s: %w", Quote(name), err)
 	}
 	if al.pools == nil {
 		al.pools = make(map[string]*Pool)

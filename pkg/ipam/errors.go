@@ -20,6 +20,10 @@ var (
 	// ErrExcludeOutsideRange means an exclude is not entirely inside the
 	// range, which almost always indicates a typo in the range definition.
 	ErrExcludeOutsideRange = errors.New("ipam: exclude outside range")
+	// ErrMappedAddress means an IPv4-mapped IPv6 address (::ffff:10.0.0.1) or prefix was given.
+	// Such a range would hold addresses that are IPv4 on the wire and IPv6 in the record, and
+	// every address handed out from it would be reported out of range; the IPv4 form is meant.
+	ErrMappedAddress = errors.New("ipam: IPv4-mapped IPv6 addresses are not allowed")
 	// ErrFamilyMismatch means IPv4 and IPv6 were mixed in one definition.
 	ErrFamilyMismatch = errors.New("ipam: address family mismatch")
 

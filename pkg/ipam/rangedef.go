@@ -32,10 +32,13 @@ func parseDef(cidr string, exclude []string) (rangeDef, error) {
 	}
 	pfx, err := netip.ParsePrefix(cidr)
 	if err != nil {
-		return rangeDef{}, fmt.Errorf("%w %q: %w", ErrInvalidPrefix, cidr, err)
+		return rangeDef{}, fmt.Errorf("%w %s: %s", ErrInvalidPrefix, Quote(cidr), cause(err))
+	}
+	if pfx.Addr().Is4In6() {
+		return rangeDef{}, fmt.Errorf("%w %s: %w; write the IPv4 range instead", ErrInvalidPrefix, Quote(cidr), ErrMappedAddress)
 	}
 	if m := pfx.Masked(); m != pfx {
-		return rangeDef{}, fmt.Errorf("%w: %q should be written %s", ErrHostBitsSet, cidr, m)
+		return rangeDef{}, fmt.Errorf("%w: %s should be written %s", ErrHostBitsSet, Quote(cidr), m)
 	}
 
 	whole := netipx.RangeOfPrefix(pfx)
@@ -85,32 +88,35 @@ func parseExclude(s string, pfx netip.Prefix) (netipx.IPRange, error) {
 	case strings.Contains(s, "-"):
 		var err error
 		if r, err = netipx.ParseIPRange(s); err != nil {
-			return r, fmt.Errorf("%w %q: %w", ErrInvalidExclude, s, err)
+			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
 		}
 	case strings.Contains(s, "/"):
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %q: %w", ErrInvalidExclude, s, err)
+			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
 		}
 		if m := p.Masked(); m != p {
-			return r, fmt.Errorf("%w %q: %w, should be written %s", ErrInvalidExclude, s, ErrHostBitsSet, m)
+			return r, fmt.Errorf("%w %s: %w, should be written %s", ErrInvalidExclude, Quote(s), ErrHostBitsSet, m)
 		}
 		r = netipx.RangeOfPrefix(p)
 	default:
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %q: %w", ErrInvalidExclude, s, err)
+			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
 		}
 		if a.Zone() != "" {
-			return r, fmt.Errorf("%w %q: zones are not allowed", ErrInvalidExclude, s)
+			return r, fmt.Errorf("%w %s: zones are not allowed", ErrInvalidExclude, Quote(s))
 		}
 		r = netipx.IPRangeFrom(a, a)
 	}
+	if r.From().Is4In6() || r.To().Is4In6() {
+		return r, fmt.Errorf("%w %s: %w; write the IPv4 address instead", ErrInvalidExclude, Quote(s), ErrMappedAddress)
+	}
 	if r.From().Is4() != pfx.Addr().Is4() {
-		return r, fmt.Errorf("%w: exclude %q in %s range %s", ErrFamilyMismatch, s, family(pfx.Addr()), pfx)
+		return r, fmt.Errorf("%w: exclude %s in %s range %s", ErrFamilyMismatch, Quote(s), family(pfx.Addr()), pfx)
 	}
 	if !pfx.Contains(r.From()) || !pfx.Contains(r.To()) {
-		return r, fmt.Errorf("%w: exclude %q is not inside %s", ErrExcludeOutsideRange, s, pfx)
+		return r, fmt.Errorf("%w: exclude %s is not inside %s", ErrExcludeOutsideRange, Quote(s), pfx)
 	}
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestNewPoolErrors(t *testing.T) {
@@ -35,7 +36,12 @@ func TestNewPoolErrors(t *testing.T) {
 		{"exclude v6 in v4", "10.0.0.0/24", []string{"2001:db8::1"}, ErrFamilyMismatch, "2001:db8::1"},
 		{"exclude v6 cidr in v4", "10.0.0.0/24", []string{"2001:db8::/120"}, ErrFamilyMismatch, "2001:db8::/120"},
 		{"exclude v4 in v6", "2001:db8::/64", []string{"10.0.0.1-10.0.0.2"}, ErrFamilyMismatch, "10.0.0.1-10.0.0.2"},
-		{"exclude mapped in v4", "10.0.0.0/24", []string{"::ffff:10.0.0.1"}, ErrFamilyMismatch, "::ffff:10.0.0.1"},
+		{"exclude mapped in v4", "10.0.0.0/24", []string{"::ffff:10.0.0.1"}, ErrMappedAddress, "::ffff:10.0.0.1"},
+		{"mapped v6 prefix", "::ffff:10.0.0.0/120", nil, ErrMappedAddress, "::ffff:10.0.0.0/120"},
+		{"mapped v6 prefix, long form", "0:0:0:0:0:ffff:a00:0/120", nil, ErrMappedAddress, "0:0:0:0:0:ffff:a00:0/120"},
+		{"exclude mapped in v6", "::/0", []string{"::ffff:10.0.0.1"}, ErrMappedAddress, "::ffff:10.0.0.1"},
+		{"exclude mapped range in v6", "::/0", []string{"::1-::ffff:10.0.0.1"}, ErrMappedAddress, "::ffff:10.0.0.1"},
+		{"exclude mapped prefix in v6", "::/0", []string{"::ffff:10.0.0.0/120"}, ErrMappedAddress, "::ffff:10.0.0.0/120"},
 		{"exclude outside", "10.0.0.0/24", []string{"10.0.1.1"}, ErrExcludeOutsideRange, "10.0.1.1"},
 		{"exclude straddles", "10.0.0.0/24", []string{"10.0.0.250-10.0.1.5"}, ErrExcludeOutsideRange, "10.0.0.250-10.0.1.5"},
 		{"exclude bigger", "10.0.0.0/24", []string{"10.0.0.0/23"}, ErrExcludeOutsideRange, "10.0.0.0/23"},
@@ -69,5 +75,40 @@ func TestExcludeForms(t *testing.T) {
 		if ex := p.Excludes(); len(ex) != 1 || ex[0].String() != tc.want {
 			t.Errorf("exclude %q parsed as %v, want %s", tc.exclude, ex, tc.want)
 		}
+	}
+}
+
+// TestErrorsEchoBoundedInput: an error repeats enough of a bad value to recognise it, never the
+// whole of it, however long it is.
+func TestErrorsEchoBoundedInput(t *testing.T) {
+	huge := strings.Repeat("1", 10<<20)
+	tests := []struct {
+		name    string
+		cidr    string
+		exclude []string
+	}{
+		{"cidr", huge, nil},
+		{"cidr with length", "10.0.0.0/" + huge, nil},
+		{"exclude address", "10.0.0.0/24", []string{huge}},
+		{"exclude cidr", "10.0.0.0/24", []string{"10.0.0.0/" + huge}},
+		{"exclude range", "10.0.0.0/24", []string{"10.0.0.1-" + huge}},
+		{"exclude multibyte", "10.0.0.0/24", []string{strings.Repeat("é", 1<<20)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewPool(tc.cidr, tc.exclude)
+			if err == nil {
+				t.Fatal("NewPool accepted the value")
+			}
+			if n := len(err.Error()); n > 4*MaxEcho {
+				t.Errorf("error is %d bytes long, want at most %d", n, 4*MaxEcho)
+			}
+			if !strings.Contains(err.Error(), "…") {
+				t.Errorf("error %.100q... does not show that the value was shortened", err)
+			}
+			if !utf8.ValidString(err.Error()) {
+				t.Errorf("error is not valid UTF-8 after shortening")
+			}
+		})
 	}
 }

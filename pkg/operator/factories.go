@@ -28,11 +28,10 @@ func (o *Operator) newFactories() (*Factories, error) {
 	shared, err := controller.NewSharedControllerFactoryFromConfigWithOptions(o.rest, o.scheme, &controller.SharedControllerFactoryOptions{
 		DefaultWorkers: o.opts.Threads,
 		CacheOptions: &cache.SharedCacheFactoryOptions{
-			// Least privilege: ConfigMaps are read only in the operator's namespace, Secrets only
-			// in Rancher's provisioning namespace (the guest clusters' kubeconfigs).
+			// Least privilege: ConfigMaps are read only in the operator's namespace. No Secret is
+			// cached here: kubeconfigs are read with one GET each (see secretMetadata).
 			KindNamespace: map[schema.GroupVersionKind]string{
 				corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.opts.Namespace,
-				corev1.SchemeGroupVersion.WithKind("Secret"):    o.opts.FleetNamespace,
 			},
 		},
 	})

@@ -16,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
@@ -56,6 +59,12 @@ type Options struct {
 	GuestTimeout time.Duration
 	// HelmCacheDir is a writable directory for Helm's caches.
 	HelmCacheDir string
+	// ChartPolicy is what kube-fip-config may install into guest clusters: chart sources,
+	// plain http, images. Set at deployment level; the zero Policy allows nothing.
+	ChartPolicy config.Policy
+	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
+	// authenticate to the chart repositories and OCI registries.
+	ChartCredentialsSecret string
 }
 
 // Operator is one running instance.
@@ -184,7 +193,7 @@ func (o *Operator) start(ctx context.Context) error {
 	fips := f.Kubefip.Kubefip().V1().FloatingIP()
 	alloc := allocation.NewManager(ranges, ranges.Cache())
 
-	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.recorder, o.metrics)
+	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.opts.ChartPolicy, o.recorder, o.metrics)
 	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
 	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
 	if err := discovery.Register(ctx, discovery.Options{
@@ -195,21 +204,30 @@ func (o *Operator) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	secretMetadata, err := o.secretMetadata(ctx)
+	if err != nil {
+		return err
+	}
 	guests, err := guestcluster.Register(ctx, guestcluster.Deps{
-		FloatingIPs:  fips,
-		Ranges:       ranges.Cache(),
-		Alloc:        alloc,
-		Provisioning: f.Provisioning.Provisioning().V1().Cluster(),
-		Management:   f.Management.Management().V3().Cluster(),
-		Secrets:      f.Core.Core().V1().Secret(),
-		Store:        o.store,
-		Metrics:      o.metrics,
-		Recorder:     o.recorder,
+		FloatingIPs:    fips,
+		Ranges:         ranges.Cache(),
+		Alloc:          alloc,
+		Provisioning:   f.Provisioning.Provisioning().V1().Cluster(),
+		Management:     f.Management.Management().V3().Cluster(),
+		Secrets:        o.client.CoreV1(),
+		SecretMetadata: secretMetadata,
+		Store:          o.store,
+		Metrics:        o.metrics,
+		Recorder:       o.recorder,
 	}, guestcluster.Options{
 		FleetNamespace: o.opts.FleetNamespace,
 		Workers:        o.opts.GuestWorkers,
 		Timeout:        o.opts.GuestTimeout,
 		HelmCacheDir:   o.opts.HelmCacheDir,
+
+		ChartPolicy:            o.opts.ChartPolicy,
+		Namespace:              o.opts.Namespace,
+		ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 	})
 	if err != nil {
 		return err
@@ -262,4 +280,18 @@ func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager, fips ku
 		}
 		timer.Reset(cfg.OperateGuestClusterInterval)
 	}
+}
+
+// secretMetadata starts a metadata-only informer on the Secrets of Rancher's fleet namespace: names
+// and resourceVersions tell the guest controller when a kubeconfig rotates, and no Secret's data
+// is ever cached. The guest controller GETs the one kubeconfig a pass needs.
+func (o *Operator) secretMetadata(ctx context.Context) (cache.SharedIndexInformer, error) {
+	client, err := metadata.NewForConfig(o.rest)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, o.opts.FleetNamespace, nil)
+	informer := factory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
+	go informer.Run(ctx.Done())
+	return informer, nil
 }

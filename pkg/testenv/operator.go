@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 )
 
 // BuildOperator builds the operator binary into dir and returns its path. Tests run the real
@@ -29,6 +31,14 @@ func BuildOperator(dir string) (string, error) {
 		return "", fmt.Errorf("building the operator: %w\n%s", err, output)
 	}
 	return out, nil
+}
+
+// LoopbackChartSourceArgs are the operator flags that let it install from chart repositories and
+// OCI registries served on 127.0.0.1 at any port, as the tests and the development environment
+// serve them, besides the upstream sources. Plain http is needed for them.
+func LoopbackChartSourceArgs() []string {
+	sources := append(config.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
+	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources"}
 }
 
 // Process is a running operator binary whose output is kept for inspection.

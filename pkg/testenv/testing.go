@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"net"
+	"sync"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -26,4 +28,37 @@ func OCIRegistryForTest(t testing.TB) *OCIRegistry {
 	}
 	t.Cleanup(func() { _ = oci.Close() })
 	return oci
+}
+
+// StallingServerForTest listens on a loopback port, accepts every connection and never answers,
+// as a hung chart repository or registry does; it returns the address (host:port) and closes
+// everything when the test ends.
+func StallingServerForTest(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
 }

@@ -1,6 +1,8 @@
 // Package configmap reloads the operator's configuration from the kube-fip-config ConfigMap while
 // the operator runs. A bad value is reported on the ConfigMap as a Warning Event naming the key,
-// and the previous good value of that key stays in force.
+// and the previous good value of that key stays in force (kubevipGuestInstall: disabled). A chart
+// the deployment's policy does not allow is reported the same way; it stays in the configuration,
+// and the guest operations refuse to install it.
 package configmap
 
 import (
@@ -16,22 +18,25 @@ import (
 )
 
 // ReasonReloaded is the Normal Event reason of a reload; a problem's Event uses the problem's kind
-// (InvalidValue, UnknownKey, IncompleteChartSelection) as its reason.
+// (InvalidValue, UnknownKey, IncompleteChartSelection, ChartSourceNotAllowed,
+// ChartValuesNotAllowed) as its reason.
 const ReasonReloaded = "Reloaded"
 
 type handler struct {
 	namespace string
 	store     *config.Store
+	policy    config.Policy
 	recorder  record.EventRecorder
 	metrics   *metrics.Metrics
 	// lastVersion is the resourceVersion last handled, so that a resync does not repeat Events.
 	lastVersion string
 }
 
-// Register watches the kube-fip-config ConfigMap in namespace and keeps store current.
+// Register watches the kube-fip-config ConfigMap in namespace and keeps store current. Charts that
+// policy refuses are reported on the ConfigMap.
 func Register(ctx context.Context, namespace string, configMaps corecontrollers.ConfigMapController,
-	store *config.Store, recorder record.EventRecorder, m *metrics.Metrics) {
-	h := &handler{namespace: namespace, store: store, recorder: recorder, metrics: m}
+	store *config.Store, policy config.Policy, recorder record.EventRecorder, m *metrics.Metrics) {
+	h := &handler{namespace: namespace, store: store, policy: policy, recorder: recorder, metrics: m}
 	configMaps.OnChange(ctx, "kube-fip-config", h.OnConfigMapChange)
 }
 
@@ -53,6 +58,7 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 
 	previous := h.store.Get()
 	next, problems := config.Parse(data, previous)
+	problems = append(problems, h.policy.Check(next)...)
 	failed := false
 	for _, p := range problems {
 		if p.Warning {
@@ -63,9 +69,9 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 			continue
 		}
 		failed = true
-		logrus.Errorf("%s/%s: %v; the previous value stays in force", h.namespace, config.ConfigMapName, p)
+		logrus.Errorf("%s/%s: %v; %s", h.namespace, config.ConfigMapName, p, p.Fallback)
 		if cm != nil {
-			h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; the previous value stays in force")
+			h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; "+p.Fallback)
 		}
 	}
 	if failed {

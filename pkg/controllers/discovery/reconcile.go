@@ -129,7 +129,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*plan, error) {
 	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
 		if !ok {
 			if h.report(key, c, note) {
-				h.opts.Metrics.DiscoveryNoRange.WithLabelValues(p.harvester).Inc()
+				h.opts.Metrics.DiscoveryNoRange.WithLabelValues(harvester.Clip(p.harvester)).Inc()
 			}
 			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
 		}
@@ -183,7 +183,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
 	}
 	h.forget(key)
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
-		fip.Namespace, fip.Name, p.selection.Range, p.harvester, p.network.Network, p.config, p.network.From)
+		fip.Namespace, fip.Name, p.selection.Range, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
 	h.opts.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
 	logrus.Infof("guest cluster %s: %s", key, msg)
 	return nil

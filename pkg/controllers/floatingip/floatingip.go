@@ -50,11 +50,21 @@ func ownerOf(f *v1.FloatingIP) ipam.Owner {
 	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
 }
 
-// OnFloatingIPChange claims the FloatingIP's address and records the outcome.
+// OnFloatingIPChange claims the FloatingIP's address and records the outcome. A failure that
+// is not a refusal for a reason of the FloatingIP's own (an API failure, a range record too large
+// to write) is shown on the object too, and retried with backoff.
 func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if f == nil || f.DeletionTimestamp != nil {
 		return f, nil
 	}
+	out, err := h.allocate(f)
+	if err != nil {
+		h.fail(f, err)
+	}
+	return out, err
+}
+
+func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	status := f.Status.DeepCopy()
 	status.ClusterName = f.Annotations[v1.AnnotationClusterName]
 	status.ObservedGeneration = f.Generation
@@ -65,7 +75,7 @@ func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 		addr, err := netip.ParseAddr(f.Spec.IPAddress)
 		if err != nil {
 			// The schema keeps this out; an object from before the schema may still carry it.
-			return h.refuse(f, status, ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %q is not an IP address", f.Spec.IPAddress))
+			return h.refuse(f, status, ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", ipam.Quote(f.Spec.IPAddress)))
 		}
 		want = addr.Unmap()
 	}

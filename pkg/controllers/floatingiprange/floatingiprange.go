@@ -8,15 +8,18 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/rancher/wrangler/v2/pkg/generic"
+	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/rancher/wrangler/v2/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -25,6 +28,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -39,9 +43,16 @@ const ByRangeIndex = "kubefip.k8s.binbash.org/floatingip-by-range"
 const (
 	ReasonReady           = "Ready"
 	ReasonDeletionBlocked = "DeletionBlocked"
+	// ReasonRecordNormalized: allocation keys written in another spelling than the record's
+	// ("FD00::5", "::ffff:10.0.0.1") were rewritten; the Event names them.
+	ReasonRecordNormalized = "RecordNormalized"
+	// ReasonStatusUpdateFailed: the range's status could not be written (too large, rejected, the
+	// API server failing); it is retried.
+	ReasonStatusUpdateFailed = "StatusUpdateFailed"
 )
 
 type handler struct {
+	ctx      context.Context
 	ranges   kubefipcontrollers.FloatingIPRangeController
 	fips     kubefipcontrollers.FloatingIPController
 	alloc    *allocation.Manager
@@ -57,13 +68,14 @@ type handler struct {
 // Register registers the range handlers and the index the FloatingIP side relies on.
 func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeController, fips kubefipcontrollers.FloatingIPController,
 	alloc *allocation.Manager, m *metrics.Metrics, recorder record.EventRecorder) {
-	h := &handler{ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder, labels: map[string]metrics.RangeLabels{}}
+	h := &handler{ctx: ctx, ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder, labels: map[string]metrics.RangeLabels{}}
 	fips.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" {
 			return []string{name}, nil
 		}
 		return nil, nil
 	})
+	alloc.OnNormalized(h.normalized)
 	ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
 	relatedresource.Watch(ctx, HandlerName+"-waiters", h.waiters, fips, ranges)
@@ -72,6 +84,15 @@ func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeCont
 // OnRangeChange brings the range's status and metrics up to date.
 func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
 	if r == nil || r.DeletionTimestamp != nil {
+		return r, nil
+	}
+	rewritten, err := h.alloc.Normalize(h.ctx, r.Name)
+	if err != nil {
+		h.statusFailed(r, err)
+		return r, err
+	}
+	if len(rewritten) > 0 {
+		// The write brings the range back with the record rewritten.
 		return r, nil
 	}
 	sum := h.alloc.Summarize(r)
@@ -94,6 +115,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 		}
 	}
 
+	h.setWarning(r, status, sum.Warnings)
 	h.setMetrics(r, sum)
 
 	if specChanged {
@@ -103,17 +125,76 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if equality.Semantic.DeepEqual(&r.Status, status) {
 		return r, nil
 	}
-	r = r.DeepCopy()
-	r.Status = *status
-	return h.ranges.UpdateStatus(r)
+	next := r.DeepCopy()
+	next.Status = *status
+	updated, err := h.ranges.UpdateStatus(next)
+	if err != nil {
+		h.statusFailed(r, err)
+	}
+	return updated, err
+}
+
+// setWarning shows the range's warnings in its Warning condition, with a Warning Event when they
+// change, and drops the condition when there is nothing to say.
+func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []allocation.Problem) {
+	if len(warnings) == 0 {
+		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == v1.Warning })
+		return
+	}
+	msgs := make([]string, 0, len(warnings))
+	for _, w := range warnings {
+		msgs = append(msgs, w.Message)
+	}
+	msg := strings.Join(msgs, "; ")
+	if conditions.True(&status.Conditions, v1.Warning, warnings[0].Reason, msg) {
+		h.recorder.Event(r, corev1.EventTypeWarning, warnings[0].Reason, msg)
+	}
+}
+
+// statusFailed shows on the range that its status could not be written: a Warning Event, and
+// Ready=False on the status as stored, which is written as it was and so fits where the new one
+// did not. A conflict or a vanished range is the ordinary race of a cache and is only retried.
+func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return
+	}
+	msg := fmt.Sprintf("writing the status failed and is retried: %s", ipam.Clip(err.Error()))
+	stored := r.DeepCopy()
+	if !conditions.False(&stored.Status.Conditions, v1.Ready, ReasonStatusUpdateFailed, msg) {
+		return
+	}
+	h.recorder.Event(r, corev1.EventTypeWarning, ReasonStatusUpdateFailed, msg)
+	if _, werr := h.ranges.UpdateStatus(stored); werr != nil {
+		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, ReasonStatusUpdateFailed, werr)
+	}
+}
+
+// normalized says on the range which record keys were rewritten in canonical spelling, by
+// whichever write did it.
+func (h *handler) normalized(r *v1.FloatingIPRange, keys []string) {
+	h.recorder.Event(r, corev1.EventTypeWarning, ReasonRecordNormalized, fmt.Sprintf(
+		"status.allocations keys %s named addresses in another spelling than the record uses and were rewritten", quoteList(keys)))
+}
+
+// quoteList quotes up to ten values, each shortened, for a message.
+func quoteList(values []string) string {
+	parts := make([]string, 0, len(values))
+	for i, v := range values {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(values)-10))
+			break
+		}
+		parts = append(parts, ipam.Quote(v))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 	l := metrics.RangeLabels{
 		Name:             r.Name,
-		CIDR:             r.Spec.IPRange,
-		HarvesterCluster: r.Annotations[v1.AnnotationHarvesterClusterName],
-		HarvesterNetwork: r.Annotations[v1.AnnotationHarvesterNetworkName],
+		CIDR:             ipam.Clip(r.Spec.IPRange),
+		HarvesterCluster: ipam.Clip(r.Annotations[v1.AnnotationHarvesterClusterName]),
+		HarvesterNetwork: ipam.Clip(r.Annotations[v1.AnnotationHarvesterNetworkName]),
 	}
 	h.mu.Lock()
 	if old, ok := h.labels[r.Name]; ok && old != l {
@@ -195,7 +276,7 @@ func holders(r *v1.FloatingIPRange) string {
 			break
 		}
 		a := r.Status.Allocations[k]
-		parts = append(parts, fmt.Sprintf("%s (%s/%s)", k, a.Namespace, a.Name))
+		parts = append(parts, fmt.Sprintf("%s (%s/%s)", ipam.Clip(k), ipam.Clip(a.Namespace), ipam.Clip(a.Name)))
 	}
 	return strings.Join(parts, ", ")
 }

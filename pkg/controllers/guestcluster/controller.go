@@ -14,9 +14,10 @@ import (
 	"strings"
 	"time"
 
-	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/labels"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
@@ -41,8 +42,18 @@ type Options struct {
 	Workers int
 	// Timeout bounds every request to a guest.
 	Timeout time.Duration
-	// HelmCacheDir is a writable directory for Helm's repository and registry caches.
+	// HelmCacheDir is a writable directory for Helm's short-lived files.
 	HelmCacheDir string
+	// ChartLimits bound every chart fetch; the zero value means guest.DefaultLimits().
+	ChartLimits guest.Limits
+	// ChartPolicy decides which chart sources and values may be installed; set at deployment
+	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
+	ChartPolicy config.Policy
+	// Namespace is the operator's namespace, which holds ChartCredentialsSecret.
+	Namespace string
+	// ChartCredentialsSecret, when set, names the Secret (keys username and password) that
+	// authenticates to the chart repositories and OCI registries.
+	ChartCredentialsSecret string
 }
 
 // Deps are the clients and caches the guest operations read and write.
@@ -52,10 +63,14 @@ type Deps struct {
 	Alloc        *allocation.Manager
 	Provisioning provcontrollers.ClusterController
 	Management   mgmtcontrollers.ClusterController
-	Secrets      corecontrollers.SecretController
-	Store        *config.Store
-	Metrics      *metrics.Metrics
-	Recorder     record.EventRecorder
+	// Secrets reads the one kubeconfig Secret a pass needs, with a GET.
+	Secrets typedcorev1.SecretsGetter
+	// SecretMetadata is a metadata-only informer on the Secrets of the fleet namespace: it tells
+	// when Rancher rotates a kubeconfig without caching any Secret's data.
+	SecretMetadata cache.SharedIndexInformer
+	Store          *config.Store
+	Metrics        *metrics.Metrics
+	Recorder       record.EventRecorder
 }
 
 // Controller is the guest queue and its workers.
@@ -72,7 +87,13 @@ func Register(ctx context.Context, deps Deps, opts Options) (*Controller, error)
 	if opts.Workers < 1 {
 		opts.Workers = 10
 	}
-	installer, err := guest.NewInstaller(opts.HelmCacheDir)
+	if opts.Timeout <= 0 {
+		opts.Timeout = guest.DefaultTimeout
+	}
+	if opts.ChartLimits == (guest.Limits{}) {
+		opts.ChartLimits = guest.DefaultLimits()
+	}
+	installer, err := guest.NewInstaller(opts.HelmCacheDir, opts.ChartLimits)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +110,12 @@ func Register(ctx context.Context, deps Deps, opts Options) (*Controller, error)
 	deps.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
 	deps.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
 	deps.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
-	deps.Secrets.OnChange(ctx, HandlerName, c.onSecret)
+	if _, err := deps.SecretMetadata.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onSecret,
+		UpdateFunc: func(_, obj interface{}) { c.onSecret(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching kubeconfig Secrets: %w", err)
+	}
 	deps.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
 	go func() {
 		<-ctx.Done()

@@ -2,6 +2,7 @@ package guestcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sirupsen/logrus"
@@ -26,6 +27,14 @@ const ProviderConfigMapName = guest.KubevipConfigMap
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
 func (c *Controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
+	// The deployment's chart policy decides before anything is fetched (chartpolicy.go).
+	if refused := c.refuseCharts(cfg, p); refused != nil {
+		return c.notInstalled(ctx, cfg, client, refused)
+	}
+	credentials, bad := c.chartCredentials(p)
+	if bad != nil {
+		return c.notInstalled(ctx, cfg, client, bad)
+	}
 	steps := []struct {
 		chart config.Chart
 		name  string
@@ -38,10 +47,16 @@ func (c *Controller) install(ctx context.Context, cfg config.Config, client *gue
 	var failed *outcome
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
+		rel.Credentials = credentials
 		out, err := c.installer.Ensure(ctx, client, rel)
+		if errors.Is(err, guest.ErrChartPending) {
+			// The fetch goes on without this worker; the pass is retried with backoff.
+			failed = &outcome{reason: ReasonChartFetching, message: p.redact(fmt.Sprintf("%s: %v", s.name, err))}
+			break
+		}
 		if err != nil {
 			c.countEvent(p, s.event, metrics.StatusError)
-			msg := fmt.Sprintf("%s: %v", s.name, err)
+			msg := p.redact(fmt.Sprintf("%s: %v", s.name, err))
 			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonHelmFailed, "guest cluster "+p.cluster+": "+msg)
 			logrus.Warnf("guest cluster %s: %s", p.cluster, msg)
 			failed = &outcome{reason: ReasonHelmFailed, message: msg}
@@ -61,7 +76,7 @@ func (c *Controller) install(ctx context.Context, cfg config.Config, client *gue
 	case err != nil && failed != nil:
 		return *failed, ref, false
 	case err != nil:
-		return outcome{reason: ReasonHelmFailed, message: err.Error()}, ref, false
+		return outcome{reason: ReasonHelmFailed, message: p.redact(err.Error())}, ref, false
 	case failed != nil:
 		failed.message += "; the provider installed earlier reads " + ref.String()
 		return *failed, ref, true

@@ -15,9 +15,14 @@ import (
 )
 
 // record writes the pass's outcome into the FloatingIP's status, with a Warning Event when the
-// guest condition turns bad or changes its reason.
+// guest condition turns bad or changes its reason. Every message is redacted here, whatever built
+// it: errors from the guest, Helm and HTTP quote URLs and values as they were given.
 func (c *Controller) record(p *pass) error {
 	f := p.fip
+	p.guest.message = p.redact(p.guest.message)
+	if p.kubevip != nil {
+		p.kubevip.message = p.redact(p.kubevip.message)
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		status := f.Status.DeepCopy()
 		status.GuestState = p.state

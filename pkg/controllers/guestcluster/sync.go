@@ -14,12 +14,15 @@ import (
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Guest states shown in status.guestState and as GuestConfigured reasons.
@@ -33,11 +36,15 @@ const (
 	ReasonNotAllocated        = "NotAllocated"
 	ReasonClusterNotFound     = "ClusterNotFound"
 	ReasonKubeconfigMissing   = "KubeconfigMissing"
+	ReasonKubeconfigInvalid   = "KubeconfigInvalid"
+	ReasonKubeconfigRefused   = "KubeconfigRefused"
 	ReasonUnauthorized        = "Unauthorized"
 	ReasonNotClusterOwner     = "NotClusterOwner"
 	ReasonConfigMapNotUpdated = "ConfigMapNotUpdated"
 	ReasonConfigMapFailed     = "ConfigMapFailed"
 	ReasonHelmFailed          = "HelmFailed"
+	ReasonChartFetching       = "ChartFetching"
+	ReasonInternalError       = "InternalError"
 	ReasonInstalled           = "Installed"
 	ReasonNotWanted           = "NotWanted"
 	ReasonHarvesterKubevip    = "HarvesterKubevipDisabled"
@@ -54,6 +61,8 @@ type pass struct {
 	state     string
 	guest     outcome
 	kubevip   *outcome
+	// credentials are the secrets of the guest's kubeconfig, masked in every message of the pass.
+	credentials []string
 }
 
 type outcome struct {
@@ -100,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	if primary != nil {
 		c.seen.rememberCluster(ns, primary.cluster)
 		start := time.Now()
-		retry = c.run(ctx, cfg, primary)
+		retry = c.runSafely(ctx, cfg, primary)
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
 	} else {
 		retry = errRetry // the provisioning cluster may not be in the cache yet
@@ -138,6 +147,21 @@ func (c *Controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 	return out, nil
 }
 
+// runSafely runs the pass; a panic on malformed input from a guest, a chart or Rancher becomes the
+// pass's outcome, shown in the FloatingIP's conditions, and a retry with backoff. Other clusters'
+// passes and the allocation controllers go on.
+func (c *Controller) runSafely(ctx context.Context, cfg config.Config, p *pass) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			logrus.Errorf("guest cluster %s: the guest pass failed: %s", p.cluster, p.redact(fmt.Sprint(r)))
+			p.state, p.guest = StateError, outcome{reason: ReasonInternalError,
+				message: p.redact(fmt.Sprintf("the guest pass failed unexpectedly and is retried: %v", r))}
+			err = errRetry
+		}
+	}()
+	return c.run(ctx, cfg, p)
+}
+
 // run performs the steps; a non-nil result asks for a retry with backoff.
 func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error {
 	f := p.fip
@@ -170,17 +194,26 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
-	secret, err := c.Secrets.Cache().Get(c.opts.FleetNamespace, secretName)
-	if err != nil {
+	// One GET of the one Secret this pass needs: Secrets are cached as metadata only.
+	getCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	secret, err := c.Secrets.Secrets(c.opts.FleetNamespace).Get(getCtx, secretName, metav1.GetOptions{})
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err):
 		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
 			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)}
 		return errRetry
+	case err != nil:
+		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
+			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))}
+		return errRetry
 	}
-	client, err := guest.NewClient(p.cluster, secret.Data[guest.KubeconfigKey], c.opts.Timeout)
+	client, err := guest.NewClient(p.cluster, prov.Status.ClusterName, secret.Data[guest.KubeconfigKey], c.opts.Timeout)
 	if err != nil {
-		p.state, p.guest = StateError, outcome{reason: ReasonKubeconfigMissing, message: err.Error()}
+		p.state, p.guest = StateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName)
 		return nil
 	}
+	p.credentials = client.Credentials()
 	if !c.probe(ctx, client, p, secretName) {
 		return errRetry
 	}
@@ -200,7 +233,7 @@ func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		p.kubevip = &outcome{ok: false, reason: ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
 	err = c.writeConfigMap(ctx, client, p, target, addr)
-	if err == nil && p.kubevip != nil && p.kubevip.reason == ReasonHelmFailed {
+	if err == nil && p.kubevip != nil && (p.kubevip.reason == ReasonHelmFailed || p.kubevip.reason == ReasonChartFetching) {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
 	return err
@@ -263,7 +296,7 @@ func (c *Controller) disableHarvesterKubevip(ctx context.Context, client *guest.
 	res, err := client.DisableHarvesterKubevip(ctx)
 	switch {
 	case err != nil:
-		logrus.Warnf("guest cluster %s: %v", p.cluster, err)
+		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
 	case res == guest.DaemonSetDisabled:
 		c.Recorder.Event(p.fip, corev1.EventTypeNormal, ReasonHarvesterKubevip, "gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
 		logrus.Infof("guest cluster %s: disabled the Harvester cloud provider's kube-vip DaemonSet", p.cluster)
@@ -297,6 +330,26 @@ func errText(err error) string {
 		return "no answer"
 	}
 	return err.Error()
+}
+
+// kubeconfigOutcome is the guest condition for a kubeconfig guest.NewClient did not accept. The
+// kubeconfig stays as it is until someone rewrites the Secret, which starts a new pass.
+func kubeconfigOutcome(err error, namespace, secretName string) outcome {
+	where := fmt.Sprintf(" (Secret %s/%s, key %s)", namespace, secretName, guest.KubeconfigKey)
+	switch {
+	case errors.Is(err, guest.ErrNoKubeconfig):
+		return outcome{reason: ReasonKubeconfigMissing, message: redact.Error(err) + where}
+	case errors.Is(err, guest.ErrKubeconfigRefused):
+		return outcome{reason: ReasonKubeconfigRefused, message: redact.Error(err) + where}
+	default:
+		return outcome{reason: ReasonKubeconfigInvalid, message: redact.Error(err) + where}
+	}
+}
+
+// redact is text without the pass's guest credentials or any other credential it quotes, capped:
+// what may go into an Event, a condition or a log line.
+func (p *pass) redact(text string) string {
+	return redact.Text(text, p.credentials...)
 }
 
 // errRetry asks the queue for a retry with backoff; the state is already recorded.

@@ -8,7 +8,7 @@ import (
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -108,24 +108,25 @@ func (c *Controller) onProvisioningCluster(key string, p *provv1.Cluster) (*prov
 	return p, nil
 }
 
-// onSecret starts a pass with the new kubeconfig as soon as Rancher rotates it.
-func (c *Controller) onSecret(key string, s *corev1.Secret) (*corev1.Secret, error) {
-	if s == nil || s.Namespace != c.opts.FleetNamespace || !strings.HasSuffix(s.Name, "-kubeconfig") {
-		return s, nil
+// onSecret starts a pass with the new kubeconfig as soon as Rancher rotates it. It sees the
+// Secret's metadata only.
+func (c *Controller) onSecret(obj interface{}) {
+	s, err := meta.Accessor(obj)
+	if err != nil || s.GetNamespace() != c.opts.FleetNamespace || !strings.HasSuffix(s.GetName(), "-kubeconfig") {
+		return
 	}
-	if !c.seen.changed("secret/"+key, s.ResourceVersion) {
-		return s, nil
+	if !c.seen.changed("secret/"+s.GetNamespace()+"/"+s.GetName(), s.GetResourceVersion()) {
+		return
 	}
 	clusters, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
 	if err != nil {
-		return s, nil
+		return
 	}
 	for _, p := range clusters {
-		if secretNameOf(p) == s.Name && p.Status.ClusterName != "" {
+		if secretNameOf(p) == s.GetName() && p.Status.ClusterName != "" {
 			c.enqueueNamespace(p.Status.ClusterName)
 		}
 	}
-	return s, nil
 }
 
 // secretNameOf is the Secret holding the cluster's kubeconfig: what its status names, else

@@ -70,9 +70,10 @@ func run(operatorBinary, namespace string, metricsPort int) error {
 	}
 
 	logrus.Infof("starting %s", operatorBinary)
-	op, err := testenv.StartOperator(operatorBinary, os.Stderr, nil,
-		"--kubeconfig", kubeconfig, "--namespace", namespace, "--metrics-port", fmt.Sprint(metricsPort),
-		"--metrics-bind-address", "127.0.0.1")
+	// Charts may also come from a repository or registry served on this machine.
+	args := append([]string{"--kubeconfig", kubeconfig, "--namespace", namespace, "--metrics-port", fmt.Sprint(metricsPort),
+		"--metrics-bind-address", "127.0.0.1"}, testenv.LoopbackChartSourceArgs()...)
+	op, err := testenv.StartOperator(operatorBinary, os.Stderr, nil, args...)
 	if err != nil {
 		return err
 	}

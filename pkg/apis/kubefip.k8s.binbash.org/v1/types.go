@@ -33,6 +33,9 @@ const (
 	GuestConfigured = "GuestConfigured"
 	// KubevipInstalled is true when kube-vip and kube-vip-cloud-provider are installed in the guest.
 	KubevipInstalled = "KubevipInstalled"
+	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
+	// (the whole address space, nothing left to hand out); absent otherwise.
+	Warning = "Warning"
 )
 
 // +genclient

@@ -1,0 +1,145 @@
+package allocation
+
+import (
+	"net/netip"
+	"sort"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// A range's record is written by this operator in one spelling per address (netip's: lower case,
+// shortest IPv6 form, IPv4 without a mapped prefix or leading zeros, no zone), but a person editing
+// the status or a restore tool may write another: "::FFFF", "fd00:0::1", "::ffff:10.0.0.1",
+// "fe80::1%eth0", or the same address twice in two spellings. Every reader goes through the index
+// below, which maps each address to the one record key that holds it, so that no spelling lets a
+// second FloatingIP claim an address already recorded. Keys naming no address at all, or naming it
+// ambiguously ("010.0.0.1": decimal ten or octal eight?), are never guessed at: they are flagged.
+
+// canonical reads a record key: the address it names, in the one spelling the record uses.
+func canonical(key string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(key)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.WithZone("").Unmap(), true
+}
+
+// recordIndex is a range's record read through canonical spellings.
+type recordIndex struct {
+	// holder maps each address to the key whose allocation holds it: the canonical spelling when
+	// present, else the first spelling in key order. Any other key naming the same address with
+	// another UID is a duplicate, flagged and never honoured.
+	holder map[netip.Addr]string
+	// unreadable are the keys naming no address, in key order.
+	unreadable []string
+	// losers are keys naming an address another key holds, in key order.
+	losers []string
+	// irregular is true when any key is not in canonical spelling.
+	irregular bool
+}
+
+func indexRecord(record map[string]v1.Allocation) recordIndex {
+	idx := recordIndex{holder: make(map[netip.Addr]string, len(record))}
+	keys := sortedKeys(record)
+	// Canonical keys first, so that they win over any other spelling of their address.
+	var later []string
+	for _, key := range keys {
+		addr, ok := canonical(key)
+		switch {
+		case !ok:
+			idx.unreadable = append(idx.unreadable, key)
+			idx.irregular = true
+		case addr.String() != key:
+			later = append(later, key)
+			idx.irregular = true
+		default:
+			idx.holder[addr] = key
+		}
+	}
+	for _, key := range later {
+		addr, _ := canonical(key)
+		if held, ok := idx.holder[addr]; ok {
+			if record[held].UID != record[key].UID {
+				idx.losers = append(idx.losers, key)
+			}
+			continue
+		}
+		idx.holder[addr] = key
+	}
+	return idx
+}
+
+// heldBy returns the addresses uid holds, lowest first.
+func (idx recordIndex) heldBy(record map[string]v1.Allocation, uid string) []netip.Addr {
+	var out []netip.Addr
+	for addr, key := range idx.holder {
+		if string(record[key].UID) == uid {
+			out = append(out, addr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// keysOf returns every key of uid naming one of addrs, in any spelling; with no addrs, every key
+// of uid, readable or not, so that releasing a FloatingIP leaves nothing of it behind.
+func keysOf(record map[string]v1.Allocation, uid string, addrs []netip.Addr) []string {
+	wanted := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		wanted[a.WithZone("").Unmap()] = true
+	}
+	var out []string
+	for _, key := range sortedKeys(record) {
+		if string(record[key].UID) != uid {
+			continue
+		}
+		if len(addrs) > 0 {
+			if addr, ok := canonical(key); !ok || !wanted[addr] {
+				continue
+			}
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// normalise rewrites the keys of record in canonical spelling where that loses nothing: a key is
+// moved to its canonical spelling when that is free, and dropped when the canonical key already
+// names the same holder. Keys that name no address, and duplicates held by another UID, stay as
+// they are (and flagged). It returns the keys rewritten.
+func normalise(record map[string]v1.Allocation) []string {
+	var rewritten []string
+	for _, key := range sortedKeys(record) {
+		addr, ok := canonical(key)
+		if !ok || addr.String() == key {
+			continue
+		}
+		a := record[key]
+		c := addr.String()
+		if held, exists := record[c]; exists {
+			if held.UID == a.UID {
+				delete(record, key)
+				rewritten = append(rewritten, key)
+			}
+			continue
+		}
+		delete(record, key)
+		record[c] = a
+		rewritten = append(rewritten, key)
+	}
+	return rewritten
+}
+
+// needsNormalising reports whether normalise would change record.
+func needsNormalising(record map[string]v1.Allocation) bool {
+	for key, a := range record {
+		addr, ok := canonical(key)
+		if !ok || addr.String() == key {
+			continue
+		}
+		if held, exists := record[addr.String()]; !exists || held.UID == a.UID {
+			return true
+		}
+	}
+	return false
+}

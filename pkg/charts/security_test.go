@@ -1,0 +1,118 @@
+package charts
+
+import (
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+)
+
+// flagValues returns the container's --name=value arguments.
+func flagValues(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestChartSecurityFlags: the chart passes security.* to the operator as flags, so that the
+// allow-list is set at deployment level; by default they are the upstream kube-vip sources and
+// images over https, and the operator accepts what the chart renders.
+func TestChartSecurityFlags(t *testing.T) {
+	_, c := renderDeployment(t, nil)
+	flags := flagValues(c.Args)
+	if got, want := flags["allowed-chart-sources"], strings.Join(config.DefaultChartSources(), ","); got != want {
+		t.Errorf("--allowed-chart-sources=%q; want %q", got, want)
+	}
+	if got, want := flags["allowed-image-prefixes"], strings.Join(config.DefaultImagePrefixes(), ","); got != want {
+		t.Errorf("--allowed-image-prefixes=%q; want %q", got, want)
+	}
+	if flags["allow-http-chart-sources"] != "false" {
+		t.Errorf("--allow-http-chart-sources=%q; want false", flags["allow-http-chart-sources"])
+	}
+	if _, ok := flags["chart-credentials-secret"]; ok {
+		t.Error("--chart-credentials-secret is passed without a Secret")
+	}
+	if _, err := config.NewPolicy(strings.Split(flags["allowed-chart-sources"], ","), false,
+		strings.Split(flags["allowed-image-prefixes"], ",")); err != nil {
+		t.Errorf("the operator refuses the default flags: %v", err)
+	}
+
+	// A comma-separated string works as well as a list (the Rancher form sets strings).
+	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{
+		"allowedChartSources":    "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080",
+		"allowHTTPChartSources":  true,
+		"allowedImagePrefixes":   []interface{}{"registry.corp.example/kube-vip"},
+		"chartCredentialsSecret": "chart-pull",
+	}})
+	flags = flagValues(c.Args)
+	if flags["allowed-chart-sources"] != "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080" ||
+		flags["allow-http-chart-sources"] != "true" || flags["allowed-image-prefixes"] != "registry.corp.example/kube-vip" ||
+		flags["chart-credentials-secret"] != "chart-pull" {
+		t.Errorf("flags %v", flags)
+	}
+	// An empty list allows nothing; it does not fall back to the defaults.
+	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedChartSources": []interface{}{}}})
+	if v, ok := flagValues(c.Args)["allowed-chart-sources"]; !ok || v != "" {
+		t.Errorf("empty allowedChartSources renders %q (present %t)", v, ok)
+	}
+}
+
+// TestChartCredentialsSecretRBAC: the operator may read the chart credentials Secret, and only
+// that one, in its namespace; without one it reads no Secret there.
+func TestChartCredentialsSecretRBAC(t *testing.T) {
+	secretRules := func(values map[string]interface{}) []rbacv1.PolicyRule {
+		var role rbacv1.Role
+		convert(t, find(t, renderOperator(t, values), "Role", "kube-fip-operator"), &role)
+		var out []rbacv1.PolicyRule
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				if res == "secrets" {
+					out = append(out, r)
+				}
+			}
+		}
+		return out
+	}
+	if rules := secretRules(nil); len(rules) != 0 {
+		t.Errorf("Secret rules without a credentials Secret: %+v", rules)
+	}
+	rules := secretRules(map[string]interface{}{"security": map[string]interface{}{"chartCredentialsSecret": "chart-pull"}})
+	if len(rules) != 1 || len(rules[0].ResourceNames) != 1 || rules[0].ResourceNames[0] != "chart-pull" ||
+		len(rules[0].Verbs) != 1 || rules[0].Verbs[0] != "get" {
+		t.Errorf("Secret rules %+v; want get on chart-pull only", rules)
+	}
+}
+
+// TestHelmCacheSizeLimit: the emptyDir holding Helm's caches has a size limit, so a large chart
+// or index cannot fill the node's disk.
+func TestHelmCacheSizeLimit(t *testing.T) {
+	for _, tt := range []struct {
+		values map[string]interface{}
+		want   string
+	}{
+		{nil, "256Mi"},
+		{map[string]interface{}{"helmCacheSizeLimit": "1Gi"}, "1Gi"},
+	} {
+		d, _ := renderDeployment(t, tt.values)
+		found := false
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name != "tmp" {
+				continue
+			}
+			found = true
+			if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse(tt.want)) != 0 {
+				t.Errorf("tmp volume %+v; want an emptyDir with sizeLimit %s", v.VolumeSource, tt.want)
+			}
+		}
+		if !found {
+			t.Error("no tmp volume")
+		}
+	}
+}

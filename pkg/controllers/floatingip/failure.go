@@ -1,0 +1,55 @@
+package floatingip
+
+import (
+	"fmt"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// Reasons of failures the FloatingIP cannot fix by itself; they are retried with backoff.
+const (
+	// ReasonAllocationFailed: claiming, recording or releasing the address failed for a reason
+	// outside the FloatingIP (the API server, a webhook, a timeout).
+	ReasonAllocationFailed = "AllocationFailed"
+	// ReasonRangeRecordTooLarge: the range's status, where every allocation is recorded, has grown
+	// beyond what the API server stores.
+	ReasonRangeRecordTooLarge = "RangeRecordTooLarge"
+)
+
+// failure turns an error explain does not know into a reason and a message.
+func failure(err error, rangeName string) (reason, msg string) {
+	text := ipam.Clip(err.Error())
+	if apierrors.IsRequestEntityTooLargeError(err) {
+		return ReasonRangeRecordTooLarge, fmt.Sprintf(
+			"the record of FloatingIPRange %s is too large for the API server to store (%s); split the range or release addresses. Retrying", rangeName, text)
+	}
+	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", text)
+}
+
+// fail shows err on f as Ready=False (and Allocated=False when f holds no address yet), with a
+// Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
+// controller reading its cache and is only retried; the status write is best effort, since the
+// error itself is returned for a retry anyway.
+func (h *handler) fail(f *v1.FloatingIP, err error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return
+	}
+	reason, msg := failure(err, f.Annotations[v1.AnnotationFloatingIPRange])
+	status := f.Status.DeepCopy()
+	if !conditionIs(status.Conditions, v1.Ready, reason, msg) {
+		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
+	}
+	if status.IPAddress == "" {
+		conditions.False(&status.Conditions, v1.Allocated, reason, msg)
+	}
+	conditions.False(&status.Conditions, v1.Ready, reason, msg)
+	if _, werr := h.writeStatus(f, status); werr != nil {
+		logrus.Debugf("FloatingIP %s/%s: showing %s: %v", f.Namespace, f.Name, reason, werr)
+	}
+}

@@ -1,0 +1,118 @@
+package floatingip
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// rangeCache serves one range. Only the methods the allocation manager calls are implemented;
+// the embedded interfaces stay nil.
+type rangeCache struct {
+	kubefipcontrollers.FloatingIPRangeCache
+	r *v1.FloatingIPRange
+}
+
+func (c rangeCache) Get(string) (*v1.FloatingIPRange, error) { return c.r.DeepCopy(), nil }
+func (c rangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
+	return []*v1.FloatingIPRange{c.r.DeepCopy()}, nil
+}
+
+// rangeClient fails every status write with err.
+type rangeClient struct {
+	kubefipcontrollers.FloatingIPRangeClient
+	cache rangeCache
+	err   error
+}
+
+func (c rangeClient) Get(name string, _ metav1.GetOptions) (*v1.FloatingIPRange, error) {
+	return c.cache.Get(name)
+}
+func (c rangeClient) UpdateStatus(*v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
+	return nil, c.err
+}
+
+// fipStore records the FloatingIP status writes.
+type fipStore struct {
+	kubefipcontrollers.FloatingIPController
+	written []*v1.FloatingIP
+}
+
+func (s *fipStore) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	s.written = append(s.written, f.DeepCopy())
+	return f, nil
+}
+
+// TestUnexplainedFailuresReachTheObject: a claim that fails for a reason explain does not know —
+// a range record too large to store, any other API failure — is shown on the FloatingIP as
+// Ready=False with a reason and a message, with a Warning Event, and still retried; a conflict
+// is only retried.
+func TestUnexplainedFailuresReachTheObject(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		wantReason string
+	}{
+		{"record too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), ReasonRangeRecordTooLarge},
+		{"API failure", apierrors.NewInternalError(errors.New("etcd is unhappy")), ReasonAllocationFailed},
+		{"timeout", apierrors.NewTimeoutError("request timed out", 1), ReasonAllocationFailed},
+		{"huge error text", apierrors.NewBadRequest(strings.Repeat("x", 1<<20)), ReasonAllocationFailed},
+		{"conflict", apierrors.NewConflict(v1.Resource("floatingipranges"), "r", errors.New("modified")), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := rangeCache{r: &v1.FloatingIPRange{
+				ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
+				Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
+			}}
+			fips := &fipStore{}
+			recorder := record.NewFakeRecorder(10)
+			h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(rangeClient{cache: cache, err: tc.err}, cache), metrics: metrics.New(), recorder: recorder}
+			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+				Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
+
+			_, err := h.OnFloatingIPChange("c-m-1/fip", f)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v returned for a retry", err, tc.err)
+			}
+			if tc.wantReason == "" {
+				if len(fips.written) != 0 || len(recorder.Events) != 0 {
+					t.Errorf("a conflict wrote %d statuses and %d Events, want none", len(fips.written), len(recorder.Events))
+				}
+				return
+			}
+			if len(fips.written) != 1 {
+				t.Fatalf("%d status writes, want 1", len(fips.written))
+			}
+			status := fips.written[0].Status
+			for _, typ := range []string{v1.Ready, v1.Allocated} {
+				c, ok := conditions.Get(status.Conditions, typ)
+				if !ok || c.Status != corev1.ConditionFalse || c.Reason != tc.wantReason || c.Message == "" {
+					t.Errorf("%s = %+v, want False/%s with a message", typ, c, tc.wantReason)
+				}
+				if len(c.Message) > 1024 {
+					t.Errorf("%s message is %d bytes long", typ, len(c.Message))
+				}
+			}
+			select {
+			case e := <-recorder.Events:
+				if !strings.HasPrefix(e, "Warning "+tc.wantReason+" ") {
+					t.Errorf("Event %.200q, want a Warning %s", e, tc.wantReason)
+				}
+			default:
+				t.Error("no Event")
+			}
+		})
+	}
+}

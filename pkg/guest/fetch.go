@@ -1,0 +1,353 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
+)
+
+// Limits bound every chart fetch: how long it may take and how much it may read. A chart source
+// that stalls or sends without end costs one fetch its timeout, never a worker or memory.
+type Limits struct {
+	// ConnectTimeout bounds opening a connection (TCP and TLS) to a repository or registry.
+	ConnectTimeout time.Duration
+	// FetchTimeout bounds one whole fetch: index, archive, or every request of an OCI pull.
+	FetchTimeout time.Duration
+	// MaxIndexBytes bounds a repository's index.yaml.
+	MaxIndexBytes int64
+	// MaxArchiveBytes bounds a chart archive and every OCI manifest, config or layer.
+	MaxArchiveBytes int64
+	// Wait is how long an install waits for a fetch it started before it is told to come back:
+	// the fetch goes on in the background and the worker is free for other clusters.
+	Wait time.Duration
+	// FailureTTL is how long a failed fetch is remembered before the source is asked again.
+	FailureTTL time.Duration
+}
+
+// DefaultLimits suit the kube-vip charts (archives of a few KiB, an index of some hundred KiB)
+// with a wide margin.
+func DefaultLimits() Limits {
+	return Limits{
+		ConnectTimeout:  10 * time.Second,
+		FetchTimeout:    60 * time.Second,
+		MaxIndexBytes:   32 << 20,
+		MaxArchiveBytes: 16 << 20,
+		Wait:            5 * time.Second,
+		FailureTTL:      30 * time.Second,
+	}
+}
+
+// ErrTooLarge: a repository or registry sent more than the limit allows.
+var ErrTooLarge = errors.New("the chart source sent more than the size limit allows")
+
+// fetcher reads charts from HTTP repositories and OCI registries with bounded requests.
+type fetcher struct {
+	limits Limits
+	// tempDir holds the short-lived copies of repository indexes Helm's index loader reads.
+	tempDir string
+	// credentialsFile is the registry credentials store, kept empty: credentials come only from
+	// the Release.
+	credentialsFile string
+}
+
+// transport is an HTTP transport with connection timeouts that binds every request to ctx and
+// cuts every response body at max bytes.
+type transport struct {
+	ctx  context.Context
+	max  int64
+	base http.RoundTripper
+}
+
+func (f *fetcher) client(ctx context.Context, max int64) *http.Client {
+	dialer := &net.Dialer{Timeout: f.limits.ConnectTimeout}
+	base := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   f.limits.ConnectTimeout,
+		ResponseHeaderTimeout: f.limits.FetchTimeout,
+		MaxIdleConns:          4,
+		IdleConnTimeout:       30 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: base}, Timeout: f.limits.FetchTimeout}
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req.WithContext(t.ctx))
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w (%d bytes announced, at most %d)", ErrTooLarge, resp.ContentLength, t.max)
+	}
+	resp.Body = &limitedBody{body: resp.Body, left: t.max}
+	return resp, nil
+}
+
+// limitedBody fails once more than its limit has been read, rather than ending quietly: a cut
+// index or archive must never be taken for a whole one.
+type limitedBody struct {
+	body io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.body.Close() }
+
+// fetch reads the archive of the chart rel names, within the limits and ctx, and checks that it
+// loads.
+func (f *fetcher) fetch(ctx context.Context, rel Release) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.limits.FetchTimeout)
+	defer cancel()
+	var data []byte
+	var err error
+	if rel.Ref != "" {
+		data, err = f.pull(ctx, rel)
+	} else {
+		data, err = f.download(ctx, rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := loadArchive(data); err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", rel.source(), err)
+	}
+	return data, nil
+}
+
+// loadArchive loads a chart archive with Helm's loader, whose decompression limits stop archive
+// bombs; a panic on malformed content becomes an error.
+func loadArchive(data []byte) (ch *chart.Chart, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ch, err = nil, fmt.Errorf("the chart archive is malformed: %v", r)
+		}
+	}()
+	return loader.LoadArchive(bytes.NewReader(data))
+}
+
+// download reads the repository's index, picks the version and downloads the archive, checking
+// its digest when the index gives one. Credentials go only to the repository's own host.
+func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
+	raw := strings.TrimSuffix(rel.RepoURL, "/")
+	base := redact.URL(raw)
+	index, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+	}
+	idx, err := loadIndex(f.tempDir, index)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+	}
+	cv, err := idx.Get(rel.Chart, rel.Version)
+	if err != nil {
+		return nil, fmt.Errorf("repository %s has no chart %s %s", base, rel.Chart, versionText(rel.Version))
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("repository %s lists chart %s %s without a download URL", base, rel.Chart, cv.Version)
+	}
+	archiveURL, err := repo.ResolveReferenceURL(raw+"/", cv.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("repository %s lists chart %s %s with a bad URL", base, rel.Chart, cv.Version)
+	}
+	creds := rel.Credentials
+	if !sameHost(raw, archiveURL) {
+		creds = nil
+	}
+	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes)
+	if err != nil {
+		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), cv.Version, err)
+	}
+	if want := strings.TrimPrefix(cv.Digest, "sha256:"); want != "" {
+		sum := sha256.Sum256(data)
+		if !strings.EqualFold(hex.EncodeToString(sum[:]), want) {
+			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), cv.Version)
+		}
+	}
+	return data, nil
+}
+
+func versionText(v string) string {
+	if v == "" {
+		return "(newest)"
+	}
+	return v
+}
+
+// get reads url within max bytes.
+func (f *fetcher) get(ctx context.Context, u string, creds *Credentials, max int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, errors.New("bad URL")
+	}
+	req.Header.Set("User-Agent", "kube-fip-operator")
+	if creds != nil {
+		req.SetBasicAuth(creds.Username, creds.Password)
+	}
+	resp, err := f.client(ctx, max).Do(req)
+	if err != nil {
+		return nil, requestError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the server answered %s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return data, nil
+}
+
+// requestError drops the URL net/http puts in its errors (the caller names the source itself)
+// and keeps the cause.
+func requestError(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
+		return fmt.Errorf("timed out: %w", err)
+	}
+	return err
+}
+
+// loadIndex parses an index with Helm's own loader, which drops invalid entries; it reads from a
+// file, so the bytes go through a short-lived one.
+func loadIndex(dir string, data []byte) (*repo.IndexFile, error) {
+	file, err := os.CreateTemp(dir, "index-*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("keeping the index: %w", err)
+	}
+	defer os.Remove(file.Name())
+	_, err = file.Write(data)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keeping the index: %w", err)
+	}
+	idx, err := func() (idx *repo.IndexFile, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the index is malformed: %v", r)
+			}
+		}()
+		return repo.LoadIndexFile(file.Name())
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("the index is not valid: %w", err)
+	}
+	return idx, nil
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
+}
+
+// pull reads a chart from an OCI registry: the newest tag matching the version when it is not
+// exact, then the chart layer. Every request is bound to ctx and every blob to the size limit.
+func (f *fetcher) pull(ctx context.Context, rel Release) ([]byte, error) {
+	ref := strings.TrimPrefix(rel.Ref, "oci://")
+	options := []registry.ClientOption{
+		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes)),
+		registry.ClientOptCredentialsFile(f.credentialsFile),
+	}
+	if loopbackRegistry(rel.Ref) {
+		options = append(options, registry.ClientOptPlainHTTP())
+	}
+	if rel.Credentials != nil {
+		options = append(options, registry.ClientOptBasicAuth(rel.Credentials.Username, rel.Credentials.Password))
+	}
+	rc, err := registry.NewClient(options...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the OCI registry client: %w", err)
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	// The registry client takes no context; its requests carry ctx through the transport, so
+	// they end with it, and this goroutine with them.
+	go func() {
+		data, err := pullChart(rc, ref, rel.Version)
+		done <- result{data, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pulling chart %s %s: timed out: %w", rel.source(), versionText(rel.Version), ctx.Err())
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("pulling chart %s %s: %w", rel.source(), versionText(rel.Version), requestError(r.err))
+		}
+		return r.data, nil
+	}
+}
+
+func pullChart(rc *registry.Client, ref, version string) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the registry's answer is malformed: %v", r)
+		}
+	}()
+	tag := version
+	if !exactVersion(version) {
+		tags, err := rc.Tags(ref)
+		if err != nil {
+			return nil, err
+		}
+		if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, version); err != nil {
+			return nil, err
+		}
+	}
+	res, err := rc.Pull(ref+":"+strings.ReplaceAll(tag, "+", "_"), registry.PullOptWithChart(true))
+	if err != nil {
+		return nil, err
+	}
+	return res.Chart.Data, nil
+}
+
+// exactVersion reports whether version names one version rather than a range or the newest.
+func exactVersion(version string) bool {
+	if version == "" {
+		return false
+	}
+	_, err := semver.NewVersion(version)
+	return err == nil
+}

@@ -1,0 +1,294 @@
+package guest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// archive packs files (paths below the chart's directory) as a chart archive.
+func archive(t testing.TB, name string, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for path, data := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + path, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func chartYAML(name, version string) []byte {
+	return []byte(fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\n", name, version))
+}
+
+// repoServer is an HTTP chart repository serving fixed bytes, counting requests.
+type repoServer struct {
+	*httptest.Server
+	index, archive []byte
+	indexGets      atomic.Int32
+	archiveGets    atomic.Int32
+	// chunked sends without Content-Length, so only the read limit can stop a large body.
+	chunked bool
+}
+
+func startRepo(t *testing.T, index, archive []byte) *repoServer {
+	t.Helper()
+	r := &repoServer{index: index, archive: archive}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var body []byte
+		switch {
+		case req.URL.Path == "/index.yaml":
+			r.indexGets.Add(1)
+			body = r.index
+		case strings.HasSuffix(req.URL.Path, ".tgz"):
+			r.archiveGets.Add(1)
+			body = r.archive
+		default:
+			http.NotFound(w, req)
+			return
+		}
+		if !r.chunked {
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		}
+		for len(body) > 0 {
+			n := min(len(body), 32<<10)
+			if _, err := w.Write(body[:n]); err != nil {
+				return
+			}
+			if f, ok := w.(http.Flusher); ok && r.chunked {
+				f.Flush()
+			}
+			body = body[n:]
+		}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func indexFor(name, version string) []byte {
+	return []byte(fmt.Sprintf("apiVersion: v1\nentries:\n  %s:\n  - apiVersion: v2\n    name: %s\n    version: %s\n    urls:\n    - %s-%s.tgz\n",
+		name, name, version, name, version))
+}
+
+func testLimits() Limits {
+	l := DefaultLimits()
+	l.ConnectTimeout, l.FetchTimeout, l.Wait, l.FailureTTL = time.Second, 2*time.Second, 300*time.Millisecond, time.Minute
+	return l
+}
+
+func newTestInstaller(t *testing.T, limits Limits) *Installer {
+	t.Helper()
+	in, err := NewInstaller(t.TempDir(), limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestStalledChartSourceHoldsUpOnlyItsOwnInstalls: a repository and a registry that accept
+// connections and never answer. Asking them costs a caller at most Limits.Wait, during which a
+// chart from a healthy repository is fetched at once (no lock is held across network I/O); the
+// stalled fetches end with a timeout within Limits.FetchTimeout, and that failure is remembered
+// rather than tried again by every caller.
+func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
+	limits := testLimits()
+	in := newTestInstaller(t, limits)
+	ctx := context.Background()
+	stalled := testenv.StallingServerForTest(t)
+	healthy := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
+
+	sources := []Release{
+		{Chart: "kube-vip", RepoURL: "http://" + stalled, Version: "0.1.0"},
+		{Ref: "oci://" + stalled + "/charts/kube-vip", Version: "0.1.0"},
+	}
+	var wg sync.WaitGroup
+	waits := make([]time.Duration, len(sources))
+	errs := make([]error, len(sources))
+	for i, rel := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			_, errs[i] = in.chart(ctx, rel)
+			waits[i] = time.Since(start)
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the stalled fetches are under way
+	start := time.Now()
+	ch, err := in.chart(ctx, Release{Chart: "kube-vip", RepoURL: healthy.URL, Version: "0.1.0"})
+	healthyTook := time.Since(start)
+	if err != nil || ch.Metadata.Version != "0.1.0" {
+		t.Fatalf("healthy repository while two sources stall = %v, %v", ch, err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, ErrChartPending) {
+			t.Errorf("%s: first ask = %v; want ErrChartPending after Limits.Wait", sources[i].source(), err)
+		}
+		if waits[i] > limits.Wait+time.Second {
+			t.Errorf("%s: the caller waited %s; want about Limits.Wait (%s)", sources[i].source(), waits[i], limits.Wait)
+		}
+	}
+	if healthyTook > limits.Wait {
+		t.Errorf("the healthy fetch took %s while other sources stalled", healthyTook)
+	}
+
+	// The stalled fetches end with a timeout, remembered for Limits.FailureTTL.
+	for _, rel := range sources {
+		var err error
+		deadline := time.Now().Add(limits.FetchTimeout + 5*time.Second)
+		for {
+			_, err = in.chart(ctx, rel)
+			if !errors.Is(err, ErrChartPending) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err == nil || errors.Is(err, ErrChartPending) || !strings.Contains(err.Error(), "timed out") {
+			t.Errorf("%s after Limits.FetchTimeout = %v; want a timeout", rel.source(), err)
+		}
+		start := time.Now()
+		if _, again := in.chart(ctx, rel); again == nil || errors.Is(again, ErrChartPending) || time.Since(start) > 100*time.Millisecond {
+			t.Errorf("%s asked again = %v after %s; want the remembered failure at once", rel.source(), again, time.Since(start))
+		}
+	}
+	t.Logf("healthy fetch %s while two sources stalled; callers of the stalled sources waited %s and %s", healthyTook, waits[0], waits[1])
+}
+
+// TestConcurrentInstallsShareOneFetch: twenty callers asking for one chart at once cause one
+// index and one archive download.
+func TestConcurrentInstallsShareOneFetch(t *testing.T) {
+	repo := startRepo(t, indexFor("demo", "1.0.0"), archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")}))
+	in := newTestInstaller(t, DefaultLimits())
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"}
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ch, err := in.chart(context.Background(), rel); err != nil || ch.Metadata.Version != "1.0.0" {
+				failures.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if failures.Load() != 0 {
+		t.Errorf("%d of 20 callers did not get the chart", failures.Load())
+	}
+	if repo.indexGets.Load() != 1 || repo.archiveGets.Load() != 1 {
+		t.Errorf("20 callers caused %d index and %d archive downloads; want 1 and 1", repo.indexGets.Load(), repo.archiveGets.Load())
+	}
+}
+
+// TestFetchSizeLimits: an index or an archive over its limit is refused, whether or not the
+// server announces its length, and a cut body is never taken for a whole one.
+func TestFetchSizeLimits(t *testing.T) {
+	small := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
+	padding := "# " + strings.Repeat("x", 1<<20) + "\n"
+	bigIndex := append(indexFor("demo", "1.0.0"), padding...)
+	bigArchive := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0"), "random.txt": noise(1 << 20)})
+	limits := DefaultLimits()
+	limits.MaxIndexBytes, limits.MaxArchiveBytes = 512<<10, 512<<10
+	for _, chunked := range []bool{false, true} {
+		for _, tc := range []struct {
+			what           string
+			index, archive []byte
+		}{
+			{"index", bigIndex, small},
+			{"archive", indexFor("demo", "1.0.0"), bigArchive},
+		} {
+			repo := startRepo(t, tc.index, tc.archive)
+			repo.chunked = chunked
+			in := newTestInstaller(t, limits)
+			_, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s over the limit (chunked %v) = %v; want ErrTooLarge", tc.what, chunked, err)
+			}
+		}
+	}
+}
+
+// noise is incompressible bytes, so that an archive really is large.
+func noise(n int) []byte {
+	out := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range out {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		out[i] = byte(x)
+	}
+	return out
+}
+
+// TestFetchNeverSendsCredentialsToAnotherHost: the repository's credentials go with the index and
+// an archive on the same host, never to another host the index points at.
+func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[name+" "+r.URL.Path] = r.Header.Get("Authorization")
+			mu.Unlock()
+		}
+	}
+	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record("other")(w, r)
+		_, _ = w.Write(data)
+	}))
+	defer other.Close()
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record("repo")(w, r)
+		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  demo:\n  - apiVersion: v2\n    name: demo\n    version: 1.0.0\n    urls:\n    - %s/demo-1.0.0.tgz\n", other.URL)
+	}))
+	defer repo.Close()
+	in := newTestInstaller(t, DefaultLimits())
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
+	if _, err := in.chart(context.Background(), rel); err != nil {
+		t.Fatal(err)
+	}
+	if seen["repo /index.yaml"] == "" {
+		t.Error("the repository's index was read without its credentials")
+	}
+	if auth, ok := seen["other /demo-1.0.0.tgz"]; !ok || auth != "" {
+		t.Errorf("the archive on another host was fetched with Authorization %q (fetched: %v)", auth, ok)
+	}
+}
+
+// TestFetchChecksTheDigest: an archive that does not match the digest its index lists is refused.
+func TestFetchChecksTheDigest(t *testing.T) {
+	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
+	index := append(indexFor("demo", "1.0.0"), []byte("    digest: "+strings.Repeat("0", 64)+"\n")...)
+	repo := startRepo(t, index, data)
+	in := newTestInstaller(t, DefaultLimits())
+	_, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Errorf("archive not matching its digest = %v; want refused", err)
+	}
+}

@@ -1,0 +1,158 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
+	"github.com/kubefip/kube-fip-operator/pkg/operator"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// scenarioNames are the scenarios of a run, in order.
+func (e *lpEnv) scenarioNames() []string {
+	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioContention, scenarioDiscovery, scenarioAllocation,
+		scenarioGuest, scenarioReload, scenarioEvents, scenarioDeletion, scenarioRenewal}
+}
+
+// scenarios are run's checks in order; each waits at most timeout.
+func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration) []scenario {
+	ctx, stop := context.Background(), exited(p)
+	fip := func(g guest) (*v1.FloatingIP, error) {
+		return e.r.fips.FloatingIP().Get(g.id, g.name+"-kubevip", metav1.GetOptions{})
+	}
+	var addrA string
+	return []scenario{
+		{scenarioStartupConfig, func() error {
+			const waiting = "waiting to acquire the leader Lease"
+			if err := p.WaitForLog(ctx, waiting, timeout); err != nil {
+				return err
+			}
+			logs := p.Logs()
+			first := strings.Index(logs, "log level is ")
+			if first < 0 || first > strings.Index(logs, waiting) || !strings.HasPrefix(logs[first:], "log level is debug") {
+				return fmt.Errorf("the log level in force at start-up is not kube-fip-config's debug")
+			}
+			return nil
+		}},
+		{scenarioLeader, func() error {
+			return poll(timeout, "the leader Lease held", stop, func() (bool, error) {
+				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})
+				if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
+					return false, err
+				}
+				w.renewed = l.Spec.RenewTime.Time
+				return strings.Contains(p.Logs(), "acquired the leader Lease"), nil
+			})
+		}},
+		{scenarioStart, func() error {
+			return poll(timeout, "caches synced and controllers running", stop, func() (bool, error) {
+				return strings.Contains(p.Logs(), "controllers running"), nil
+			})
+		}},
+		{scenarioContention, func() error {
+			return poll(timeout, fmt.Sprintf("%d contending FloatingIPs allocated, each its own address", contenders), stop, func() (bool, error) {
+				held := map[string]bool{}
+				for _, name := range w.contenders {
+					x, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
+					if err != nil || !allocated(x) {
+						return false, err
+					}
+					held[x.Status.IPAddress] = true
+				}
+				r, err := e.r.fips.FloatingIPRange().Get(w.contended, metav1.GetOptions{})
+				return err == nil && len(held) == contenders && r.Status.Used == contenders, err
+			})
+		}},
+		{scenarioDiscovery, func() error {
+			if err := w.create(); err != nil {
+				return fmt.Errorf("creating the guest clusters: %w", err)
+			}
+			return poll(timeout, "a FloatingIP for each guest cluster", stop, func() (bool, error) {
+				_, errA := fip(w.a)
+				_, errB := fip(w.b)
+				return errA == nil && errB == nil, nil
+			})
+		}},
+		{scenarioAllocation, func() error {
+			return poll(timeout, "both FloatingIPs allocated, the range recording them", stop, func() (bool, error) {
+				a, errA := fip(w.a)
+				b, errB := fip(w.b)
+				r, errR := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+				if errA != nil || errB != nil || errR != nil {
+					return false, nil
+				}
+				addrA = a.Status.IPAddress
+				return allocated(a) && allocated(b) && r.Status.Used == 2 && len(r.Finalizers) > 0 &&
+					conditions.IsTrue(r.Status.Conditions, v1.Ready), nil
+			})
+		}},
+		{scenarioGuest, func() error {
+			return poll(timeout, "the guest's kube-system/kubevip holding "+addrA, stop, func() (bool, error) {
+				cm, err := e.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
+				a, errA := fip(w.a)
+				return err == nil && errA == nil && cm.Data["cidr-global"] == addrA+"/32" &&
+					conditions.IsTrue(a.Status.Conditions, v1.GuestConfigured), nil
+			})
+		}},
+		{scenarioReload, func() error {
+			// A bad value twice, so that its Warning Event is created, then aggregated.
+			e.writeConfig(map[string]string{"logLevel": "debug", "operateGuestClusterInterval": "often"})
+			if err := poll(timeout, "the Warning Event for the bad value", stop, func() (bool, error) {
+				return e.configWarnings() >= 1, nil
+			}); err != nil {
+				return err
+			}
+			seen := len(p.Logs())
+			e.writeConfig(map[string]string{"logLevel": "info", "operateGuestClusterInterval": "often"})
+			return poll(timeout, "the new log level in force", stop, func() (bool, error) {
+				return strings.Contains(p.Logs()[seen:], "log level is info"), nil
+			})
+		}},
+		{scenarioEvents, func() error {
+			return poll(timeout, "the operator's Events", stop, func() (bool, error) {
+				return e.configWarnings() >= 2 &&
+					hasEvent(e.t, fleetNS, w.a.name, corev1.EventTypeNormal, discovery.ReasonFloatingIPCreated, "") &&
+					hasEvent(e.t, w.a.id, w.a.name+"-kubevip", corev1.EventTypeNormal, floatingip.ReasonAllocated, ""), nil
+			})
+		}},
+		{scenarioDeletion, func() error {
+			if err := e.r.prov.Delete(fleetNS, w.a.name, nil); err != nil {
+				return err
+			}
+			return poll(timeout, "the deleted cluster's FloatingIP gone and its address released", stop, func() (bool, error) {
+				_, err := fip(w.a)
+				r, errR := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1, nil
+			})
+		}},
+		{scenarioRenewal, func() error {
+			return poll(timeout, "the leader Lease renewed", stop, func() (bool, error) {
+				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})
+				return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.After(w.renewed), err
+			})
+		}},
+	}
+}
+
+// configWarnings is the count of the InvalidValue Warning Event on kube-fip-config: 2 once the
+// operator aggregated (patched) the repeated Event.
+func (e *lpEnv) configWarnings() int32 {
+	n := int32(0)
+	for _, ev := range events(e.t, e.ns, config.ConfigMapName) {
+		if ev.Type == corev1.EventTypeWarning && ev.Reason == string(config.ProblemInvalidValue) && ev.Count > n {
+			n = ev.Count
+		}
+	}
+	return n
+}

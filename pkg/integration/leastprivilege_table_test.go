@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// removalTimeout is how long a scenario may take before it counts as failed when a grant is
+// missing. The same scenarios pass with every grant in well under it (see
+// TestLeastPrivilegeUnderChartRBAC's figures); a false failure could only hide an unneeded grant,
+// never remove a needed one.
+const removalTimeout = 5 * time.Second
+
+// conflictPath is whether g is a read the operator makes only after a write conflict (the
+// allocation record and a FloatingIP's status are re-read from the API server, not the cache). A
+// conflict needs another writer at the same instant, so a run may or may not make that read:
+// without it the row may pass, and it is reported, not failed. Removing the grant would still be
+// wrong: the first conflict would be refused.
+func conflictPath(g grant) bool {
+	return g.clusterScoped && g.verb == "get" && g.group == "kubefip.k8s.binbash.org" &&
+		(g.resource == "floatingipranges" || g.resource == "floatingips")
+}
+
+// removalRow is one line of the rule-removal table.
+type removalRow struct {
+	grant   grant
+	failed  string
+	err     error
+	refused bool // the API server refused the operator exactly this grant
+	took    time.Duration
+}
+
+// TestLeastPrivilegeRuleRemoval takes the chart's RBAC apart one grant at a time — each verb on
+// each resource of each ClusterRole and Role — and runs the least-privilege scenarios as the
+// chart's ServiceAccount without it. Every grant must be needed: some scenario fails without it,
+// and the operator's log shows the API server refusing exactly that request. A grant no scenario
+// needs does not belong in the chart. The table of grant, failing scenario and time is printed.
+func TestLeastPrivilegeRuleRemoval(t *testing.T) {
+	begin := time.Now()
+	e := newLPEnv(t, "kube-fip-lp-table", "t", 182)
+	grants := e.rbac.grants()
+
+	// The baseline: with every grant, every scenario passes, so a failure below is the grant's.
+	if base := e.run(0, 45*time.Second); base.failed != "" {
+		fmt.Fprintf(os.Stderr, "---- operator output (baseline) ----\n%s\n", base.logs)
+		t.Fatalf("with the chart's full RBAC, scenario %s failed: %v", base.failed, base.err)
+	}
+
+	rows := make([]removalRow, 0, len(grants))
+	for i, g := range grants {
+		e.rbac.apply(t, &g)
+		e.waitAuthorizer(g, false)
+		res := e.run(i+1, removalTimeout)
+		row := removalRow{grant: g, failed: res.failed, err: res.err, took: res.took}
+		for _, r := range res.refused {
+			row.refused = row.refused || g.covers(r)
+		}
+		rows = append(rows, row)
+		e.rbac.apply(t, nil)
+		e.waitAuthorizer(g, true)
+	}
+
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-58s %-17s %-8s %6s\n", "grant removed", "failing scenario", "refused", "time")
+	for _, row := range rows {
+		failed := row.failed
+		switch {
+		case failed == "" && conflictPath(row.grant):
+			failed = "(no conflict)"
+		case failed == "":
+			failed = "(none)"
+		}
+		fmt.Fprintf(&table, "%-58s %-17s %-8v %5.1fs\n", row.grant.role+": "+row.grant.String(), failed, row.refused, row.took.Seconds())
+	}
+	t.Logf("rule-removal table, %d grants, %.0fs in all:\n%s", len(rows), time.Since(begin).Seconds(), table.String())
+
+	for _, row := range rows {
+		switch {
+		case row.failed == "" && conflictPath(row.grant):
+			t.Logf("%s: %s: no write conflict in this run, so the read that follows one was not made", row.grant.role, row.grant)
+		case row.failed == "":
+			t.Errorf("%s: %s: every scenario passed without it; no scenario needs it, so the chart must not grant it",
+				row.grant.role, row.grant)
+		case !row.refused:
+			t.Errorf("%s: %s: scenario %s failed (%v), but the operator's log shows no refusal of that request",
+				row.grant.role, row.grant, row.failed, row.err)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+// Package redact removes credentials from text that leaves the operator: Event messages,
+// condition messages and log lines. Errors from Helm, from HTTP clients and from the Kubernetes
+// client quote URLs, headers and values as they were given, so any text built from such an error
+// goes through Text (or Error) before anyone can read it.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mask replaces every credential that is removed.
+const Mask = "REDACTED"
+
+// MaxMessage caps a message built from an error: conditions and Events are read by people, and
+// an error that echoes its input can be of any size.
+const MaxMessage = 1024
+
+// MinSecret is the shortest known secret that is replaced wherever it appears: a shorter one would
+// mask ordinary words.
+const MinSecret = 4
+
+// truncated ends a text that was cut.
+const truncated = "... (truncated)"
+
+var (
+	// userinfo is the user:password@ part of a URL with a scheme, quoted or not. The authority
+	// ends at the first '/', '?', '#' or space, and a password may itself hold an '@', so the match
+	// runs to the last '@' before that end.
+	userinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s"'<>]*@`)
+	// queryCredential is a credential carried in a query parameter.
+	queryCredential = regexp.MustCompile(`(?i)([?&](?:access_token|token|password|passwd|secret|signature|sig|x-amz-signature|x-amz-credential|api[_-]?key|auth)=)[^&\s"'#]*`)
+	// authorization is an HTTP Authorization header value or a bearer token in text.
+	authorization = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?)(?:bearer|basic|token)?\s*[A-Za-z0-9\-._~+/:]+=*|\bbearer\s+[A-Za-z0-9\-._~+/:]{8,}=*`)
+	// keyValue is a key naming a credential followed by its value, as YAML, JSON, flags or
+	// key=value text quote it: "password: x", "token=x", `"clientSecret":"x"`, "client-key-data: x".
+	keyValue = regexp.MustCompile(`(?i)(["']?\b[\w.\-]*(?:password|passwd|token|secret|apikey|api[_-]key|credentials?|client-key-data|private[_-]?key)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s"',;}&]+)`)
+	// pemBlock is a PEM block of any kind: keys first of all, and certificates, which are no
+	// secret but have no place in a message either.
+	pemBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?(?:-----END [A-Z0-9 ]+-----|$)`)
+)
+
+// Text is s as it may be shown: every credential in URLs (user:password@, credential query
+// parameters), Authorization headers, bearer tokens, key/value pairs naming a credential and PEM
+// blocks is replaced by Mask, as is every occurrence of each of known (the token of a kubeconfig,
+// a repository password); the result is capped to MaxMessage bytes.
+func Text(s string, known ...string) string {
+	// Cut far beyond the cap first, so that a huge input costs little: whatever a first cut
+	// splits lies past MaxMessage and is cut again below.
+	s = Cap(s, 16*MaxMessage)
+	s = Secrets(s, known...)
+	s = pemBlock.ReplaceAllString(s, Mask)
+	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	s = queryCredential.ReplaceAllString(s, "${1}"+Mask)
+	s = authorization.ReplaceAllStringFunc(s, maskAuthorization)
+	s = keyValue.ReplaceAllString(s, "${1}"+Mask)
+	return Cap(s, MaxMessage)
+}
+
+// Error is Text of err's message; "" for a nil error.
+func Error(err error, known ...string) string {
+	if err == nil {
+		return ""
+	}
+	return Text(err.Error(), known...)
+}
+
+// Secrets replaces every occurrence of each of known in s by Mask, and nothing else. Secrets
+// shorter than MinSecret are skipped; longer ones are replaced first, so that a secret containing
+// another is masked as a whole.
+func Secrets(s string, known ...string) string {
+	var list []string
+	for _, k := range known {
+		if len(k) >= MinSecret {
+			list = append(list, k)
+		}
+	}
+	if len(list) == 0 {
+		return s
+	}
+	// Longest first: strings.NewReplacer picks the first match in argument order at each position.
+	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	pairs := make([]string, 0, 2*len(list))
+	for _, k := range list {
+		pairs = append(pairs, k, Mask)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+// URL is raw without its user information, query and fragment, for a message that names a
+// server or repository. Text that does not parse as a URL is returned through Text.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return Text(raw)
+	}
+	if u.User != nil {
+		u.User = url.User(Mask)
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return Cap(u.String(), 256)
+}
+
+// Cap cuts s to at most n bytes, on a character boundary, and says that it was cut.
+func Cap(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len(truncated)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncated
+}
+
+// maskAuthorization keeps the header name of an Authorization match and masks the rest.
+func maskAuthorization(m string) string {
+	if sub := authorization.FindStringSubmatch(m); sub != nil && sub[1] != "" {
+		return sub[1] + Mask
+	}
+	return Mask
+}
