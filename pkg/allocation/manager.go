@@ -270,12 +270,12 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 			return err
 		}
 		view := m.viewLocked(s, r)
-		e, err := decide(r, view)
-		if err != nil || e == nil {
-			return err
+		e, derr := decide(r, view)
+		if derr != nil || e == nil {
+			return derr
 		}
-		updated, rewritten, err := m.writeAllocations(ctx, r, view, e.record)
-		if err == nil {
+		updated, rewritten, werr := m.writeAllocations(ctx, r, view, e.record)
+		if werr == nil {
 			if len(rewritten) > 0 && m.normalized != nil {
 				m.normalized(updated, rewritten)
 			}
@@ -288,9 +288,11 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 			}
 			return nil
 		}
-		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
-			return fmt.Errorf("%s in FloatingIPRange %s: %w", e.what, rangeName, err)
+		if !apierrors.IsConflict(werr) || attempt >= maxConflicts {
+			return fmt.Errorf("%s in FloatingIPRange %s: %w", e.what, rangeName, werr)
 		}
+		// The loop's first checks see this read's error: a failed read is returned, never
+		// decided on.
 		r, err = m.client.Get(rangeName, metav1.GetOptions{})
 	}
 }

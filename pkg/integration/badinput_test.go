@@ -90,9 +90,10 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 		return !odd && ok && a.UID == holder.UID
 	})
 	f.checkRecord(rangeName, 2)
-	if !hasEvent(t, "", rangeName, corev1.EventTypeWarning, "RecordNormalized", "FD00:79:0::1") {
-		t.Errorf("no RecordNormalized Event naming the rewritten key")
-	}
+	// Events are sent in the background: the record can be rewritten before its Event arrives.
+	eventually(t, 10*time.Second, "a RecordNormalized Event naming the rewritten key", func() bool {
+		return hasEvent(t, "", rangeName, corev1.EventTypeWarning, "RecordNormalized", "FD00:79:0::1")
+	})
 
 	if err := f.api.FloatingIP().Delete(f.ns, "holder", nil); err != nil {
 		t.Fatal(err)
@@ -168,9 +169,9 @@ func TestBadInputRangeWarnings(t *testing.T) {
 		"badinput-empty":  "NoCapacity",
 	} {
 		f.waitRange(name, 30*time.Second, "Warning "+reason, warned(reason))
-		if !hasEvent(t, "", name, corev1.EventTypeWarning, reason, "") {
-			t.Errorf("range %s: no Warning Event %s", name, reason)
-		}
+		eventually(t, 10*time.Second, "range "+name+": a Warning Event "+reason, func() bool {
+			return hasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
+		})
 	}
 
 	f.editRange("badinput-empty", func(r *kubefipv1.FloatingIPRange) { r.Spec.Exclude = []string{"10.80.0.1"} })

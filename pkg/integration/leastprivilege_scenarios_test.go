@@ -22,7 +22,7 @@ import (
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
 	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioContention, scenarioDiscovery, scenarioAllocation,
-		scenarioGuest, scenarioReload, scenarioEvents, scenarioDeletion, scenarioRenewal}
+		scenarioGuest, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioRangeConflict, scenarioRenewal}
 }
 
 // scenarios are run's checks in order; each waits at most timeout.
@@ -105,6 +105,31 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 					conditions.IsTrue(a.Status.Conditions, v1.GuestConfigured), nil
 			})
 		}},
+		{scenarioFIPConflict, func() error {
+			// The operator's FloatingIP cache stops at the version it has; the FloatingIP moves
+			// on without it. The guest pass a rewritten kubeconfig starts finds the cluster
+			// unprovisioned and writes that status from the stale copy: a conflict, after which
+			// the FloatingIP must be read afresh.
+			e.api.Hold("floatingips")
+			defer e.api.Release("floatingips")
+			defer e.proxy.SetMode(w.a.id, testenv.ProxyConnected)
+			a, err := fip(w.a)
+			if err != nil {
+				return err
+			}
+			a.Labels = map[string]string{"kubefip.k8s.binbash.org/test-touched": "true"}
+			if _, err := e.r.fips.FloatingIP().Update(a); err != nil {
+				return err
+			}
+			e.proxy.SetMode(w.a.id, testenv.ProxyNotProvisioned)
+			if err := touchSecret(e, fleetNS, w.a.name+"-kubeconfig"); err != nil {
+				return err
+			}
+			return poll(timeout, "the guest state written over a stale cache (Provisioning)", stop, func() (bool, error) {
+				a, err := fip(w.a)
+				return err == nil && a.Status.GuestState == "Provisioning", nil
+			})
+		}},
 		{scenarioReload, func() error {
 			// A bad value twice, so that its Warning Event is created, then aggregated.
 			e.writeConfig(map[string]string{"logLevel": "debug", "operateGuestClusterInterval": "often"})
@@ -136,6 +161,31 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1, nil
 			})
 		}},
+		{scenarioRangeConflict, func() error {
+			// The operator's range cache stops at the version it has; the range moves on without
+			// it. A new FloatingIP is allocated from the stale copy: a conflict, after which the
+			// range must be read afresh.
+			e.api.Hold("floatingipranges")
+			defer e.api.Release("floatingipranges")
+			r, err := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			r.Labels = map[string]string{"kubefip.k8s.binbash.org/test-touched": "true"}
+			if _, err := e.r.fips.FloatingIPRange().Update(r); err != nil {
+				return err
+			}
+			name := w.rangeName + "-late"
+			if _, err := e.r.fips.FloatingIP().Create(&v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns,
+				Annotations: map[string]string{v1.AnnotationFloatingIPRange: w.rangeName}}}); err != nil {
+				return err
+			}
+			w.late = append(w.late, name)
+			return poll(timeout, "a FloatingIP allocated from a stale range", stop, func() (bool, error) {
+				x, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
+				return err == nil && allocated(x), nil
+			})
+		}},
 		{scenarioRenewal, func() error {
 			return poll(timeout, "the leader Lease renewed", stop, func() (bool, error) {
 				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})
@@ -155,4 +205,15 @@ func (e *lpEnv) configWarnings() int32 {
 		}
 	}
 	return n
+}
+
+// touchSecret rewrites a Secret's annotations, as Rancher does when it rotates a kubeconfig.
+func touchSecret(e *lpEnv, ns, name string) error {
+	s, err := e.kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Annotations = map[string]string{"kubefip.k8s.binbash.org/test-touched": time.Now().Format(time.RFC3339Nano)}
+	_, err = e.kube.CoreV1().Secrets(ns).Update(context.Background(), s, metav1.UpdateOptions{})
+	return err
 }

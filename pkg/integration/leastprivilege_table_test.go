@@ -14,16 +14,6 @@ import (
 // never remove a needed one.
 const removalTimeout = 5 * time.Second
 
-// conflictPath is whether g is a read the operator makes only after a write conflict (the
-// allocation record and a FloatingIP's status are re-read from the API server, not the cache). A
-// conflict needs another writer at the same instant, so a run may or may not make that read:
-// without it the row may pass, and it is reported, not failed. Removing the grant would still be
-// wrong: the first conflict would be refused.
-func conflictPath(g grant) bool {
-	return g.clusterScoped && g.verb == "get" && g.group == "kubefip.k8s.binbash.org" &&
-		(g.resource == "floatingipranges" || g.resource == "floatingips")
-}
-
 // removalRow is one line of the rule-removal table.
 type removalRow struct {
 	grant   grant
@@ -67,10 +57,7 @@ func TestLeastPrivilegeRuleRemoval(t *testing.T) {
 	fmt.Fprintf(&table, "%-58s %-17s %-8s %6s\n", "grant removed", "failing scenario", "refused", "time")
 	for _, row := range rows {
 		failed := row.failed
-		switch {
-		case failed == "" && conflictPath(row.grant):
-			failed = "(no conflict)"
-		case failed == "":
+		if failed == "" {
 			failed = "(none)"
 		}
 		fmt.Fprintf(&table, "%-58s %-17s %-8v %5.1fs\n", row.grant.role+": "+row.grant.String(), failed, row.refused, row.took.Seconds())
@@ -79,8 +66,6 @@ func TestLeastPrivilegeRuleRemoval(t *testing.T) {
 
 	for _, row := range rows {
 		switch {
-		case row.failed == "" && conflictPath(row.grant):
-			t.Logf("%s: %s: no write conflict in this run, so the read that follows one was not made", row.grant.role, row.grant)
 		case row.failed == "":
 			t.Errorf("%s: %s: every scenario passed without it; no scenario needs it, so the chart must not grant it",
 				row.grant.role, row.grant)

@@ -30,9 +30,11 @@ const (
 	scenarioDiscovery     = "discovery"
 	scenarioAllocation    = "allocation"
 	scenarioGuest         = "guest"
+	scenarioFIPConflict   = "floatingip-conflict" // a guest pass writes status over a stale cache
 	scenarioReload        = "config-reload"
 	scenarioEvents        = "events"
 	scenarioDeletion      = "cluster-deletion"
+	scenarioRangeConflict = "range-conflict" // an allocation writes the record over a stale cache
 	scenarioRenewal       = "lease-renewal"
 	scenarioNoRefusal     = "no-refusal"
 )
@@ -51,6 +53,9 @@ type lpEnv struct {
 	proxy      *testenv.ClusterProxy
 	guest      *testenv.Guest
 	guestKube  kubernetes.Interface
+	// api is the operator's way to the API server: it can hold back a watch, so that a scenario
+	// can make the operator write from a stale cache and meet a conflict.
+	api *testenv.APIProxy
 }
 
 // newLPEnv renders the chart for release namespace ns, applies its ServiceAccount, roles and
@@ -71,6 +76,17 @@ func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	e.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	sa := e.rbac.serviceAccount
 	if err := testenv.ServiceAccountKubeconfig(shared.env.Config, sa.Namespace, sa.Name, e.kubeconfig, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// The operator reaches the API server through a proxy that passes its token on.
+	token := restConfigOf(t, e.kubeconfig).BearerToken
+	api, err := testenv.StartAPIProxy(shared.env.Config, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	e.api = api
+	if err := api.WriteKubeconfig(e.kubeconfig, token); err != nil {
 		t.Fatal(err)
 	}
 	// The API server must judge this identity by RBAC: as the ServiceAccount, reading Secrets in

@@ -26,9 +26,11 @@ type lpWorld struct {
 	// starts: their claims race for one range, as after an outage.
 	contended  string
 	contenders []string
-	a, b       guest
-	token      string
-	renewed    time.Time
+	// late are FloatingIPs a scenario creates in rangeName once the operator runs.
+	late    []string
+	a, b    guest
+	token   string
+	renewed time.Time
 }
 
 func (e *lpEnv) newWorld(k int) *lpWorld {
@@ -167,7 +169,7 @@ func (w *lpWorld) cleanup() {
 	_ = r.kube.CoreV1().Secrets(globalNS).Delete(ctx, w.a.credentialName(), del)
 	_ = r.kube.CoreV1().Secrets(fleetNS).Delete(ctx, w.b.credentialName(), del)
 	_ = r.mgmt.Delete(w.a.harvester, nil)
-	for _, name := range w.contenders {
+	for _, name := range append(append([]string(nil), w.contenders...), w.late...) {
 		if x, err := r.fips.FloatingIP().Get(w.e.ns, name, metav1.GetOptions{}); err == nil && len(x.Finalizers) > 0 {
 			x.Finalizers = nil
 			_, _ = r.fips.FloatingIP().Update(x)

@@ -1,0 +1,155 @@
+package testenv
+
+import (
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"sync"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// APIRequest is one request a client made through an APIProxy.
+type APIRequest struct {
+	Method, Path, Query, Accept string
+}
+
+// APIProxy stands between a client (the operator) and the test API server. It forwards every
+// request, records what each asked for, and can hold back what the watches of one resource
+// deliver: the client's cache then lags the API server for as long as the test wants, as it does
+// for a moment in a real cluster, so the client's next write meets a conflict.
+type APIProxy struct {
+	// URL is the proxy's address, https on 127.0.0.1 (client-go sends credentials only over
+	// https).
+	URL string
+
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	requests []APIRequest
+	// held maps a resource (its plural name) to a channel closed when it is released.
+	held map[string]chan struct{}
+}
+
+// StartAPIProxy serves cfg's API server on a loopback port. With asAdmin, requests are made with
+// cfg's credentials and the client needs none; otherwise only cfg's CA is used and each client's
+// own Authorization goes through, so the API server judges the client itself.
+func StartAPIProxy(cfg *rest.Config, asAdmin bool) (*APIProxy, error) {
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	transportConfig := cfg
+	if !asAdmin {
+		transportConfig = &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile}}
+	}
+	transport, err := rest.TransportFor(transportConfig)
+	if err != nil {
+		return nil, err
+	}
+	p := &APIProxy{held: map[string]chan struct{}{}}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			p.mu.Lock()
+			p.requests = append(p.requests, APIRequest{pr.In.Method, pr.In.URL.Path, pr.In.URL.RawQuery, pr.In.Header.Get("Accept")})
+			p.mu.Unlock()
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			q := resp.Request.URL.Query()
+			if w := q.Get("watch"); w == "true" || w == "1" {
+				resp.Body = &heldBody{ReadCloser: resp.Body, proxy: p, resource: path.Base(resp.Request.URL.Path)}
+			}
+			return nil
+		},
+		Transport:     transport,
+		FlushInterval: -1,
+	}
+	p.srv = httptest.NewUnstartedServer(proxy)
+	p.srv.StartTLS()
+	p.URL = p.srv.URL
+	return p, nil
+}
+
+// Requests is every request so far.
+func (p *APIProxy) Requests() []APIRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]APIRequest(nil), p.requests...)
+}
+
+// Hold stops delivering what watches of resource (a plural name, such as "floatingipranges")
+// receive from now on, until Release.
+func (p *APIProxy) Hold(resource string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.held[resource]; !ok {
+		p.held[resource] = make(chan struct{})
+	}
+}
+
+// Release delivers what was held for resource, and everything after it.
+func (p *APIProxy) Release(resource string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch, ok := p.held[resource]; ok {
+		close(ch)
+		delete(p.held, resource)
+	}
+}
+
+func (p *APIProxy) gate(resource string) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held[resource]
+}
+
+// Close releases every watch and stops the proxy.
+func (p *APIProxy) Close() error {
+	p.mu.Lock()
+	for resource, ch := range p.held {
+		close(ch)
+		delete(p.held, resource)
+	}
+	p.mu.Unlock()
+	p.srv.Close()
+	return nil
+}
+
+// heldBody is a watch's response body. Bytes read while the resource is held are delivered only
+// once it is released: a held watch still reads from the API server, but the client sees nothing.
+type heldBody struct {
+	io.ReadCloser
+	proxy    *APIProxy
+	resource string
+}
+
+func (b *heldBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	for {
+		ch := b.proxy.gate(b.resource)
+		if ch == nil {
+			return n, err
+		}
+		<-ch
+	}
+}
+
+// WriteKubeconfig writes to path a kubeconfig for the proxy, with token as the client's bearer
+// token ("" for none, when the proxy acts as administrator). The file is written with mode 0600.
+func (p *APIProxy) WriteKubeconfig(path, token string) error {
+	kc := clientcmdapi.NewConfig()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw})
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.URL, CertificateAuthorityData: ca}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	kc.CurrentContext = "proxy"
+	return clientcmd.WriteToFile(*kc, path)
+}
