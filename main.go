@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,13 +20,23 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/version"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cleanup" {
+		if err := cleanupCommand(os.Args[2:]); err != nil {
+			logrus.Fatal(err)
+		}
+		return
+	}
+
 	var (
 		kubeconfigPath = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
 		namespace      = flag.String("namespace", envOr("NAMESPACE", "kube-fip"), "namespace of kube-fip-config, the leader Lease and the operator's Events [$NAMESPACE]")
@@ -45,6 +56,11 @@ func main() {
 		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
+	flag.Usage = func() {
+		out := flag.CommandLine.Output()
+		fmt.Fprintf(out, "Usage: %s [flags]\n       %s cleanup [flags]   (what the chart's pre-delete hook runs; see cleanup -h)\n", os.Args[0], os.Args[0])
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 
 	if *showVersion {
@@ -100,6 +116,56 @@ func main() {
 		logrus.Fatal(err)
 	}
 	logrus.Info("stopped")
+}
+
+// cleanupCommand stops the operator and releases or deletes its FloatingIPs and FloatingIPRanges:
+// the chart's pre-delete hook runs it, with a ServiceAccount allowed only that.
+func cleanupCommand(args []string) error {
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	kubeconfigPath := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
+	namespace := fs.String("namespace", envOr("NAMESPACE", "kube-fip"), "namespace of the operator's Deployment [$NAMESPACE]")
+	deployment := fs.String("deployment", "kube-fip-operator", "the operator's Deployment, scaled to zero first; empty to stop none")
+	mode := fs.String("mode", string(cleanup.ModeKeep), "keep: remove the operator's finalizers and keep every FloatingIP and FloatingIPRange for a reinstall; delete: delete them all")
+	stopTimeout := fs.Duration("stop-timeout", 2*time.Minute, "how long to wait for the operator's pods to stop")
+	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "log level [$LOG_LEVEL]")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("cleanup takes no arguments, got %q", fs.Args())
+	}
+	m, err := cleanup.ParseMode(*mode)
+	if err != nil {
+		return fmt.Errorf("--mode: %w", err)
+	}
+	level, err := logrus.ParseLevel(*logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logrus.SetLevel(level)
+	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	logrus.Infof("kube-fip-operator %s (%s) cleaning up (%s)", version.Version, version.GitCommit, m)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(*kubeconfigPath).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	_, err = cleanup.Run(ctx, kube, dyn, cleanup.Options{
+		Mode: m, Namespace: *namespace, Deployment: *deployment, StopTimeout: *stopTimeout,
+	})
+	return err
 }
 
 func envOr(key, fallback string) string {

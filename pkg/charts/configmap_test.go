@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,50 @@ func TestConfigMapFromValues(t *testing.T) {
 		t.Errorf("kube-vip chart %s", cfg.Kubevip)
 	case cfg.KubevipCloudProvider.Ref != "oci://registry.example.com/charts/kube-vip-cloud-provider" || cfg.KubevipCloudProvider.Version != "0.2.2":
 		t.Errorf("kube-vip-cloud-provider chart %s", cfg.KubevipCloudProvider)
+	}
+}
+
+// TestConfigMapOCISwitch: ociCharts.<chart> decides whether the OCI reference and version reach
+// kube-fip-config. Off, a reference left in the values (the Rancher form keeps the answers of the
+// fields it hides) is written empty and the chart comes from the Helm repository; on without a
+// reference or version, the install fails with the values to set.
+func TestConfigMapOCISwitch(t *testing.T) {
+	refs := map[string]interface{}{
+		"kubevipChartRef":                  "oci://registry.example.com/charts/kube-vip",
+		"kubevipChartVersion":              "0.6.4",
+		"kubevipCloudProviderChartRef":     "oci://registry.example.com/charts/kube-vip-cloud-provider",
+		"kubevipCloudProviderChartVersion": "0.2.2",
+	}
+	data, cfg := renderConfig(t, map[string]interface{}{
+		"ociCharts": map[string]interface{}{"kubevip": false, "kubevipCloudProvider": true},
+		"config":    refs,
+	})
+	for _, key := range []string{config.KeyKubevipChartRef, config.KeyKubevipChartVersion} {
+		if data[key] != "" {
+			t.Errorf("ociCharts.kubevip off: %s = %q; want it empty", key, data[key])
+		}
+	}
+	if cfg.Kubevip.Ref != "" || cfg.KubevipCloudProvider.Ref != refs["kubevipCloudProviderChartRef"] || cfg.KubevipCloudProvider.Version != "0.2.2" {
+		t.Errorf("kube-vip chart %s, kube-vip-cloud-provider chart %s", cfg.Kubevip, cfg.KubevipCloudProvider)
+	}
+
+	c, err := Load(chartDir(OperatorChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfgValues := range map[string]map[string]interface{}{
+		"no reference": {"kubevipCloudProviderChartVersion": "0.2.2"},
+		"no version":   {"kubevipCloudProviderChartRef": "oci://registry.example.com/charts/kube-vip-cloud-provider"},
+	} {
+		_, err := Render(c, RenderOptions{
+			Namespace:   testNamespace,
+			Values:      map[string]interface{}{"ociCharts": map[string]interface{}{"kubevipCloudProvider": true}, "config": cfgValues},
+			APIVersions: []string{CRDAPIVersion},
+			KubeVersion: testKubeVersion,
+		})
+		want := "ociCharts.kubevipCloudProvider is on: set config.kubevipCloudProviderChartRef"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: render error %v; want %q", name, err, want)
+		}
 	}
 }

@@ -37,7 +37,8 @@ func allSwitchesOn() map[string]interface{} {
 				},
 			}},
 		}},
-		"rancher": map[string]interface{}{"fleetNamespace": "fleet-other", "globalDataNamespace": "global-other"},
+		"rancher":   map[string]interface{}{"fleetNamespace": "fleet-other", "globalDataNamespace": "global-other"},
+		"ociCharts": map[string]interface{}{"kubevip": true, "kubevipCloudProvider": true},
 		"config": map[string]interface{}{
 			"logLevel":                         "Debug",
 			"operateGuestClusterInterval":      600,

@@ -2,6 +2,7 @@ package charts
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -10,14 +11,14 @@ import (
 
 // TestChartAnnotations checks the annotations Rancher's Apps & Marketplace reads: the operator chart
 // is a management cluster tool in kube-fip that installs its CRD chart first; the CRD chart is
-// hidden and goes to the same namespace.
+// hidden and goes to the same namespace. Neither claims a certification: "rancher" and "partner"
+// belong to Rancher's own and its partners' repositories.
 func TestChartAnnotations(t *testing.T) {
 	for _, tc := range []struct {
 		chart string
 		want  map[string]string
 	}{
 		{OperatorChart, map[string]string{
-			"catalog.cattle.io/certified":       "partner",
 			"catalog.cattle.io/display-name":    "Floating IPs for Harvester guest clusters",
 			"catalog.cattle.io/namespace":       "kube-fip",
 			"catalog.cattle.io/release-name":    "kube-fip-operator",
@@ -31,7 +32,6 @@ func TestChartAnnotations(t *testing.T) {
 			"catalog.cattle.io/provides-gvr":    "kubefip.k8s.binbash.org.floatingip/v1",
 		}},
 		{CRDChart, map[string]string{
-			"catalog.cattle.io/certified":    "partner",
 			"catalog.cattle.io/hidden":       "true",
 			"catalog.cattle.io/namespace":    "kube-fip",
 			"catalog.cattle.io/release-name": "kube-fip-operator-crd",
@@ -45,6 +45,11 @@ func TestChartAnnotations(t *testing.T) {
 			for k, v := range tc.want {
 				if got := c.Metadata.Annotations[k]; got != v {
 					t.Errorf("%s = %q; want %q", k, got, v)
+				}
+			}
+			for k, v := range c.Metadata.Annotations {
+				if strings.Contains(k, "certified") {
+					t.Errorf("annotation %s: %s; want no certification claimed", k, v)
 				}
 			}
 		})
@@ -104,7 +109,7 @@ func TestPackage(t *testing.T) {
 		if name != OperatorChart {
 			continue
 		}
-		for _, f := range []string{"questions.yaml", "app-readme.md", "files/kube-fip-operator-dashboard.json"} {
+		for _, f := range []string{"questions.yaml", "app-readme.md", "README.md", "icon.svg", "files/kube-fip-operator-dashboard.json"} {
 			if !hasFile(c, f) {
 				t.Errorf("the packaged chart lacks %s", f)
 			}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 
 	controllergen "github.com/rancher/wrangler/v2/pkg/controller-gen"
 	"github.com/rancher/wrangler/v2/pkg/controller-gen/args"
@@ -18,6 +19,21 @@ import (
 func main() {
 	// controller-gen reads the boilerplate and the type directories relative to the working directory.
 	os.Unsetenv("GOPATH")
+
+	// The CRD descriptions come from the SwaggerDoc methods compiled into this program. When the
+	// doc comments changed, those are stale: generate again with the new methods.
+	changed, err := crds.WriteSwaggerDocs("pkg/apis/kubefip.k8s.binbash.org/v1", "pkg/codegen/boilerplate.go.txt")
+	if err != nil {
+		logrus.Fatalf("writing the API documentation: %v", err)
+	}
+	if changed {
+		cmd := exec.Command("go", "run", "pkg/codegen/main.go")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			logrus.Fatalf("generating with the new API documentation: %v", err)
+		}
+		return
+	}
 
 	controllergen.Run(args.Options{
 		OutputPackage: "github.com/kubefip/kube-fip-operator/pkg/generated",

@@ -1,12 +1,14 @@
 // Package crds builds the CustomResourceDefinitions of the kubefip kinds from their Go types: the
-// schema comes from the types, and this package adds what the types cannot say — printer columns,
-// short names and the address validation the API server applies at the door.
+// schema comes from the types and the descriptions from their doc comments (through the generated
+// SwaggerDoc methods), and this package adds what the types cannot say — printer columns, short
+// names, the kubefip category and the address validation the API server applies at the door.
 package crds
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/rancher/wrangler/v2/pkg/crd"
@@ -24,6 +26,9 @@ import (
 var groupVersion = schema.GroupVersion{Group: "kubefip.k8s.binbash.org", Version: "v1"}
 
 const readyColumn = `.status.conditions[?(@.type=="Ready")].status`
+
+// Category is the category of both kinds: `kubectl get kubefip` lists every range and address.
+const Category = "kubefip"
 
 // maxAddressLength bounds every address-like string: the longest IPv6 CIDR text is 43 characters,
 // an inclusive IPv6 range 79.
@@ -43,6 +48,7 @@ const mappedMessage = "IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are not allow
 func List() ([]*apiextv1.CustomResourceDefinition, error) {
 	defs := []struct {
 		def    crd.CRD
+		obj    interface{}
 		mutate func(*apiextv1.JSONSchemaProps)
 	}{
 		{
@@ -53,6 +59,7 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 				NonNamespace: true,
 				Status:       true,
 				ShortNames:   []string{"fiprange", "fipranges"},
+				Categories:   []string{Category},
 				Columns: []apiextv1.CustomResourceColumnDefinition{
 					{Name: "CIDR", Type: "string", JSONPath: ".spec.iprange"},
 					{Name: "Capacity", Type: "string", JSONPath: ".status.capacity"},
@@ -62,6 +69,7 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIPRange{}),
+			obj:    v1.FloatingIPRange{},
 			mutate: rangeValidation,
 		},
 		{
@@ -71,6 +79,7 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 				SingularName: "floatingip",
 				Status:       true,
 				ShortNames:   []string{"fip", "fips"},
+				Categories:   []string{Category},
 				Columns: []apiextv1.CustomResourceColumnDefinition{
 					{Name: "IP", Type: "string", JSONPath: ".status.ipaddress"},
 					{Name: "Range", Type: "string", JSONPath: ".metadata.annotations.fiprange"},
@@ -79,6 +88,7 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIP{}),
+			obj:    v1.FloatingIP{},
 			mutate: floatingIPValidation,
 		},
 	}
@@ -99,7 +109,9 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 		}
 		def.APIVersion = "apiextensions.k8s.io/v1"
 		def.Kind = "CustomResourceDefinition"
-		d.mutate(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
+		root := def.Spec.Versions[0].Schema.OpenAPIV3Schema
+		d.mutate(root)
+		describe(root, reflect.TypeOf(d.obj))
 		result = append(result, def)
 	}
 	return result, nil
@@ -114,7 +126,6 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	iprange.Nullable = false
 	iprange.Format = "cidr"
 	iprange.MaxLength = int64Ptr(maxAddressLength)
-	iprange.Description = "The pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64."
 	iprange.XValidations = apiextv1.ValidationRules{{
 		Rule:    "!self.matches('^(" + mappedAddress + ")')",
 		Message: mappedMessage,
@@ -133,7 +144,6 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 		Message: mappedMessage,
 	}}
 	exclude.Items.Schema = &items
-	exclude.Description = "Addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) never handed out."
 	spec.Properties["exclude"] = exclude
 	root.Properties["spec"] = spec
 }
@@ -149,7 +159,6 @@ func floatingIPValidation(root *apiextv1.JSONSchemaProps) {
 		{Format: "ipv6"},
 		{MaxLength: int64Ptr(0)},
 	}
-	ip.Description = "The address to hold, IPv4 or IPv6. Empty asks for any free address of the range; the allocated address is written back here."
 	spec.Properties["ipaddress"] = ip
 	root.Properties["spec"] = spec
 }

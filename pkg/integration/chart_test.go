@@ -86,7 +86,12 @@ func (h *helmCluster) uninstall(name string) {
 // the CRD chart, then the operator chart install; the objects exist and kube-fip-config parses
 // without a problem; SubjectAccessReviews show the operator's service account allowed exactly what
 // the operator does and refused Secrets elsewhere, CRD writes and Rancher cluster writes; no role has
-// a wildcard; uninstalling removes the operator's objects and keeps the CRDs.
+// a wildcard. Uninstalled while the operator holds a range and FloatingIPs, the chart's pre-delete
+// hook (played by running the hook Job's own command with the hook's ServiceAccount, as the API
+// server has no kubelet) stops the operator first and, by default, leaves every object without the
+// operator's finalizers and unchanged, so that a reinstall adopts each with its address; with
+// cleanup.onUninstall=delete nothing is left. Uninstalling removes the operator's objects and the
+// hook's, and keeps the CRDs.
 func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	ctx := context.Background()
 	guest, err := shared.env.StartGuest("charts")
@@ -130,7 +135,26 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	checkServiceAccountRights(t, kube)
 	checkNoWildcardRoles(t, kube)
 
-	helm.uninstall(charts.OperatorChart)
+	// Uninstalled with the defaults while the operator holds FloatingIPs and a range: the hook
+	// stops the operator and takes its finalizers off; the objects stay as they were, and the next
+	// install's operator adopts them with the same addresses.
+	world := newUninstallWorld(t, helm, guest.Config)
+	world.startOperator()
+	world.createObjects()
+	world.uninstallWithHook("keep")
+	world.checkKeptObjects(false)
+
+	values["cleanup"] = map[string]interface{}{"onUninstall": "delete"}
+	if err := helm.install(charts.OperatorChart, values); err != nil {
+		t.Fatalf("installing the operator chart again: %v", err)
+	}
+	world.startOperator()
+	world.waitAllocated("the operator to adopt the kept FloatingIPs and range")
+
+	// Uninstalled with cleanup.onUninstall=delete: nothing is left.
+	world.uninstallWithHook("delete")
+	world.checkNothingLeft()
+
 	helm.uninstall(charts.CRDChart)
 	if _, err := kube.RbacV1().ClusterRoles().Get(ctx, "kube-fip-operator", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ClusterRole after uninstall: %v; want NotFound", err)

@@ -3,14 +3,22 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
@@ -166,6 +174,241 @@ func TestPrinterColumns(t *testing.T) {
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%s columns = %v, want %v", resource, got, want)
+		}
+	}
+}
+
+// crdSchemas reads both CRDs back from the API server and returns their stored schemas by kind.
+func crdSchemas(t *testing.T) map[string]*apiextv1.CustomResourceDefinition {
+	t.Helper()
+	c := apiextclient.NewForConfigOrDie(shared.env.Config)
+	out := map[string]*apiextv1.CustomResourceDefinition{}
+	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org"} {
+		def, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(bg(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading CRD %s: %v", name, err)
+		}
+		out[def.Spec.Names.Kind] = def
+	}
+	return out
+}
+
+// missingDescriptions walks a schema as JSON (the CRD's openAPIV3Schema or a published OpenAPI
+// document) and returns the path of every property, at any depth, without a description.
+func missingDescriptions(path string, schema map[string]any) []string {
+	var missing []string
+	if props, ok := schema["properties"].(map[string]any); ok {
+		for name, p := range props {
+			prop, _ := p.(map[string]any)
+			if d, _ := prop["description"].(string); strings.TrimSpace(d) == "" {
+				missing = append(missing, path+"."+name)
+			}
+			missing = append(missing, missingDescriptions(path+"."+name, prop)...)
+		}
+	}
+	if items, ok := schema["items"].(map[string]any); ok {
+		missing = append(missing, missingDescriptions(path+"[]", items)...)
+	}
+	if values, ok := schema["additionalProperties"].(map[string]any); ok {
+		missing = append(missing, missingDescriptions(path+"[*]", values)...)
+	}
+	return missing
+}
+
+// TestSchemaDescribesEveryField reads the CRDs back from the API server and walks their schemas:
+// the top level and every field, status included, has a description. kubectl explain and the
+// Rancher UI read these.
+func TestSchemaDescribesEveryField(t *testing.T) {
+	for kind, def := range crdSchemas(t) {
+		if len(def.Spec.Versions) != 1 || def.Spec.Versions[0].Schema == nil {
+			t.Fatalf("%s: want one version with a schema", kind)
+		}
+		raw, err := json.Marshal(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := schema["description"].(string); d == "" {
+			t.Errorf("%s: the top-level schema has no description", kind)
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for _, field := range []string{"spec", "status"} {
+			if _, ok := props[field]; !ok {
+				t.Errorf("%s: the schema has no %s", kind, field)
+			}
+		}
+		for _, path := range missingDescriptions(kind, schema) {
+			t.Errorf("%s has no description", path)
+		}
+	}
+}
+
+// TestSchemaDescriptionsArePublished: the descriptions reach the OpenAPI document the API server
+// publishes for the group, which is what kubectl explain reads.
+func TestSchemaDescriptionsArePublished(t *testing.T) {
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.env.Config)
+	var schemas map[string]map[string]any
+	eventually(t, 30*time.Second, "the kubefip group in the published OpenAPI v3 document", func() bool {
+		paths, err := dc.OpenAPIV3().Paths()
+		if err != nil {
+			return false
+		}
+		gv, ok := paths["apis/kubefip.k8s.binbash.org/v1"]
+		if !ok {
+			return false
+		}
+		raw, err := gv.Schema("application/json")
+		if err != nil {
+			return false
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]map[string]any `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return false
+		}
+		schemas = doc.Components.Schemas
+		region := nested(schemas["org.binbash.k8s.kubefip.v1.FloatingIPRange"], "properties", "spec", "properties", "region")
+		return region != nil
+	})
+	for _, kind := range []string{"FloatingIPRange", "FloatingIP"} {
+		schema := schemas["org.binbash.k8s.kubefip.v1."+kind]
+		if schema == nil {
+			t.Fatalf("%s is not in the published OpenAPI document", kind)
+		}
+		if d, _ := schema["description"].(string); d == "" {
+			t.Errorf("%s: the published schema has no description", kind)
+		}
+		for _, path := range missingDescriptions(kind, schema) {
+			t.Errorf("published %s has no description", path)
+		}
+	}
+	region := nested(schemas["org.binbash.k8s.kubefip.v1.FloatingIPRange"], "properties", "spec", "properties", "region")
+	if d, _ := region["description"].(string); !strings.Contains(d, "unused") || !strings.Contains(d, "compatibility") {
+		t.Errorf("spec.region is described as %q; want it named unused and kept for compatibility", d)
+	}
+}
+
+func nested(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		next, _ := m[k].(map[string]any)
+		if next == nil {
+			return nil
+		}
+		m = next
+	}
+	return m
+}
+
+// TestSchemaKeepsRegion creates a range the way the original operator's users wrote them, with
+// spec.region, and reads it back: the API server does not prune the field, and an update through
+// the typed client keeps it.
+func TestSchemaKeepsRegion(t *testing.T) {
+	rangeGVR := kubefipv1.SchemeGroupVersion.WithResource("floatingipranges")
+	dyn := dynamic.NewForConfigOrDie(shared.env.Config).Resource(rangeGVR)
+	original := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubefip.k8s.binbash.org/v1",
+		"kind":       "FloatingIPRange",
+		"metadata": map[string]any{
+			"name": "schema-region",
+			"annotations": map[string]any{
+				kubefipv1.AnnotationHarvesterClusterName: "harvester-cluster1",
+				kubefipv1.AnnotationHarvesterNetworkName: "vlan213",
+			},
+		},
+		"spec": map[string]any{"iprange": "10.213.13.0/28", "region": "eu-west-1"},
+	}}
+	if _, err := dyn.Create(bg(), original, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn.Delete(bg(), "schema-region", metav1.DeleteOptions{}) })
+
+	got, err := dyn.Get(bg(), "schema-region", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if region, _, _ := unstructured.NestedString(got.Object, "spec", "region"); region != "eu-west-1" {
+		t.Fatalf("spec.region read back as %q, want eu-west-1: the API server pruned it", region)
+	}
+
+	c := kubefipClients(t)
+	r, err := c.FloatingIPRange().Get("schema-region", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spec.Region != "eu-west-1" {
+		t.Fatalf("typed spec.region = %q, want eu-west-1", r.Spec.Region)
+	}
+	r.Spec.Exclude = []string{"10.213.13.5"}
+	if _, err := c.FloatingIPRange().Update(r); err != nil {
+		t.Fatal(err)
+	}
+	got, err = dyn.Get(bg(), "schema-region", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if region, _, _ := unstructured.NestedString(got.Object, "spec", "region"); region != "eu-west-1" {
+		t.Fatalf("after an update spec.region is %q, want eu-west-1", region)
+	}
+}
+
+// TestSchemaCategory resolves the kubefip category as kubectl get kubefip does, through discovery,
+// and lists what it names: both kinds, with a range and a FloatingIP in them.
+func TestSchemaCategory(t *testing.T) {
+	c := kubefipClients(t)
+	createNamespace(t, "c-m-schema03")
+	r, err := c.FloatingIPRange().Create(&kubefipv1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "schema-category"},
+		Spec:       kubefipv1.FloatingIPRangeSpec{IPRange: "10.213.13.16/28"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.FloatingIPRange().Delete(r.Name, &metav1.DeleteOptions{}) })
+	f, err := c.FloatingIP().Create(&kubefipv1.FloatingIP{
+		ObjectMeta: metav1.ObjectMeta{Name: "schema-category", Namespace: "c-m-schema03", Annotations: map[string]string{
+			kubefipv1.AnnotationClusterName:     "schema-category",
+			kubefipv1.AnnotationFloatingIPRange: r.Name,
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.FloatingIP().Delete(f.Namespace, f.Name, &metav1.DeleteOptions{}) })
+
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.env.Config)
+	resources, ok := restmapper.NewDiscoveryCategoryExpander(dc).Expand("kubefip")
+	if !ok {
+		t.Fatal("discovery knows no category kubefip")
+	}
+	var names []string
+	for _, gr := range resources {
+		names = append(names, gr.String())
+	}
+	sort.Strings(names)
+	if want := "floatingipranges.kubefip.k8s.binbash.org,floatingips.kubefip.k8s.binbash.org"; strings.Join(names, ",") != want {
+		t.Fatalf("category kubefip = %v, want %s", names, want)
+	}
+
+	dyn := dynamic.NewForConfigOrDie(shared.env.Config)
+	found := map[string]bool{}
+	for _, gr := range resources {
+		list, err := dyn.Resource(gr.WithVersion("v1")).List(bg(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range list.Items {
+			found[item.GetKind()+" "+item.GetNamespace()+"/"+item.GetName()] = true
+		}
+	}
+	for _, want := range []string{"FloatingIPRange /schema-category", "FloatingIP c-m-schema03/schema-category"} {
+		if !found[want] {
+			t.Errorf("kubectl get kubefip would not list %s", want)
 		}
 	}
 }

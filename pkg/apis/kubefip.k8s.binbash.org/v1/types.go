@@ -42,19 +42,24 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in
-// the guest cluster's namespace (c-m-xxxxxxxx).
+// the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the
+// range (fiprange) and whether the guest's existing kube-vip ConfigMap may be overwritten
+// (updateConfigMap).
 type FloatingIP struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FloatingIPSpec   `json:"spec,omitempty"`
+	// Spec is the address asked for.
+	Spec FloatingIPSpec `json:"spec,omitempty"`
+	// Status is the address held, the guest cluster's state and the conditions, written by the
+	// operator.
 	Status FloatingIPStatus `json:"status,omitempty"`
 }
 
 // FloatingIPSpec is what a person or the discovery controller asks for.
 type FloatingIPSpec struct {
-	// IPAddress is the address to hold. Empty asks for any free address of the range; the operator
-	// writes the address it allocated back here.
+	// IPAddress is the address to hold, IPv4 or IPv6, for example 10.135.10.201. Empty asks for any
+	// free address of the range; the operator writes the address it allocated back here.
 	IPAddress string `json:"ipaddress,omitempty"`
 }
 
@@ -79,23 +84,32 @@ type FloatingIPStatus struct {
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
-// FloatingIPRange is a pool of addresses on one Harvester network, handed out as FloatingIPs.
+// FloatingIPRange is a pool of addresses on one Harvester network, handed out as FloatingIPs. Its
+// annotations harvesterClusterName and harvesterNetworkName tie it to a Harvester cluster and VM
+// network.
 type FloatingIPRange struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FloatingIPRangeSpec   `json:"spec,omitempty"`
+	// Spec is the pool.
+	Spec FloatingIPRangeSpec `json:"spec,omitempty"`
+	// Status is the record of the pool's allocations, its counts and conditions, written by the
+	// operator.
 	Status FloatingIPRangeStatus `json:"status,omitempty"`
 }
 
 // FloatingIPRangeSpec describes the pool.
 type FloatingIPRangeSpec struct {
-	// IPRange is the pool as a CIDR, IPv4 or IPv6. The IPv4 network and broadcast addresses and the
-	// IPv6 subnet-router anycast address are never handed out.
+	// IPRange is the pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64.
+	// The IPv4 network and broadcast addresses and the IPv6 subnet-router anycast address are never
+	// handed out.
 	IPRange string `json:"iprange" wrangler:"required"`
 	// Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges
 	// (10.0.0.20-10.0.0.29) inside the pool that are never handed out.
 	Exclude []string `json:"exclude,omitempty"`
+	// Region is unused: the operator neither reads nor writes it. It is kept for compatibility with
+	// the original kube-fip-operator's CRD, so that ranges created for it keep the value.
+	Region string `json:"region,omitempty"`
 }
 
 // FloatingIPRangeStatus is the record of the pool's allocations and its counts.
@@ -119,7 +133,10 @@ type FloatingIPRangeStatus struct {
 
 // Allocation names the FloatingIP holding an address.
 type Allocation struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       types.UID `json:"uid"`
+	// Namespace is the FloatingIP's namespace, the guest cluster's c-m-xxxxxxxx namespace.
+	Namespace string `json:"namespace"`
+	// Name is the FloatingIP's name.
+	Name string `json:"name"`
+	// UID is the FloatingIP's UID: a FloatingIP re-created under the same name is another holder.
+	UID types.UID `json:"uid"`
 }
