@@ -54,6 +54,8 @@ func main() {
 		allowHTTP      = flag.Bool("allow-http-chart-sources", envBool("ALLOW_HTTP_CHART_SOURCES", false), "allow plain http chart repositories and loopback OCI registries [$ALLOW_HTTP_CHART_SOURCES]")
 		imagePrefixes  = flag.String("allowed-image-prefixes", envOr("ALLOWED_IMAGE_PREFIXES", strings.Join(config.DefaultImagePrefixes(), ",")), "comma-separated image repository prefixes that chart values may name [$ALLOWED_IMAGE_PREFIXES]")
 		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
+		kubeAPIQPS     = flag.Float64("kube-api-qps", envFloat("KUBE_API_QPS", 0), "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it) [$KUBE_API_QPS]")
+		kubeAPIBurst   = flag.Int("kube-api-burst", envInt("KUBE_API_BURST", 0), "burst above --kube-api-qps; 0 for twice the QPS [$KUBE_API_BURST]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Usage = func() {
@@ -108,6 +110,9 @@ func main() {
 
 		ChartPolicy:            policy,
 		ChartCredentialsSecret: *credsSecret,
+
+		KubeAPIQPS:   float32(*kubeAPIQPS),
+		KubeAPIBurst: *kubeAPIBurst,
 	})
 	if err != nil {
 		logrus.Fatal(err)
@@ -171,6 +176,16 @@ func cleanupCommand(args []string) error {
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
+	}
+	return fallback
+}
+
+func envFloat(key string, fallback float64) float64 {
+	if v := os.Getenv(key); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+			return f
+		}
+		logrus.Fatalf("$%s: %q is not a number of requests per second", key, v)
 	}
 	return fallback
 }

@@ -54,6 +54,34 @@ func (m *Manager) OnNormalized(fn func(r *v1.FloatingIPRange, keys []string)) {
 type rangeState struct {
 	mu   sync.Mutex
 	view *View
+	// written is the range as this manager last wrote it; chain holds the resourceVersions of
+	// the unbroken series of its own writes that led there, and the version the first one was
+	// written over. While the cache shows one of them, written is the newest known version: the
+	// next claim starts from it rather than meeting a conflict on the cache's older copy.
+	written *v1.FloatingIPRange
+	chain   map[string]bool
+}
+
+// newest is r, or what this manager wrote over it when the cache still shows a version of its
+// own series of writes.
+func (s *rangeState) newest(r *v1.FloatingIPRange) *v1.FloatingIPRange {
+	if s.written == nil || s.written.UID != r.UID || !s.chain[r.ResourceVersion] {
+		return r
+	}
+	if r.ResourceVersion == s.written.ResourceVersion {
+		s.chain = map[string]bool{r.ResourceVersion: true} // the cache caught up
+		return r
+	}
+	return s.written
+}
+
+// wrote records a successful write of updated over base.
+func (s *rangeState) wrote(base, updated *v1.FloatingIPRange) {
+	if s.written == nil || !s.chain[base.ResourceVersion] || len(s.chain) > 1000 {
+		s.chain = map[string]bool{base.ResourceVersion: true}
+	}
+	s.chain[updated.ResourceVersion] = true
+	s.written = updated
 }
 
 // NewManager returns a Manager writing through client and reading through cache.
@@ -262,6 +290,9 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 	defer s.mu.Unlock()
 
 	r, err := m.cache.Get(rangeName)
+	if err == nil {
+		r = s.newest(r)
+	}
 	for attempt := 0; ; attempt++ {
 		if apierrors.IsNotFound(err) {
 			return errNoRange
@@ -276,6 +307,7 @@ func (m *Manager) change(ctx context.Context, rangeName string, decide func(*v1.
 		}
 		updated, rewritten, werr := m.writeAllocations(ctx, r, view, e.record)
 		if werr == nil {
+			s.wrote(r, updated)
 			if len(rewritten) > 0 && m.normalized != nil {
 				m.normalized(updated, rewritten)
 			}

@@ -108,7 +108,7 @@ func TestDeploymentSettings(t *testing.T) {
 		t.Errorf("default image %q; want the chart's appVersion as tag", c.Image)
 	}
 	for _, a := range []string{"--namespace=$(NAMESPACE)", "--threads=5", "--leader-election=true",
-		"--guest-workers=10", "--guest-timeout=15s",
+		"--guest-workers=10", "--guest-timeout=15s", "--kube-api-qps=0", "--kube-api-burst=0",
 		"--fleet-namespace=fleet-default", "--global-data-namespace=cattle-global-data"} {
 		if !hasArg(c.Args, a) {
 			t.Errorf("default args %v: missing %s", c.Args, a)
@@ -132,7 +132,8 @@ func TestDeploymentSettings(t *testing.T) {
 	if c.Image != "registry.example.com:5000/kubefip/kube-fip-operator:v9.9.9" {
 		t.Errorf("image %q; want the systemDefaultRegistry prefix and the tag from values", c.Image)
 	}
-	for _, a := range []string{"--threads=7", "--guest-workers=4", "--guest-timeout=30s", "--fleet-namespace=fleet-other", "--global-data-namespace=global-other"} {
+	for _, a := range []string{"--threads=7", "--guest-workers=4", "--guest-timeout=30s", "--kube-api-qps=50", "--kube-api-burst=80",
+		"--fleet-namespace=fleet-other", "--global-data-namespace=global-other"} {
 		if !hasArg(c.Args, a) {
 			t.Errorf("args %v: missing %s", c.Args, a)
 		}

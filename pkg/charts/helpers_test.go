@@ -26,6 +26,7 @@ func allSwitchesOn() map[string]interface{} {
 		"threads":             7,
 		"guestWorkers":        4,
 		"guestTimeout":        "30s",
+		"kubeAPI":             map[string]interface{}{"qps": 50, "burst": 80},
 		"priorityClassName":   "system-cluster-critical",
 		"podDisruptionBudget": map[string]interface{}{"enabled": true},
 		"affinity": map[string]interface{}{"podAntiAffinity": map[string]interface{}{

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -65,6 +66,11 @@ type Options struct {
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
 	// authenticate to the chart repositories and OCI registries.
 	ChartCredentialsSecret string
+	// KubeAPIQPS limits the requests per second to the management cluster's API server, shared
+	// by every client of the process; 0 sets no client-side limit (the API server's Priority and
+	// Fairness protects it). KubeAPIBurst is the burst above it (0: twice the QPS).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // Operator is one running instance.
@@ -94,11 +100,10 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 		opts.GlobalDataNamespace = "cattle-global-data"
 	}
 	// client-go's default of 5 requests a second would make a burst of cluster creations or
-	// deletions crawl; the API server's own priority and fairness protects it.
+	// deletions crawl; the API server's own Priority and Fairness protects it. One limiter for
+	// every client of the process, when one is asked for.
 	restConfig = rest.CopyConfig(restConfig)
-	if restConfig.QPS == 0 {
-		restConfig.QPS, restConfig.Burst = 50, 100
-	}
+	restConfig.RateLimiter = rateLimiter(opts.KubeAPIQPS, opts.KubeAPIBurst)
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
@@ -294,4 +299,20 @@ func (o *Operator) secretMetadata(ctx context.Context) (cache.SharedIndexInforme
 	informer := factory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
 	go informer.Run(ctx.Done())
 	return informer, nil
+}
+
+// rateLimiter is the one client-side limit every client of the process shares (rest.CopyConfig
+// keeps the same limiter): none when qps is 0, so that a burst of new clusters is not throttled
+// by the operator itself.
+func rateLimiter(qps float32, burst int) flowcontrol.RateLimiter {
+	if qps <= 0 {
+		return flowcontrol.NewFakeAlwaysRateLimiter()
+	}
+	if burst <= 0 {
+		burst = int(2 * qps)
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	return flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 }

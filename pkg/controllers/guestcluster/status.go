@@ -23,6 +23,13 @@ func (c *Controller) record(p *pass) error {
 	if p.kubevip != nil {
 		p.kubevip.message = p.redact(p.kubevip.message)
 	}
+	if p.guest.reason == ReasonNotAllocated {
+		if _, shown := conditions.Get(f.Status.Conditions, v1.GuestConfigured); !shown {
+			// A new FloatingIP's own Allocated condition says why nothing is written yet; a
+			// first guest status would only race the allocation's status write.
+			return nil
+		}
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		status := f.Status.DeepCopy()
 		status.GuestState = p.state
