@@ -1,18 +1,21 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"regexp"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -24,31 +27,80 @@ import (
 // BenchmarkDiscoveryConvergence creates N complete Harvester guest clusters at once — namespace,
 // provisioning cluster (and its management cluster), cloud credential and HarvesterConfig — against
 // the real API server with the operator running, and reports the time until every one holds its
-// address and the API writes that took. It checks that every cluster got exactly one address and no
-// address was handed out twice; it asserts nothing about time.
+// address and the API requests that took. It checks that every cluster got exactly one address and
+// no address was handed out twice; it asserts nothing about time. The operator's flags end with
+// the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
 //
 //	s-to-converge            first object created → last address held
 //	s-to-create              first object created → every FloatingIP exists (discovery's part)
 //	s-after-last-created     last object created → last address held
-//	writes/cluster           every API write (POST, PUT, PATCH, DELETE) in that time, per cluster
-//	operator-writes/cluster  the operator's share: writes to FloatingIPs, ranges and Events
+//
+// and, per cluster, the requests the API server counted in that time (see convergence.report):
+// alloc-writes, alloc-reads, events, conflicts, throttled and writes. The writes include the
+// benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
 func BenchmarkDiscoveryConvergence(b *testing.B) {
 	ns := "kube-fip-bench"
 	r := newRancher(b)
 	r.ensureNamespace(ns)
-	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
-	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := startBenchOperator(b, ns)
 	defer func() { _ = p.Stop(30 * time.Second) }()
 	if err := p.WaitForLog(bg(), "controllers running", time.Minute); err != nil {
 		b.Fatal(err)
 	}
-	// Progress is read from a watch, not by listing every FloatingIP again and again, which would
-	// load the API server being measured.
+	fips := watchFloatingIPs(b)
+	for i, n := range []int{10, 100, 1000} {
+		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchmarkConvergence(b, r, p, fips, n, cidr) })
+	}
+}
+
+func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, n int, cidr string) {
+	b.StopTimer()
+	harv := fmt.Sprintf("harv-bench%d", n)
+	rangeName := fmt.Sprintf("disc-bench%d", n)
+	if err := r.addBenchRange(rangeName, harv, cidr); err != nil {
+		b.Fatal(err)
+	}
+	defer r.deleteRange(b, rangeName)
+
+	c := newConvergence(n)
+	for iter := 0; iter < b.N; iter++ {
+		guests := newBenchGuests(fmt.Sprintf("bench%d-%d", n, iter), n, harv)
+		t := c.measure(b, r, fips, guests.names, func() *testenv.Process {
+			if err := r.addGuests(guests); err != nil {
+				b.Fatal(err)
+			}
+			return p
+		})
+		c.time("s-to-converge", t.done.Sub(t.start))
+		c.time("s-to-create", t.allExist.Sub(t.start))
+		c.time("s-after-last-created", t.done.Sub(t.acted))
+		r.teardown(b, rangeName, guests.names)
+	}
+	c.report(b)
+}
+
+// startBenchOperator starts the operator with its Lease and Events in ns and the words of
+// $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
+func startBenchOperator(b *testing.B, ns string) *testenv.Process {
+	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
+	args = append(args, benchOperatorArgs()...)
+	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// benchOperatorArgs are the words of $BENCH_OPERATOR_ARGS, flags for the benchmarks' operator.
+func benchOperatorArgs() []string { return strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS")) }
+
+// watchFloatingIPs returns a cache of every FloatingIP fed by a watch until the benchmark ends:
+// progress is read from it rather than by listing every FloatingIP again and again, which would
+// load the API server being measured.
+func watchFloatingIPs(b *testing.B) kubefipcontrollers.FloatingIPCache {
 	ctx, cancel := context.WithCancel(bg())
-	defer cancel()
+	b.Cleanup(cancel)
 	factory := kubefip.NewFactoryFromConfigOrDie(shared.env.Config)
 	fips := factory.Kubefip().V1().FloatingIP().Cache()
 	if err := factory.Start(ctx, 1); err != nil {
@@ -57,78 +109,264 @@ func BenchmarkDiscoveryConvergence(b *testing.B) {
 	if err := factory.Sync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for i, n := range []int{10, 100, 1000} {
-		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchmarkConvergence(b, r, fips, n, cidr) })
-	}
+	return fips
 }
 
-func benchmarkConvergence(b *testing.B, r *rancher, fips kubefipcontrollers.FloatingIPCache, n int, cidr string) {
-	b.StopTimer()
-	harv := fmt.Sprintf("harv-bench%d", n)
-	rangeName := fmt.Sprintf("disc-bench%d", n)
-	r.must(r.addManagementCluster("c-m-"+harv, harv))
-	if _, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
-		ObjectMeta: metav1.ObjectMeta{Name: rangeName, Annotations: map[string]string{
+// benchGuests are the guest clusters of one iteration, all on one Harvester cluster and network.
+type benchGuests struct {
+	names  []string
+	byName map[string]guest
+}
+
+// newBenchGuests names n guests prefix-0000, prefix-0001, … on the Harvester cluster harv, vlan10.
+func newBenchGuests(prefix string, n int, harv string) benchGuests {
+	s := benchGuests{names: make([]string, n), byName: map[string]guest{}}
+	for i := range s.names {
+		g := guest{name: fmt.Sprintf("%s-%04d", prefix, i), harvester: "c-m-" + harv, display: harv, network: vlan("vlan10")}
+		g.id = "c-m-" + g.name
+		s.names[i], s.byName[g.name] = g.name, g
+	}
+	return s
+}
+
+// addGuests creates every part of every guest, 16 guests at a time, in addGuest's order but for
+// the Harvester cluster, which addBenchRange created: creating it again for every guest would be
+// answered 409 and counted among the conflicts.
+func (r *rancher) addGuests(s benchGuests) error {
+	return parallel(s.names, func(name string) error {
+		steps := r.steps(s.byName[name])
+		for _, step := range []string{"credential", "config", "namespace", "cluster"} {
+			if err := steps[step](); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// addBenchRange creates the Harvester cluster harv (its management cluster) and a range for its
+// network vlan10.
+func (r *rancher) addBenchRange(name, harv, cidr string) error {
+	if err := r.addManagementCluster("c-m-"+harv, harv); err != nil {
+		return err
+	}
+	_, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: harv, v1.AnnotationHarvesterNetworkName: "vlan10"}},
 		Spec: v1.FloatingIPRangeSpec{IPRange: cidr},
-	}); err != nil {
+	})
+	if err != nil {
+		return fmt.Errorf("creating range %s: %w", name, err)
+	}
+	return nil
+}
+
+// convergence sums one sub-benchmark's figures over its iterations.
+type convergence struct {
+	clusters int
+	runs     int
+	seconds  map[string]float64     // metric → sum over the runs
+	requests map[requestKey]float64 // requests counted in the measured windows
+}
+
+func newConvergence(clusters int) *convergence {
+	return &convergence{clusters: clusters, seconds: map[string]float64{}, requests: map[requestKey]float64{}}
+}
+
+// timings are the moments of one measured run.
+type timings struct {
+	start    time.Time // the timer started
+	acted    time.Time // act returned
+	allExist time.Time // every guest's FloatingIP exists
+	done     time.Time // every guest's FloatingIP holds an address
+}
+
+// measure reads the API server's request counters, starts the timer and runs act, which sets
+// things in motion and returns the running operator; it waits until every guest's FloatingIP holds
+// an address (failing if the operator exits), stops the timer, reads the counters again, adds the
+// difference and checks from the API server that every guest holds an address of its own.
+func (c *convergence) measure(b *testing.B, r *rancher, fips kubefipcontrollers.FloatingIPCache, guests []string, act func() *testenv.Process) timings {
+	before := r.apiRequests(b)
+	var t timings
+	b.StartTimer()
+	t.start = time.Now()
+	p := act()
+	t.acted = time.Now()
+	t.allExist, t.done = waitConverged(b, p, fips, guests, 10*time.Minute)
+	b.StopTimer()
+	after := r.apiRequests(b)
+	if err := r.allAllocated(guests); err != nil {
 		b.Fatal(err)
 	}
-	defer r.deleteRange(b, rangeName)
-
-	var total, operator, toConverge, toCreate, afterCreated float64
-	for iter := 0; iter < b.N; iter++ {
-		guests := make([]string, n)
-		byName := map[string]guest{}
-		for i := range guests {
-			g := guest{name: fmt.Sprintf("bench%d-%d-%04d", n, iter, i), harvester: "c-m-" + harv, display: harv, network: vlan("vlan10")}
-			g.id = "c-m-" + g.name
-			guests[i], byName[g.name] = g.name, g
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			c.requests[k] += d
 		}
-		before := r.apiWrites(b)
-		b.StartTimer()
-		start := time.Now()
-		if err := parallel(guests, func(name string) error { return r.addGuest(byName[name]) }); err != nil {
-			b.Fatal(err)
-		}
-		created := time.Now()
-		allExist, done := waitConverged(b, fips, guests, 10*time.Minute)
-		b.StopTimer()
-		after := r.apiWrites(b)
-		if err := r.allAllocated(guests); err != nil {
-			b.Fatal(err)
-		}
-
-		toConverge += done.Sub(start).Seconds()
-		toCreate += allExist.Sub(start).Seconds()
-		afterCreated += done.Sub(created).Seconds()
-		var breakdown []string
-		for resource, count := range after {
-			delta := count - before[resource]
-			total += delta
-			if resource == "floatingips" || resource == "floatingipranges" || resource == "events" {
-				operator += delta
-			}
-			if delta > 0 {
-				breakdown = append(breakdown, fmt.Sprintf("%s %.2f", resource, delta/float64(n)))
-			}
-		}
-		sort.Strings(breakdown)
-		b.Logf("N=%d: writes per cluster by resource: %s", n, strings.Join(breakdown, ", "))
-		r.teardown(b, rangeName, guests)
 	}
-	runs := float64(b.N)
-	b.ReportMetric(toConverge/runs, "s-to-converge")
-	b.ReportMetric(toCreate/runs, "s-to-create")
-	b.ReportMetric(afterCreated/runs, "s-after-last-created")
-	b.ReportMetric(total/runs/float64(n), "writes/cluster")
-	b.ReportMetric(operator/runs/float64(n), "operator-writes/cluster")
+	c.runs++
+	return t
+}
+
+// time adds one run's duration to metric.
+func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] += d.Seconds() }
+
+// mean is metric's mean over the runs.
+func (c *convergence) mean(metric string) float64 { return c.seconds[metric] / float64(c.runs) }
+
+// perCluster is the mean number of requests per run and cluster that match.
+func (c *convergence) perCluster(match func(requestKey) bool) float64 {
+	var sum float64
+	for k, v := range c.requests {
+		if k.resource != "leases" && match(k) {
+			sum += v
+		}
+	}
+	return sum / float64(c.runs) / float64(c.clusters)
+}
+
+// report reports the mean of every time metric and, per cluster, the requests the API server
+// counted in the measured windows (leader-election leases excluded, every answer code included):
+//
+//	alloc-writes/cluster  POST, PUT, PATCH, DELETE on floatingips, floatingipranges,
+//	                      floatingipallocations and their status
+//	alloc-reads/cluster   GET on those and on secrets
+//	events/cluster        writes of Events
+//	conflicts/cluster     requests answered 409 Conflict
+//	throttled/cluster     requests answered 429 Too Many Requests (the API server's Priority and
+//	                      Fairness; a client's own rate limiter never reaches the server)
+//	writes/cluster        every write
+//
+// and prints the table of requests per cluster by verb, resource and code.
+func (c *convergence) report(b *testing.B) {
+	if c.runs == 0 {
+		return
+	}
+	for metric := range c.seconds {
+		b.ReportMetric(c.mean(metric), metric)
+	}
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() }), "alloc-writes/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.verb == "GET" && (k.allocation() || k.resource == "secrets") }), "alloc-reads/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.resource == "events" }), "events/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "409" }), "conflicts/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "429" }), "throttled/cluster")
+	b.ReportMetric(c.perCluster(requestKey.write), "writes/cluster")
+	// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
+	fmt.Printf("%s: %s", b.Name(), c.table())
+}
+
+// table lists the requests per run and cluster by verb, resource and code, most first; rows
+// under 0.005 per cluster are summed into one line.
+func (c *convergence) table() string {
+	type row struct {
+		k requestKey
+		v float64
+	}
+	var rows []row
+	for k, v := range c.requests {
+		if k.resource != "leases" {
+			rows = append(rows, row{k, v / float64(c.runs) / float64(c.clusters)})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].v != rows[j].v {
+			return rows[i].v > rows[j].v
+		}
+		return rows[i].k.String() < rows[j].k.String()
+	})
+	var out strings.Builder
+	fmt.Fprintf(&out, "API requests per cluster (N=%d, %d run(s), leases excluded; flags from BENCH_OPERATOR_ARGS: %q):\n", c.clusters, c.runs, strings.Join(benchOperatorArgs(), " "))
+	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "VERB\tRESOURCE\tCODE\tPER CLUSTER")
+	var rest float64
+	var restRows int
+	for _, x := range rows {
+		if x.v < 0.005 {
+			rest += x.v
+			restRows++
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%11.3f\n", x.k.verb, x.k.path(), x.k.code, x.v)
+	}
+	if restRows > 0 {
+		fmt.Fprintf(w, "\t(%d rows under 0.005)\t\t%11.3f\n", restRows, rest)
+	}
+	_ = w.Flush()
+	return out.String()
+}
+
+// requestKey is one series of the API server's apiserver_request_total, less the labels the
+// benchmarks do not tell apart (group, version, scope, component, dry_run).
+type requestKey struct {
+	verb, resource, subresource, code string
+}
+
+// write tells whether the verb changes something.
+func (k requestKey) write() bool {
+	switch k.verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
+		return true
+	}
+	return false
+}
+
+// allocation tells whether the request is on the allocation path: FloatingIPs, ranges, and
+// (once they exist) FloatingIPAllocations, or their status.
+func (k requestKey) allocation() bool {
+	switch k.resource {
+	case "floatingips", "floatingipranges", "floatingipallocations":
+		return k.subresource == "" || k.subresource == "status"
+	}
+	return false
+}
+
+// path is resource/subresource; for a request not on a resource the path the API server names
+// (/healthz, /livez, /readyz) or "(non-resource)" (/metrics, /version, discovery).
+func (k requestKey) path() string {
+	switch {
+	case k.resource == "" && k.subresource != "":
+		return k.subresource
+	case k.resource == "":
+		return "(non-resource)"
+	case k.subresource == "":
+		return k.resource
+	}
+	return k.resource + "/" + k.subresource
+}
+
+func (k requestKey) String() string { return k.verb + " " + k.path() + " " + k.code }
+
+// apiRequests reads the API server's own count of the requests it answered since it started,
+// apiserver_request_total, by verb, resource, subresource and code.
+func (r *rancher) apiRequests(b *testing.B) map[requestKey]float64 {
+	raw, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(bg())
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatalf("parsing the API server's metrics: %v", err)
+	}
+	family, ok := families["apiserver_request_total"]
+	if !ok {
+		b.Fatal("the API server's metrics have no apiserver_request_total")
+	}
+	counts := map[requestKey]float64{}
+	for _, m := range family.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		k := requestKey{verb: labels["verb"], resource: labels["resource"], subresource: labels["subresource"], code: labels["code"]}
+		counts[k] += m.GetCounter().GetValue()
+	}
+	return counts
 }
 
 // waitConverged waits until every guest's FloatingIP holds an address, as the watch shows them,
-// and returns when the last FloatingIP was created and when the last address was held.
-func waitConverged(b *testing.B, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
+// and returns when the last FloatingIP was created and when the last address was held. It fails
+// at once if the operator p exits.
+func waitConverged(b *testing.B, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
 	deadline := time.Now().Add(timeout)
 	for {
 		exist, held := 0, 0
@@ -150,8 +388,21 @@ func waitConverged(b *testing.B, fips kubefipcontrollers.FloatingIPCache, guests
 		if now.After(deadline) {
 			b.Fatalf("after %s: %d of %d FloatingIPs exist, %d hold an address", timeout, exist, len(guests), held)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-p.Done():
+			b.Fatalf("the operator exited: %d of %d FloatingIPs exist, %d hold an address; its output ends:\n%s", exist, len(guests), held, lastLines(p.Logs(), 60))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // allAllocated checks, from the API server itself, that every guest has exactly one FloatingIP,
@@ -204,6 +455,23 @@ func (r *rancher) deleteRange(b *testing.B, name string) {
 	}
 }
 
+// deleteRangeAndWait deletes a range and waits until it is gone: the operator, which must still
+// run, removes its finalizer.
+func (r *rancher) deleteRangeAndWait(b *testing.B, name string) {
+	r.deleteRange(b, name)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := r.fips.FloatingIPRange().Get(name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("range %s still there 2 minutes after its deletion (%v)", name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // loopbackPort returns a loopback port nothing listens on right now.
 func loopbackPort(b *testing.B) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -212,36 +480,4 @@ func loopbackPort(b *testing.B) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// requestTotal matches one series of the API server's request counter.
-var requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-
-var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
-
-// apiWrites reads the API server's own count of write requests, by resource.
-func (r *rancher) apiWrites(b *testing.B) map[string]float64 {
-	raw, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(bg())
-	if err != nil {
-		b.Fatalf("reading the API server's metrics: %v", err)
-	}
-	writes := map[string]float64{}
-	scanner := bufio.NewScanner(bytes.NewReader(raw))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		m := requestTotal.FindStringSubmatch(scanner.Text())
-		if m == nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, pair := range labelPair.FindAllStringSubmatch(m[1], -1) {
-			labels[pair[1]] = pair[2]
-		}
-		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
-			v, _ := strconv.ParseFloat(m[2], 64)
-			writes[labels["resource"]] += v
-		}
-	}
-	return writes
 }
