@@ -84,8 +84,8 @@ func TestBackupResourceSet(t *testing.T) {
 		return ok
 	}
 	crds := crdChartCRDs(t)
-	if len(crds) != 2 {
-		t.Fatalf("the CRD chart renders %d CRDs, want 2", len(crds))
+	if len(crds) != 3 {
+		t.Fatalf("the CRD chart renders %d CRDs, want 3", len(crds))
 	}
 	for _, crd := range crds {
 		if !selects("apiextensions.k8s.io/v1", crdResource, "", crd.Name) {

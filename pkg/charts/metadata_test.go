@@ -56,7 +56,7 @@ func TestChartAnnotations(t *testing.T) {
 	}
 }
 
-// TestCRDChart renders the CRD chart: exactly the two kubefip CRDs, each kept on uninstall.
+// TestCRDChart renders the CRD chart: exactly the three kubefip CRDs, each kept on uninstall.
 func TestCRDChart(t *testing.T) {
 	c, err := Load(chartDir(CRDChart))
 	if err != nil {
@@ -66,7 +66,11 @@ func TestCRDChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"floatingips.kubefip.k8s.binbash.org": true, "floatingipranges.kubefip.k8s.binbash.org": true}
+	want := map[string]bool{
+		"floatingips.kubefip.k8s.binbash.org":           true,
+		"floatingipranges.kubefip.k8s.binbash.org":      true,
+		"floatingipallocations.kubefip.k8s.binbash.org": true,
+	}
 	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" || !want[o.GetName()] {
 			t.Errorf("unexpected %s %s", o.GetKind(), o.GetName())

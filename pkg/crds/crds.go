@@ -27,7 +27,8 @@ var groupVersion = schema.GroupVersion{Group: "kubefip.k8s.binbash.org", Version
 
 const readyColumn = `.status.conditions[?(@.type=="Ready")].status`
 
-// Category is the category of both kinds: `kubectl get kubefip` lists every range and address.
+// Category is the category of every kubefip kind: `kubectl get kubefip` lists every range, address
+// and allocation.
 const Category = "kubefip"
 
 // maxAddressLength bounds every address-like string: the longest IPv6 CIDR text is 43 characters,
@@ -47,7 +48,10 @@ const mappedMessage = "IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are not allow
 // List returns the CRDs of the kubefip kinds, ready to be written or applied.
 func List() ([]*apiextv1.CustomResourceDefinition, error) {
 	defs := []struct {
-		def    crd.CRD
+		def crd.CRD
+		// wide columns show with kubectl get -o wide. They are added after the conversion, which
+		// cannot carry a column's int32 priority through wrangler's unstructured CRD.
+		wide   []apiextv1.CustomResourceColumnDefinition
 		obj    interface{}
 		mutate func(*apiextv1.JSONSchemaProps)
 	}{
@@ -91,6 +95,29 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 			obj:    v1.FloatingIP{},
 			mutate: floatingIPValidation,
 		},
+		{
+			def: crd.CRD{
+				GVK:          groupVersion.WithKind("FloatingIPAllocation"),
+				PluralName:   "floatingipallocations",
+				SingularName: "floatingipallocation",
+				NonNamespace: true,
+				ShortNames:   []string{"fipalloc", "fipallocs"},
+				Categories:   []string{Category},
+				// JSONPath cannot join namespace/name: OWNER is the FloatingIP's name, its
+				// namespace is a wide column.
+				Columns: []apiextv1.CustomResourceColumnDefinition{
+					{Name: "Address", Type: "string", JSONPath: ".spec.address"},
+					{Name: "Range", Type: "string", JSONPath: ".spec.range"},
+					{Name: "Owner", Type: "string", JSONPath: ".spec.owner.name"},
+					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+				},
+			}.WithSchemaFromStruct(v1.FloatingIPAllocation{}),
+			wide: []apiextv1.CustomResourceColumnDefinition{
+				{Name: "Owner-Namespace", Type: "string", JSONPath: ".spec.owner.namespace", Priority: 1},
+			},
+			obj:    v1.FloatingIPAllocation{},
+			mutate: allocationValidation,
+		},
 	}
 
 	var result []*apiextv1.CustomResourceDefinition
@@ -109,7 +136,9 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 		}
 		def.APIVersion = "apiextensions.k8s.io/v1"
 		def.Kind = "CustomResourceDefinition"
-		root := def.Spec.Versions[0].Schema.OpenAPIV3Schema
+		version := &def.Spec.Versions[0]
+		version.AdditionalPrinterColumns = beforeAge(version.AdditionalPrinterColumns, d.wide)
+		root := version.Schema.OpenAPIV3Schema
 		d.mutate(root)
 		describe(root, reflect.TypeOf(d.obj))
 		result = append(result, def)
@@ -164,6 +193,16 @@ func floatingIPValidation(root *apiextv1.JSONSchemaProps) {
 }
 
 func int64Ptr(i int64) *int64 { return &i }
+
+// beforeAge inserts extra columns ahead of a trailing Age column, where kubectl users expect it.
+func beforeAge(columns, extra []apiextv1.CustomResourceColumnDefinition) []apiextv1.CustomResourceColumnDefinition {
+	n := len(columns)
+	if len(extra) == 0 || n == 0 || columns[n-1].Name != "Age" {
+		return append(columns, extra...)
+	}
+	out := append(append(append([]apiextv1.CustomResourceColumnDefinition{}, columns[:n-1]...), extra...), columns[n-1])
+	return out
+}
 
 // WriteFiles writes one YAML file per CRD into dir, named after the CRD.
 func WriteFiles(dir string) error {

@@ -44,7 +44,15 @@ func TestEveryFieldIsDescribed(t *testing.T) {
 	}
 	for _, def := range list {
 		root := def.Spec.Versions[0].Schema.OpenAPIV3Schema
-		for _, field := range []string{"spec", "status"} {
+		fields := []string{"spec", "status"}
+		if def.Spec.Names.Kind == "FloatingIPAllocation" {
+			// An allocation has no status: its existence is the claim.
+			fields = []string{"spec"}
+			if _, ok := root.Properties["status"]; ok {
+				t.Errorf("%s: a status in the schema", def.Name)
+			}
+		}
+		for _, field := range fields {
 			if _, ok := root.Properties[field]; !ok {
 				t.Errorf("%s: no %s in the schema", def.Name, field)
 			}
@@ -62,6 +70,7 @@ func TestSwaggerDocsMatchTheTypes(t *testing.T) {
 	for _, obj := range []interface{}{
 		v1.FloatingIP{}, v1.FloatingIPSpec{}, v1.FloatingIPStatus{},
 		v1.FloatingIPRange{}, v1.FloatingIPRangeSpec{}, v1.FloatingIPRangeStatus{}, v1.Allocation{},
+		v1.FloatingIPAllocation{}, v1.FloatingIPAllocationSpec{}, v1.FloatingIPReference{},
 	} {
 		types[reflect.TypeOf(obj).Name()] = reflect.TypeOf(obj)
 	}
@@ -96,7 +105,8 @@ func TestSwaggerDocsMatchTheTypes(t *testing.T) {
 }
 
 // TestCompatibilityWithTheOriginal: the original CRDs' group, kinds, short names and
-// FloatingIPRange's spec.region are kept, and both kinds are in the kubefip category.
+// FloatingIPRange's spec.region are kept, and every kind, the new FloatingIPAllocation too, is in
+// the kubefip category.
 func TestCompatibilityWithTheOriginal(t *testing.T) {
 	list, err := List()
 	if err != nil {
@@ -105,6 +115,8 @@ func TestCompatibilityWithTheOriginal(t *testing.T) {
 	want := map[string][]string{
 		"floatingipranges.kubefip.k8s.binbash.org": {"fiprange", "fipranges"},
 		"floatingips.kubefip.k8s.binbash.org":      {"fip", "fips"},
+		// Not in the original: the record of held addresses, one object per address.
+		"floatingipallocations.kubefip.k8s.binbash.org": {"fipalloc", "fipallocs"},
 	}
 	for _, def := range list {
 		shortNames, ok := want[def.Name]

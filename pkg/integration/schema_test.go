@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
 	"sort"
 	"strings"
 	"testing"
@@ -143,12 +144,13 @@ func expectInvalid(t *testing.T, err error, field string) {
 	t.Logf("rejected: %v", err)
 }
 
-// TestPrinterColumns asks for the table kubectl prints (kubectl get fip,fiprange) and checks its
-// columns.
+// TestPrinterColumns asks for the table kubectl prints (kubectl get fip,fiprange,fipalloc) and
+// checks its columns: those kubectl shows by default, and those it adds with -o wide.
 func TestPrinterColumns(t *testing.T) {
-	for resource, want := range map[string][]string{
-		"floatingipranges": {"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"},
-		"floatingips":      {"Name", "IP", "Range", "Cluster", "Ready", "Age"},
+	for resource, want := range map[string]struct{ columns, wide []string }{
+		"floatingipranges":      {columns: []string{"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"}},
+		"floatingips":           {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}},
+		"floatingipallocations": {columns: []string{"Name", "Address", "Range", "Owner", "Age"}, wide: []string{"Owner-Namespace"}},
 	} {
 		cfg := rest.CopyConfig(shared.env.Config)
 		cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
@@ -168,22 +170,31 @@ func TestPrinterColumns(t *testing.T) {
 		if err := json.Unmarshal(raw, &table); err != nil {
 			t.Fatalf("%s: %v", resource, err)
 		}
-		var got []string
+		var got, wide []string
 		for _, c := range table.ColumnDefinitions {
-			got = append(got, c.Name)
+			if c.Priority == 0 {
+				got = append(got, c.Name)
+			} else {
+				wide = append(wide, c.Name)
+			}
 		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("%s columns = %v, want %v", resource, got, want)
+		if strings.Join(got, ",") != strings.Join(want.columns, ",") {
+			t.Errorf("%s columns = %v, want %v", resource, got, want.columns)
+		}
+		if strings.Join(wide, ",") != strings.Join(want.wide, ",") {
+			t.Errorf("%s wide columns = %v, want %v", resource, wide, want.wide)
 		}
 	}
 }
 
-// crdSchemas reads both CRDs back from the API server and returns their stored schemas by kind.
+// crdSchemas reads the kubefip CRDs back from the API server and returns their stored schemas by
+// kind.
 func crdSchemas(t *testing.T) map[string]*apiextv1.CustomResourceDefinition {
 	t.Helper()
 	c := apiextclient.NewForConfigOrDie(shared.env.Config)
 	out := map[string]*apiextv1.CustomResourceDefinition{}
-	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org"} {
+	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org",
+		"floatingipallocations.kubefip.k8s.binbash.org"} {
 		def, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(bg(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("reading CRD %s: %v", name, err)
@@ -235,7 +246,11 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 			t.Errorf("%s: the top-level schema has no description", kind)
 		}
 		props, _ := schema["properties"].(map[string]any)
-		for _, field := range []string{"spec", "status"} {
+		fields := []string{"spec", "status"}
+		if kind == "FloatingIPAllocation" {
+			fields = fields[:1] // no status: the object's existence is the claim
+		}
+		for _, field := range fields {
 			if _, ok := props[field]; !ok {
 				t.Errorf("%s: the schema has no %s", kind, field)
 			}
@@ -276,7 +291,7 @@ func TestSchemaDescriptionsArePublished(t *testing.T) {
 		region := nested(schemas["org.binbash.k8s.kubefip.v1.FloatingIPRange"], "properties", "spec", "properties", "region")
 		return region != nil
 	})
-	for _, kind := range []string{"FloatingIPRange", "FloatingIP"} {
+	for _, kind := range []string{"FloatingIPRange", "FloatingIP", "FloatingIPAllocation"} {
 		schema := schemas["org.binbash.k8s.kubefip.v1."+kind]
 		if schema == nil {
 			t.Fatalf("%s is not in the published OpenAPI document", kind)
@@ -358,7 +373,7 @@ func TestSchemaKeepsRegion(t *testing.T) {
 }
 
 // TestSchemaCategory resolves the kubefip category as kubectl get kubefip does, through discovery,
-// and lists what it names: both kinds, with a range and a FloatingIP in them.
+// and lists what it names: all three kinds, with a range, a FloatingIP and an allocation in them.
 func TestSchemaCategory(t *testing.T) {
 	c := kubefipClients(t)
 	createNamespace(t, "c-m-schema03")
@@ -380,6 +395,11 @@ func TestSchemaCategory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.FloatingIP().Delete(f.Namespace, f.Name, &metav1.DeleteOptions{}) })
+	a, err := c.FloatingIPAllocation().Create(newAllocation(netip.MustParseAddr("10.213.13.17"), r.Name, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.FloatingIPAllocation().Delete(a.Name, &metav1.DeleteOptions{}) })
 
 	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.env.Config)
 	resources, ok := restmapper.NewDiscoveryCategoryExpander(dc).Expand("kubefip")
@@ -391,7 +411,8 @@ func TestSchemaCategory(t *testing.T) {
 		names = append(names, gr.String())
 	}
 	sort.Strings(names)
-	if want := "floatingipranges.kubefip.k8s.binbash.org,floatingips.kubefip.k8s.binbash.org"; strings.Join(names, ",") != want {
+	if want := "floatingipallocations.kubefip.k8s.binbash.org,floatingipranges.kubefip.k8s.binbash.org," +
+		"floatingips.kubefip.k8s.binbash.org"; strings.Join(names, ",") != want {
 		t.Fatalf("category kubefip = %v, want %s", names, want)
 	}
 
@@ -406,7 +427,8 @@ func TestSchemaCategory(t *testing.T) {
 			found[item.GetKind()+" "+item.GetNamespace()+"/"+item.GetName()] = true
 		}
 	}
-	for _, want := range []string{"FloatingIPRange /schema-category", "FloatingIP c-m-schema03/schema-category"} {
+	for _, want := range []string{"FloatingIPRange /schema-category", "FloatingIP c-m-schema03/schema-category",
+		"FloatingIPAllocation /10.213.13.17"} {
 		if !found[want] {
 			t.Errorf("kubectl get kubefip would not list %s", want)
 		}

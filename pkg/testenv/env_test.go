@@ -45,6 +45,7 @@ func TestEnvironmentAndGuest(t *testing.T) {
 	for _, name := range []string{
 		"floatingips.kubefip.k8s.binbash.org",
 		"floatingipranges.kubefip.k8s.binbash.org",
+		"floatingipallocations.kubefip.k8s.binbash.org",
 		"clusters.provisioning.cattle.io",
 		"clusters.management.cattle.io",
 		"harvesterconfigs.rke-machine-config.cattle.io",

@@ -140,3 +140,58 @@ type Allocation struct {
 	// UID is the FloatingIP's UID: a FloatingIP re-created under the same name is another holder.
 	UID types.UID `json:"uid"`
 }
+
+// Labels and annotations the operator sets on the objects it writes. Labels are for people and the
+// Rancher UI (kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>); the operator decides
+// from an allocation's name and spec only.
+const (
+	// LabelRange carries RangeLabelValue(spec.range) on a FloatingIPAllocation.
+	LabelRange = "kubefip.k8s.binbash.org/range"
+	// LabelIPFamily is IPv4 or IPv6 on a FloatingIPAllocation.
+	LabelIPFamily = "kubefip.k8s.binbash.org/ip-family"
+	// LabelOwnerNamespace is the namespace of the FloatingIP holding the address; a namespace name is
+	// a DNS label, so it always fits a label value.
+	LabelOwnerNamespace = "kubefip.k8s.binbash.org/owner-namespace"
+	// AnnotationProposedAddress marks a FloatingIP's spec.ipaddress as the discovery controller's
+	// proposal rather than a person's request: the operator may replace a proposal that was taken.
+	AnnotationProposedAddress = "kubefip.k8s.binbash.org/proposed-address"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// FloatingIPAllocation records that one address is held by one FloatingIP. Its name is the address
+// (10.135.10.201; an IPv6 address fully expanded with - for :, fd00-0010-0000-0000-0000-0000-0000-0005):
+// creating it is the claim, so the API server lets exactly one object, and so one FloatingIP, hold
+// an address; deleting it is the release. Its spec never changes.
+type FloatingIPAllocation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the address, the range it was handed out from and its holder. It is immutable: an
+	// address changes hands by deleting this object and creating another.
+	Spec FloatingIPAllocationSpec `json:"spec" wrangler:"required"`
+}
+
+// FloatingIPAllocationSpec is what an allocation records.
+type FloatingIPAllocationSpec struct {
+	// Address is the held address in canonical form, for example 10.135.10.201 or fd00:10::5. It is
+	// the address the object's name encodes.
+	Address string `json:"address" wrangler:"required"`
+	// Range is the FloatingIPRange the address was handed out from.
+	Range string `json:"range" wrangler:"required"`
+	// Owner is the FloatingIP holding the address.
+	Owner FloatingIPReference `json:"owner" wrangler:"required"`
+}
+
+// FloatingIPReference names one FloatingIP object; one re-created under the same name is another
+// object, with another UID, and does not hold what the first held.
+type FloatingIPReference struct {
+	// Namespace is the FloatingIP's namespace, the guest cluster's c-m-xxxxxxxx namespace.
+	Namespace string `json:"namespace" wrangler:"required"`
+	// Name is the FloatingIP's name.
+	Name string `json:"name" wrangler:"required"`
+	// UID is the FloatingIP's UID.
+	UID types.UID `json:"uid" wrangler:"required"`
+}

@@ -43,6 +43,23 @@ func NewFloatingIP(namespace, name string, obj FloatingIP) *FloatingIP {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// FloatingIPAllocationList is a list of FloatingIPAllocation resources
+type FloatingIPAllocationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	Items []FloatingIPAllocation `json:"items"`
+}
+
+func NewFloatingIPAllocation(namespace, name string, obj FloatingIPAllocation) *FloatingIPAllocation {
+	obj.APIVersion, obj.Kind = SchemeGroupVersion.WithKind("FloatingIPAllocation").ToAPIVersionAndKind()
+	obj.Name = name
+	obj.Namespace = namespace
+	return &obj
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // FloatingIPRangeList is a list of FloatingIPRange resources
 type FloatingIPRangeList struct {
 	metav1.TypeMeta `json:",inline"`

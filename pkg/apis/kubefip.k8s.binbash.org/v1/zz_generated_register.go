@@ -28,8 +28,9 @@ import (
 )
 
 var (
-	FloatingIPResourceName      = "floatingips"
-	FloatingIPRangeResourceName = "floatingipranges"
+	FloatingIPResourceName           = "floatingips"
+	FloatingIPAllocationResourceName = "floatingipallocations"
+	FloatingIPRangeResourceName      = "floatingipranges"
 )
 
 // SchemeGroupVersion is group version used to register these objects
@@ -55,6 +56,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&FloatingIP{},
 		&FloatingIPList{},
+		&FloatingIPAllocation{},
+		&FloatingIPAllocationList{},
 		&FloatingIPRange{},
 		&FloatingIPRangeList{},
 	)

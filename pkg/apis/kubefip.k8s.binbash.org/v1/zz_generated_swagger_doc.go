@@ -37,6 +37,24 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 	}
 }
 
+// SwaggerDoc returns the documentation of FloatingIPAllocation and its fields.
+func (FloatingIPAllocation) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":     "FloatingIPAllocation records that one address is held by one FloatingIP. Its name is the address (10.135.10.201; an IPv6 address fully expanded with - for :, fd00-0010-0000-0000-0000-0000-0000-0005): creating it is the claim, so the API server lets exactly one object, and so one FloatingIP, hold an address; deleting it is the release. Its spec never changes.",
+		"spec": "Spec is the address, the range it was handed out from and its holder. It is immutable: an address changes hands by deleting this object and creating another.",
+	}
+}
+
+// SwaggerDoc returns the documentation of FloatingIPAllocationSpec and its fields.
+func (FloatingIPAllocationSpec) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":        "FloatingIPAllocationSpec is what an allocation records.",
+		"address": "Address is the held address in canonical form, for example 10.135.10.201 or fd00:10::5. It is the address the object's name encodes.",
+		"range":   "Range is the FloatingIPRange the address was handed out from.",
+		"owner":   "Owner is the FloatingIP holding the address.",
+	}
+}
+
 // SwaggerDoc returns the documentation of FloatingIPRange and its fields.
 func (FloatingIPRange) SwaggerDoc() map[string]string {
 	return map[string]string{
@@ -66,6 +84,16 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 		"allocations":        "Allocations maps each held address to the FloatingIP holding it. It is the authoritative record: an address is claimed by writing it here, guarded by the object's resourceVersion.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready (with a reason when the range is invalid or overlaps another) and the deletion and shrink guards.",
+	}
+}
+
+// SwaggerDoc returns the documentation of FloatingIPReference and its fields.
+func (FloatingIPReference) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":          "FloatingIPReference names one FloatingIP object; one re-created under the same name is another object, with another UID, and does not hold what the first held.",
+		"namespace": "Namespace is the FloatingIP's namespace, the guest cluster's c-m-xxxxxxxx namespace.",
+		"name":      "Name is the FloatingIP's name.",
+		"uid":       "UID is the FloatingIP's UID.",
 	}
 }
 

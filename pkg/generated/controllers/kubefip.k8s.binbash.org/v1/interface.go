@@ -32,6 +32,7 @@ func init() {
 
 type Interface interface {
 	FloatingIP() FloatingIPController
+	FloatingIPAllocation() FloatingIPAllocationController
 	FloatingIPRange() FloatingIPRangeController
 }
 
@@ -47,6 +48,10 @@ type version struct {
 
 func (v *version) FloatingIP() FloatingIPController {
 	return generic.NewController[*v1.FloatingIP, *v1.FloatingIPList](schema.GroupVersionKind{Group: "kubefip.k8s.binbash.org", Version: "v1", Kind: "FloatingIP"}, "floatingips", true, v.controllerFactory)
+}
+
+func (v *version) FloatingIPAllocation() FloatingIPAllocationController {
+	return generic.NewNonNamespacedController[*v1.FloatingIPAllocation, *v1.FloatingIPAllocationList](schema.GroupVersionKind{Group: "kubefip.k8s.binbash.org", Version: "v1", Kind: "FloatingIPAllocation"}, "floatingipallocations", v.controllerFactory)
 }
 
 func (v *version) FloatingIPRange() FloatingIPRangeController {
