@@ -33,10 +33,11 @@ func FuzzPoolOps(f *testing.F) {
 		}
 		compareCheck(t, -1, p, &def)
 		held := map[int]string{}
+		tent := map[int]bool{} // offsets of held that are only reserved
 		uid := func(n int) string { return fmt.Sprint("u", n%6) }
 
 		for step := 0; len(b) > 0 && step < 200; step++ {
-			op := b.next() % 5
+			op := b.next() % 9
 			switch op {
 			case 0: // claim
 				off, who := b.next()%130, uid(b.next())
@@ -52,6 +53,7 @@ func FuzzPoolOps(f *testing.F) {
 				}
 				if want == nil {
 					held[off] = who
+					delete(tent, off)
 				}
 				if (want == nil) != (err == nil) || !errors.Is(err, want) {
 					t.Fatalf("step %d: Claim(%v, %s) = %v, want %v", step, offAddr(v6, off), who, err, want)
@@ -60,13 +62,18 @@ func FuzzPoolOps(f *testing.F) {
 				if errors.As(err, &te) && te.Holder.UID != held[off] {
 					t.Fatalf("step %d: TakenError holder %v, model %s", step, te.Holder, held[off])
 				}
-			case 1: // allocate
+			case 1, 5: // allocate, or reserve the next
 				who := uid(b.next())
-				a, err := p.AllocateNext(owner(who))
+				allocate := p.AllocateNext
+				if op == 5 {
+					allocate = p.ReserveNext
+				}
+				a, err := allocate(owner(who))
+				reused := false
 				want := -1
 				for o := 0; o < def.size() && want < 0; o++ {
 					if held[o] == who {
-						want = o
+						want, reused = o, true
 					}
 				}
 				for o := 0; o < def.size() && want < 0; o++ {
@@ -81,9 +88,12 @@ func FuzzPoolOps(f *testing.F) {
 					break
 				}
 				if err != nil || a != offAddr(v6, want) {
-					t.Fatalf("step %d: AllocateNext(%s) = %v, %v; want %v", step, who, a, err, offAddr(v6, want))
+					t.Fatalf("step %d: op %d for %s = %v, %v; want %v", step, op, who, a, err, offAddr(v6, want))
 				}
 				held[want] = who
+				if op == 5 && !reused {
+					tent[want] = true
+				}
 			case 2: // release
 				off := b.next() % 130
 				o, ok := p.Release(offAddr(v6, off))
@@ -92,6 +102,7 @@ func FuzzPoolOps(f *testing.F) {
 				}
 				if off < 128 {
 					delete(held, off)
+					delete(tent, off)
 				}
 			case 3: // release owner
 				who := uid(b.next())
@@ -100,6 +111,7 @@ func FuzzPoolOps(f *testing.F) {
 					if held[o] == who {
 						want = append(want, offAddr(v6, o))
 						delete(held, o)
+						delete(tent, o)
 					}
 				}
 				if got := p.ReleaseOwner(who); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -136,8 +148,63 @@ func FuzzPoolOps(f *testing.F) {
 				if err == nil || errors.Is(err, ErrWouldOrphan) {
 					compareCheck(t, step, p, &def)
 				}
+			case 6: // reserve a given address
+				off, who := b.next()%130, uid(b.next())
+				err := p.Reserve(offAddr(v6, off), owner(who))
+				var want error
+				switch {
+				case off >= 128:
+					want = ErrOutOfRange
+				case def.why(off) != nil:
+					want = def.why(off)
+				case held[off] != "" && held[off] != who:
+					want = ErrTaken
+				}
+				if want == nil && held[off] == "" {
+					held[off], tent[off] = who, true
+				}
+				if (want == nil) != (err == nil) || !errors.Is(err, want) {
+					t.Fatalf("step %d: Reserve(%v, %s) = %v, want %v", step, offAddr(v6, off), who, err, want)
+				}
+			case 7: // confirm
+				off, who := b.next()%130, uid(b.next())
+				displaced, err := p.Confirm(offAddr(v6, off), owner(who))
+				var want error
+				switch {
+				case off >= 128:
+					want = ErrOutOfRange
+				case def.why(off) != nil:
+					want = def.why(off)
+				}
+				if (want == nil) != (err == nil) || !errors.Is(err, want) {
+					t.Fatalf("step %d: Confirm(%v, %s) = %v, want %v", step, offAddr(v6, off), who, err, want)
+				}
+				if want != nil {
+					break
+				}
+				wantDisplaced := ""
+				if held[off] != who {
+					wantDisplaced = held[off]
+				}
+				if displaced.UID != wantDisplaced {
+					t.Fatalf("step %d: Confirm(%v, %s) displaced %q, model %q", step, offAddr(v6, off), who, displaced.UID, wantDisplaced)
+				}
+				held[off] = who
+				delete(tent, off)
+			case 8: // unreserve
+				off, who := b.next()%130, uid(b.next())
+				ok := p.Unreserve(offAddr(v6, off), owner(who))
+				want := off < 128 && tent[off] && held[off] == who
+				if ok != want {
+					t.Fatalf("step %d: Unreserve(%v, %s) = %v, model %v", step, offAddr(v6, off), who, ok, want)
+				}
+				if want {
+					delete(held, off)
+					delete(tent, off)
+				}
 			}
 			compareModel(t, step, p, &def, held)
+			compareReservations(t, step, p, &def, held, tent)
 		}
 	})
 }

@@ -160,3 +160,17 @@ func compareCheck(t *testing.T, step int, p *Pool, def *modelDef) {
 		}
 	}
 }
+
+// compareReservations requires the pool to agree with the model on which held addresses are only
+// reserved.
+func compareReservations(t *testing.T, step int, p *Pool, def *modelDef, held map[int]string, tent map[int]bool) {
+	t.Helper()
+	for o := 0; o < 128; o++ {
+		if got := p.Reserved(offAddr(def.v6, o)); got != tent[o] {
+			t.Fatalf("step %d: Reserved(%v) = %v, model %v", step, offAddr(def.v6, o), got, tent[o])
+		}
+	}
+	if p.Held() != len(held)-len(tent) {
+		t.Fatalf("step %d: Held() = %d, model %d held of which %d reserved", step, p.Held(), len(held), len(tent))
+	}
+}

@@ -96,6 +96,11 @@ func checkInvariants(p *Pool) error {
 	if byUID != len(p.held) {
 		return fmt.Errorf("byUID indexes %d addresses, held has %d", byUID, len(p.held))
 	}
+	for a := range p.tentative {
+		if _, ok := p.held[a]; !ok {
+			return fmt.Errorf("%v is reserved but not held", a)
+		}
+	}
 	for a := range p.held {
 		if err := p.Check(a); err != nil {
 			return fmt.Errorf("held address invalid: %w", err)

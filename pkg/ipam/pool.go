@@ -77,6 +77,9 @@ type Pool struct {
 	free  freeSet
 	held  map[netip.Addr]Owner
 	byUID map[string]holdings
+	// tentative marks the held addresses that are only reserved (see reserve.go); nil until the
+	// first reservation.
+	tentative map[netip.Addr]struct{}
 }
 
 // NewPool builds an empty pool for cidr minus exclude. Each exclude is a
@@ -110,7 +113,7 @@ func (p *Pool) Usable() netipx.IPRange { return netipx.IPRangeFrom(p.def.first, 
 // Capacity is the number of addresses the pool can ever hand out.
 func (p *Pool) Capacity() *big.Int { return new(big.Int).Set(p.def.capacity) }
 
-// Used is the number of addresses currently held.
+// Used is the number of addresses currently held, reservations included.
 func (p *Pool) Used() int { return len(p.held) }
 
 // Available is Capacity minus Used. It is derived rather than summed over
@@ -126,8 +129,9 @@ func (p *Pool) Check(addr netip.Addr) error { return p.def.check(addr) }
 
 // Claim records that owner holds addr, for static addresses and for
 // rebuilding state from the API server. It is idempotent when owner
-// already holds addr. If the address is held by another UID the error is a
-// *TakenError (matching ErrTaken).
+// already holds addr, and confirms owner's own reservation of it. If the
+// address is held or reserved by another UID the error is a *TakenError
+// (matching ErrTaken).
 //
 // Claim does not enforce one address per owner: if owner already holds a
 // different address it ends up holding both. This is deliberate so a
@@ -143,6 +147,7 @@ func (p *Pool) Claim(addr netip.Addr, owner Owner) error {
 	}
 	if h, ok := p.held[addr]; ok {
 		if h.UID == owner.UID {
+			delete(p.tentative, addr)
 			return nil
 		}
 		return &TakenError{Addr: addr, Holder: h}
@@ -195,6 +200,7 @@ func (p *Pool) Release(addr netip.Addr) (Owner, bool) {
 		return Owner{}, false
 	}
 	delete(p.held, addr)
+	delete(p.tentative, addr)
 	p.free.put(addr)
 	h := p.byUID[o.UID]
 	if h.remove(addr) {

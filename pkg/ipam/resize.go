@@ -81,6 +81,12 @@ func (p *Pool) Clone() *Pool {
 		h.more = append([]netip.Addr(nil), h.more...)
 		c.byUID[u] = h
 	}
+	if len(p.tentative) > 0 {
+		c.tentative = make(map[netip.Addr]struct{}, len(p.tentative))
+		for a := range p.tentative {
+			c.tentative[a] = struct{}{}
+		}
+	}
 	return c
 }
 
