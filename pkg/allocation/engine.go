@@ -1,0 +1,222 @@
+package allocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// maxCollisions bounds how many addresses one dynamic claim tries after AlreadyExists before the
+// controller retries it with backoff.
+const maxCollisions = 16
+
+// errHolderUnknown: a static address is held by an allocation this process has not seen yet. The
+// informer's Add will name the holder; the caller retries without telling anyone.
+var errHolderUnknown = errors.New("the address is held by an allocation not yet seen")
+
+// errTooManyCollisions: every address tried was taken by another writer first.
+var errTooManyCollisions = errors.New("too many addresses taken by other writers during one claim")
+
+// allocationCreator is the one call a claim makes: create-if-absent at the API server.
+type allocationCreator interface {
+	Create(*v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error)
+}
+
+// engine is the index of allocation objects and one ipam pool per range, kept in step. One mutex
+// guards both and is never held across an API call: workers reserve different addresses in memory
+// and create their objects concurrently, and the API server decides between replicas.
+type engine struct {
+	mu    sync.Mutex
+	idx   allocIndex
+	pools map[string]*ipam.Pool
+}
+
+func newEngine() *engine {
+	return &engine{idx: newAllocIndex(), pools: map[string]*ipam.Pool{}}
+}
+
+// unknownHolder stands for the holder of an address whose object this process has not seen: a
+// foreign reservation, so no worker collides on it again, displaced by the object's Add.
+func unknownHolder(addr netip.Addr) ipam.Owner {
+	return ipam.Owner{Name: "unknown holder", UID: "unknown:" + addr.String()}
+}
+
+// newAllocation is the object whose creation claims addr in rng for owner.
+func newAllocation(addr netip.Addr, rng string, owner ipam.Owner) *v1.FloatingIPAllocation {
+	family := "IPv4"
+	if addr.Is6() {
+		family = "IPv6"
+	}
+	return &v1.FloatingIPAllocation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1.AllocationName(addr),
+			Labels: map[string]string{
+				v1.LabelRange:          v1.RangeLabelValue(rng),
+				v1.LabelIPFamily:       family,
+				v1.LabelOwnerNamespace: owner.Namespace,
+			},
+		},
+		Spec: v1.FloatingIPAllocationSpec{
+			Address: addr.String(),
+			Range:   rng,
+			Owner:   v1.FloatingIPReference{Namespace: owner.Namespace, Name: owner.Name, UID: types.UID(owner.UID)},
+		},
+	}
+}
+
+// indexLocked applies an allocation the API server has: index, then every pool. The owning range's
+// pool confirms it for its owner; every other pool that could hand the address out holds it as
+// foreign, so the name, not the range, keeps one address with one owner.
+func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
+	e, replaced, changed := g.idx.upsert(a)
+	if !changed {
+		return
+	}
+	if replaced != nil {
+		g.releaseLocked(replaced)
+	}
+	for _, p := range g.pools {
+		if p.Check(e.addr) == nil {
+			_, _ = p.Confirm(e.addr, e.owner)
+		}
+	}
+}
+
+// releaseLocked frees e's address in every pool where e's owner holds it.
+func (g *engine) releaseLocked(e *allocEntry) {
+	for _, p := range g.pools {
+		if h, ok := p.Holder(e.addr); ok && h.UID == e.owner.UID {
+			p.Release(e.addr)
+		}
+	}
+}
+
+func (g *engine) onAdd(obj interface{}) {
+	if a, ok := obj.(*v1.FloatingIPAllocation); ok {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.indexLocked(a)
+	}
+}
+
+func (g *engine) onUpdate(_, obj interface{}) { g.onAdd(obj) }
+
+func (g *engine) onDelete(obj interface{}) {
+	name, object, ok := deletedAllocation(obj)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.idx.remove(name, object); e != nil {
+		g.releaseLocked(e)
+	}
+}
+
+// claimLoop claims an address in rng for owner by creating its allocation object. want, when
+// valid, is a static request: exactly one create, and AlreadyExists with another owner is a
+// *ipam.TakenError naming the holder. soft makes want a proposal that is replaced by the lowest
+// free address if taken. Without want the lowest free address is tried, then the next after each
+// collision with another writer. An address the owner already holds in rng is returned as it is.
+func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string, owner ipam.Owner, want netip.Addr, soft bool) (netip.Addr, error) {
+	for pick := 0; pick < maxCollisions; pick++ {
+		if err := ctx.Err(); err != nil {
+			return netip.Addr{}, err
+		}
+		addr, done, err := g.reserve(rng, owner, want, soft)
+		if err != nil || done {
+			return addr, err
+		}
+		created, err := c.Create(newAllocation(addr, rng, owner))
+		switch {
+		case err == nil:
+			g.mu.Lock()
+			g.indexLocked(created)
+			g.mu.Unlock()
+			return addr, nil
+		case apierrors.IsAlreadyExists(err):
+			holder, known := g.collided(rng, addr, owner)
+			if known && holder.UID == owner.UID {
+				return addr, nil // an earlier try, or another replica, claimed it for this owner
+			}
+			if want.IsValid() && !soft {
+				if !known {
+					return netip.Addr{}, errHolderUnknown
+				}
+				return netip.Addr{}, &ipam.TakenError{Addr: addr, Holder: holder}
+			}
+			want = netip.Addr{}
+		default:
+			g.mu.Lock()
+			if p := g.pools[rng]; p != nil {
+				p.Unreserve(addr, owner)
+			}
+			g.mu.Unlock()
+			return netip.Addr{}, fmt.Errorf("claiming %s in %s: %w", addr, rng, err)
+		}
+	}
+	return netip.Addr{}, errTooManyCollisions
+}
+
+// reserve picks and reserves the address to create, under the lock. done is true when the owner
+// already holds what it asks for.
+func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft bool) (addr netip.Addr, done bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pools[rng]
+	if p == nil {
+		return netip.Addr{}, false, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
+	}
+	if held := g.idx.heldBy(owner.UID, rng); len(held) > 0 && (!want.IsValid() || containsAddr(held, want)) {
+		if want.IsValid() {
+			return want, true, nil
+		}
+		return held[0], true, nil
+	}
+	if want.IsValid() {
+		if e := g.idx.byAddr[want]; e != nil && e.owner.UID != owner.UID {
+			if !soft {
+				return netip.Addr{}, false, &ipam.TakenError{Addr: want, Holder: e.owner}
+			}
+			want = netip.Addr{}
+		}
+	}
+	if want.IsValid() {
+		err := p.Reserve(want, owner)
+		if err == nil {
+			return want, false, nil
+		}
+		if !soft {
+			return netip.Addr{}, false, err
+		}
+	}
+	addr, err = p.ReserveNext(owner)
+	return addr, false, err
+}
+
+// collided records that addr was created by someone else first and reports the holder if known.
+// An unknown holder gets a foreign reservation until the informer brings its object.
+func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pools[rng]
+	if p != nil {
+		p.Unreserve(addr, owner)
+	}
+	if e := g.idx.byAddr[addr]; e != nil {
+		return e.owner, true
+	}
+	if p != nil {
+		_ = p.Reserve(addr, unknownHolder(addr))
+	}
+	return ipam.Owner{}, false
+}

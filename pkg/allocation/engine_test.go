@@ -1,0 +1,288 @@
+package allocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// fakeAllocations is the API server's side of a claim: names are unique, a create of a taken name
+// is AlreadyExists. before, when set, runs inside every Create before it decides.
+type fakeAllocations struct {
+	mu      sync.Mutex
+	objects map[string]*v1.FloatingIPAllocation
+	serial  int
+	before  func(*v1.FloatingIPAllocation)
+	fail    error
+}
+
+func newFakeAllocations() *fakeAllocations {
+	return &fakeAllocations{objects: map[string]*v1.FloatingIPAllocation{}}
+}
+
+func (f *fakeAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
+	if f.before != nil {
+		f.before(a)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if _, ok := f.objects[a.Name]; ok {
+		return nil, apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), a.Name)
+	}
+	f.serial++
+	out := a.DeepCopy()
+	out.UID = types.UID(fmt.Sprintf("alloc-%d", f.serial))
+	out.CreationTimestamp = metav1.NewTime(time.Unix(int64(f.serial), 0))
+	f.objects[a.Name] = out
+	return out.DeepCopy(), nil
+}
+
+func fipOwner(n string) ipam.Owner {
+	return ipam.Owner{Namespace: "c-m-" + n, Name: n + "-kubevip", UID: "uid-" + n}
+}
+
+func allocationObject(addr, rng string, owner ipam.Owner, object string) *v1.FloatingIPAllocation {
+	a := newAllocation(netip.MustParseAddr(addr), rng, owner)
+	a.UID = types.UID(object)
+	return a
+}
+
+func engineWithRange(t *testing.T, name, cidr string, exclude ...string) *engine {
+	t.Helper()
+	g := newEngine()
+	if _, err := g.setRange(name, cidr, exclude); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestConcurrentClaimsGetDistinctAddresses: 32 workers in one range all create at the same time —
+// the fake API server lets no create finish until every worker is inside one, so a lock held
+// across the API call would deadlock — and each gets its own address.
+func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
+	const workers = 32
+	g := engineWithRange(t, "r", "10.0.0.0/24")
+	api := newFakeAllocations()
+	var inside sync.WaitGroup
+	inside.Add(workers)
+	all := make(chan struct{})
+	go func() { inside.Wait(); close(all) }()
+	api.before = func(*v1.FloatingIPAllocation) {
+		inside.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			t.Error("not every worker reached the API server together: a lock is held across Create")
+		}
+	}
+	got := make([]netip.Addr, workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			a, err := g.claimLoop(context.Background(), api, "r", fipOwner(fmt.Sprint(i)), netip.Addr{}, false)
+			if err != nil {
+				t.Errorf("worker %d: %v", i, err)
+			}
+			got[i] = a
+		}(i)
+	}
+	wg.Wait()
+	seen := map[netip.Addr]int{}
+	for i, a := range got {
+		if j, ok := seen[a]; ok {
+			t.Fatalf("workers %d and %d both got %v", j, i, a)
+		}
+		seen[a] = i
+	}
+	if len(api.objects) != workers || g.pools["r"].Held() != workers || g.pools["r"].Used() != workers {
+		t.Errorf("%d objects, %d confirmed, %d used; want %d of each", len(api.objects), g.pools["r"].Held(), g.pools["r"].Used(), workers)
+	}
+	// Claiming again moves nothing and creates nothing.
+	again, err := g.claimLoop(context.Background(), api, "r", fipOwner("7"), netip.Addr{}, false)
+	if err != nil || again != got[7] || len(api.objects) != workers {
+		t.Errorf("a second claim of worker 7 = %v, %v with %d objects; want %v, no create", again, err, len(api.objects), got[7])
+	}
+}
+
+// TestClaimAlreadyExists: the API server says the name exists. Known other owner: a static claim
+// is an IPConflict naming it, a dynamic one takes the next address. Same owner: claimed. Unknown
+// holder: errHolderUnknown, and nobody is handed the address until its object is seen.
+func TestClaimAlreadyExists(t *testing.T) {
+	ctx := context.Background()
+	g := engineWithRange(t, "r", "10.0.0.0/29") // .1-.6
+	api := newFakeAllocations()
+	other := fipOwner("other")
+
+	// Another replica created .1 for other; this process has not seen it yet.
+	if _, err := api.Create(newAllocation(netip.MustParseAddr("10.0.0.1"), "r", other)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.Is(err, errHolderUnknown) {
+		t.Fatalf("static claim of an unseen holder's address: %v, want errHolderUnknown", err)
+	}
+	a, err := g.claimLoop(ctx, api, "r", fipOwner("b"), netip.Addr{}, false)
+	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
+		t.Fatalf("dynamic claim next to an unseen holder = %v, %v; want 10.0.0.2", a, err)
+	}
+
+	// The informer brings the object: now the holder is named.
+	g.onAdd(api.objects["10.0.0.1"])
+	var taken *ipam.TakenError
+	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.As(err, &taken) || taken.Holder.UID != other.UID {
+		t.Fatalf("static claim of other's address: %v, want a TakenError naming other", err)
+	}
+	// A soft proposal of a taken address is replaced.
+	if a, err := g.claimLoop(ctx, api, "r", fipOwner("c"), netip.MustParseAddr("10.0.0.1"), true); err != nil || a != netip.MustParseAddr("10.0.0.3") {
+		t.Fatalf("soft claim of a taken address = %v, %v; want 10.0.0.3", a, err)
+	}
+
+	// Another replica claimed .4 for d already: d's own claim finds it and succeeds.
+	d := fipOwner("d")
+	if _, err := api.Create(newAllocation(netip.MustParseAddr("10.0.0.4"), "r", d)); err != nil {
+		t.Fatal(err)
+	}
+	g.onAdd(api.objects["10.0.0.4"])
+	if a, err := g.claimLoop(ctx, api, "r", d, netip.Addr{}, false); err != nil || a != netip.MustParseAddr("10.0.0.4") {
+		t.Fatalf("claim of what another replica claimed for the same owner = %v, %v", a, err)
+	}
+
+	// Exhaustion: .5 and .6 left.
+	for _, n := range []string{"e", "f"} {
+		if _, err := g.claimLoop(ctx, api, "r", fipOwner(n), netip.Addr{}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.claimLoop(ctx, api, "r", fipOwner("g"), netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
+		t.Fatalf("claim in a full range: %v, want ErrExhausted", err)
+	}
+	if _, err := g.claimLoop(ctx, api, "nope", fipOwner("g"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
+		t.Fatalf("claim in an unknown range: %v", err)
+	}
+}
+
+// TestClaimFailureLeavesNothingReserved: an API failure returns the error and frees the pick.
+func TestClaimFailureLeavesNothingReserved(t *testing.T) {
+	g := engineWithRange(t, "r", "fd00:10::/64")
+	api := newFakeAllocations()
+	api.fail = apierrors.NewServiceUnavailable("etcd is away")
+	if _, err := g.claimLoop(context.Background(), api, "r", fipOwner("a"), netip.Addr{}, false); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("claim during an outage: %v", err)
+	}
+	if p := g.pools["r"]; p.Used() != 0 {
+		t.Errorf("after a failed create %d addresses are held", p.Used())
+	}
+	api.fail = nil
+	a, err := g.claimLoop(context.Background(), api, "r", fipOwner("a"), netip.Addr{}, false)
+	if err != nil || a != netip.MustParseAddr("fd00:10::1") {
+		t.Errorf("claim after the outage = %v, %v", a, err)
+	}
+	if _, ok := api.objects["fd00-0010-0000-0000-0000-0000-0000-0001"]; !ok {
+		t.Errorf("no object named after the IPv6 address: %v", api.objects)
+	}
+}
+
+// TestIndexFollowsInformerEvents: repeated and late events, tombstones, re-created names and odd
+// objects.
+func TestIndexFollowsInformerEvents(t *testing.T) {
+	g := engineWithRange(t, "r", "10.0.0.0/24")
+	a, b := fipOwner("a"), fipOwner("b")
+	first := allocationObject("10.0.0.5", "r", a, "obj-1")
+
+	g.onAdd(first)
+	g.onUpdate(first, first) // a resync: nothing changes
+	if e := g.idx.byAddr[netip.MustParseAddr("10.0.0.5")]; e == nil || e.owner.UID != a.UID || len(g.idx.byOwner[a.UID]) != 1 {
+		t.Fatalf("after add and resync: %+v, %d entries of a", e, len(g.idx.byOwner[a.UID]))
+	}
+	// A delete of another object under the same name (an older one) leaves the entry alone.
+	g.onDelete(allocationObject("10.0.0.5", "r", a, "obj-0"))
+	if g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] == nil {
+		t.Fatal("the delete of an older object removed the current one")
+	}
+	// Deleted and re-created for b while unseen: the new object replaces the entry and the pool.
+	g.onUpdate(first, allocationObject("10.0.0.5", "r", b, "obj-2"))
+	if h, _ := g.pools["r"].Holder(netip.MustParseAddr("10.0.0.5")); h.UID != b.UID || len(g.idx.byOwner[a.UID]) != 0 {
+		t.Fatalf("after re-creation the pool holder is %v, a holds %d", h, len(g.idx.byOwner[a.UID]))
+	}
+	// A tombstone without the final object removes by name.
+	g.onDelete(cache.DeletedFinalStateUnknown{Key: "10.0.0.5"})
+	if g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] != nil || g.pools["r"].Used() != 0 {
+		t.Fatal("a tombstone did not release the address")
+	}
+	// A tombstone with the final object removes only that object.
+	g.onAdd(allocationObject("10.0.0.6", "r", a, "obj-3"))
+	g.onDelete(cache.DeletedFinalStateUnknown{Key: "10.0.0.6", Obj: allocationObject("10.0.0.6", "r", a, "obj-9")})
+	if g.idx.byAddr[netip.MustParseAddr("10.0.0.6")] == nil {
+		t.Fatal("a tombstone of another object removed the entry")
+	}
+
+	// Odd objects: a name that is no address is not indexed; a spec that disagrees with the name
+	// is indexed by name and flagged.
+	odd := allocationObject("10.0.0.7", "r", a, "obj-4")
+	odd.Name = "not-an-address"
+	g.onAdd(odd)
+	mismatch := allocationObject("10.0.0.8", "r", b, "obj-5")
+	mismatch.Spec.Address = "10.0.0.9"
+	g.onAdd(mismatch)
+	if g.idx.odd["not-an-address"] == "" || g.idx.odd["10.0.0.8"] == "" {
+		t.Errorf("odd objects not flagged: %v", g.idx.odd)
+	}
+	if g.idx.byAddr[netip.MustParseAddr("10.0.0.8")] == nil || g.idx.byAddr[netip.MustParseAddr("10.0.0.9")] != nil {
+		t.Error("a mismatched object must hold the address of its name, not of its spec")
+	}
+	g.onDelete(odd)
+	if _, ok := g.idx.odd["not-an-address"]; ok {
+		t.Error("a deleted odd object stays flagged")
+	}
+}
+
+// TestRangeRebuild: a range's pool is rebuilt from the index. Allocations outside the new
+// definition are orphans; another range's allocation inside it is held as foreign and never
+// handed out, so overlapping ranges cannot give one address twice.
+func TestRangeRebuild(t *testing.T) {
+	g := newEngine()
+	g.onAdd(allocationObject("10.0.0.5", "r", fipOwner("a"), "obj-1"))
+	g.onAdd(allocationObject("10.0.0.20", "r", fipOwner("b"), "obj-2"))
+	g.onAdd(allocationObject("10.0.0.1", "overlap", fipOwner("c"), "obj-3"))
+
+	orphans, err := g.setRange("r", "10.0.0.0/28", []string{"10.0.0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orphans) != 2 || orphans[0].Addr != netip.MustParseAddr("10.0.0.5") || orphans[1].Addr != netip.MustParseAddr("10.0.0.20") {
+		t.Fatalf("orphans = %v; want the excluded 10.0.0.5 and the outside 10.0.0.20", orphans)
+	}
+	a, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", fipOwner("d"), netip.Addr{}, false)
+	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
+		t.Fatalf("first claim = %v, %v; want 10.0.0.2, past the other range's 10.0.0.1", a, err)
+	}
+	if g.pools["r"].Held() != 2 {
+		t.Errorf("held %d; want the foreign 10.0.0.1 and the new 10.0.0.2", g.pools["r"].Held())
+	}
+	if _, err := g.setRange("bad", "10.0.0.0/33", nil); err == nil {
+		t.Error("an invalid range was accepted")
+	}
+	g.forgetRange("r")
+	if _, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", fipOwner("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
+		t.Errorf("claim in a forgotten range: %v", err)
+	}
+	if len(g.idx.byRange["r"]) != 3 {
+		t.Errorf("forgetting the range dropped its allocations from the index: %d left", len(g.idx.byRange["r"]))
+	}
+}
