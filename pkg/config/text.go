@@ -4,9 +4,10 @@ import (
 	"errors"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // yamlSyntaxError picks the optional line number and the problem out of a
@@ -97,16 +98,7 @@ func echo(v string) string {
 	return truncate(redactURL(strings.TrimSpace(v)))
 }
 
-func truncate(s string) string {
-	if len(s) <= maxEcho {
-		return s
-	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
+func truncate(s string) string { return redact.Shorten(s, maxEcho, "...") }
 
 // redactURL masks the user-info part and the query of anything that looks
 // like a URL. It masks everything between the scheme and the last '@' rather

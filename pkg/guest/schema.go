@@ -9,6 +9,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Bounds on a chart's values.schema.json. Helm's own validation follows $ref to files and URLs
@@ -69,7 +71,7 @@ func validateSchema(name string, raw []byte, vals map[string]interface{}) error 
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return fmt.Errorf("the values.schema.json of chart %s is refused: it is not valid JSON (%s)", name, capText(err.Error(), 200))
+		return fmt.Errorf("the values.schema.json of chart %s is refused: it is not valid JSON (%s)", name, redact.Shorten(err.Error(), 200, "…"))
 	}
 	refs := 0
 	if err := checkSchemaNode(doc, 0, &refs); err != nil {
@@ -106,7 +108,7 @@ func checkSchemaNode(node interface{}, depth int, refs *int) error {
 					return fmt.Errorf("it has more than %d references", maxSchemaRefs)
 				}
 				if s, ok := v.(string); ok && !strings.HasPrefix(s, "#") {
-					return fmt.Errorf("%s %q points outside the schema", k, capText(s, 80))
+					return fmt.Errorf("%s %q points outside the schema", k, redact.Shorten(s, 80, "…"))
 				}
 			}
 			if err := checkSchemaNode(v, depth+1, refs); err != nil {
@@ -129,12 +131,4 @@ type refuseLoader struct{}
 
 func (refuseLoader) Load(url string) (any, error) {
 	return nil, errors.New("references outside values.schema.json are not followed")
-}
-
-// capText shortens s to at most n characters for a message.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

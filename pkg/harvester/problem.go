@@ -8,7 +8,11 @@
 // for a Kubernetes Event; nothing here panics or echoes a credential's data.
 package harvester
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
+)
 
 // Reasons of the Events the discovery controller records on a provisioning cluster.
 const (
@@ -68,12 +72,7 @@ func quote(s string) string {
 }
 
 // clip shortens s for a message where it is not quoted.
-func clip(s string) string {
-	if len(s) > maxQuoted {
-		return s[:maxQuoted] + "..."
-	}
-	return s
-}
+func clip(s string) string { return redact.Shorten(s, maxQuoted, "...") }
 
 // Clip shortens a value read from Rancher's objects (a display name) for a message or a metric
 // label, like the values the Problems of this package repeat.

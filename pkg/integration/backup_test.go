@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -168,20 +167,8 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 func installChartResourceSet(t *testing.T, ns string) testenv.ResourceSet {
 	t.Helper()
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := charts.Load(filepath.Join(root, "charts", charts.OperatorChart))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := charts.Render(c, charts.RenderOptions{Namespace: ns,
-		Values:      map[string]interface{}{"backup": map[string]interface{}{"resourceSet": map[string]interface{}{"enabled": true}}},
-		APIVersions: []string{charts.CRDAPIVersion, testenv.ResourceSetAPIVersion}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := renderOperatorChart(t, ns, map[string]interface{}{"backup": map[string]interface{}{"resourceSet": map[string]interface{}{"enabled": true}}},
+		testenv.ResourceSetAPIVersion)
 	var rendered *unstructured.Unstructured
 	for _, o := range objs {
 		if o.GroupVersionKind() == testenv.ResourceSetGVK {

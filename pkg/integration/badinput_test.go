@@ -50,6 +50,22 @@ func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
 	_ = c.FloatingIPRange().Delete(ok.Name, nil)
 }
 
+// recordedByHand creates range name and a FloatingIP "holder" in it, and writes the holder into
+// the range's record under key, as a person or a restore tool might, before any operator runs.
+func (f *fixture) recordedByHand(name, cidr, key string) *kubefipv1.FloatingIP {
+	f.t.Helper()
+	f.createRange(name, cidr)
+	holder := f.createFIP("holder", name, "")
+	r := f.getRange(name)
+	r.Status.Allocations = map[string]kubefipv1.Allocation{
+		key: {Namespace: f.ns, Name: holder.Name, UID: holder.UID},
+	}
+	if _, err := f.api.FloatingIPRange().UpdateStatus(r); err != nil {
+		f.t.Fatal(err)
+	}
+	return holder
+}
+
 // TestBadInputNonCanonicalRecord: a range's record restored with an address in another spelling
 // than the operator writes ("FD00:79:0::1") still holds that address for its FloatingIP: a static
 // claim of it by another FloatingIP is refused naming the holder, a dynamic one gets another
@@ -58,15 +74,7 @@ func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
 func TestBadInputNonCanonicalRecord(t *testing.T) {
 	f := newFixture(t, "c-m-badin01")
 	const rangeName = "badinput-keys"
-	f.createRange(rangeName, "fd00:79::/120")
-	holder := f.createFIP("holder", rangeName, "")
-	r := f.getRange(rangeName)
-	r.Status.Allocations = map[string]kubefipv1.Allocation{
-		"FD00:79:0::1": {Namespace: f.ns, Name: holder.Name, UID: holder.UID},
-	}
-	if _, err := f.api.FloatingIPRange().UpdateStatus(r); err != nil {
-		t.Fatal(err)
-	}
+	holder := f.recordedByHand(rangeName, "fd00:79::/120", "FD00:79:0::1")
 	f.createFIP("static", rangeName, "fd00:79::1")
 	f.createFIP("dynamic", rangeName, "")
 
@@ -111,15 +119,7 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 func TestBadInputAmbiguousRecordKey(t *testing.T) {
 	f := newFixture(t, "c-m-badin02")
 	const rangeName = "badinput-ambiguous"
-	f.createRange(rangeName, "10.79.0.0/29")
-	holder := f.createFIP("holder", rangeName, "")
-	r := f.getRange(rangeName)
-	r.Status.Allocations = map[string]kubefipv1.Allocation{
-		"010.79.0.1": {Namespace: f.ns, Name: holder.Name, UID: holder.UID},
-	}
-	if _, err := f.api.FloatingIPRange().UpdateStatus(r); err != nil {
-		t.Fatal(err)
-	}
+	f.recordedByHand(rangeName, "10.79.0.0/29", "010.79.0.1")
 	f.createFIP("static", rangeName, "10.79.0.1")
 
 	p, _ := f.operator()

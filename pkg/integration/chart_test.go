@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -59,19 +61,38 @@ func (h *helmCluster) action() *action.Configuration {
 	return cfg
 }
 
-func (h *helmCluster) install(name string, values map[string]interface{}) error {
+// repoChart loads the chart name from the repository's charts/ directory.
+func repoChart(t *testing.T, name string) *chart.Chart {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	c, err := charts.Load(filepath.Join(root, "charts", name))
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
+	return c
+}
+
+// renderOperatorChart renders the operator chart for release namespace ns as `helm template`
+// does, with values and the extra API versions the cluster would offer.
+func renderOperatorChart(t *testing.T, ns string, values map[string]interface{}, apiVersions ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := charts.Render(repoChart(t, charts.OperatorChart), charts.RenderOptions{Namespace: ns, Values: values,
+		APIVersions: append([]string{charts.CRDAPIVersion}, apiVersions...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func (h *helmCluster) install(name string, values map[string]interface{}) error {
+	c := repoChart(h.t, name)
 	install := action.NewInstall(h.action())
 	install.ReleaseName, install.Namespace, install.CreateNamespace = name, chartNamespace, true
 	install.Timeout = time.Minute
-	_, err = install.Run(c, values)
+	_, err := install.Run(c, values)
 	return err
 }
 

@@ -97,11 +97,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	oldToken := harv.token
 	harv.rotate(t, proxy)
 	rejectedBefore := proxy.Rejected(harv.id)
-	fip := f.getFIPIn(harv.id, "secure-harv-kubevip")
-	fip.Spec.IPAddress = "10.153.0.9"
-	if _, err := f.api.FloatingIP().Update(fip); err != nil {
-		t.Fatal(err)
-	}
+	f.editFIPIn(harv.id, "secure-harv-kubevip", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.153.0.9" })
 	harv.waitCIDR(t, "10.153.0.9/32", 15*time.Second)
 	f.waitFIPIn(harv.id, "secure-harv-kubevip", 15*time.Second, "Configured with the new token", guestReason("Configured"))
 	t.Logf("operator requests refused for the old token after the rotation: %d", proxy.Rejected(harv.id)-rejectedBefore)

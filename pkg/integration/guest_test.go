@@ -83,23 +83,17 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	x = f.getFIP("guestcm1-kubevip")
-	x.Spec.IPAddress = "10.150.0.9"
-	if _, err := f.api.FloatingIP().Update(x); err != nil {
-		t.Fatal(err)
-	}
+	f.editFIPIn(f.ns, "guestcm1-kubevip", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.150.0.9" })
 	gc.waitCIDR(t, "10.150.0.9/32", 15*time.Second)
 	cm, _ = gc.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
 	if cm.Data["range-development"] != "10.150.1.10-10.150.1.20" {
 		t.Errorf("the person's key was lost: %v", cm.Data)
 	}
 
-	x = f.getFIP("guestcm1-kubevip")
-	x.Annotations[v1.AnnotationUpdateConfigMap] = "false"
-	x.Spec.IPAddress = "10.150.0.10"
-	if _, err := f.api.FloatingIP().Update(x); err != nil {
-		t.Fatal(err)
-	}
+	f.editFIPIn(f.ns, "guestcm1-kubevip", func(x *v1.FloatingIP) {
+		x.Annotations[v1.AnnotationUpdateConfigMap] = "false"
+		x.Spec.IPAddress = "10.150.0.10"
+	})
 	f.waitFIP("guestcm1-kubevip", 15*time.Second, "ConfigMapNotUpdated", guestReason("ConfigMapNotUpdated"))
 	if got := gc.kubevipCIDR(t); got != "10.150.0.9/32" {
 		t.Errorf("without updateConfigMap the ConfigMap changed to %s", got)

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -15,9 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubefip/kube-fip-operator/pkg/charts"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // chartRBAC is the operator chart's ServiceAccount, roles and bindings, rendered for one release
@@ -55,18 +51,7 @@ func (g grant) String() string {
 // and keeps the ServiceAccount and the RBAC objects.
 func renderChartRBAC(t *testing.T, ns string) *chartRBAC {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := charts.Load(filepath.Join(root, "charts", charts.OperatorChart))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := charts.Render(c, charts.RenderOptions{Namespace: ns, APIVersions: []string{charts.CRDAPIVersion}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := renderOperatorChart(t, ns, nil)
 	out := &chartRBAC{}
 	for _, o := range objs {
 		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {

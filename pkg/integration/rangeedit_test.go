@@ -29,6 +29,23 @@ func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
 	}
 }
 
+// editFIPIn edits FloatingIP ns/name as a person would, again on a fresh copy when the operator
+// wrote it in between.
+func (f *fixture) editFIPIn(ns, name string, edit func(*v1.FloatingIP)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		x := f.getFIPIn(ns, name)
+		edit(x)
+		_, err := f.api.FloatingIP().Update(x)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			f.t.Fatalf("editing FloatingIP %s/%s: %v", ns, name, err)
+		}
+	}
+}
+
 func rangeReady(r *v1.FloatingIPRange) bool {
 	return r != nil && conditions.IsTrue(r.Status.Conditions, v1.Ready) && r.Status.ObservedGeneration == r.Generation
 }

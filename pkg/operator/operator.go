@@ -201,16 +201,24 @@ func (o *Operator) start(ctx context.Context) error {
 	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.opts.ChartPolicy, o.recorder, o.metrics)
 	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
 	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
+	fleetSecrets, err := o.secretMetadata(ctx, o.opts.FleetNamespace)
+	if err != nil {
+		return err
+	}
+	credentialSecrets := []cache.SharedIndexInformer{fleetSecrets}
+	if o.opts.GlobalDataNamespace != o.opts.FleetNamespace {
+		globalSecrets, err := o.secretMetadata(ctx, o.opts.GlobalDataNamespace)
+		if err != nil {
+			return err
+		}
+		credentialSecrets = append(credentialSecrets, globalSecrets)
+	}
 	if err := discovery.Register(ctx, discovery.Options{
 		FleetNamespace: o.opts.FleetNamespace, GlobalDataNamespace: o.opts.GlobalDataNamespace,
 		Clusters: f.Provisioning.Provisioning().V1().Cluster(), Management: f.Management.Management().V3().Cluster(),
 		Namespaces: f.Core.Core().V1().Namespace(), FloatingIPs: fips, Ranges: ranges,
-		Secrets: o.client.CoreV1(), RestConfig: o.rest, Metrics: o.metrics, Recorder: o.recorder,
+		Secrets: o.client.CoreV1(), SecretMetadata: credentialSecrets, RestConfig: o.rest, Metrics: o.metrics, Recorder: o.recorder,
 	}); err != nil {
-		return err
-	}
-	secretMetadata, err := o.secretMetadata(ctx)
-	if err != nil {
 		return err
 	}
 	guests, err := guestcluster.Register(ctx, guestcluster.Deps{
@@ -220,7 +228,7 @@ func (o *Operator) start(ctx context.Context) error {
 		Provisioning:   f.Provisioning.Provisioning().V1().Cluster(),
 		Management:     f.Management.Management().V3().Cluster(),
 		Secrets:        o.client.CoreV1(),
-		SecretMetadata: secretMetadata,
+		SecretMetadata: fleetSecrets,
 		Store:          o.store,
 		Metrics:        o.metrics,
 		Recorder:       o.recorder,
@@ -287,15 +295,16 @@ func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager, fips ku
 	}
 }
 
-// secretMetadata starts a metadata-only informer on the Secrets of Rancher's fleet namespace: names
-// and resourceVersions tell the guest controller when a kubeconfig rotates, and no Secret's data
-// is ever cached. The guest controller GETs the one kubeconfig a pass needs.
-func (o *Operator) secretMetadata(ctx context.Context) (cache.SharedIndexInformer, error) {
+// secretMetadata starts a metadata-only informer on the Secrets of namespace, one of Rancher's:
+// names and resourceVersions tell the controllers when a kubeconfig rotates or a cloud credential
+// arrives, and no Secret's data is ever cached. Each one needed is then read with a GET. Discovery
+// and the guest controller share the informer of the fleet namespace.
+func (o *Operator) secretMetadata(ctx context.Context, namespace string) (cache.SharedIndexInformer, error) {
 	client, err := metadata.NewForConfig(o.rest)
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
-	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, o.opts.FleetNamespace, nil)
+	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, namespace, nil)
 	informer := factory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
 	go informer.Run(ctx.Done())
 	return informer, nil

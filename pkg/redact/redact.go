@@ -109,14 +109,19 @@ func Cap(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n - len(truncated)
-	if cut < 0 {
-		cut = 0
+	return Shorten(s, max(n-len(truncated), 0), truncated)
+}
+
+// Shorten cuts s to at most n bytes, on a character boundary, and appends more when it cut: the
+// one way every message of the operator bounds a value it repeats.
+func Shorten(s string, n int, more string) string {
+	if len(s) <= n {
+		return s
 	}
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + truncated
+	return s[:n] + more
 }
 
 // maskAuthorization keeps the header name of an Authorization match and masks the rest.

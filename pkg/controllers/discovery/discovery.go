@@ -62,9 +62,13 @@ type Options struct {
 	Ranges      kubefipcontrollers.FloatingIPRangeController
 	// Secrets reads cloud credentials one GET at a time: their data is never cached.
 	Secrets typedcorev1.SecretsGetter
-	// RestConfig builds the clients of the two watches the shared controller factory does not
-	// serve (HarvesterConfigs and credential metadata).
+	// RestConfig builds the client of the HarvesterConfig watch, which the shared controller
+	// factory does not serve.
 	RestConfig *rest.Config
+	// SecretMetadata are metadata-only informers on the Secrets of the fleet and global-data
+	// namespaces, where cloud credentials live: they tell when a credential arrives without
+	// caching its data. The operator shares them with the guest controller.
+	SecretMetadata []cache.SharedIndexInformer
 
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder

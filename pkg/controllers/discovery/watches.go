@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -122,7 +120,7 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 	return keys, nil
 }
 
-// watchUncached starts the two watches the shared controller factory does not serve.
+// watchUncached starts the watches the shared controller factory does not serve.
 //
 // HarvesterConfigs have no Go type (Rancher builds their CRD at run time), so client-go's dynamic
 // informer reads them as unstructured objects. It is started on its own rather than through lasso's
@@ -130,16 +128,14 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 // driver has no such CRD, and that must not keep the operator's other controllers from starting.
 //
 // Cloud credentials are read with one GET each, never cached, because they hold Harvester
-// kubeconfigs. To still notice a credential that arrives last without polling, a metadata-only
-// informer watches the credential namespace: it holds names and resourceVersions, never data.
+// kubeconfigs. To still notice a credential that arrives last without polling, the metadata-only
+// informers on the credential namespaces wake the clusters naming it: they hold names and
+// resourceVersions, never data. Rancher reads a credential named cattle-global-data:<name> there,
+// and a bare name in the cluster's own namespace.
 func (h *handler) watchUncached(ctx context.Context) error {
 	dyn, err := dynamic.NewForConfig(h.opts.RestConfig)
 	if err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
-	}
-	meta, err := metadata.NewForConfig(h.opts.RestConfig)
-	if err != nil {
-		return fmt.Errorf("creating the metadata client: %w", err)
 	}
 	configFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, h.opts.FleetNamespace, nil)
 	configs := configFactory.ForResource(HarvesterConfigResource())
@@ -148,15 +144,10 @@ func (h *handler) watchUncached(ctx context.Context) error {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
 	configFactory.Start(ctx.Done())
-	// Rancher reads a credential named cattle-global-data:<name> there, and a bare name in the
-	// cluster's own namespace: watch both, metadata only.
-	for _, ns := range []string{h.opts.GlobalDataNamespace, h.opts.FleetNamespace} {
-		credentialFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, ns, nil)
-		credentials := credentialFactory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
-		if _, err := credentials.Informer().AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
-			return fmt.Errorf("watching cloud credentials in %s: %w", ns, err)
+	for _, credentials := range h.opts.SecretMetadata {
+		if _, err := credentials.AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
+			return fmt.Errorf("watching cloud credentials: %w", err)
 		}
-		credentialFactory.Start(ctx.Done())
 	}
 	return nil
 }
