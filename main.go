@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
@@ -56,6 +57,7 @@ func main() {
 		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
 		kubeAPIQPS     = flag.Float64("kube-api-qps", envFloat("KUBE_API_QPS", 0), "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it) [$KUBE_API_QPS]")
 		kubeAPIBurst   = flag.Int("kube-api-burst", envInt("KUBE_API_BURST", 0), "burst above --kube-api-qps; 0 for twice the QPS [$KUBE_API_BURST]")
+		orphanGrace    = flag.Duration("orphan-grace-period", envDuration("ORPHAN_GRACE_PERIOD", allocation.DefaultOrphanGracePeriod), "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released [$ORPHAN_GRACE_PERIOD]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Usage = func() {
@@ -106,6 +108,7 @@ func main() {
 		GlobalDataNamespace: *globalDataNS,
 		GuestWorkers:        *guestWorkers,
 		GuestTimeout:        *guestTimeout,
+		OrphanGracePeriod:   *orphanGrace,
 		HelmCacheDir:        *helmCacheDir,
 
 		ChartPolicy:            policy,

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +21,9 @@ import (
 // controller retries it with backoff.
 const maxCollisions = 16
 
-// errHolderUnknown: a static address is held by an allocation this process has not seen yet. The
-// informer's Add will name the holder; the caller retries without telling anyone.
-var errHolderUnknown = errors.New("the address is held by an allocation not yet seen")
+// ErrHolderUnknown: a static address is held by an allocation this process has not seen yet. The
+// informer's Add will name the holder shortly; the caller retries without telling anyone.
+var ErrHolderUnknown = errors.New("the address is held by an allocation not yet seen")
 
 // errTooManyCollisions: every address tried was taken by another writer first.
 var errTooManyCollisions = errors.New("too many addresses taken by other writers during one claim")
@@ -35,13 +37,34 @@ type allocationCreator interface {
 // guards both and is never held across an API call: workers reserve different addresses in memory
 // and create their objects concurrently, and the API server decides between replicas.
 type engine struct {
-	mu    sync.Mutex
-	idx   allocIndex
-	pools map[string]*ipam.Pool
+	mu     sync.Mutex
+	idx    allocIndex
+	ranges map[string]*rangeState
+	// placeholders are foreign reservations of addresses another writer created first, by when
+	// they lapse if the informer never brings the object (it was deleted before this process saw
+	// it).
+	placeholders map[netip.Addr]placeholder
+	// changed, when set, hears of every range whose allocations changed; called under mu, so it
+	// must not block or call back.
+	changed func(rangeName string)
 }
 
+type placeholder struct {
+	rng     string
+	expires time.Time
+}
+
+// placeholderLifetime is how long an address another writer took stays held without its object.
+const placeholderLifetime = 30 * time.Second
+
 func newEngine() *engine {
-	return &engine{idx: newAllocIndex(), pools: map[string]*ipam.Pool{}}
+	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, placeholders: map[netip.Addr]placeholder{}}
+}
+
+func (g *engine) notifyLocked(rng string) {
+	if g.changed != nil {
+		g.changed(rng)
+	}
 }
 
 // unknownHolder stands for the holder of an address whose object this process has not seen: a
@@ -84,18 +107,48 @@ func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
 	if replaced != nil {
 		g.releaseLocked(replaced)
 	}
-	for _, p := range g.pools {
-		if p.Check(e.addr) == nil {
-			_, _ = p.Confirm(e.addr, e.owner)
+	delete(g.placeholders, e.addr)
+	for name, st := range g.ranges {
+		if st.pool == nil {
+			continue
+		}
+		err := st.pool.Check(e.addr)
+		if err == nil {
+			_, _ = st.pool.Confirm(e.addr, e.owner)
+		} else if name == e.rng {
+			st.orphans[e.addr] = why(err)
 		}
 	}
+	g.notifyLocked(e.rng)
 }
 
 // releaseLocked frees e's address in every pool where e's owner holds it.
 func (g *engine) releaseLocked(e *allocEntry) {
-	for _, p := range g.pools {
-		if h, ok := p.Holder(e.addr); ok && h.UID == e.owner.UID {
-			p.Release(e.addr)
+	for name, st := range g.ranges {
+		if name == e.rng {
+			delete(st.orphans, e.addr)
+		}
+		if st.pool == nil {
+			continue
+		}
+		if h, ok := st.pool.Holder(e.addr); ok && h.UID == e.owner.UID {
+			st.pool.Release(e.addr)
+		}
+	}
+	g.notifyLocked(e.rng)
+}
+
+// expirePlaceholders drops the foreign reservations whose object never arrived.
+func (g *engine) expirePlaceholders(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for addr, ph := range g.placeholders {
+		if now.Before(ph.expires) {
+			continue
+		}
+		delete(g.placeholders, addr)
+		if st := g.ranges[ph.rng]; st != nil && st.pool != nil {
+			st.pool.Unreserve(addr, unknownHolder(addr))
 		}
 	}
 }
@@ -150,15 +203,15 @@ func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string,
 			}
 			if want.IsValid() && !soft {
 				if !known {
-					return netip.Addr{}, errHolderUnknown
+					return netip.Addr{}, ErrHolderUnknown
 				}
 				return netip.Addr{}, &ipam.TakenError{Addr: addr, Holder: holder}
 			}
 			want = netip.Addr{}
 		default:
 			g.mu.Lock()
-			if p := g.pools[rng]; p != nil {
-				p.Unreserve(addr, owner)
+			if st := g.ranges[rng]; st != nil && st.pool != nil {
+				st.pool.Unreserve(addr, owner)
 			}
 			g.mu.Unlock()
 			return netip.Addr{}, fmt.Errorf("claiming %s in %s: %w", addr, rng, err)
@@ -172,11 +225,12 @@ func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string,
 func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft bool) (addr netip.Addr, done bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p := g.pools[rng]
-	if p == nil {
+	st := g.ranges[rng]
+	if st == nil || st.pool == nil {
 		return netip.Addr{}, false, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
 	}
-	if held := g.idx.heldBy(owner.UID, rng); len(held) > 0 && (!want.IsValid() || containsAddr(held, want)) {
+	p := st.pool
+	if held := g.idx.heldBy(owner.UID, rng); len(held) > 0 && (!want.IsValid() || slices.Contains(held, want)) {
 		if want.IsValid() {
 			return want, true, nil
 		}
@@ -208,15 +262,18 @@ func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft boo
 func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p := g.pools[rng]
+	var p *ipam.Pool
+	if st := g.ranges[rng]; st != nil {
+		p = st.pool
+	}
 	if p != nil {
 		p.Unreserve(addr, owner)
 	}
 	if e := g.idx.byAddr[addr]; e != nil {
 		return e.owner, true
 	}
-	if p != nil {
-		_ = p.Reserve(addr, unknownHolder(addr))
+	if p != nil && p.Reserve(addr, unknownHolder(addr)) == nil {
+		g.placeholders[addr] = placeholder{rng: rng, expires: time.Now().Add(placeholderLifetime)}
 	}
 	return ipam.Owner{}, false
 }

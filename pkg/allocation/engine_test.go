@@ -65,10 +65,17 @@ func allocationObject(addr, rng string, owner ipam.Owner, object string) *v1.Flo
 func engineWithRange(t *testing.T, name, cidr string, exclude ...string) *engine {
 	t.Helper()
 	g := newEngine()
-	if _, err := g.setRange(name, cidr, exclude); err != nil {
-		t.Fatal(err)
+	if st := setRange(g, name, cidr, exclude...); st.pool == nil {
+		t.Fatal(st.invalid)
 	}
 	return g
+}
+
+// setRange makes the engine know range name with this definition.
+func setRange(g *engine, name, cidr string, exclude ...string) *rangeState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stateLocked(rangeOf(name, cidr, time.Now(), nil, exclude...))
 }
 
 // TestConcurrentClaimsGetDistinctAddresses: 32 workers in one range all create at the same time —
@@ -111,8 +118,8 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 		}
 		seen[a] = i
 	}
-	if len(api.objects) != workers || g.pools["r"].Held() != workers || g.pools["r"].Used() != workers {
-		t.Errorf("%d objects, %d confirmed, %d used; want %d of each", len(api.objects), g.pools["r"].Held(), g.pools["r"].Used(), workers)
+	if len(api.objects) != workers || g.ranges["r"].pool.Held() != workers || g.ranges["r"].pool.Used() != workers {
+		t.Errorf("%d objects, %d confirmed, %d used; want %d of each", len(api.objects), g.ranges["r"].pool.Held(), g.ranges["r"].pool.Used(), workers)
 	}
 	// Claiming again moves nothing and creates nothing.
 	again, err := g.claimLoop(context.Background(), api, "r", fipOwner("7"), netip.Addr{}, false)
@@ -123,7 +130,7 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 
 // TestClaimAlreadyExists: the API server says the name exists. Known other owner: a static claim
 // is an IPConflict naming it, a dynamic one takes the next address. Same owner: claimed. Unknown
-// holder: errHolderUnknown, and nobody is handed the address until its object is seen.
+// holder: ErrHolderUnknown, and nobody is handed the address until its object is seen.
 func TestClaimAlreadyExists(t *testing.T) {
 	ctx := context.Background()
 	g := engineWithRange(t, "r", "10.0.0.0/29") // .1-.6
@@ -134,8 +141,8 @@ func TestClaimAlreadyExists(t *testing.T) {
 	if _, err := api.Create(newAllocation(netip.MustParseAddr("10.0.0.1"), "r", other)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.Is(err, errHolderUnknown) {
-		t.Fatalf("static claim of an unseen holder's address: %v, want errHolderUnknown", err)
+	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.Is(err, ErrHolderUnknown) {
+		t.Fatalf("static claim of an unseen holder's address: %v, want ErrHolderUnknown", err)
 	}
 	a, err := g.claimLoop(ctx, api, "r", fipOwner("b"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
@@ -185,7 +192,7 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 	if _, err := g.claimLoop(context.Background(), api, "r", fipOwner("a"), netip.Addr{}, false); !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("claim during an outage: %v", err)
 	}
-	if p := g.pools["r"]; p.Used() != 0 {
+	if p := g.ranges["r"].pool; p.Used() != 0 {
 		t.Errorf("after a failed create %d addresses are held", p.Used())
 	}
 	api.fail = nil
@@ -217,12 +224,12 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 	}
 	// Deleted and re-created for b while unseen: the new object replaces the entry and the pool.
 	g.onUpdate(first, allocationObject("10.0.0.5", "r", b, "obj-2"))
-	if h, _ := g.pools["r"].Holder(netip.MustParseAddr("10.0.0.5")); h.UID != b.UID || len(g.idx.byOwner[a.UID]) != 0 {
+	if h, _ := g.ranges["r"].pool.Holder(netip.MustParseAddr("10.0.0.5")); h.UID != b.UID || len(g.idx.byOwner[a.UID]) != 0 {
 		t.Fatalf("after re-creation the pool holder is %v, a holds %d", h, len(g.idx.byOwner[a.UID]))
 	}
 	// A tombstone without the final object removes by name.
 	g.onDelete(cache.DeletedFinalStateUnknown{Key: "10.0.0.5"})
-	if g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] != nil || g.pools["r"].Used() != 0 {
+	if g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] != nil || g.ranges["r"].pool.Used() != 0 {
 		t.Fatal("a tombstone did not release the address")
 	}
 	// A tombstone with the final object removes only that object.
@@ -261,21 +268,19 @@ func TestRangeRebuild(t *testing.T) {
 	g.onAdd(allocationObject("10.0.0.20", "r", fipOwner("b"), "obj-2"))
 	g.onAdd(allocationObject("10.0.0.1", "overlap", fipOwner("c"), "obj-3"))
 
-	orphans, err := g.setRange("r", "10.0.0.0/28", []string{"10.0.0.5"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(orphans) != 2 || orphans[0].Addr != netip.MustParseAddr("10.0.0.5") || orphans[1].Addr != netip.MustParseAddr("10.0.0.20") {
+	st := setRange(g, "r", "10.0.0.0/28", "10.0.0.5")
+	orphans := st.orphanList(&g.idx, "r")
+	if len(orphans) != 2 || orphans[0].Addr != "10.0.0.5" || orphans[0].Why != "excluded" || orphans[1].Addr != "10.0.0.20" || orphans[1].Why != "outside the range" {
 		t.Fatalf("orphans = %v; want the excluded 10.0.0.5 and the outside 10.0.0.20", orphans)
 	}
 	a, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", fipOwner("d"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
 		t.Fatalf("first claim = %v, %v; want 10.0.0.2, past the other range's 10.0.0.1", a, err)
 	}
-	if g.pools["r"].Held() != 2 {
-		t.Errorf("held %d; want the foreign 10.0.0.1 and the new 10.0.0.2", g.pools["r"].Held())
+	if g.ranges["r"].pool.Held() != 2 {
+		t.Errorf("held %d; want the foreign 10.0.0.1 and the new 10.0.0.2", g.ranges["r"].pool.Held())
 	}
-	if _, err := g.setRange("bad", "10.0.0.0/33", nil); err == nil {
+	if st := setRange(g, "bad", "10.0.0.0/33"); st.pool != nil || st.invalid == nil {
 		t.Error("an invalid range was accepted")
 	}
 	g.forgetRange("r")

@@ -1,29 +1,60 @@
 package allocation
 
 import (
-	"fmt"
+	"errors"
+	"net/netip"
 	"slices"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
-// setRange (re)builds the pool of range name from its definition and the index: the range's own
+// rangeState is what the engine keeps of one range: the pool built from its definition, fed by the
+// index, and the range's own allocations the definition cannot hold.
+type rangeState struct {
+	uid  types.UID
+	spec string
+	// pool is nil when the definition is invalid; invalid then says why.
+	pool    *ipam.Pool
+	invalid error
+	// orphans are the range's own allocations outside its definition (after a shrink or a new
+	// exclude), with why. They stay held; the range says so and hands out nothing new.
+	orphans map[netip.Addr]string
+}
+
+func specKey(r *v1.FloatingIPRange) string {
+	return r.Spec.IPRange + "|" + strings.Join(r.Spec.Exclude, ",")
+}
+
+// stateLocked returns the state of r, (re)built when r is new to the engine, was re-created or its
+// definition changed. Allocation events never rebuild it: the engine applies them incrementally.
+func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
+	if st := g.ranges[r.Name]; st != nil && st.uid == r.UID && st.spec == specKey(r) {
+		return st
+	}
+	st := g.buildLocked(r.Name, r.Spec.IPRange, r.Spec.Exclude)
+	st.uid, st.spec = r.UID, specKey(r)
+	return st
+}
+
+// buildLocked builds the state of range name from its definition and the index: the range's own
 // allocations are held by their owners, those of other ranges that this one could hand out are
-// held as foreign. Own allocations the definition cannot hold (outside, excluded, reserved) are
-// returned as orphans, sorted by address; they stay held in the index, and the range must say so.
-// It runs when a range appears or its spec changes, never on allocation events, which the
-// engine applies incrementally.
-func (g *engine) setRange(name, cidr string, exclude []string) ([]ipam.Allocation, error) {
+// held as foreign, so that no worker here tries them.
+func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
+	st := &rangeState{orphans: map[netip.Addr]string{}}
+	g.ranges[name] = st
 	p, err := ipam.NewPool(cidr, exclude)
 	if err != nil {
-		return nil, fmt.Errorf("range %s: %w", name, err)
+		st.invalid = err
+		return st
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var orphans []ipam.Allocation
+	st.pool = p
 	for addr, e := range g.idx.byRange[name] {
 		if err := p.Claim(addr, e.owner); err != nil {
-			orphans = append(orphans, ipam.Allocation{Addr: addr, Owner: e.owner})
+			st.orphans[addr] = why(err)
 		}
 	}
 	for addr, e := range g.idx.byAddr {
@@ -31,14 +62,41 @@ func (g *engine) setRange(name, cidr string, exclude []string) ([]ipam.Allocatio
 			_, _ = p.Confirm(addr, e.owner)
 		}
 	}
-	slices.SortFunc(orphans, func(a, b ipam.Allocation) int { return a.Addr.Compare(b.Addr) })
-	g.pools[name] = p
-	return orphans, nil
+	return st
 }
 
-// forgetRange drops the pool of a deleted range; its allocations stay indexed.
+// orphanList returns the orphans of st, lowest address first.
+func (st *rangeState) orphanList(idx *allocIndex, name string) []Orphan {
+	out := make([]Orphan, 0, len(st.orphans))
+	for addr, w := range st.orphans {
+		o := Orphan{Addr: addr.String(), Why: w}
+		if e := idx.byRange[name][addr]; e != nil {
+			o.Allocation = v1.Allocation{Namespace: e.owner.Namespace, Name: e.owner.Name, UID: types.UID(e.owner.UID)}
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Orphan) int {
+		return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr))
+	})
+	return out
+}
+
+// why says in a few words why a pool cannot hold an address.
+func why(err error) string {
+	switch {
+	case errors.Is(err, ipam.ErrExcluded):
+		return "excluded"
+	case errors.Is(err, ipam.ErrReserved):
+		return "a reserved address"
+	case errors.Is(err, ipam.ErrOutOfRange):
+		return "outside the range"
+	}
+	return err.Error()
+}
+
+// forgetRange drops the state of a deleted range; its allocations stay indexed.
 func (g *engine) forgetRange(name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.pools, name)
+	delete(g.ranges, name)
 }

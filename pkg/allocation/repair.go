@@ -4,15 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
@@ -20,82 +22,9 @@ import (
 type RepairReport struct {
 	// Released are allocations whose FloatingIP no longer exists ("range/address ns/name").
 	Released []string
-	// Adopted are FloatingIPs holding an address their range did not record, now recorded.
+	// Adopted are addresses held without an allocation object — in a range's legacy record, or
+	// only in a FloatingIP — that now have one.
 	Adopted []string
-}
-
-// Repair makes the ranges' records agree with the FloatingIPs that exist. It reads both from the
-// API server — the ranges first, so that any FloatingIP a recorded claim belongs to is in the list
-// read after — and releases the allocations of FloatingIPs that are gone (deleted while no operator
-// ran its finalizer), then records the addresses of FloatingIPs whose range does not know them
-// (objects of the original operator, or a write lost between two steps), oldest object first, so
-// that of two objects naming the same address the older keeps it and the later is flagged
-// IPConflict by its controller. Every change goes through Claim and Release, guarded like any
-// other write.
-func (m *Manager) Repair(ctx context.Context, fips kubefipcontrollers.FloatingIPClient) (RepairReport, error) {
-	var report RepairReport
-	ranges, err := m.client.List(metav1.ListOptions{})
-	if err != nil {
-		return report, fmt.Errorf("listing FloatingIPRanges: %w", err)
-	}
-	list, err := fips.List("", metav1.ListOptions{})
-	if err != nil {
-		return report, fmt.Errorf("listing FloatingIPs: %w", err)
-	}
-	exists := map[string]bool{}
-	for _, f := range list.Items {
-		exists[string(f.UID)] = true
-	}
-
-	for _, r := range ranges.Items {
-		gone := map[string]v1.Allocation{}
-		for _, key := range sortedKeys(r.Status.Allocations) {
-			if a := r.Status.Allocations[key]; !exists[string(a.UID)] {
-				gone[string(a.UID)] = a
-			}
-		}
-		for _, uid := range sortedKeys(gone) {
-			a := gone[uid]
-			// Every key of the owner goes, in whatever spelling, readable or not: nothing of a
-			// FloatingIP that no longer exists stays behind.
-			_, keys, err := m.release(ctx, r.Name, uid, nil)
-			if err != nil {
-				return report, err
-			}
-			for _, key := range keys {
-				report.Released = append(report.Released, fmt.Sprintf("%s/%s %s/%s", r.Name, ipam.Clip(key), a.Namespace, a.Name))
-			}
-		}
-	}
-
-	items := list.Items
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := &items[i], &items[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
-	for i := range items {
-		f := &items[i]
-		rangeName := f.Annotations[v1.AnnotationFloatingIPRange]
-		address := f.Spec.IPAddress
-		if address == "" {
-			address = f.Status.IPAddress
-		}
-		if f.DeletionTimestamp != nil || rangeName == "" || address == "" {
-			continue
-		}
-		want, err := netip.ParseAddr(address)
-		if err != nil || len(m.HeldBy(rangeName, string(f.UID))) > 0 {
-			continue
-		}
-		// A refusal (taken, out of range, no such range) is the FloatingIP controller's to report.
-		if addr, _, err := m.Claim(ctx, rangeName, ownerOfFloatingIP(f), want.Unmap()); err == nil {
-			report.Adopted = append(report.Adopted, fmt.Sprintf("%s/%s %s/%s", rangeName, addr, f.Namespace, f.Name))
-		}
-	}
-	return report, nil
 }
 
 // Log writes what the report says.
@@ -108,22 +37,312 @@ func (r RepairReport) Log() {
 	}
 }
 
-// Table renders every range's record from the cache, one allocation a line, for traceIpamData.
-func (m *Manager) Table() string {
-	ranges, err := m.cache.List(labels.Everything())
+// candidate is an address some FloatingIP holds with no allocation object for it yet.
+type candidate struct {
+	addr    netip.Addr
+	rng     string
+	owner   ipam.Owner
+	created time.Time
+	// record: from a range's legacy status.allocations, which was the record of truth and so
+	// goes before what FloatingIPs only say they hold.
+	record bool
+}
+
+// Repair makes the allocation objects agree with the FloatingIPs that exist, from the caches. It
+// runs once before any worker starts — the migration from the ranges' legacy status.allocations
+// and from the original operator's objects — and then periodically.
+//
+//   - Adopt: every address held without an object gets one, oldest holder first, so that of two
+//     FloatingIPs naming one address the older keeps it and the later is flagged IPConflict by its
+//     controller. A range's legacy record goes before what FloatingIPs say (it was the record);
+//     an address moves nowhere.
+//   - Empty the legacy records: entries now held by objects, and entries of FloatingIPs that are
+//     gone, are removed; entries naming no address stay, flagged, until their holder is deleted.
+//   - Reap: an allocation whose FloatingIP is gone, older than the grace period, is deleted.
+//
+// Two writers may race: the loser of a create sees AlreadyExists and moves on.
+func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
+	var report RepairReport
+	ranges, err := m.deps.Ranges.Cache().List(labels.Everything())
 	if err != nil {
-		return ""
+		return report, err
 	}
-	sort.Slice(ranges, func(i, j int) bool { return ranges[i].Name < ranges[j].Name })
-	var b strings.Builder
+	fips, err := m.deps.FloatingIPs.Cache().List("", labels.Everything())
+	if err != nil {
+		return report, err
+	}
+	byUID := make(map[string]*v1.FloatingIP, len(fips))
+	for _, f := range fips {
+		byUID[string(f.UID)] = f
+	}
+
+	var cands []candidate
 	for _, r := range ranges {
-		fmt.Fprintf(&b, "range %s %s: %d allocated\n", r.Name, r.Spec.IPRange, len(r.Status.Allocations))
-		for _, key := range sortedKeys(r.Status.Allocations) {
+		idx := indexRecord(r.Status.Allocations)
+		for addr, key := range idx.holder {
 			a := r.Status.Allocations[key]
-			fmt.Fprintf(&b, "  %s %s/%s uid=%s\n", key, a.Namespace, a.Name, a.UID)
+			if f := byUID[string(a.UID)]; f != nil {
+				cands = append(cands, candidate{addr: addr, rng: r.Name, owner: ownerOf(f), created: f.CreationTimestamp.Time, record: true})
+			}
 		}
 	}
+	for _, f := range fips {
+		if c, ok := m.heldWithoutObject(f); ok {
+			cands = append(cands, c)
+		}
+	}
+	report.Adopted = m.adopt(ctx, cands)
+	if err := ctx.Err(); err != nil {
+		return report, err
+	}
+	for _, r := range ranges {
+		released, err := m.shrinkLegacy(r, byUID)
+		report.Released = append(report.Released, released...)
+		if err != nil {
+			logrus.Warnf("repair: %v; tried again on the next pass", err)
+		}
+	}
+	report.Released = append(report.Released, m.reap(ctx)...)
+	return report, nil
+}
+
+// heldWithoutObject reads the address f holds, if any and if no allocation object records it:
+// its status's, else its spec's (objects of the original operator carry only that).
+func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
+	rng := f.Annotations[v1.AnnotationFloatingIPRange]
+	address := f.Status.IPAddress
+	if f.Status.Range != "" {
+		rng = f.Status.Range
+	}
+	if address == "" {
+		address = f.Spec.IPAddress
+	}
+	if f.DeletionTimestamp != nil || rng == "" || address == "" {
+		return candidate{}, false
+	}
+	addr, err := netip.ParseAddr(address)
+	if err != nil {
+		return candidate{}, false
+	}
+	addr = addr.WithZone("").Unmap()
+	r, err := m.deps.Ranges.Cache().Get(rng)
+	if err != nil {
+		return candidate{}, false
+	}
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	if len(m.g.idx.heldBy(string(f.UID), rng)) > 0 || m.g.idx.byAddr[addr] != nil {
+		return candidate{}, false
+	}
+	// As a claim would: only an address the range can hand out, and an address only asked for
+	// (not yet shown as held) only from a range that hands out addresses now.
+	st := m.g.stateLocked(r)
+	if st.pool == nil || st.pool.Check(addr) != nil || f.Status.IPAddress == "" && m.problemLocked(r, st) != nil {
+		return candidate{}, false
+	}
+	return candidate{addr: addr, rng: rng, owner: ownerOf(f), created: f.CreationTimestamp.Time}, true
+}
+
+// adopt creates an object for each candidate, the first of each address in order winning; it
+// returns what it adopted. Addresses are independent, so they are created concurrently.
+func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if a.record != b.record {
+			if a.record {
+				return -1
+			}
+			return 1
+		}
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.owner.Namespace+"/"+a.owner.Name, b.owner.Namespace+"/"+b.owner.Name)
+	})
+	seen := map[netip.Addr]bool{}
+	var first []candidate
+	for _, c := range cands {
+		if !seen[c.addr] {
+			seen[c.addr] = true
+			first = append(first, c)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		adopted []string
+		wg      sync.WaitGroup
+		work    = make(chan candidate)
+	)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				if m.adoptOne(c) {
+					mu.Lock()
+					adopted = append(adopted, fmt.Sprintf("%s/%s %s/%s", c.rng, c.addr, c.owner.Namespace, c.owner.Name))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, c := range first {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	slices.Sort(adopted)
+	return adopted
+}
+
+// adoptOne creates c's object unless the index already has one for its address.
+func (m *Manager) adoptOne(c candidate) bool {
+	m.g.mu.Lock()
+	known := m.g.idx.byAddr[c.addr] != nil
+	m.g.mu.Unlock()
+	if known {
+		return false
+	}
+	created, err := m.deps.Allocations.Create(newAllocation(c.addr, c.rng, c.owner))
+	if err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			logrus.Warnf("repair: recording %s/%s for %s/%s: %v", c.rng, c.addr, c.owner.Namespace, c.owner.Name, err)
+		}
+		return false
+	}
+	m.g.mu.Lock()
+	m.g.indexLocked(created)
+	m.g.mu.Unlock()
+	return true
+}
+
+// shrinkLegacy removes from r's legacy record every entry an allocation object now holds for the
+// same owner, and every entry of a FloatingIP that is gone. It returns the entries of gone
+// FloatingIPs it removed.
+func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.FloatingIP) ([]string, error) {
+	if len(r.Status.Allocations) == 0 {
+		return nil, nil
+	}
+	keep := map[string]v1.Allocation{}
+	var released []string
+	idx := indexRecord(r.Status.Allocations)
+	m.g.mu.Lock()
+	for _, key := range sortedKeys(r.Status.Allocations) {
+		a := r.Status.Allocations[key]
+		if byUID[string(a.UID)] == nil {
+			released = append(released, fmt.Sprintf("%s/%s %s/%s", r.Name, ipam.Clip(key), a.Namespace, a.Name))
+			continue
+		}
+		if addr, ok := canonical(key); ok {
+			if e := m.g.idx.byAddr[addr]; e != nil || idx.holder[addr] != key {
+				// Held by an object (its holder's or, for a loser, another's) or a second
+				// spelling of an address: the object decides, the controller flags the loser.
+				continue
+			}
+		}
+		keep[key] = a
+	}
+	m.g.mu.Unlock()
+	if len(keep) == len(r.Status.Allocations) {
+		return nil, nil
+	}
+	next := r.DeepCopy()
+	next.Status.Allocations = keep
+	if len(keep) == 0 {
+		next.Status.Allocations = nil
+	}
+	if _, err := m.deps.Ranges.UpdateStatus(next); err != nil {
+		return nil, fmt.Errorf("emptying the legacy record of FloatingIPRange %s: %w", r.Name, err)
+	}
+	return released, nil
+}
+
+// reap deletes the allocations, older than the grace period, whose FloatingIP is gone: not in the
+// cache, and not found (or found re-created, with another UID) when read afresh.
+func (m *Manager) reap(ctx context.Context) []string {
+	now := time.Now()
+	m.g.mu.Lock()
+	var suspects []*allocEntry
+	for _, e := range m.g.idx.byAddr {
+		if now.Sub(e.created) < m.opts.OrphanGracePeriod {
+			continue
+		}
+		if owners, err := m.deps.FloatingIPs.Cache().GetByIndex(ByUIDIndex, e.owner.UID); err == nil && len(owners) > 0 {
+			continue
+		}
+		suspects = append(suspects, e)
+	}
+	m.g.mu.Unlock()
+	slices.SortFunc(suspects, func(a, b *allocEntry) int { return a.addr.Compare(b.addr) })
+	var released []string
+	for _, e := range suspects {
+		if ctx.Err() != nil {
+			break
+		}
+		f, err := m.deps.FloatingIPs.Get(e.owner.Namespace, e.owner.Name, metav1.GetOptions{})
+		switch {
+		case err == nil && string(f.UID) == e.owner.UID:
+			continue // the cache lags
+		case err != nil && !apierrors.IsNotFound(err):
+			logrus.Warnf("repair: reading FloatingIP %s/%s: %v", e.owner.Namespace, e.owner.Name, err)
+			continue
+		}
+		if err := m.deleteAllocation(e); err != nil {
+			logrus.Warnf("repair: releasing %s/%s: %v", e.rng, e.addr, err)
+			continue
+		}
+		released = append(released, fmt.Sprintf("%s/%s %s/%s", e.rng, e.addr, e.owner.Namespace, e.owner.Name))
+	}
+	return released
+}
+
+// Run reaps allocations of gone FloatingIPs and lapses placeholders until ctx ends, checking
+// every half grace period.
+func (m *Manager) Run(ctx context.Context) {
+	every := max(m.opts.OrphanGracePeriod/2, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.g.expirePlaceholders(time.Now())
+		RepairReport{Released: m.reap(ctx)}.Log()
+	}
+}
+
+// Table renders every allocation, one a line by range and address, for traceIpamData.
+func (m *Manager) Table() string {
+	m.g.mu.Lock()
+	entries := make([]*allocEntry, 0, len(m.g.idx.byAddr))
+	for _, e := range m.g.idx.byAddr {
+		entries = append(entries, e)
+	}
+	m.g.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *allocEntry) int {
+		if c := strings.Compare(a.rng, b.rng); c != 0 {
+			return c
+		}
+		return a.addr.Compare(b.addr)
+	})
+	var b strings.Builder
+	rng := ""
+	for _, e := range entries {
+		if e.rng != rng || b.Len() == 0 {
+			rng = e.rng
+			fmt.Fprintf(&b, "range %s:\n", rng)
+		}
+		fmt.Fprintf(&b, "  %s %s/%s uid=%s\n", e.addr, e.owner.Namespace, e.owner.Name, e.owner.UID)
+	}
 	return b.String()
+}
+
+func ownerOf(f *v1.FloatingIP) ipam.Owner {
+	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
 }
 
 func sortedKeys[T any](m map[string]T) []string {
@@ -131,6 +350,6 @@ func sortedKeys[T any](m map[string]T) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }

@@ -117,7 +117,8 @@ func TestCleanupHookRBAC(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	convert(t, find(t, objs, "ClusterRole", cleanupName), &cr)
 	checkGrants(t, "cleanup ClusterRole", cr.Rules,
-		grantsOf("kubefip.k8s.binbash.org", []string{"floatingips", "floatingipranges"}, "get", "list", "update", "delete"))
+		append(grantsOf("kubefip.k8s.binbash.org", []string{"floatingips", "floatingipranges"}, "get", "list", "update", "delete"),
+			grantsOf("kubefip.k8s.binbash.org", []string{"floatingipallocations"}, "list", "delete")...))
 
 	var role rbacv1.Role
 	convert(t, find(t, objs, "Role", cleanupName), &role)

@@ -6,8 +6,8 @@
 // Both modes first stop the operator (its Deployment scaled to zero, its pods gone), so that it
 // cannot put a finalizer back. ModeKeep then removes the operator's finalizers and keeps the
 // objects with their addresses and the ranges' allocation records, for a later install to adopt;
-// ModeDelete deletes every FloatingIP and FloatingIPRange and removes the operator's finalizers
-// from them, so that nothing is left.
+// ModeDelete deletes every FloatingIP, FloatingIPAllocation and FloatingIPRange and removes the
+// operator's finalizers from them, so that nothing is left.
 package cleanup
 
 import (
@@ -31,7 +31,7 @@ type Mode string
 const (
 	// ModeKeep removes the operator's finalizers and keeps the objects for a reinstall.
 	ModeKeep Mode = "keep"
-	// ModeDelete deletes every FloatingIP and FloatingIPRange.
+	// ModeDelete deletes every FloatingIP, FloatingIPAllocation and FloatingIPRange.
 	ModeDelete Mode = "delete"
 )
 
@@ -74,10 +74,13 @@ type kind struct {
 	finalizer string
 }
 
-// kinds lists FloatingIPs before ranges: a range is deleted after the addresses it hands out.
+// kinds lists FloatingIPs, then the allocations that hold their addresses, then ranges: a range
+// is deleted after the addresses it hands out. Allocations carry no finalizer: ModeKeep keeps
+// them untouched, so a reinstall finds every address held as it was.
 func kinds() []kind {
 	return []kind{
 		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPResourceName), finalizerOf(floatingip.HandlerName)},
+		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPAllocationResourceName), ""},
 		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPRangeResourceName), finalizerOf(floatingiprange.HandlerName)},
 	}
 }

@@ -46,6 +46,9 @@ func object(kind, ns, name, addr string, finalizers ...string) *unstructured.Uns
 }
 
 func fipGVR() schema.GroupVersionResource { return v1.SchemeGroupVersion.WithResource("floatingips") }
+func allocGVR() schema.GroupVersionResource {
+	return v1.SchemeGroupVersion.WithResource("floatingipallocations")
+}
 func rangeGVR() schema.GroupVersionResource {
 	return v1.SchemeGroupVersion.WithResource("floatingipranges")
 }
@@ -53,6 +56,7 @@ func rangeGVR() schema.GroupVersionResource {
 func newDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		fipGVR():   "FloatingIPList",
+		allocGVR(): "FloatingIPAllocationList",
 		rangeGVR(): "FloatingIPRangeList",
 	}, objs...)
 }
@@ -63,8 +67,24 @@ func world() []runtime.Object {
 	return []runtime.Object{
 		object("FloatingIP", "c-m-aaaa1111", "a-kubevip", "10.0.0.2", fipFinalizer),
 		object("FloatingIP", "c-m-bbbb2222", "b-kubevip", "10.0.0.3", otherFinalizer, fipFinalizer),
+		object("FloatingIPAllocation", "", "10.0.0.2", ""),
+		object("FloatingIPAllocation", "", "10.0.0.3", ""),
 		object("FloatingIPRange", "", "vlan10", "", rangeFinalizer),
 	}
+}
+
+// allocations names the FloatingIPAllocations left.
+func allocations(t *testing.T, dyn *dynamicfake.FakeDynamicClient) []string {
+	t.Helper()
+	list, err := dyn.Resource(allocGVR()).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range list.Items {
+		out = append(out, o.GetName())
+	}
+	return out
 }
 
 func finalizersOf(t *testing.T, dyn *dynamicfake.FakeDynamicClient) map[string][]string {
@@ -107,18 +127,24 @@ func TestKeepRemovesOnlyTheOperatorsFinalizers(t *testing.T) {
 	if addr, _, _ := unstructured.NestedString(fip.Object, "status", "ipaddress"); addr != "10.0.0.2" {
 		t.Errorf("kept FloatingIP's address %q; want 10.0.0.2", addr)
 	}
+	if left := allocations(t, dyn); !reflect.DeepEqual(left, []string{"10.0.0.2", "10.0.0.3"}) {
+		t.Errorf("allocations after keep: %v; want both kept for the reinstall", left)
+	}
 }
 
-// TestDeleteDeletesFloatingIPsBeforeRanges: delete deletes every object, FloatingIPs before the
-// range, and names the one another controller's finalizer keeps.
+// TestDeleteDeletesFloatingIPsBeforeRanges: delete deletes every object, FloatingIPs and their
+// allocations before the range, and names the one another controller's finalizer keeps.
 func TestDeleteDeletesFloatingIPsBeforeRanges(t *testing.T) {
 	dyn := newDynamic(world()...)
 	res, err := Run(context.Background(), kubefake.NewSimpleClientset(), dyn, Options{Mode: ModeDelete})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Deleted != 3 {
-		t.Errorf("deleted %d; want 3", res.Deleted)
+	if res.Deleted != 5 {
+		t.Errorf("deleted %d; want 5", res.Deleted)
+	}
+	if left := allocations(t, dyn); len(left) != 0 {
+		t.Errorf("allocations left after delete: %v", left)
 	}
 	if got := finalizersOf(t, dyn); len(got) != 0 {
 		t.Errorf("left after delete: %v", got)
@@ -129,8 +155,8 @@ func TestDeleteDeletesFloatingIPsBeforeRanges(t *testing.T) {
 			order = append(order, a.GetResource().Resource)
 		}
 	}
-	if strings.Join(order, ",") != "floatingips,floatingips,floatingipranges" {
-		t.Errorf("deletes in order %v; want the FloatingIPs, then the range", order)
+	if strings.Join(order, ",") != "floatingips,floatingips,floatingipallocations,floatingipallocations,floatingipranges" {
+		t.Errorf("deletes in order %v; want the FloatingIPs, their allocations, then the range", order)
 	}
 }
 

@@ -14,6 +14,9 @@ import (
 
 // cleanKind releases or deletes every object of one kind, in every namespace.
 func cleanKind(ctx context.Context, dyn dynamic.Interface, k kind, mode Mode, res *Result) error {
+	if k.finalizer == "" && mode == ModeKeep {
+		return nil // nothing of the operator's on it to remove
+	}
 	list, err := dyn.Resource(k.resource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", k.resource.Resource, err)
@@ -34,6 +37,9 @@ func cleanKind(ctx context.Context, dyn dynamic.Interface, k kind, mode Mode, re
 			}
 			res.Deleted++
 			logrus.Infof("deleted %s", what)
+			if k.finalizer == "" {
+				continue
+			}
 		}
 		start := obj
 		if mode == ModeDelete {

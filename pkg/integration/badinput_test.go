@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,8 @@ func (f *fixture) recordedByHand(name, cidr, key string) *kubefipv1.FloatingIP {
 // TestBadInputNonCanonicalRecord: a range's record restored with an address in another spelling
 // than the operator writes ("FD00:79:0::1") still holds that address for its FloatingIP: a static
 // claim of it by another FloatingIP is refused naming the holder, a dynamic one gets another
-// address, the record is rewritten in the canonical spelling with a Warning Event, and deleting the
-// holder releases the address rather than leaking the odd key.
+// address, the address moves from the record to its allocation object in canonical form, and
+// deleting the holder releases the address rather than leaking the odd key.
 func TestBadInputNonCanonicalRecord(t *testing.T) {
 	f := newFixture(t, "c-m-badin01")
 	const rangeName = "badinput-keys"
@@ -92,16 +93,17 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 	if dynamic.Status.IPAddress == "fd00:79::1" {
 		t.Fatalf("fd00:79::1 was handed out twice")
 	}
-	f.waitRange(rangeName, 30*time.Second, "the record in canonical spelling", func(r *kubefipv1.FloatingIPRange) bool {
-		_, odd := r.Status.Allocations["FD00:79:0::1"]
-		a, ok := r.Status.Allocations["fd00:79::1"]
-		return !odd && ok && a.UID == holder.UID
+	f.waitRange(rangeName, 30*time.Second, "the legacy record emptied", func(r *kubefipv1.FloatingIPRange) bool {
+		return len(r.Status.Allocations) == 0
 	})
+	alloc, err := f.api.FloatingIPAllocation().Get("fd00-0079-0000-0000-0000-0000-0000-0001", metav1.GetOptions{})
+	if err != nil || alloc.Spec.Owner.UID != holder.UID || alloc.Spec.Address != "fd00:79::1" {
+		t.Fatalf("allocation of fd00:79::1: %+v, %v; want it held by holder (%s)", alloc, err, holder.UID)
+	}
+	if err := p.WaitForLog(context.Background(), "repair: recorded "+rangeName+"/fd00:79::1 "+f.ns+"/holder", 10*time.Second); err != nil {
+		t.Error(err)
+	}
 	f.checkRecord(rangeName, 2)
-	// Events are sent in the background: the record can be rewritten before its Event arrives.
-	eventually(t, 10*time.Second, "a RecordNormalized Event naming the rewritten key", func() bool {
-		return hasEvent(t, "", rangeName, corev1.EventTypeWarning, "RecordNormalized", "FD00:79:0::1")
-	})
 
 	if err := f.api.FloatingIP().Delete(f.ns, "holder", nil); err != nil {
 		t.Fatal(err)

@@ -255,7 +255,8 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	allowed = append(allowed, accesses(watch, "management.cattle.io", "clusters", "")...)
 	allowed = append(allowed, accesses(watch, "rke-machine-config.cattle.io", "harvesterconfigs", "", "fleet-default")...)
 	allowed = append(allowed, accesses([]string{"get", "list", "watch", "create", "update", "delete"}, "kubefip.k8s.binbash.org", "floatingips", "", guestNS)...)
-	allowed = append(allowed, accesses([]string{"get", "list", "watch", "update"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	allowed = append(allowed, accesses([]string{"list", "watch", "update"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	allowed = append(allowed, accesses([]string{"list", "watch", "create", "delete"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
 	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
 	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingipranges/status", "")...)
 	allowed = append(allowed, accesses([]string{"create", "patch"}, "", "events", guestNS, chartNamespace, "fleet-default", "default")...)
@@ -276,7 +277,9 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	denied = append(denied, accesses([]string{"delete"}, "coordination.k8s.io", "leases", chartNamespace)...)
 	denied = append(denied, accesses([]string{"create", "escalate", "bind"}, "rbac.authorization.k8s.io", "clusterroles", "")...)
 	denied = append(denied, accesses([]string{"list", "create"}, "", "pods", chartNamespace)...)
-	denied = append(denied, accesses([]string{"create", "patch", "delete"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	denied = append(denied, accesses([]string{"get", "create", "patch", "delete"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
+	// Allocations are immutable: an address is released by deleting its object, never rewritten.
+	denied = append(denied, accesses([]string{"get", "update", "patch"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
 	denied = append(denied, accesses([]string{"patch"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
 	denied = append(denied, accesses([]string{"create"}, "events.k8s.io", "events", guestNS)...)
 

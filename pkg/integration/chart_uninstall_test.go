@@ -177,13 +177,13 @@ func (w *uninstallWorld) waitAllocated(what string) {
 			}
 		}
 		r, err := w.fips.FloatingIPRange().Get(uninstallRange, metav1.GetOptions{})
-		return err == nil && has(r.Finalizers, rangeFinalizer) && len(r.Status.Allocations) == len(uninstallFIPs())
+		return err == nil && has(r.Finalizers, rangeFinalizer) && len(heldIn(w.t, w.fips, uninstallRange)) == len(uninstallFIPs())
 	})
 	w.checkKeptObjects(true)
 }
 
 // checkKeptObjects: every FloatingIP and the range exist with the addresses and UIDs first
-// allocated, the range's record names them, and the operator's finalizers are on (or all off).
+// allocated, their allocation objects name them, and the operator's finalizers are on (or all off).
 func (w *uninstallWorld) checkKeptObjects(withFinalizers bool) {
 	w.t.Helper()
 	for key, addr := range w.addrs {
@@ -212,11 +212,11 @@ func (w *uninstallWorld) checkKeptObjects(withFinalizers bool) {
 		want[addr] = w.uids[key]
 	}
 	got := map[string]string{}
-	for addr, a := range r.Status.Allocations {
+	for addr, a := range heldIn(w.t, w.fips, uninstallRange) {
 		got[addr] = string(a.UID)
 	}
 	if !reflect.DeepEqual(got, want) {
-		w.t.Errorf("range record %v; want %v", got, want)
+		w.t.Errorf("allocations %v; want %v", got, want)
 	}
 }
 
@@ -230,6 +230,9 @@ func (w *uninstallWorld) checkNothingLeft() {
 	}
 	if list, err := w.fips.FloatingIPRange().List(metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		w.t.Errorf("FloatingIPRanges left after the delete clean-up: %v %v", list, err)
+	}
+	if list, err := w.fips.FloatingIPAllocation().List(metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		w.t.Errorf("FloatingIPAllocations left after the delete clean-up: %v %v", list, err)
 	}
 	for key := range uninstallFIPs() {
 		ns, _, _ := strings.Cut(key, "/")

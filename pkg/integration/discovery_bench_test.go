@@ -438,12 +438,12 @@ func (r *rancher) teardown(b *testing.B, rangeName string, guests []string) {
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		rng, err := r.fips.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
-		if err == nil && len(rng.Status.Allocations) == 0 {
+		held := heldIn(b, r.fips, rangeName)
+		if len(held) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("range %s still records %d addresses after the clusters were deleted", rangeName, len(rng.Status.Allocations))
+			b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, len(held))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

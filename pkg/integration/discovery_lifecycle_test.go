@@ -170,7 +170,7 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 		_, err := r.fips.FloatingIP().Get(gone.id, "rs-gone-kubevip", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	for addr, a := range f.getRange("disc-restart").Status.Allocations {
+	for addr, a := range f.held("disc-restart") {
 		if a.UID == goneFIP.UID {
 			t.Errorf("%s is still recorded for the deleted %s/%s", addr, a.Namespace, a.Name)
 		}
@@ -264,8 +264,8 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 			t.Errorf("namespace %s still holds FloatingIP %s (finalizers %v)", ns, fips[0].Name, fips[0].Finalizers)
 		}
 	}
-	if r := f.getRange("disc-remove"); len(r.Status.Allocations) != 0 {
-		t.Errorf("range disc-remove still records %v", r.Status.Allocations)
+	if held := f.held("disc-remove"); len(held) != 0 {
+		t.Errorf("range disc-remove still holds %v", held)
 	}
 }
 
@@ -276,11 +276,7 @@ func (r *rancher) waitGone(namespace string, x *v1.FloatingIP) {
 	deadline := start.Add(quick)
 	for {
 		_, err := r.fips.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
-		rng, rerr := r.fips.FloatingIPRange().Get(x.Status.Range, metav1.GetOptions{})
-		held := false
-		if rerr == nil {
-			_, held = rng.Status.Allocations[x.Status.IPAddress]
-		}
+		_, held := heldIn(r.t, r.fips, x.Status.Range)[x.Status.IPAddress]
 		if apierrors.IsNotFound(err) && !held {
 			r.t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
 			return

@@ -61,7 +61,10 @@ func (f *fixture) cleanup() {
 		}
 	}
 	for _, name := range f.ranges {
-		f.deleteRangeAndWait(name)
+		if left := f.deleteRangeAndWait(name); left != "" {
+			f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s:\n%s\ncleanup operator's output ends:\n%s",
+				name, f.ns, left, lastLines(p.Logs(), 60))
+		}
 	}
 }
 
@@ -95,8 +98,8 @@ func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.Floating
 }
 
 // deleteRangeAndWait deletes the fixture's FloatingIPs and then the range, and waits until both
-// are gone.
-func (f *fixture) deleteRangeAndWait(name string) {
+// are gone; if they are not gone within 60s it describes what is left.
+func (f *fixture) deleteRangeAndWait(name string) string {
 	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 	if err == nil {
 		for _, x := range list.Items {
@@ -109,11 +112,30 @@ func (f *fixture) deleteRangeAndWait(name string) {
 		fips, err1 := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 		_, err2 := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
 		if err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2) {
-			return
+			return ""
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s", name, f.ns)
+	return f.leftovers(name)
+}
+
+// leftovers describes what of the fixture's FloatingIPs, range name and its allocations is still
+// there, for a cleanup that did not finish.
+func (f *fixture) leftovers(name string) string {
+	var out strings.Builder
+	if fips, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{}); err == nil {
+		for _, x := range fips.Items {
+			fmt.Fprintf(&out, "FloatingIP %s: finalizers %v, deleting %v, spec %q, status %q in %q\n",
+				x.Name, x.Finalizers, x.DeletionTimestamp != nil, x.Spec.IPAddress, x.Status.IPAddress, x.Status.Range)
+		}
+	}
+	if r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil {
+		fmt.Fprintf(&out, "FloatingIPRange %s: finalizers %v, used %d, conditions %+v\n", name, r.Finalizers, r.Status.Used, r.Status.Conditions)
+	}
+	for addr, a := range heldIn(f.t, f.api, name) {
+		fmt.Fprintf(&out, "FloatingIPAllocation %s: owner %s/%s %s\n", addr, a.Namespace, a.Name, a.UID)
+	}
+	return out.String()
 }
 
 func (f *fixture) createFIP(name, rangeName, ip string) *v1.FloatingIP {
@@ -240,34 +262,93 @@ func message(conds []genericcondition.GenericCondition, typ string) string {
 	return c.Message
 }
 
-// checkRecord asserts the invariants between a range's record and the FloatingIPs: every address
-// held once, every record entry matching a FloatingIP's status and spec, the counts exact.
+// held returns the addresses held in range rangeName, read from the FloatingIPAllocation objects:
+// address → holder, as the range's status recorded them before those objects existed.
+func (f *fixture) held(rangeName string) map[string]v1.Allocation {
+	f.t.Helper()
+	return heldIn(f.t, f.api, rangeName)
+}
+
+func heldIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.Allocation {
+	t.Helper()
+	list, err := api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.Allocation{}
+	for _, a := range list.Items {
+		addr, ok := v1.AddressOfAllocationName(a.Name)
+		if !ok || a.Spec.Range != rangeName {
+			continue
+		}
+		out[addr.String()] = v1.Allocation{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: a.Spec.Owner.UID}
+	}
+	return out
+}
+
+// checkRecord asserts the invariants between a range's allocations and the FloatingIPs: every
+// address held once, by the FloatingIP (the same object, by UID) that shows it, no FloatingIP
+// holding two, the range's counts exact (once its batched status write came) and its legacy
+// record empty.
 func (f *fixture) checkRecord(rangeName string, wantUsed int) {
 	f.t.Helper()
-	r := f.getRange(rangeName)
-	if len(r.Status.Allocations) != wantUsed || r.Status.Used != int64(wantUsed) {
-		f.t.Errorf("range %s records %d allocations (used %d), want %d", rangeName, len(r.Status.Allocations), r.Status.Used, wantUsed)
+	var held map[string]v1.Allocation
+	var r *v1.FloatingIPRange
+	settled := eventuallyOK(10*time.Second, func() bool {
+		held = f.held(rangeName)
+		r = f.getRange(rangeName)
+		return len(held) == wantUsed && r.Status.Used == int64(wantUsed)
+	})
+	if !settled {
+		f.t.Errorf("range %s: %d allocations (status used %d), want %d", rangeName, len(held), r.Status.Used, wantUsed)
+	}
+	if len(r.Status.Allocations) != 0 {
+		f.t.Errorf("range %s keeps a legacy record: %v", rangeName, r.Status.Allocations)
 	}
 	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	byAddr := map[string][]string{}
+	byAddr := map[string][]v1.FloatingIP{}
+	owners := map[string][]string{}
 	for _, x := range list.Items {
 		if x.Status.Range == rangeName && x.Status.IPAddress != "" {
-			byAddr[x.Status.IPAddress] = append(byAddr[x.Status.IPAddress], x.Name)
+			byAddr[x.Status.IPAddress] = append(byAddr[x.Status.IPAddress], x)
+		}
+	}
+	for addr, a := range held {
+		owners[string(a.UID)] = append(owners[string(a.UID)], addr)
+	}
+	for uid, addrs := range owners {
+		if len(addrs) > 1 {
+			f.t.Errorf("one FloatingIP (uid %s) holds %v", uid, addrs)
 		}
 	}
 	for addr, holders := range byAddr {
 		if len(holders) > 1 {
-			f.t.Errorf("address %s is shown as held by %v", addr, holders)
+			f.t.Errorf("address %s is shown as held by %d FloatingIPs", addr, len(holders))
 		}
-		a, ok := r.Status.Allocations[addr]
-		if !ok {
-			f.t.Errorf("FloatingIP %v shows %s, which range %s does not record", holders, addr, rangeName)
-		} else if a.Name != holders[0] {
-			f.t.Errorf("range %s records %s for %s/%s, but %v shows it", rangeName, addr, a.Namespace, a.Name, holders)
+		a, ok := held[addr]
+		switch {
+		case !ok:
+			f.t.Errorf("FloatingIP %s shows %s, which range %s does not hold", holders[0].Name, addr, rangeName)
+		case a.Name != holders[0].Name || a.UID != holders[0].UID:
+			f.t.Errorf("range %s holds %s for %s/%s (%s), but %s (%s) shows it", rangeName, addr, a.Namespace, a.Name, a.UID, holders[0].Name, holders[0].UID)
 		}
+	}
+}
+
+// eventuallyOK polls cond until it holds or the time is up, and reports which.
+func eventuallyOK(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

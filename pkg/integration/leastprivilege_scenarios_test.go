@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
 	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioContention, scenarioDiscovery, scenarioAllocation,
-		scenarioGuest, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioRangeConflict, scenarioRenewal}
+		scenarioGuest, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
+		scenarioAllocationWatch, scenarioRenewal}
 }
 
 // scenarios are run's checks in order; each waits at most timeout.
@@ -161,29 +163,38 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1, nil
 			})
 		}},
-		{scenarioRangeConflict, func() error {
-			// The operator's range cache stops at the version it has; the range moves on without
-			// it. A new FloatingIP is allocated from the stale copy: a conflict, after which the
-			// range must be read afresh.
-			e.api.Hold("floatingipranges")
-			defer e.api.Release("floatingipranges")
-			r, err := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+		{scenarioAllocationConflict, func() error {
+			// The operator's allocation cache stops at what it has; another writer claims the
+			// lowest free address meanwhile. A new FloatingIP's claim picks that address, its
+			// create meets AlreadyExists, and it must move on to the next with no read.
+			e.api.Hold("floatingipallocations")
+			defer e.api.Release("floatingipallocations")
+			taken, err := e.takeLowestFree(w)
 			if err != nil {
 				return err
 			}
-			r.Labels = map[string]string{"kubefip.k8s.binbash.org/test-touched": "true"}
-			if _, err := e.r.fips.FloatingIPRange().Update(r); err != nil {
-				return err
-			}
+			defer func() { _ = e.r.fips.FloatingIPAllocation().Delete(v1.AllocationName(taken), nil) }()
 			name := w.rangeName + "-late"
 			if _, err := e.r.fips.FloatingIP().Create(&v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns,
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: w.rangeName}}}); err != nil {
 				return err
 			}
 			w.late = append(w.late, name)
-			return poll(timeout, "a FloatingIP allocated from a stale range", stop, func() (bool, error) {
+			return poll(timeout, "a FloatingIP allocated past an address another writer took", stop, func() (bool, error) {
 				x, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
-				return err == nil && allocated(x), nil
+				return err == nil && allocated(x) && x.Status.IPAddress != taken.String(), nil
+			})
+		}},
+		{scenarioAllocationWatch, func() error {
+			// Claims of other writers (another replica, the repair) reach the index through a
+			// watch; a list alone would learn of them only at the next relist.
+			return poll(timeout, "a watch of FloatingIPAllocations served", stop, func() (bool, error) {
+				for _, r := range e.api.Responses() {
+					if r.Method == "GET" && r.Code == 200 && strings.HasSuffix(r.Path, "/floatingipallocations") && strings.Contains(r.Query, "watch=true") {
+						return true, nil
+					}
+				}
+				return false, nil
 			})
 		}},
 		{scenarioRenewal, func() error {
@@ -216,4 +227,23 @@ func touchSecret(e *lpEnv, ns, name string) error {
 	s.Annotations = map[string]string{"kubefip.k8s.binbash.org/test-touched": time.Now().Format(time.RFC3339Nano)}
 	_, err = e.kube.CoreV1().Secrets(ns).Update(context.Background(), s, metav1.UpdateOptions{})
 	return err
+}
+
+// takeLowestFree creates, as another writer would, the allocation of the lowest address of w's
+// range that nobody holds, for an owner the operator does not know, and returns the address.
+func (e *lpEnv) takeLowestFree(w *lpWorld) (netip.Addr, error) {
+	held := heldIn(e.t, e.r.fips, w.rangeName)
+	pfx := netip.MustParsePrefix(w.cidr)
+	for a := pfx.Addr().Next(); pfx.Contains(a); a = a.Next() {
+		if _, ok := held[a.String()]; ok {
+			continue
+		}
+		_, err := e.r.fips.FloatingIPAllocation().Create(&v1.FloatingIPAllocation{
+			ObjectMeta: metav1.ObjectMeta{Name: v1.AllocationName(a), Labels: map[string]string{v1.LabelRange: v1.RangeLabelValue(w.rangeName)}},
+			Spec: v1.FloatingIPAllocationSpec{Address: a.String(), Range: w.rangeName,
+				Owner: v1.FloatingIPReference{Namespace: e.ns, Name: "another-writer", UID: "another-writer-uid"}},
+		})
+		return a, err
+	}
+	return netip.Addr{}, fmt.Errorf("range %s has no free address", w.rangeName)
 }

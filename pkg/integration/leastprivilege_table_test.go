@@ -39,14 +39,18 @@ func TestLeastPrivilegeRuleRemoval(t *testing.T) {
 		t.Fatalf("with the chart's full RBAC, scenario %s failed: %v", base.failed, base.err)
 	}
 
+	if len(grants) >= retryWorld {
+		t.Fatalf("%d grants: more than the %d worlds a run's address blocks leave room for", len(grants), retryWorld-1)
+	}
 	rows := make([]removalRow, 0, len(grants))
 	for i, g := range grants {
 		e.rbac.apply(t, &g)
 		e.waitAuthorizer(g, false)
-		res := e.run(i+1, removalTimeout)
-		row := removalRow{grant: g, failed: res.failed, err: res.err, took: res.took}
-		for _, r := range res.refused {
-			row.refused = row.refused || g.covers(r)
+		row := e.removalRun(g, i+1)
+		if row.failed != "" && !row.refused {
+			// A scenario that failed with no refusal in the log cannot be put down to the grant:
+			// the row is run once more, in a world of its own, before it counts against the chart.
+			row = e.removalRun(g, retryWorld+i+1)
 		}
 		rows = append(rows, row)
 		e.rbac.apply(t, nil)
@@ -74,4 +78,22 @@ func TestLeastPrivilegeRuleRemoval(t *testing.T) {
 				row.grant.role, row.grant, row.failed, row.err)
 		}
 	}
+}
+
+// retryWorld is where the worlds of repeated rows are numbered from: world k takes the blocks
+// 10.<octet>.k.0/28 and 10.<octet>.(128+k).0/28, so k stays below 128.
+const retryWorld = 64
+
+// removalRun runs world k's scenarios without grant g and reports whether the operator's log
+// shows the API server refusing exactly g's request.
+func (e *lpEnv) removalRun(g grant, k int) removalRow {
+	res := e.run(k, removalTimeout)
+	row := removalRow{grant: g, failed: res.failed, err: res.err, took: res.took}
+	for _, r := range res.refused {
+		row.refused = row.refused || g.covers(r)
+	}
+	if !row.refused {
+		fmt.Fprintf(os.Stderr, "---- operator output (without %s, world %d) ----\n%s\n", g, k, lastLines(res.logs, 80))
+	}
+	return row
 }

@@ -23,20 +23,21 @@ import (
 
 // Scenarios of the least-privilege suite, in the order a run goes through them.
 const (
-	scenarioStartupConfig = "startup-config" // kube-fip-config is read before anything else
-	scenarioLeader        = "leader-election"
-	scenarioStart         = "start" // caches sync, controllers run
-	scenarioContention    = "contention"
-	scenarioDiscovery     = "discovery"
-	scenarioAllocation    = "allocation"
-	scenarioGuest         = "guest"
-	scenarioFIPConflict   = "floatingip-conflict" // a guest pass writes status over a stale cache
-	scenarioReload        = "config-reload"
-	scenarioEvents        = "events"
-	scenarioDeletion      = "cluster-deletion"
-	scenarioRangeConflict = "range-conflict" // an allocation writes the record over a stale cache
-	scenarioRenewal       = "lease-renewal"
-	scenarioNoRefusal     = "no-refusal"
+	scenarioStartupConfig      = "startup-config" // kube-fip-config is read before anything else
+	scenarioLeader             = "leader-election"
+	scenarioStart              = "start" // caches sync, controllers run
+	scenarioContention         = "contention"
+	scenarioDiscovery          = "discovery"
+	scenarioAllocation         = "allocation"
+	scenarioGuest              = "guest"
+	scenarioFIPConflict        = "floatingip-conflict" // a guest pass writes status over a stale cache
+	scenarioReload             = "config-reload"
+	scenarioEvents             = "events"
+	scenarioDeletion           = "cluster-deletion"
+	scenarioAllocationConflict = "alloc-conflict" // another writer took the address a claim picked
+	scenarioAllocationWatch    = "alloc-watch"    // the operator learns others' claims by watching
+	scenarioRenewal            = "lease-renewal"
+	scenarioNoRefusal          = "no-refusal"
 )
 
 // lpEnv runs the operator binary as the chart's ServiceAccount, with the chart's roles applied to

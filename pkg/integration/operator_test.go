@@ -27,6 +27,8 @@ func startOperator(t *testing.T, namespace string, metricsPort int, extra ...str
 		"--namespace", namespace,
 		"--metrics-bind-address", "127.0.0.1",
 		"--metrics-port", fmt.Sprint(metricsPort),
+		// Allocations of FloatingIPs removed behind the operator's back are released in seconds.
+		"--orphan-grace-period", "2s",
 	}, extra...)
 	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
 	if err != nil {

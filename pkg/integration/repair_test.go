@@ -35,7 +35,7 @@ func TestRepairReleasesLeaks(t *testing.T) {
 	if err := f.api.FloatingIP().Delete(f.ns, "gone", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.getRange("leak").Status.Allocations[leaked]; !ok {
+	if _, ok := f.held("leak")[leaked]; !ok {
 		t.Fatalf("the leak was not set up: %s is not recorded", leaked)
 	}
 	f.createFIP("waiting", "leak", "")

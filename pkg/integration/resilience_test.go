@@ -102,7 +102,7 @@ func TestRestartKeepsEveryAllocation(t *testing.T) {
 	f.createRange("restart1", "10.141.0.0/26")
 	f.createMany("fip", "restart1", 0, 20)
 	before := f.waitAllAllocated(20, 60*time.Second)
-	rangeBefore := f.getRange("restart1").Status.Allocations
+	rangeBefore := f.held("restart1")
 
 	if err := p.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
@@ -117,10 +117,10 @@ func TestRestartKeepsEveryAllocation(t *testing.T) {
 			t.Errorf("%s moved from %s to %s across the restart", name, addr, after[name])
 		}
 	}
-	rangeAfter := f.getRange("restart1").Status.Allocations
+	rangeAfter := f.held("restart1")
 	for addr, a := range rangeBefore {
 		if rangeAfter[addr] != a {
-			t.Errorf("the record of %s changed across the restart: %+v -> %+v", addr, a, rangeAfter[addr])
+			t.Errorf("the allocation of %s changed across the restart: %+v -> %+v", addr, a, rangeAfter[addr])
 		}
 	}
 	distinct(t, after)

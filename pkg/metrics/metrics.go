@@ -52,6 +52,9 @@ type Metrics struct {
 	RangeAvailable *prometheus.GaugeVec
 	// AllocationConflicts counts FloatingIPs refused an address another one holds.
 	AllocationConflicts *prometheus.CounterVec
+	// AllocationClaimSeconds is the time one new claim took, collisions with other writers
+	// included: a FloatingIPAllocation created.
+	AllocationClaimSeconds prometheus.Histogram
 
 	// GuestClusterStatus is 1 when a guest cluster answered its last operation, 0 when it did not.
 	GuestClusterStatus *prometheus.GaugeVec
@@ -86,6 +89,11 @@ func New() *Metrics {
 			Name: "kubefipoperator_allocation_conflicts_total",
 			Help: "FloatingIPs refused an address because another FloatingIP holds it.",
 		}, []string{LabelRangeName}),
+		AllocationClaimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubefipoperator_allocation_claim_seconds",
+			Help:    "Duration of one new address claim, the creation of its FloatingIPAllocation included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
 		GuestClusterStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kubefipoperator_guestcluster_status",
 			Help: "Whether a guest cluster is up (1) or down (0) as seen by the last guest operation.",
@@ -109,7 +117,7 @@ func New() *Metrics {
 		}, []string{LabelStatus}),
 	}
 	m.Registry.MustRegister(
-		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.AllocationConflicts,
+		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.AllocationConflicts, m.AllocationClaimSeconds,
 		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.DiscoveryNoRange,
 		m.ConfigReloads,
 		collectors.NewGoCollector(),

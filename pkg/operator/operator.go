@@ -30,7 +30,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -58,6 +57,9 @@ type Options struct {
 	GuestWorkers int
 	// GuestTimeout bounds every request to a guest cluster.
 	GuestTimeout time.Duration
+	// OrphanGracePeriod is how old an allocation whose FloatingIP is gone must be before the
+	// repair releases it.
+	OrphanGracePeriod time.Duration
 	// HelmCacheDir is a writable directory for Helm's caches.
 	HelmCacheDir string
 	// ChartPolicy is what kube-fip-config may install into guest clusters: chart sources,
@@ -196,7 +198,12 @@ func (o *Operator) start(ctx context.Context) error {
 	scf := f.Shared
 	ranges := f.Kubefip.Kubefip().V1().FloatingIPRange()
 	fips := f.Kubefip.Kubefip().V1().FloatingIP()
-	alloc := allocation.NewManager(ranges, ranges.Cache())
+	alloc := allocation.NewManager(allocation.Deps{
+		Allocations: f.Kubefip.Kubefip().V1().FloatingIPAllocation(), Ranges: ranges, FloatingIPs: fips, Metrics: o.metrics,
+	}, allocation.Options{OrphanGracePeriod: o.opts.OrphanGracePeriod})
+	if err := alloc.Register(); err != nil {
+		return err
+	}
 
 	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.opts.ChartPolicy, o.recorder, o.metrics)
 	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
@@ -246,20 +253,22 @@ func (o *Operator) start(ctx context.Context) error {
 		return err
 	}
 
-	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before the
-	// ranges' records agree with the FloatingIPs that exist.
+	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before every
+	// address held is recorded by an allocation object, so that no worker claims ahead of an older
+	// rightful holder.
 	if err := scf.SharedCacheFactory().Start(ctx); err != nil {
 		return fmt.Errorf("starting caches: %w", err)
 	}
-	if !scf.SharedCacheFactory().WaitForCacheSync(ctx)[fips.GroupVersionKind()] {
-		return fmt.Errorf("the FloatingIP cache did not sync")
+	if !scf.SharedCacheFactory().WaitForCacheSync(ctx)[fips.GroupVersionKind()] || !alloc.WaitForIndex(ctx) {
+		return fmt.Errorf("the caches did not sync")
 	}
 	logrus.Info("caches synced")
-	report, err := alloc.Repair(ctx, fips)
+	report, err := alloc.Repair(ctx)
 	if err != nil {
 		return fmt.Errorf("repairing allocations: %w", err)
 	}
 	report.Log()
+	go alloc.Run(ctx)
 
 	if err := scf.Start(ctx, o.opts.Threads); err != nil {
 		return fmt.Errorf("starting controllers: %w", err)
@@ -267,13 +276,13 @@ func (o *Operator) start(ctx context.Context) error {
 	guests.Start(ctx)
 	logrus.Info("controllers running")
 	o.server.SetReady(true)
-	go o.audit(ctx, alloc, fips)
+	go o.audit(ctx, alloc)
 	return nil
 }
 
 // audit repeats the repair pass every operateGuestClusterInterval, and logs the allocation table
 // after each pass when traceIpamData is on.
-func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager, fips kubefipcontrollers.FloatingIPController) {
+func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager) {
 	timer := time.NewTimer(o.store.Get().OperateGuestClusterInterval)
 	defer timer.Stop()
 	for {
@@ -282,7 +291,7 @@ func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager, fips ku
 			return
 		case <-timer.C:
 		}
-		report, err := alloc.Repair(ctx, fips)
+		report, err := alloc.Repair(ctx)
 		if err != nil {
 			logrus.Warnf("allocation audit: %v", err)
 		}

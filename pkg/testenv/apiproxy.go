@@ -20,6 +20,12 @@ type APIRequest struct {
 	Method, Path, Query, Accept string
 }
 
+// APIResponse is the API server's answer to one request made through an APIProxy.
+type APIResponse struct {
+	Method, Path, Query string
+	Code                int
+}
+
 // APIProxy stands between a client (the operator) and the test API server. It forwards every
 // request, records what each asked for, and can hold back what the watches of one resource
 // deliver: the client's cache then lags the API server for as long as the test wants, as it does
@@ -31,8 +37,9 @@ type APIProxy struct {
 
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	requests []APIRequest
+	mu        sync.Mutex
+	requests  []APIRequest
+	responses []APIResponse
 	// held maps a resource (its plural name) to a channel closed when it is released.
 	held map[string]chan struct{}
 }
@@ -63,6 +70,9 @@ func StartAPIProxy(cfg *rest.Config, asAdmin bool) (*APIProxy, error) {
 			p.mu.Unlock()
 		},
 		ModifyResponse: func(resp *http.Response) error {
+			p.mu.Lock()
+			p.responses = append(p.responses, APIResponse{resp.Request.Method, resp.Request.URL.Path, resp.Request.URL.RawQuery, resp.StatusCode})
+			p.mu.Unlock()
 			q := resp.Request.URL.Query()
 			if w := q.Get("watch"); w == "true" || w == "1" {
 				resp.Body = &heldBody{ReadCloser: resp.Body, proxy: p, resource: path.Base(resp.Request.URL.Path)}
@@ -83,6 +93,13 @@ func (p *APIProxy) Requests() []APIRequest {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]APIRequest(nil), p.requests...)
+}
+
+// Responses is every answer so far, in the order the API server gave them.
+func (p *APIProxy) Responses() []APIResponse {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]APIResponse(nil), p.responses...)
 }
 
 // Hold stops delivering what watches of resource (a plural name, such as "floatingipranges")

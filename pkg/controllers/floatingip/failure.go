@@ -17,19 +17,11 @@ const (
 	// ReasonAllocationFailed: claiming, recording or releasing the address failed for a reason
 	// outside the FloatingIP (the API server, a webhook, a timeout).
 	ReasonAllocationFailed = "AllocationFailed"
-	// ReasonRangeRecordTooLarge: the range's status, where every allocation is recorded, has grown
-	// beyond what the API server stores.
-	ReasonRangeRecordTooLarge = "RangeRecordTooLarge"
 )
 
 // failure turns an error explain does not know into a reason and a message.
-func failure(err error, rangeName string) (reason, msg string) {
-	text := ipam.Clip(err.Error())
-	if apierrors.IsRequestEntityTooLargeError(err) {
-		return ReasonRangeRecordTooLarge, fmt.Sprintf(
-			"the record of FloatingIPRange %s is too large for the API server to store (%s); split the range or release addresses. Retrying", rangeName, text)
-	}
-	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", text)
+func failure(err error) (reason, msg string) {
+	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", ipam.Clip(err.Error()))
 }
 
 // fail shows err on f as Ready=False (and Allocated=False when f holds no address yet), with a
@@ -40,7 +32,7 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	reason, msg := failure(err, f.Annotations[v1.AnnotationFloatingIPRange])
+	reason, msg := failure(err)
 	status := f.Status.DeepCopy()
 	if !conditionIs(status.Conditions, v1.Ready, reason, msg) {
 		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)

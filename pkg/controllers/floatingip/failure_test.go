@@ -4,7 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,24 +32,30 @@ func (c rangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
 	return []*v1.FloatingIPRange{c.r.DeepCopy()}, nil
 }
 
-// rangeClient fails every status write with err.
-type rangeClient struct {
-	kubefipcontrollers.FloatingIPRangeClient
+type rangeController struct {
+	kubefipcontrollers.FloatingIPRangeController
 	cache rangeCache
-	err   error
 }
 
-func (c rangeClient) Get(name string, _ metav1.GetOptions) (*v1.FloatingIPRange, error) {
-	return c.cache.Get(name)
+func (c rangeController) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] {
+	return c.cache
 }
-func (c rangeClient) UpdateStatus(*v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
+
+// failingAllocations fails every create of an allocation object with err.
+type failingAllocations struct {
+	kubefipcontrollers.FloatingIPAllocationController
+	err error
+}
+
+func (c failingAllocations) Create(*v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
 	return nil, c.err
 }
 
 // fipStore records the FloatingIP status writes.
 type fipStore struct {
 	kubefipcontrollers.FloatingIPController
-	written []*v1.FloatingIP
+	written  []*v1.FloatingIP
+	requeued int
 }
 
 func (s *fipStore) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
@@ -55,17 +63,19 @@ func (s *fipStore) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	return f, nil
 }
 
-// TestUnexplainedFailuresReachTheObject: a claim that fails for a reason explain does not know —
-// a range record too large to store, any other API failure — is shown on the FloatingIP as
-// Ready=False with a reason and a message, with a Warning Event, and still retried; a conflict
-// is only retried.
+func (s *fipStore) EnqueueAfter(string, string, time.Duration) { s.requeued++ }
+
+// TestUnexplainedFailuresReachTheObject: a claim whose allocation object cannot be created for a
+// reason explain does not know — an API failure, a timeout, a huge error text — is shown on the
+// FloatingIP as Ready=False with a reason and a message, with a Warning Event, and still retried;
+// a conflict is only retried.
 func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		err        error
 		wantReason string
 	}{
-		{"record too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), ReasonRangeRecordTooLarge},
+		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), ReasonAllocationFailed},
 		{"API failure", apierrors.NewInternalError(errors.New("etcd is unhappy")), ReasonAllocationFailed},
 		{"timeout", apierrors.NewTimeoutError("request timed out", 1), ReasonAllocationFailed},
 		{"huge error text", apierrors.NewBadRequest(strings.Repeat("x", 1<<20)), ReasonAllocationFailed},
@@ -78,7 +88,9 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 			}}
 			fips := &fipStore{}
 			recorder := record.NewFakeRecorder(10)
-			h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(rangeClient{cache: cache, err: tc.err}, cache), metrics: metrics.New(), recorder: recorder}
+			h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+				Allocations: failingAllocations{err: tc.err}, Ranges: rangeController{cache: cache},
+			}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
 
@@ -114,5 +126,30 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 				t.Error("no Event")
 			}
 		})
+	}
+}
+
+// TestHolderNotYetSeenIsOnlyRequeued: a static address whose allocation another writer created a
+// moment ago, not yet in this process's index, is neither shown nor announced: the claim is tried
+// again shortly, when the informer names the holder.
+func TestHolderNotYetSeenIsOnlyRequeued(t *testing.T) {
+	cache := rangeCache{r: &v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
+		Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
+	}}
+	fips := &fipStore{}
+	recorder := record.NewFakeRecorder(10)
+	exists := apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), "10.0.0.3")
+	h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+		Allocations: failingAllocations{err: exists}, Ranges: rangeController{cache: cache},
+	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}, Spec: v1.FloatingIPSpec{IPAddress: "10.0.0.3"}}
+
+	if _, err := h.OnFloatingIPChange("c-m-1/fip", f); err != nil {
+		t.Fatalf("err = %v, want none", err)
+	}
+	if fips.requeued != 1 || len(fips.written) != 0 || len(recorder.Events) != 0 {
+		t.Errorf("requeued %d, %d status writes, %d Events; want 1, 0, 0", fips.requeued, len(fips.written), len(recorder.Events))
 	}
 }

@@ -1,5 +1,6 @@
 // Package floatingip allocates each FloatingIP its address: the one in spec.ipaddress when set,
-// else the lowest free address of its range, written back to spec.ipaddress. A change of address
+// else the lowest free address of its range, written back to spec.ipaddress. The address is held
+// by the FloatingIPAllocation object the allocation manager creates for it. A change of address
 // or range claims the new address before the old one is released; deleting a FloatingIP releases
 // its address exactly once through a finalizer. Every outcome is a condition with a reason on the
 // object and an Event.
@@ -7,13 +8,16 @@ package floatingip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
@@ -58,6 +62,12 @@ func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 		return f, nil
 	}
 	out, err := h.allocate(f)
+	if errors.Is(err, allocation.ErrHolderUnknown) {
+		// Another writer created the address's allocation a moment ago; its holder is known as
+		// soon as the informer brings it, and the claim is judged then.
+		h.fips.EnqueueAfter(f.Namespace, f.Name, time.Second)
+		return f, nil
+	}
 	if err != nil {
 		h.fail(f, err)
 	}
@@ -99,20 +109,11 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return updated, retry
 	}
 
-	// The new address is recorded in its range: only now let go of anything held before.
-	if status.Range != "" && status.Range != rangeName {
-		if _, err := h.release(f, status.Range); err != nil {
-			return f, err
-		}
-	}
-	if len(others) > 0 {
-		if _, err := h.release(f, rangeName, others...); err != nil {
-			return f, err
-		}
-	}
-
 	if f.Spec.IPAddress == "" {
 		// As the original operator did: an automatically allocated address is written to the spec.
+		// This write, guarded by the FloatingIP's resourceVersion, is what decides between two
+		// replicas that each claimed an address for it: the loser meets a conflict, and its next
+		// pass asks for the winner's address and lets go of its own.
 		f = f.DeepCopy()
 		f.Spec.IPAddress = addr.String()
 		updated, err := h.fips.Update(f)
@@ -128,11 +129,44 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		h.recorder.Event(f, corev1.EventTypeNormal, ReasonAllocated, msg)
 		logrus.Infof("FloatingIP %s/%s %s", f.Namespace, f.Name, msg)
 	}
+	oldRange := status.Range
 	status.IPAddress = addr.String()
 	status.Range = rangeName
 	conditions.True(&status.Conditions, v1.Allocated, ReasonAllocated, msg)
 	SetReady(status)
-	return h.writeStatus(f, status)
+	updated, err := h.writeStatus(f, status)
+	if err != nil {
+		return updated, err
+	}
+
+	// The FloatingIP shows its new address: only now let go of anything held before — the old
+	// address after a change, one in the old range after a move, or another replica's extra claim.
+	// The object is read afresh first: a cache that lags a change made meanwhile must not release
+	// the address the change asked for.
+	moved := oldRange != "" && oldRange != rangeName
+	if !moved && len(others) == 0 {
+		return updated, nil
+	}
+	live, err := h.fips.Get(f.Namespace, f.Name, metav1.GetOptions{})
+	if err != nil {
+		return updated, err
+	}
+	if spec, err := netip.ParseAddr(live.Spec.IPAddress); err != nil || spec.Unmap() != addr ||
+		live.UID != f.UID || live.Status.IPAddress != addr.String() || live.Status.Range != rangeName {
+		h.fips.Enqueue(f.Namespace, f.Name)
+		return updated, nil
+	}
+	if moved {
+		if _, err := h.release(f, oldRange); err != nil {
+			return updated, err
+		}
+	}
+	if len(others) > 0 {
+		if _, err := h.release(f, rangeName, others...); err != nil {
+			return updated, err
+		}
+	}
+	return updated, nil
 }
 
 // refuse records that the FloatingIP does not get the address it asks for. What it still holds,

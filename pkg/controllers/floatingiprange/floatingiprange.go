@@ -9,19 +9,17 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
-	"github.com/rancher/wrangler/v2/pkg/relatedresource"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
@@ -43,9 +41,6 @@ const ByRangeIndex = "kubefip.k8s.binbash.org/floatingip-by-range"
 const (
 	ReasonReady           = "Ready"
 	ReasonDeletionBlocked = "DeletionBlocked"
-	// ReasonRecordNormalized: allocation keys written in another spelling than the record's
-	// ("FD00::5", "::ffff:10.0.0.1") were rewritten; the Event names them.
-	ReasonRecordNormalized = "RecordNormalized"
 	// ReasonStatusUpdateFailed: the range's status could not be written (too large, rejected, the
 	// API server failing); it is retried.
 	ReasonStatusUpdateFailed = "StatusUpdateFailed"
@@ -63,22 +58,51 @@ type handler struct {
 	// labels are the metric labels each range was last exported with, so that a change of CIDR or
 	// annotations replaces the old series instead of leaving it behind.
 	labels map[string]metrics.RangeLabels
+	// due is when each range's pass, asked for by a change of its allocations, is due: changes
+	// before then are taken in by that same pass.
+	due map[string]time.Time
 }
+
+// StatusInterval batches a range's status writes: however many addresses are claimed or
+// released, the counts are written at most about once per interval.
+const StatusInterval = time.Second
 
 // Register registers the range handlers and the index the FloatingIP side relies on.
 func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeController, fips kubefipcontrollers.FloatingIPController,
 	alloc *allocation.Manager, m *metrics.Metrics, recorder record.EventRecorder) {
-	h := &handler{ctx: ctx, ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder, labels: map[string]metrics.RangeLabels{}}
+	h := &handler{ctx: ctx, ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder,
+		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}}
 	fips.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" {
 			return []string{name}, nil
 		}
 		return nil, nil
 	})
-	alloc.OnNormalized(h.normalized)
+	alloc.OnRangeChanged(h.allocationsChanged)
 	ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
-	relatedresource.Watch(ctx, HandlerName+"-waiters", h.waiters, fips, ranges)
+}
+
+// allocationsChanged asks for one pass of the range within StatusInterval, however many changes
+// come meanwhile. It is called with the allocation index locked: it only schedules.
+func (h *handler) allocationsChanged(name string) {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if now.Before(h.due[name]) {
+		return
+	}
+	h.due[name] = now.Add(StatusInterval)
+	h.ranges.EnqueueAfter(name, StatusInterval)
+}
+
+// passStarts marks that a pass of range name reads its allocations now, so a change from here on
+// asks for a pass of its own. The queue keeps one entry per range, at the earliest time asked
+// for: the pass asked for at due may be the one that runs now, earlier, for another reason.
+func (h *handler) passStarts(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.due, name)
 }
 
 // OnRangeChange brings the range's status and metrics up to date.
@@ -86,15 +110,10 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if r == nil || r.DeletionTimestamp != nil {
 		return r, nil
 	}
-	rewritten, err := h.alloc.Normalize(h.ctx, r.Name)
-	if err != nil {
-		h.statusFailed(r, err)
-		return r, err
-	}
-	if len(rewritten) > 0 {
-		// The write brings the range back with the record rewritten.
-		return r, nil
-	}
+	h.passStarts(r.Name)
+	// Whatever changed in the range — an address freed, the range created or edited — the
+	// FloatingIPs waiting for one of its addresses try again.
+	h.wakeWaiters(r.Name)
 	sum := h.alloc.Summarize(r)
 	status := r.Status.DeepCopy()
 	status.Capacity = sum.Capacity.String()
@@ -169,26 +188,6 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	}
 }
 
-// normalized says on the range which record keys were rewritten in canonical spelling, by
-// whichever write did it.
-func (h *handler) normalized(r *v1.FloatingIPRange, keys []string) {
-	h.recorder.Event(r, corev1.EventTypeWarning, ReasonRecordNormalized, fmt.Sprintf(
-		"status.allocations keys %s named addresses in another spelling than the record uses and were rewritten", quoteList(keys)))
-}
-
-// quoteList quotes up to ten values, each shortened, for a message.
-func quoteList(values []string) string {
-	parts := make([]string, 0, len(values))
-	for i, v := range values {
-		if i == 10 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(values)-10))
-			break
-		}
-		parts = append(parts, ipam.Quote(v))
-	}
-	return strings.Join(parts, ", ")
-}
-
 func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 	l := metrics.RangeLabels{
 		Name:             r.Name,
@@ -209,8 +208,9 @@ func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 
 // OnRangeRemove keeps the finalizer while addresses are still allocated, saying so on the range.
 func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
-	if n := len(r.Status.Allocations); n > 0 {
-		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, holders(r))
+	h.passStarts(r.Name)
+	if n := h.alloc.Count(r); n > 0 {
+		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, holders(h.alloc.Holders(r, 10), n))
 		status := r.Status.DeepCopy()
 		if conditions.False(&status.Conditions, v1.Ready, ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, corev1.EventTypeWarning, ReasonDeletionBlocked, msg)
@@ -220,13 +220,13 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 				r = updated
 			}
 		}
-		// Keep the finalizer without an error: every release rewrites the range's status, which
-		// runs this handler again.
+		// Keep the finalizer without an error: every release runs this handler again.
 		return r, generic.ErrSkip
 	}
 	h.alloc.Forget(r.Name)
 	h.mu.Lock()
 	delete(h.labels, r.Name)
+	delete(h.due, r.Name)
 	h.mu.Unlock()
 	h.metrics.DeleteRange(r.Name)
 	h.enqueueOtherRanges(r.Name)
@@ -234,20 +234,17 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return r, nil
 }
 
-// waiters resolves a range to the FloatingIPs of that range not yet holding their address, so that
-// they retry as soon as something changes in the range (an address freed, the range created).
-func (h *handler) waiters(_, name string, _ runtime.Object) ([]relatedresource.Key, error) {
+// wakeWaiters enqueues the FloatingIPs of range name not yet holding their address there.
+func (h *handler) wakeWaiters(name string) {
 	fips, err := h.fips.Cache().GetByIndex(ByRangeIndex, name)
 	if err != nil {
-		return nil, err
+		return
 	}
-	var keys []relatedresource.Key
 	for _, f := range fips {
 		if f.DeletionTimestamp == nil && (!conditions.IsTrue(f.Status.Conditions, v1.Allocated) || f.Status.Range != name) {
-			keys = append(keys, relatedresource.NewKey(f.Namespace, f.Name))
+			h.fips.Enqueue(f.Namespace, f.Name)
 		}
 	}
-	return keys, nil
 }
 
 func (h *handler) enqueueOtherRanges(name string) {
@@ -262,21 +259,14 @@ func (h *handler) enqueueOtherRanges(name string) {
 	}
 }
 
-// holders names up to ten holders of r's addresses.
-func holders(r *v1.FloatingIPRange) string {
-	keys := make([]string, 0, len(r.Status.Allocations))
-	for k := range r.Status.Allocations {
-		keys = append(keys, k)
+// holders names the holders given, and how many more there are of n.
+func holders(some []allocation.Orphan, n int) string {
+	parts := make([]string, 0, len(some)+1)
+	for _, o := range some {
+		parts = append(parts, fmt.Sprintf("%s (%s/%s)", o.Addr, ipam.Clip(o.Allocation.Namespace), ipam.Clip(o.Allocation.Name)))
 	}
-	sort.Strings(keys)
-	var parts []string
-	for i, k := range keys {
-		if i == 10 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-10))
-			break
-		}
-		a := r.Status.Allocations[k]
-		parts = append(parts, fmt.Sprintf("%s (%s/%s)", ipam.Clip(k), ipam.Clip(a.Namespace), ipam.Clip(a.Name)))
+	if n > len(some) {
+		parts = append(parts, fmt.Sprintf("and %d more", n-len(some)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -121,8 +121,10 @@ type FloatingIPRangeStatus struct {
 	Used int64 `json:"used"`
 	// Available is Capacity minus Used, in decimal.
 	Available string `json:"available,omitempty"`
-	// Allocations maps each held address to the FloatingIP holding it. It is the authoritative
-	// record: an address is claimed by writing it here, guarded by the object's resourceVersion.
+	// Allocations is the record of held addresses written by releases before FloatingIPAllocation
+	// objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and
+	// then removes it, so it is empty once a range is migrated; the held addresses are listed by
+	// kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>.
 	Allocations map[string]Allocation `json:"allocations,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -81,7 +81,7 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 		"capacity":           "Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold more than 64 bits of addresses).",
 		"used":               "Used is the number of addresses held.",
 		"available":          "Available is Capacity minus Used, in decimal.",
-		"allocations":        "Allocations maps each held address to the FloatingIP holding it. It is the authoritative record: an address is claimed by writing it here, guarded by the object's resourceVersion.",
+		"allocations":        "Allocations is the record of held addresses written by releases before FloatingIPAllocation objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and then removes it, so it is empty once a range is migrated; the held addresses are listed by kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready (with a reason when the range is invalid or overlaps another) and the deletion and shrink guards.",
 	}

@@ -1,0 +1,117 @@
+package allocation
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// ErrRangeNotFound: the FloatingIPRange does not exist.
+var ErrRangeNotFound = errors.New("FloatingIPRange not found")
+
+// Reasons a range cannot hand out addresses, used as its Ready condition's reason.
+const (
+	ReasonInvalidRange        = "InvalidRange"
+	ReasonOverlap             = "Overlap"
+	ReasonOrphanedAllocations = "OrphanedAllocations"
+)
+
+// Reasons of the Warning condition of a range that is valid but almost certainly not what was
+// meant.
+const (
+	// ReasonWholeAddressSpace: spec.iprange is 0.0.0.0/0 or ::/0, every address there is.
+	ReasonWholeAddressSpace = "WholeAddressSpace"
+	// ReasonNoCapacity: the excludes (or a prefix with only reserved addresses) leave nothing to
+	// hand out.
+	ReasonNoCapacity = "NoCapacity"
+)
+
+// Problem says why a range cannot hand out addresses now.
+type Problem struct {
+	Reason  string
+	Message string
+}
+
+// NotReadyError is returned for a claim on a range with a Problem.
+type NotReadyError struct {
+	Range   string
+	Problem Problem
+}
+
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("FloatingIPRange %s cannot hand out addresses (%s): %s", e.Range, e.Problem.Reason, e.Problem.Message)
+}
+
+// Orphan is an allocation of a range that its spec does not cover (after a shrink or a new
+// exclude), or a legacy record entry naming no address. It is kept, never dropped, and flagged.
+type Orphan struct {
+	Addr       string
+	Allocation v1.Allocation
+	Why        string
+}
+
+// overlap returns the problem of r overlapping an older range among others, or nil. It is checked
+// on every use rather than kept, since it changes when another range changes.
+func overlap(r *v1.FloatingIPRange, pool *ipam.Pool, others []*v1.FloatingIPRange) *Problem {
+	if pool == nil {
+		return nil
+	}
+	for _, o := range others {
+		if o.Name == r.Name || o.DeletionTimestamp != nil || !younger(r, o) {
+			continue
+		}
+		op, err := ipam.NewPool(o.Spec.IPRange, o.Spec.Exclude)
+		if err != nil || !pool.Overlaps(op) {
+			continue
+		}
+		return &Problem{Reason: ReasonOverlap, Message: fmt.Sprintf(
+			"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, o.Name, o.Spec.IPRange)}
+	}
+	return nil
+}
+
+// younger reports whether a was created after b (by name when at the same second), so that of two
+// overlapping ranges the newer one is the one flagged.
+func younger(a, b *v1.FloatingIPRange) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name > b.Name
+}
+
+func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
+	parts := make([]string, 0, len(orphans))
+	for i, o := range orphans {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(orphans)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s/%s: %s)", o.Addr, ipam.Clip(o.Allocation.Namespace), ipam.Clip(o.Allocation.Name), o.Why))
+	}
+	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
+		r.Spec.IPRange, strings.Join(parts, ", "))
+}
+
+// warnings returns what is accepted in a range's spec but deserves a person's look.
+func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []Problem {
+	if pool == nil {
+		return nil
+	}
+	var out []Problem
+	if pfx := pool.Prefix(); pfx.Bits() == 0 {
+		fam := "IPv4"
+		if pfx.Addr().Is6() {
+			fam = "IPv6"
+		}
+		out = append(out, Problem{Reason: ReasonWholeAddressSpace, Message: fmt.Sprintf(
+			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
+	}
+	if pool.Capacity().Sign() == 0 {
+		out = append(out, Problem{Reason: ReasonNoCapacity, Message: fmt.Sprintf(
+			"spec.iprange %s with its %d excludes leaves no address to hand out; FloatingIPs of this range stay pending", pool.Prefix(), len(r.Spec.Exclude))})
+	}
+	return out
+}
