@@ -40,9 +40,10 @@ type engine struct {
 	mu     sync.Mutex
 	idx    allocIndex
 	ranges map[string]*rangeState
-	// placeholders are foreign reservations of addresses another writer created first, by when
-	// they lapse if the informer never brings the object (it was deleted before this process saw
-	// it).
+	// placeholders are reservations without an object behind them, by when they lapse: an address
+	// another writer created first, until the informer brings its object (it may have been deleted
+	// before this process saw it), and an address proposed to a FloatingIP about to be created,
+	// until that FloatingIP claims it.
 	placeholders map[netip.Addr]placeholder
 	// changed, when set, hears of every range whose allocations changed; called under mu, so it
 	// must not block or call back.
@@ -51,11 +52,17 @@ type engine struct {
 
 type placeholder struct {
 	rng     string
+	owner   ipam.Owner
 	expires time.Time
 }
 
 // placeholderLifetime is how long an address another writer took stays held without its object.
 const placeholderLifetime = 30 * time.Second
+
+// proposalLifetime is how long a proposed address stays reserved for a FloatingIP that has not
+// claimed it: longer than a burst of new clusters keeps the FloatingIP workers busy. A proposal
+// that lapses costs nothing but a write: its FloatingIP takes the lowest free address instead.
+const proposalLifetime = 5 * time.Minute
 
 func newEngine() *engine {
 	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, placeholders: map[netip.Addr]placeholder{}}
@@ -64,6 +71,40 @@ func newEngine() *engine {
 func (g *engine) notifyLocked(rng string) {
 	if g.changed != nil {
 		g.changed(rng)
+	}
+}
+
+// proposer stands for the FloatingIP namespace/name, not created yet, that an address is proposed
+// to; its UID is not known before the create.
+func proposer(namespace, name string) ipam.Owner {
+	return ipam.Owner{Namespace: namespace, Name: name, UID: "proposal:" + namespace + "/" + name}
+}
+
+// proposeLocked reserves the lowest free address of rng for the FloatingIP namespace/name until
+// now+proposalLifetime; a second proposal to the same FloatingIP returns the first.
+func (g *engine) proposeLocked(rng, namespace, name string, now time.Time) (netip.Addr, error) {
+	st := g.ranges[rng]
+	if st == nil || st.pool == nil {
+		return netip.Addr{}, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
+	}
+	owner := proposer(namespace, name)
+	addr, err := st.pool.ReserveNext(owner)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	g.placeholders[addr] = placeholder{rng: rng, owner: owner, expires: now.Add(proposalLifetime)}
+	return addr, nil
+}
+
+// withdrawLocked drops the proposal of addr to owner, if there is one.
+func (g *engine) withdrawLocked(rng string, addr netip.Addr, owner ipam.Owner) {
+	ph, ok := g.placeholders[addr]
+	if !ok || ph.owner.UID != owner.UID {
+		return
+	}
+	delete(g.placeholders, addr)
+	if st := g.ranges[rng]; st != nil && st.pool != nil {
+		st.pool.Unreserve(addr, owner)
 	}
 }
 
@@ -148,7 +189,7 @@ func (g *engine) expirePlaceholders(now time.Time) {
 		}
 		delete(g.placeholders, addr)
 		if st := g.ranges[ph.rng]; st != nil && st.pool != nil {
-			st.pool.Unreserve(addr, unknownHolder(addr))
+			st.pool.Unreserve(addr, ph.owner)
 		}
 	}
 }
@@ -177,8 +218,8 @@ func (g *engine) onDelete(obj interface{}) {
 
 // claimLoop claims an address in rng for owner by creating its allocation object. want, when
 // valid, is a static request: exactly one create, and AlreadyExists with another owner is a
-// *ipam.TakenError naming the holder. soft makes want a proposal that is replaced by the lowest
-// free address if taken. Without want the lowest free address is tried, then the next after each
+// *ipam.TakenError naming the holder. soft makes want a proposal (see Manager.Propose) that is
+// replaced by the lowest free address if another owner holds it. Without want the lowest free address is tried, then the next after each
 // collision with another writer. An address the owner already holds in rng is returned as it is.
 func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string, owner ipam.Owner, want netip.Addr, soft bool) (netip.Addr, error) {
 	for pick := 0; pick < maxCollisions; pick++ {
@@ -201,11 +242,15 @@ func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string,
 			if known && holder.UID == owner.UID {
 				return addr, nil // an earlier try, or another replica, claimed it for this owner
 			}
-			if want.IsValid() && !soft {
+			if want.IsValid() {
+				// Unknown, the holder may be this very owner, claimed by another replica: wait
+				// for its object rather than take a second address.
 				if !known {
 					return netip.Addr{}, ErrHolderUnknown
 				}
-				return netip.Addr{}, &ipam.TakenError{Addr: addr, Holder: holder}
+				if !soft {
+					return netip.Addr{}, &ipam.TakenError{Addr: addr, Holder: holder}
+				}
 			}
 			want = netip.Addr{}
 		default:
@@ -230,6 +275,9 @@ func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft boo
 		return netip.Addr{}, false, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
 	}
 	p := st.pool
+	if soft && want.IsValid() {
+		g.withdrawLocked(rng, want, proposer(owner.Namespace, owner.Name))
+	}
 	if held := g.idx.heldBy(owner.UID, rng); len(held) > 0 && (!want.IsValid() || slices.Contains(held, want)) {
 		if want.IsValid() {
 			return want, true, nil
@@ -273,7 +321,7 @@ func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.O
 		return e.owner, true
 	}
 	if p != nil && p.Reserve(addr, unknownHolder(addr)) == nil {
-		g.placeholders[addr] = placeholder{rng: rng, expires: time.Now().Add(placeholderLifetime)}
+		g.placeholders[addr] = placeholder{rng: rng, owner: unknownHolder(addr), expires: time.Now().Add(placeholderLifetime)}
 	}
 	return ipam.Owner{}, false
 }

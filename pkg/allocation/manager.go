@@ -100,6 +100,16 @@ func (m *Manager) WaitForIndex(ctx context.Context) bool {
 // holds in that range (the old one after a change of address), for the caller to release once its
 // own object records the new one. The allocation object exists when Claim returns.
 func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr) (netip.Addr, []netip.Addr, error) {
+	return m.claim(ctx, rangeName, owner, want, false)
+}
+
+// ClaimProposed is Claim for an address Propose proposed to the owner: the proposal, or the lowest
+// free address when another owner took the proposal meanwhile.
+func (m *Manager) ClaimProposed(ctx context.Context, rangeName string, owner ipam.Owner, proposed netip.Addr) (netip.Addr, []netip.Addr, error) {
+	return m.claim(ctx, rangeName, owner, proposed, true)
+}
+
+func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr, soft bool) (netip.Addr, []netip.Addr, error) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if apierrors.IsNotFound(err) {
 		return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
@@ -118,7 +128,7 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner,
 	m.g.mu.Unlock()
 	if problem != nil {
 		// Holding an address stays valid when the range has a problem; only new claims are refused.
-		if want.IsValid() {
+		if want.IsValid() && !soft {
 			if holder, ok := m.HolderOf(want); ok && holder.Owner.UID != owner.UID {
 				return netip.Addr{}, nil, &ipam.TakenError{Addr: want, Holder: holder.Owner}
 			}
@@ -126,7 +136,7 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner,
 		return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *problem}
 	}
 	start := time.Now()
-	addr, err := m.g.claimLoop(ctx, m.deps.Allocations, rangeName, owner, want, false)
+	addr, err := m.g.claimLoop(ctx, m.deps.Allocations, rangeName, owner, want, soft)
 	if err != nil {
 		return netip.Addr{}, nil, err
 	}
@@ -140,6 +150,33 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner,
 		}
 	}
 	return addr, others, nil
+}
+
+// Propose reserves the lowest free address of range rangeName for the FloatingIP namespace/name
+// that is about to be created, so that it is created with its address in spec.ipaddress and needs
+// no write of its own to record it. The reservation keeps other proposals and claims of this
+// process off the address until the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it
+// lapses. It proposes nothing (false) when the range cannot hand out an address now.
+func (m *Manager) Propose(rangeName, namespace, name string) (netip.Addr, bool) {
+	r, err := m.deps.Ranges.Cache().Get(rangeName)
+	if err != nil || r.DeletionTimestamp != nil {
+		return netip.Addr{}, false
+	}
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	st := m.g.stateLocked(r)
+	if m.problemLocked(r, st) != nil {
+		return netip.Addr{}, false
+	}
+	addr, err := m.g.proposeLocked(rangeName, namespace, name, time.Now())
+	return addr, err == nil
+}
+
+// Withdraw drops the proposal of addr to the FloatingIP namespace/name, whose create failed.
+func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name string) {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	m.g.withdrawLocked(rangeName, addr, proposer(namespace, name))
 }
 
 // problemLocked is what keeps r from handing out new addresses, or nil.

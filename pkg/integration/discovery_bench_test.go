@@ -9,16 +9,20 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
@@ -54,7 +58,7 @@ func BenchmarkDiscoveryConvergence(b *testing.B) {
 	}
 }
 
-func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, n int, cidr string) {
+func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fipWatch, n int, cidr string) {
 	b.StopTimer()
 	harv := fmt.Sprintf("harv-bench%d", n)
 	rangeName := fmt.Sprintf("disc-bench%d", n)
@@ -95,21 +99,52 @@ func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 // benchOperatorArgs are the words of $BENCH_OPERATOR_ARGS, flags for the benchmarks' operator.
 func benchOperatorArgs() []string { return strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS")) }
 
-// watchFloatingIPs returns a cache of every FloatingIP fed by a watch until the benchmark ends:
-// progress is read from it rather than by listing every FloatingIP again and again, which would
-// load the API server being measured.
-func watchFloatingIPs(b *testing.B) kubefipcontrollers.FloatingIPCache {
+// fipWatch is a cache of every FloatingIP fed by a watch until the benchmark ends: progress is read
+// from it rather than by listing every FloatingIP again and again, which would load the API server
+// being measured. It also counts the writes the watch shows that changed nothing but the guest
+// pass's fields, to tell the guest pass's status writes from the allocation path's.
+type fipWatch struct {
+	kubefipcontrollers.FloatingIPCache
+	guestWrites atomic.Int64
+}
+
+func watchFloatingIPs(b *testing.B) *fipWatch {
 	ctx, cancel := context.WithCancel(bg())
 	b.Cleanup(cancel)
 	factory := kubefip.NewFactoryFromConfigOrDie(shared.env.Config)
-	fips := factory.Kubefip().V1().FloatingIP().Cache()
+	w := &fipWatch{FloatingIPCache: factory.Kubefip().V1().FloatingIP().Cache()}
+	_, err := factory.Kubefip().V1().FloatingIP().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*v1.FloatingIP)
+			updated, ok2 := newObj.(*v1.FloatingIP)
+			if ok1 && ok2 && old.ResourceVersion != updated.ResourceVersion && guestFieldsOnly(old, updated) {
+				w.guestWrites.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := factory.Start(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
 	if err := factory.Sync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return fips
+	return w
+}
+
+// guestFieldsOnly tells whether a FloatingIP changed in nothing the allocation path writes: its
+// metadata, spec, address, range, observed generation and Allocated condition are as they were, so
+// the write was the guest pass's (its GuestConfigured and KubevipInstalled conditions, guest
+// state, and the Ready condition both compute).
+func guestFieldsOnly(old, updated *v1.FloatingIP) bool {
+	allocated := func(f *v1.FloatingIP) interface{} {
+		c, _ := conditions.Get(f.Status.Conditions, v1.Allocated)
+		return []interface{}{f.Spec, f.Annotations, f.Finalizers, f.DeletionTimestamp, f.Status.IPAddress, f.Status.Range,
+			f.Status.ClusterName, f.Status.ObservedGeneration, c}
+	}
+	return equality.Semantic.DeepEqual(allocated(old), allocated(updated))
 }
 
 // benchGuests are the guest clusters of one iteration, all on one Harvester cluster and network.
@@ -167,6 +202,8 @@ type convergence struct {
 	runs     int
 	seconds  map[string]float64     // metric → sum over the runs
 	requests map[requestKey]float64 // requests counted in the measured windows
+	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
+	guestWrites float64
 }
 
 func newConvergence(clusters int) *convergence {
@@ -185,8 +222,9 @@ type timings struct {
 // things in motion and returns the running operator; it waits until every guest's FloatingIP holds
 // an address (failing if the operator exits), stops the timer, reads the counters again, adds the
 // difference and checks from the API server that every guest holds an address of its own.
-func (c *convergence) measure(b *testing.B, r *rancher, fips kubefipcontrollers.FloatingIPCache, guests []string, act func() *testenv.Process) timings {
+func (c *convergence) measure(b *testing.B, r *rancher, fips *fipWatch, guests []string, act func() *testenv.Process) timings {
 	before := r.apiRequests(b)
+	guestBefore := fips.guestWrites.Load()
 	var t timings
 	b.StartTimer()
 	t.start = time.Now()
@@ -195,6 +233,7 @@ func (c *convergence) measure(b *testing.B, r *rancher, fips kubefipcontrollers.
 	t.allExist, t.done = waitConverged(b, p, fips, guests, 10*time.Minute)
 	b.StopTimer()
 	after := r.apiRequests(b)
+	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
 	if err := r.allAllocated(guests); err != nil {
 		b.Fatal(err)
 	}
@@ -229,6 +268,11 @@ func (c *convergence) perCluster(match func(requestKey) bool) float64 {
 //
 //	alloc-writes/cluster  POST, PUT, PATCH, DELETE on floatingips, floatingipranges,
 //	                      floatingipallocations and their status
+//	guest-status-writes/cluster
+//	                      of those, the FloatingIP writes that changed only what the guest
+//	                      pass writes (see guestFieldsOnly), as the watch showed them
+//	alloc-path-writes/cluster
+//	                      the difference: the allocation path's writes, its 409s included
 //	alloc-reads/cluster   GET on those and on secrets
 //	events/cluster        writes of Events
 //	conflicts/cluster     requests answered 409 Conflict
@@ -244,7 +288,11 @@ func (c *convergence) report(b *testing.B) {
 	for metric := range c.seconds {
 		b.ReportMetric(c.mean(metric), metric)
 	}
-	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() }), "alloc-writes/cluster")
+	allocWrites := c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() })
+	guestWrites := c.guestWrites / float64(c.runs) / float64(c.clusters)
+	b.ReportMetric(allocWrites, "alloc-writes/cluster")
+	b.ReportMetric(guestWrites, "guest-status-writes/cluster")
+	b.ReportMetric(allocWrites-guestWrites, "alloc-path-writes/cluster")
 	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.verb == "GET" && (k.allocation() || k.resource == "secrets") }), "alloc-reads/cluster")
 	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.resource == "events" }), "events/cluster")
 	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "409" }), "conflicts/cluster")

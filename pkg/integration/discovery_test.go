@@ -40,7 +40,8 @@ func vlan(name string) map[string]interface{} {
 // TestDiscoveryObjectsInAnyOrder: whichever object of a Harvester guest cluster arrives last —
 // namespace, provisioning cluster, cloud credential, Harvester management cluster or HarvesterConfig
 // — its arrival triggers the decision: the cluster gets exactly one FloatingIP, from the range of
-// its network, within seconds.
+// its network, within seconds. It is created with its address proposed in spec.ipaddress, and holds
+// that address.
 func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-order")
 	r := newRancher(t)
@@ -86,6 +87,11 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 		}
 		if !strings.HasPrefix(x.Status.IPAddress, "10.160.0.") {
 			t.Errorf("%s: address %s is not from disc-order-vlan10", o.name, x.Status.IPAddress)
+		}
+		// Created with its address: the spec was never written again (generation 1).
+		if p := x.Annotations[v1.AnnotationProposedAddress]; p != x.Status.IPAddress || x.Spec.IPAddress != p || x.Generation != 1 {
+			t.Errorf("%s: proposed %q, spec.ipaddress %q, status %q, generation %d; want the proposal held, generation 1",
+				o.name, p, x.Spec.IPAddress, x.Status.IPAddress, x.Generation)
 		}
 	}
 	time.Sleep(settle)

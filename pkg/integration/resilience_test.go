@@ -73,18 +73,19 @@ func distinct(t *testing.T, held map[string]string) {
 }
 
 // TestTwoOperatorsWithoutLeaderElection: two operator processes, each with its own in-memory
-// allocator and no leader election, handle 100 FloatingIPs created at once: no address is held
+// allocator and no leader election, handle 1,000 FloatingIPs created at once: no address is held
 // twice, because the claim is decided by the API server.
 func TestTwoOperatorsWithoutLeaderElection(t *testing.T) {
 	f := newFixture(t, "c-m-twoops")
 	a, _ := f.operator("--leader-election=false")
 	b, _ := f.operator("--leader-election=false")
-	f.createRange("twoops", "10.140.0.0/25") // 126 addresses
+	f.createRange("twoops", "10.140.0.0/22") // 1,022 addresses
 
-	f.createMany("fip", "twoops", 0, 100)
-	held := f.waitAllAllocated(100, 90*time.Second)
+	const n = 1000
+	f.createMany("fip", "twoops", 0, n)
+	held := f.waitAllAllocated(n, 5*time.Minute)
 	distinct(t, held)
-	f.checkRecord("twoops", 100)
+	f.checkRecord("twoops", n)
 
 	// Both really worked: each recorded allocations of its own.
 	for name, p := range map[string]interface{ Logs() string }{"first": a, "second": b} {

@@ -30,7 +30,10 @@ import (
 // used here; no informer is started.
 func kubefipClients(t *testing.T) kubefipcontrollers.Interface {
 	t.Helper()
-	f, err := kubefip.NewFactoryFromConfig(shared.env.Config)
+	// client-go's default of 5 requests a second would pace tests that create hundreds of objects.
+	cfg := rest.CopyConfig(shared.env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	f, err := kubefip.NewFactoryFromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -34,7 +33,7 @@ func BenchmarkStartupConvergence(b *testing.B) {
 	}
 }
 
-func benchmarkStartup(b *testing.B, r *rancher, fips kubefipcontrollers.FloatingIPCache, n int, cidr string) {
+func benchmarkStartup(b *testing.B, r *rancher, fips *fipWatch, n int, cidr string) {
 	b.StopTimer()
 	c := newConvergence(n)
 	for iter := 0; iter < b.N; iter++ {
@@ -49,7 +48,7 @@ func benchmarkStartup(b *testing.B, r *rancher, fips kubefipcontrollers.Floating
 // startupRun is one iteration: guests and range created, operator started and measured until
 // every guest holds its address, then everything it allocated released and the range deleted while
 // the operator still runs (its finalizers), and the operator stopped.
-func startupRun(b *testing.B, r *rancher, fips kubefipcontrollers.FloatingIPCache, c *convergence, prefix string, n int, cidr string) {
+func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix string, n int, cidr string) {
 	harv := "harv-" + prefix
 	rangeName := "range-" + prefix
 	// A namespace of its own for the operator's Lease: a run never waits for an earlier one's.

@@ -224,7 +224,8 @@ func (o *Operator) start(ctx context.Context) error {
 		FleetNamespace: o.opts.FleetNamespace, GlobalDataNamespace: o.opts.GlobalDataNamespace,
 		Clusters: f.Provisioning.Provisioning().V1().Cluster(), Management: f.Management.Management().V3().Cluster(),
 		Namespaces: f.Core.Core().V1().Namespace(), FloatingIPs: fips, Ranges: ranges,
-		Secrets: o.client.CoreV1(), SecretMetadata: credentialSecrets, RestConfig: o.rest, Metrics: o.metrics, Recorder: o.recorder,
+		Secrets: o.client.CoreV1(), SecretMetadata: credentialSecrets, RestConfig: o.rest, Proposals: alloc,
+		Metrics: o.metrics, Recorder: o.recorder,
 	}); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -70,8 +71,18 @@ type Options struct {
 	// caching its data. The operator shares them with the guest controller.
 	SecretMetadata []cache.SharedIndexInformer
 
+	// Proposals, when set, proposes each new FloatingIP its address, so that it is created with
+	// spec.ipaddress set and the FloatingIP controller has no spec of its own to write.
+	Proposals Proposals
+
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
+}
+
+// Proposals reserves an address for a FloatingIP about to be created; *allocation.Manager is one.
+type Proposals interface {
+	Propose(rangeName, namespace, name string) (netip.Addr, bool)
+	Withdraw(rangeName string, addr netip.Addr, namespace, name string)
 }
 
 type handler struct {

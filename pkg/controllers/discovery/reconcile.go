@@ -3,6 +3,7 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -175,7 +176,18 @@ func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
 		// add it with an update of its own before claiming the address, one more write per cluster.
 		Finalizers: []string{"wrangler.cattle.io/" + floatingip.HandlerName},
 	}}
+	var proposal netip.Addr
+	if h.opts.Proposals != nil {
+		if addr, ok := h.opts.Proposals.Propose(p.selection.Range, fip.Namespace, fip.Name); ok {
+			proposal = addr
+			fip.Spec.IPAddress = addr.String()
+			fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
+		}
+	}
 	if _, err := h.opts.FloatingIPs.Create(fip); err != nil {
+		if proposal.IsValid() {
+			h.opts.Proposals.Withdraw(p.selection.Range, proposal, fip.Namespace, fip.Name)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}

@@ -93,7 +93,11 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return h.refuse(f, status, ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
 	}
 
-	addr, others, err := h.alloc.Claim(h.ctx, rangeName, ownerOf(f), want)
+	claim := h.alloc.Claim
+	if proposed(f, want) {
+		claim = h.alloc.ClaimProposed
+	}
+	addr, others, err := claim(h.ctx, rangeName, ownerOf(f), want)
 	if err != nil {
 		reason, msg, retry := explain(err, rangeName, want)
 		if reason == "" {
@@ -109,8 +113,9 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return updated, retry
 	}
 
-	if f.Spec.IPAddress == "" {
-		// As the original operator did: an automatically allocated address is written to the spec.
+	if addr != want {
+		// As the original operator did: an automatically allocated address is written to the spec
+		// (one discovery proposed is there already, unless another owner took it meanwhile).
 		// This write, guarded by the FloatingIP's resourceVersion, is what decides between two
 		// replicas that each claimed an address for it: the loser meets a conflict, and its next
 		// pass asks for the winner's address and lets go of its own.
@@ -167,6 +172,14 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		}
 	}
 	return updated, nil
+}
+
+// proposed tells whether want, f's spec.ipaddress, is discovery's proposal rather than a person's
+// request: discovery created f with it, and f has never shown an address. Another owner may have
+// taken a proposal meanwhile; f then gets the lowest free address instead of an IPConflict.
+func proposed(f *v1.FloatingIP, want netip.Addr) bool {
+	return want.IsValid() && f.Status.IPAddress == "" && f.Status.Range == "" &&
+		f.Annotations[v1.AnnotationProposedAddress] == f.Spec.IPAddress
 }
 
 // refuse records that the FloatingIP does not get the address it asks for. What it still holds,

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 )
 
@@ -41,5 +43,39 @@ func TestAllocationChangesAreBatched(t *testing.T) {
 	h.allocationsChanged("r")
 	if len(q.asked) != 3 {
 		t.Fatalf("a second change within the interval asked for another pass: %v", q.asked)
+	}
+}
+
+// TestCountsWaitForTheInterval: a status that differs in its counts alone waits until
+// StatusInterval has passed since the last write; any other difference does not.
+func TestCountsWaitForTheInterval(t *testing.T) {
+	h := &handler{written: map[string]time.Time{}}
+	if wait := h.sinceWritten("r"); wait > 0 {
+		t.Fatalf("a range never written waits %s", wait)
+	}
+	h.written["r"] = time.Now()
+	if wait := h.sinceWritten("r"); wait <= 0 || wait > StatusInterval {
+		t.Fatalf("just after a write the counts wait %s; want up to %s", wait, StatusInterval)
+	}
+	h.written["r"] = time.Now().Add(-StatusInterval)
+	if wait := h.sinceWritten("r"); wait > 0 {
+		t.Fatalf("an interval after a write the counts still wait %s", wait)
+	}
+
+	old := v1.FloatingIPRangeStatus{Capacity: "254", Used: 1, Available: "253", ObservedGeneration: 1}
+	counts := old
+	counts.Used, counts.Available = 2, "252"
+	if !countsOnly(&old, &counts) {
+		t.Error("a change of Used and Available is not counts only")
+	}
+	edited := counts
+	edited.ObservedGeneration = 2
+	if countsOnly(&old, &edited) {
+		t.Error("a new observedGeneration passed for counts only")
+	}
+	cond := counts
+	conditions.False(&cond.Conditions, v1.Ready, "InvalidRange", "bad")
+	if countsOnly(&old, &cond) {
+		t.Error("a new condition passed for counts only")
 	}
 }

@@ -61,6 +61,10 @@ type handler struct {
 	// due is when each range's pass, asked for by a change of its allocations, is due: changes
 	// before then are taken in by that same pass.
 	due map[string]time.Time
+	// written is when each range's status was last written, so that a change of its counts alone
+	// waits for StatusInterval to pass: the write's own update event would otherwise run the next
+	// pass, and write again, at once.
+	written map[string]time.Time
 }
 
 // StatusInterval batches a range's status writes: however many addresses are claimed or
@@ -71,7 +75,7 @@ const StatusInterval = time.Second
 func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeController, fips kubefipcontrollers.FloatingIPController,
 	alloc *allocation.Manager, m *metrics.Metrics, recorder record.EventRecorder) {
 	h := &handler{ctx: ctx, ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder,
-		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}}
+		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{}}
 	fips.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" {
 			return []string{name}, nil
@@ -144,13 +148,38 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if equality.Semantic.DeepEqual(&r.Status, status) {
 		return r, nil
 	}
+	if countsOnly(&r.Status, status) {
+		if wait := h.sinceWritten(r.Name); wait > 0 {
+			h.ranges.EnqueueAfter(r.Name, wait)
+			return r, nil
+		}
+	}
 	next := r.DeepCopy()
 	next.Status = *status
 	updated, err := h.ranges.UpdateStatus(next)
 	if err != nil {
 		h.statusFailed(r, err)
+		return updated, err
 	}
-	return updated, err
+	h.mu.Lock()
+	h.written[r.Name] = time.Now()
+	h.mu.Unlock()
+	return updated, nil
+}
+
+// countsOnly tells whether the new status differs from the old in its counts alone.
+func countsOnly(old, updated *v1.FloatingIPRangeStatus) bool {
+	a, b := *old, *updated
+	a.Used, a.Available, a.Capacity = b.Used, b.Available, b.Capacity
+	return equality.Semantic.DeepEqual(&a, &b)
+}
+
+// sinceWritten is how long a change of range name's counts alone still waits: what is left of
+// StatusInterval since its status was last written.
+func (h *handler) sinceWritten(name string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return time.Until(h.written[name].Add(StatusInterval))
 }
 
 // setWarning shows the range's warnings in its Warning condition, with a Warning Event when they
@@ -227,6 +256,7 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	h.mu.Lock()
 	delete(h.labels, r.Name)
 	delete(h.due, r.Name)
+	delete(h.written, r.Name)
 	h.mu.Unlock()
 	h.metrics.DeleteRange(r.Name)
 	h.enqueueOtherRanges(r.Name)
@@ -234,14 +264,17 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return r, nil
 }
 
-// wakeWaiters enqueues the FloatingIPs of range name not yet holding their address there.
+// wakeWaiters enqueues the FloatingIPs of range name that were refused an address there, or hold
+// theirs in another range. A new FloatingIP, not judged yet, is in the queue already: waking it
+// again would only run it on a cache that may not show its first pass's writes yet.
 func (h *handler) wakeWaiters(name string) {
 	fips, err := h.fips.Cache().GetByIndex(ByRangeIndex, name)
 	if err != nil {
 		return
 	}
 	for _, f := range fips {
-		if f.DeletionTimestamp == nil && (!conditions.IsTrue(f.Status.Conditions, v1.Allocated) || f.Status.Range != name) {
+		c, judged := conditions.Get(f.Status.Conditions, v1.Allocated)
+		if f.DeletionTimestamp == nil && judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name) {
 			h.fips.Enqueue(f.Namespace, f.Name)
 		}
 	}

@@ -1,0 +1,94 @@
+package allocation
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// TestProposals: discovery's proposals keep off each other and off dynamic claims, the proposed
+// FloatingIP claims its proposal with one create, a proposal another owner took meanwhile is
+// replaced by the lowest free address, and withdrawn or lapsed proposals free their address.
+func TestProposals(t *testing.T) {
+	ctx := context.Background()
+	g := engineWithRange(t, "r", "10.0.0.0/28") // .1-.14
+	api := newFakeAllocations()
+	now := time.Now()
+	propose := func(n string) netip.Addr {
+		t.Helper()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		o := fipOwner(n)
+		a, err := g.proposeLocked("r", o.Namespace, o.Name, now)
+		if err != nil {
+			t.Fatalf("proposing to %s: %v", n, err)
+		}
+		return a
+	}
+	addr := netip.MustParseAddr
+
+	a, b := propose("a"), propose("b")
+	if a != addr("10.0.0.1") || b != addr("10.0.0.2") {
+		t.Fatalf("proposals = %v, %v; want 10.0.0.1, 10.0.0.2", a, b)
+	}
+	if again := propose("a"); again != a {
+		t.Fatalf("a second proposal to a = %v, want the first, %v", again, a)
+	}
+	if got, err := g.claimLoop(ctx, api, "r", fipOwner("x"), netip.Addr{}, false); err != nil || got != addr("10.0.0.3") {
+		t.Fatalf("dynamic claim beside two proposals = %v, %v; want 10.0.0.3", got, err)
+	}
+
+	// a claims its proposal: exactly one create, of the proposed name.
+	creates := 0
+	api.before = func(*v1.FloatingIPAllocation) { creates++ }
+	if got, err := g.claimLoop(ctx, api, "r", fipOwner("a"), a, true); err != nil || got != a || creates != 1 {
+		t.Fatalf("claiming the proposal = %v, %v after %d creates; want %v after 1", got, err, creates, a)
+	}
+	if _, ok := g.placeholders[a]; ok {
+		t.Error("the claimed proposal is still a placeholder")
+	}
+
+	// Another replica gave b's proposal to y, and this process has seen it: b gets the lowest free.
+	y := fipOwner("y")
+	if _, err := api.Create(newAllocation(b, "r", y)); err != nil {
+		t.Fatal(err)
+	}
+	g.onAdd(api.objects[b.String()])
+	if got, err := g.claimLoop(ctx, api, "r", fipOwner("b"), b, true); err != nil || got != addr("10.0.0.4") {
+		t.Fatalf("claiming a proposal y took = %v, %v; want 10.0.0.4", got, err)
+	}
+
+	// Taken by a holder not seen yet — perhaps c itself, claimed by another replica: wait for it.
+	c := propose("c")
+	if _, err := api.Create(newAllocation(c, "r", fipOwner("c"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.claimLoop(ctx, api, "r", fipOwner("c"), c, true); !errors.Is(err, ErrHolderUnknown) {
+		t.Fatalf("claiming a proposal an unseen holder took: %v, want ErrHolderUnknown", err)
+	}
+	g.onAdd(api.objects[c.String()])
+	if got, err := g.claimLoop(ctx, api, "r", fipOwner("c"), c, true); err != nil || got != c {
+		t.Fatalf("claiming the proposal another replica claimed for c = %v, %v; want %v", got, err, c)
+	}
+
+	// A withdrawn proposal is free again; so is one that lapsed.
+	d := propose("d")
+	g.mu.Lock()
+	g.withdrawLocked("r", d, proposer(fipOwner("d").Namespace, fipOwner("d").Name))
+	g.mu.Unlock()
+	if again := propose("e"); again != d {
+		t.Fatalf("after withdrawing %v the next proposal = %v", d, again)
+	}
+	g.expirePlaceholders(now.Add(proposalLifetime - time.Second))
+	if _, held := g.ranges["r"].pool.Holder(d); !held {
+		t.Fatalf("e's proposal %v lapsed early", d)
+	}
+	g.expirePlaceholders(now.Add(proposalLifetime))
+	if _, held := g.ranges["r"].pool.Holder(d); held {
+		t.Fatalf("e's proposal %v did not lapse", d)
+	}
+}
