@@ -37,7 +37,7 @@ func benchmarkStartup(b *testing.B, r *rancher, fips *fipWatch, n int, cidr stri
 	b.StopTimer()
 	c := newConvergence(n)
 	for iter := 0; iter < b.N; iter++ {
-		startupRun(b, r, fips, c, fmt.Sprintf("start%d-%d", n, iter), n, cidr)
+		startupRun(b, r, fips, c, fmt.Sprintf("start%d-%d", n, iter), n, cidr, nil)
 	}
 	c.report(b)
 	if s := c.mean("s-to-converge"); s > 0 {
@@ -47,8 +47,10 @@ func benchmarkStartup(b *testing.B, r *rancher, fips *fipWatch, n int, cidr stri
 
 // startupRun is one iteration: guests and range created, operator started and measured until
 // every guest holds its address, then everything it allocated released and the range deleted while
-// the operator still runs (its finalizers), and the operator stopped.
-func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix string, n int, cidr string) {
+// the operator still runs (its finalizers), and the operator stopped. connect, when given, makes
+// the guests reachable before the operator starts; the run then also waits until every guest is
+// configured.
+func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
 	harv := "harv-" + prefix
 	rangeName := "range-" + prefix
 	// A namespace of its own for the operator's Lease: a run never waits for an earlier one's.
@@ -62,6 +64,16 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 	guests := newBenchGuests(prefix, n, harv)
 	if err := r.addGuests(guests); err != nil {
 		b.Fatal(err)
+	}
+	if connect != nil {
+		if err := connect(guests); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := r.dropKubeconfigs(guests); err != nil {
+				b.Error(err)
+			}
+		}()
 	}
 
 	var p *testenv.Process
@@ -82,6 +94,9 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 	})
 	c.time("s-to-converge", t.done.Sub(t.start))
 	c.time("s-to-create", t.allExist.Sub(t.start))
+	if connect != nil {
+		c.time("s-to-guests-configured", waitGuestsConfigured(b, p, fips, guests.names, 10*time.Minute).Sub(t.start))
+	}
 	select {
 	case at := <-running:
 		c.time("s-to-controllers-running", at.Sub(t.start))

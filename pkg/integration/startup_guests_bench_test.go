@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// benchGuestServers is how many real guest API servers the clusters of BenchmarkStartupWithGuests
+// share, round robin.
+const benchGuestServers = 8
+
+// BenchmarkStartupWithGuests is BenchmarkStartupConvergence with every guest reachable, as a new
+// installation meets a Rancher that already runs its clusters: each management cluster is
+// Connected, each provisioning cluster names the kubeconfig Secret Rancher writes, and each
+// guest answers through the test cluster proxy with its own token and Rancher user. So the guest
+// passes — the Secret's GET, the probe through the proxy, the kube-vip ConfigMap — run alongside
+// the allocations, under the configuration a new installation has (kubevipGuestInstall
+// clusterlabel: no chart for an unlabelled cluster). The clusters share benchGuestServers real
+// guest API servers; a pass costs the operator the same whichever guest answers it.
+//
+// It reports what BenchmarkStartupConvergence reports, and
+//
+//	s-to-guests-configured  operator process started → every FloatingIP GuestConfigured=True
+func BenchmarkStartupWithGuests(b *testing.B) {
+	r := newRancher(b)
+	fips := watchFloatingIPs(b)
+	proxy, err := testenv.StartClusterProxy()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = proxy.Close() })
+	servers := make([]*testenv.Guest, benchGuestServers)
+	for i := range servers {
+		g, err := shared.env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = g.Stop() })
+		servers[i] = g
+	}
+	for i, n := range []int{100, 1000} {
+		cidr := fmt.Sprintf("10.%d.0.0/16", 183+i)
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			c := newConvergence(n)
+			for iter := 0; iter < b.N; iter++ {
+				connect := func(guests benchGuests) error { return r.connectGuests(proxy, servers, guests) }
+				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
+			}
+			c.report(b)
+			if s := c.mean("s-to-converge"); s > 0 {
+				b.ReportMetric(float64(n)/s, "clusters/s")
+			}
+		})
+	}
+}
+
+// connectGuests makes every guest reachable through proxy, as Rancher records a running cluster:
+// a guest API server of servers answers for it with a token and Rancher user of its own (with
+// cluster-owner rights there), the kubeconfig Secret <name>-kubeconfig holds the proxy's
+// kubeconfig, the provisioning cluster's status names that Secret, and the management cluster is
+// Connected.
+func (r *rancher) connectGuests(proxy *testenv.ClusterProxy, servers []*testenv.Guest, s benchGuests) error {
+	index := map[string]int{}
+	for i, name := range s.names {
+		index[name] = i
+	}
+	return parallel(s.names, func(name string) error {
+		g := s.byName[name]
+		token := "token-" + name
+		if err := proxy.Register(g.id, servers[index[name]%len(servers)], token); err != nil {
+			return fmt.Errorf("registering %s with the cluster proxy: %w", g.id, err)
+		}
+		kc, err := proxy.Kubeconfig(g.id, token)
+		if err != nil {
+			return err
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: fleetNS}, Data: map[string][]byte{"value": kc}}
+		if _, err := r.kube.CoreV1().Secrets(fleetNS).Create(bg(), secret, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the kubeconfig Secret of %s: %w", name, err)
+		}
+		m, err := r.mgmt.Get(g.id, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
+		if _, err := r.mgmt.UpdateStatus(m); err != nil {
+			return fmt.Errorf("marking management cluster %s Connected: %w", g.id, err)
+		}
+		p, err := r.prov.Get(fleetNS, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.ClientSecretName = name + "-kubeconfig"
+		if _, err := r.prov.UpdateStatus(p); err != nil {
+			return fmt.Errorf("naming the kubeconfig Secret of %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// dropKubeconfigs deletes the guests' kubeconfig Secrets.
+func (r *rancher) dropKubeconfigs(s benchGuests) error {
+	return parallel(s.names, func(name string) error {
+		return r.kube.CoreV1().Secrets(fleetNS).Delete(bg(), name+"-kubeconfig", metav1.DeleteOptions{})
+	})
+}
+
+// waitGuestsConfigured waits until every guest's FloatingIP says GuestConfigured=True and returns
+// when the last one did.
+func waitGuestsConfigured(b *testing.B, p *testenv.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
+	deadline := time.Now().Add(timeout)
+	for {
+		configured := 0
+		var last *v1.FloatingIP
+		for _, name := range guests {
+			x, err := fips.Get("c-m-"+name, name+"-kubevip")
+			if err == nil && conditions.IsTrue(x.Status.Conditions, v1.GuestConfigured) {
+				configured++
+			} else if err == nil {
+				last = x
+			}
+		}
+		now := time.Now()
+		if configured == len(guests) {
+			return now
+		}
+		if now.After(deadline) {
+			b.Fatalf("after %s: %d of %d guests configured; one that is not: %s", timeout, configured, len(guests), statusText(last))
+		}
+		select {
+		case <-p.Done():
+			b.Fatalf("the operator exited: %d of %d guests configured; its output ends:\n%s", configured, len(guests), lastLines(p.Logs(), 60))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
