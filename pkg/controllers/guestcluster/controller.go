@@ -183,11 +183,13 @@ func (c *Controller) enqueueAll() {
 }
 
 // onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,
-// the cluster or the updateConfigMap annotation, or the FloatingIP went away. Status-only writes
-// (our own) start nothing.
+// the cluster or the updateConfigMap annotation, or the FloatingIP went away or stopped naming a
+// cluster. Status-only writes (our own) start nothing.
 func (c *Controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	ns, _, _ := strings.Cut(key, "/")
-	if f == nil || f.DeletionTimestamp != nil {
+	// A FloatingIP that names no guest cluster never has a pass of its own: it matters only if it
+	// named one before. Nothing is kept of it, and its changes do not run its namespace's pass.
+	if f == nil || f.DeletionTimestamp != nil || f.Annotations[v1.AnnotationClusterName] == "" {
 		if c.seen.forget(key) {
 			c.enqueueNamespace(ns)
 		}
