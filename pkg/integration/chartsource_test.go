@@ -141,7 +141,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 	eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {
 		return hasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
 	})
-	gc.waitCIDR(t, gc.kubevipCIDR(t), 15*time.Second)
+	f.waitGuestAddress(gc, "typo-kubevip", 15*time.Second)
 	time.Sleep(3 * time.Second)
 	if n := helmReleases(t, gc); n != 0 {
 		t.Errorf("%d Helm releases in a labelled guest with a typo in kubevipGuestInstall", n)

@@ -185,7 +185,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	if env["KUBEVIP_CONFIG_MAP"] != "kubevip" || env["KUBEVIP_NAMESPACE"] != "kube-system" {
 		t.Errorf("kube-vip-cloud-provider is not told to read kube-system/kubevip: %v", env)
 	}
-	clusters["labelled"].waitCIDR(t, clusters["labelled"].kubevipCIDR(t), time.Second)
+	f.waitGuestAddress(clusters["labelled"], "install-labelled-kubevip", 30*time.Second)
 	time.Sleep(5 * time.Second) // a few 2s passes
 	if n, _ := revision(clusters["plain"], "kube-vip"); n != 0 {
 		t.Errorf("the unlabelled cluster got kube-vip under clusterlabel")

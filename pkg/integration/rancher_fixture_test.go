@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
+	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -137,6 +139,14 @@ func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duratio
 	eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {
 		return gc.kubevipCIDR(t) == want
 	})
+}
+
+// waitGuestAddress waits until the guest's kube-system/kubevip cidr-global is the address its
+// FloatingIP fipName holds.
+func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout time.Duration) {
+	f.t.Helper()
+	x := f.waitFIPIn(gc.id, fipName, timeout, "an address", allocated)
+	gc.waitCIDR(f.t, guestclient.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
 }
 
 // operatorConfig writes the fixture's kube-fip-config.
