@@ -83,16 +83,31 @@ func younger(a, b *v1.FloatingIPRange) bool {
 }
 
 func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
-	parts := make([]string, 0, len(orphans))
-	for i, o := range orphans {
-		if i == 10 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(orphans)-10))
+	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
+		r.Spec.IPRange, List(orphans, len(orphans)))
+}
+
+// ListMax is how many addresses a message names before it says how many more there are.
+const ListMax = 10
+
+// List names the first ListMax addresses of some with their holders (and why, for an orphan),
+// and how many more there are of total: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3 more".
+func List(some []Orphan, total int) string {
+	parts := make([]string, 0, min(len(some), ListMax)+1)
+	for i, o := range some {
+		if i == ListMax {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s/%s: %s)", o.Addr, ipam.Clip(o.Allocation.Namespace), ipam.Clip(o.Allocation.Name), o.Why))
+		holder := ipam.Clip(o.Allocation.Namespace) + "/" + ipam.Clip(o.Allocation.Name)
+		if o.Why != "" {
+			holder += ": " + o.Why
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", o.Addr, holder))
 	}
-	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
-		r.Spec.IPRange, strings.Join(parts, ", "))
+	if shown := len(parts); total > shown {
+		parts = append(parts, fmt.Sprintf("and %d more", total-shown))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // warnings returns what is accepted in a range's spec but deserves a person's look.

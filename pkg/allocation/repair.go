@@ -82,7 +82,7 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 		for addr, key := range idx.holder {
 			a := r.Status.Allocations[key]
 			if f := byUID[string(a.UID)]; f != nil {
-				cands = append(cands, candidate{addr: addr, rng: r.Name, owner: ownerOf(f), created: f.CreationTimestamp.Time, record: true})
+				cands = append(cands, candidate{addr: addr, rng: r.Name, owner: OwnerOf(f), created: f.CreationTimestamp.Time, record: true})
 			}
 		}
 	}
@@ -140,7 +140,7 @@ func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
 	if st.pool == nil || st.pool.Check(addr) != nil || f.Status.IPAddress == "" && m.problemLocked(r, st) != nil {
 		return candidate{}, false
 	}
-	return candidate{addr: addr, rng: rng, owner: ownerOf(f), created: f.CreationTimestamp.Time}, true
+	return candidate{addr: addr, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
 }
 
 // adopt creates an object for each candidate, the first of each address in order winning; it
@@ -341,7 +341,8 @@ func (m *Manager) Table() string {
 	return b.String()
 }
 
-func ownerOf(f *v1.FloatingIP) ipam.Owner {
+// OwnerOf is the FloatingIP as the holder of its addresses.
+func OwnerOf(f *v1.FloatingIP) ipam.Owner {
 	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
 }
 

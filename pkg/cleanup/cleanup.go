@@ -79,14 +79,11 @@ type kind struct {
 // them untouched, so a reinstall finds every address held as it was.
 func kinds() []kind {
 	return []kind{
-		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPResourceName), finalizerOf(floatingip.HandlerName)},
+		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPResourceName), floatingip.Finalizer},
 		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPAllocationResourceName), ""},
-		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPRangeResourceName), finalizerOf(floatingiprange.HandlerName)},
+		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPRangeResourceName), floatingiprange.Finalizer},
 	}
 }
-
-// finalizerOf is the finalizer wrangler's OnRemove registers for a handler name.
-func finalizerOf(handler string) string { return "wrangler.cattle.io/" + handler }
 
 // Run stops the operator, then releases or deletes its objects according to opts.Mode.
 func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, opts Options) (Result, error) {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
@@ -111,8 +110,7 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	scheme := newScheme()
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster := newBroadcaster(client.CoreV1().Events(""))
 	m := metrics.New()
 	return &Operator{
 		opts:     opts,

@@ -7,6 +7,7 @@ package configmap
 
 import (
 	"context"
+	"fmt"
 
 	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
@@ -62,17 +63,11 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 	failed := false
 	for _, p := range problems {
 		if p.Warning {
-			logrus.Warnf("%s/%s: %v", h.namespace, config.ConfigMapName, p)
-			if cm != nil {
-				h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error())
-			}
+			h.report(cm, corev1.EventTypeWarning, string(p.Kind), p.Error())
 			continue
 		}
 		failed = true
-		logrus.Errorf("%s/%s: %v; %s", h.namespace, config.ConfigMapName, p, p.Fallback)
-		if cm != nil {
-			h.recorder.Event(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; "+p.Fallback)
-		}
+		h.report(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; "+p.Fallback)
 	}
 	if failed {
 		h.metrics.ConfigReloads.WithLabelValues(metrics.StatusError).Inc()
@@ -82,11 +77,23 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 
 	// Set first: a new log level applies to the lines below.
 	if h.store.Set(next) {
-		logrus.Infof("%s/%s reloaded: %s", h.namespace, config.ConfigMapName, next)
-		if cm != nil {
-			h.recorder.Event(cm, corev1.EventTypeNormal, ReasonReloaded, "configuration reloaded")
-		}
+		h.report(cm, corev1.EventTypeNormal, ReasonReloaded, fmt.Sprintf("configuration reloaded: %s", next))
 	}
 	logrus.Debugf("%s in force: %s", config.ConfigMapName, next)
 	return cm, nil
+}
+
+// report records what became of the ConfigMap as an Event on it, which the operator's event
+// broadcaster also logs; with no ConfigMap to record it on (the defaults are in force), it is
+// logged alone.
+func (h *handler) report(cm *corev1.ConfigMap, eventType, reason, msg string) {
+	if cm != nil {
+		h.recorder.Event(cm, eventType, reason, msg)
+		return
+	}
+	if eventType == corev1.EventTypeWarning {
+		logrus.Warnf("%s/%s: %s", h.namespace, config.ConfigMapName, msg)
+		return
+	}
+	logrus.Infof("%s/%s: %s", h.namespace, config.ConfigMapName, msg)
 }

@@ -91,13 +91,13 @@ type handler struct {
 	// machineConfigs lists the HarvesterConfigs of the fleet namespace (unstructured).
 	machineConfigs cache.GenericLister
 	waiters        *waiters
-	notes          *notes
+	recorded       *recordedEvents
 }
 
 // Register registers the provisioning cluster handler and every watch that wakes it, and starts
 // the two watches outside the shared controller factory.
 func Register(ctx context.Context, opts Options) error {
-	h := &handler{ctx: ctx, opts: opts, waiters: newWaiters(), notes: newNotes()}
+	h := &handler{ctx: ctx, opts: opts, waiters: newWaiters(), recorded: newRecordedEvents()}
 	h.addIndexers()
 	if err := h.watchUncached(ctx); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)

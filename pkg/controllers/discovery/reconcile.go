@@ -29,8 +29,8 @@ func waitFor(format string, args ...interface{}) error {
 	return &waitingError{what: fmt.Sprintf(format, args...)}
 }
 
-// plan is a resolved guest cluster: everything its FloatingIP is made from.
-type plan struct {
+// resolvedCluster is a guest cluster with everything its FloatingIP is made from.
+type resolvedCluster struct {
 	namespace string
 	harvester string
 	config    string
@@ -92,7 +92,7 @@ func (h *handler) hasFloatingIP(namespace, cluster string) bool {
 // resolve finds what the cluster's FloatingIP is made from. It returns nil and no error for a
 // cluster discovery has nothing to do with, a *harvester.Problem for a value a person must fix, a
 // *waitingError for an object still missing, and any other error for a failure worth a retry.
-func (h *handler) resolve(key string, c *provv1.Cluster) (*plan, error) {
+func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, error) {
 	cp, ok, problem := harvester.ControlPlaneOf(c)
 	if problem != nil {
 		return nil, problem
@@ -100,7 +100,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*plan, error) {
 	if !ok {
 		return nil, nil
 	}
-	p := &plan{namespace: c.Status.ClusterName}
+	p := &resolvedCluster{namespace: c.Status.ClusterName}
 	ns, err := h.opts.Namespaces.Cache().Get(p.namespace)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -162,7 +162,7 @@ func (h *handler) rangeInfos() ([]harvester.Range, error) {
 // create makes the FloatingIP. Its fixed name makes a second create — by a second replica, or
 // after a restart before the cache showed the first — fail with AlreadyExists instead of
 // allocating a second address.
-func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
+func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) error {
 	fip := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{
 		Name:      c.Name + "-kubevip",
 		Namespace: p.namespace,
@@ -174,7 +174,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
 		},
 		// The FloatingIP controller's own finalizer, set at birth: that controller would otherwise
 		// add it with an update of its own before claiming the address, one more write per cluster.
-		Finalizers: []string{"wrangler.cattle.io/" + floatingip.HandlerName},
+		Finalizers: []string{floatingip.Finalizer},
 	}}
 	var proposal netip.Addr
 	if h.opts.Proposals != nil {
@@ -197,23 +197,21 @@ func (h *handler) create(key string, c *provv1.Cluster, p *plan) error {
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
 		fip.Namespace, fip.Name, p.selection.Range, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
 	h.opts.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
-	logrus.Infof("guest cluster %s: %s", key, msg)
 	return nil
 }
 
 // report records a problem as a Warning Event on the cluster and a warning log line, once for as
 // long as it stays the same. It reports whether it was new.
 func (h *handler) report(key string, c *provv1.Cluster, p *harvester.Problem) bool {
-	if !h.notes.first(key, p.Reason, p.Message) {
+	if !h.recorded.isNew(key, p.Reason, p.Message) {
 		return false
 	}
 	h.opts.Recorder.Event(c, corev1.EventTypeWarning, p.Reason, p.Message)
-	logrus.Warnf("guest cluster %s: %s", key, p.Message)
 	return true
 }
 
 // forget drops what discovery remembers of the cluster: it is done, or gone.
 func (h *handler) forget(key string) {
 	h.waiters.forget(key)
-	h.notes.forget(key)
+	h.recorded.forget(key)
 }

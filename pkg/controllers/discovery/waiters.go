@@ -65,18 +65,20 @@ func (w *waiters) of(dep string) []relatedresource.Key {
 	return out
 }
 
-// notes remembers the Events already recorded on each cluster, so that a resync or a wake-up that
+// recordedEvents remembers the Events already recorded on each cluster, so that a resync or a wake-up that
 // finds the same problem again writes nothing: an Event repeats only when its reason or message
 // changed, or after the cluster got its FloatingIP and lost it again.
-type notes struct {
+type recordedEvents struct {
 	mu   sync.Mutex
 	seen map[string]map[string]struct{}
 }
 
-func newNotes() *notes { return &notes{seen: map[string]map[string]struct{}{}} }
+func newRecordedEvents() *recordedEvents {
+	return &recordedEvents{seen: map[string]map[string]struct{}{}}
+}
 
-// first reports whether reason and message are new for the cluster key, and remembers them.
-func (n *notes) first(key, reason, message string) bool {
+// isNew reports whether reason and message are new for the cluster key, and remembers them.
+func (n *recordedEvents) isNew(key, reason, message string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	note := reason + "\x00" + message
@@ -87,7 +89,7 @@ func (n *notes) first(key, reason, message string) bool {
 	return true
 }
 
-func (n *notes) forget(key string) {
+func (n *recordedEvents) forget(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.seen, key)

@@ -33,19 +33,19 @@ func TestWaiters(t *testing.T) {
 	}
 }
 
-func TestNotes(t *testing.T) {
-	n := newNotes()
-	if !n.first("k", "NoMatchingRange", "m1") {
+func TestRecordedEvents(t *testing.T) {
+	n := newRecordedEvents()
+	if !n.isNew("k", "NoMatchingRange", "m1") {
 		t.Error("a new note is not first")
 	}
-	if n.first("k", "NoMatchingRange", "m1") {
+	if n.isNew("k", "NoMatchingRange", "m1") {
 		t.Error("the same note twice is first twice")
 	}
-	if !n.first("k", "NoMatchingRange", "m2") || !n.first("other", "NoMatchingRange", "m1") {
+	if !n.isNew("k", "NoMatchingRange", "m2") || !n.isNew("other", "NoMatchingRange", "m1") {
 		t.Error("another message or another cluster is a new note")
 	}
 	n.forget("k")
-	if !n.first("k", "NoMatchingRange", "m1") {
+	if !n.isNew("k", "NoMatchingRange", "m1") {
 		t.Error("a note after forget is not first")
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +27,12 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// HandlerName names the handlers and so the finalizer wrangler.cattle.io/kube-fip-floatingip; it
-// never changes.
+// HandlerName names the handlers and so their finalizer; it never changes.
 const HandlerName = "kube-fip-floatingip"
+
+// Finalizer is the finalizer wrangler's OnRemove puts on every FloatingIP for HandlerName: the
+// address is released before the FloatingIP goes.
+const Finalizer = "wrangler.cattle.io/" + HandlerName
 
 type handler struct {
 	ctx      context.Context
@@ -48,10 +50,6 @@ func Register(ctx context.Context, fips kubefipcontrollers.FloatingIPController,
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
 	fips.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
 	fips.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
-}
-
-func ownerOf(f *v1.FloatingIP) ipam.Owner {
-	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
 }
 
 // OnFloatingIPChange claims the FloatingIP's address and records the outcome. A failure that
@@ -97,7 +95,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if proposed(f, want) {
 		claim = h.alloc.ClaimProposed
 	}
-	addr, others, err := claim(h.ctx, rangeName, ownerOf(f), want)
+	addr, others, err := claim(h.ctx, rangeName, allocation.OwnerOf(f), want)
 	if err != nil {
 		reason, msg, retry := explain(err, rangeName, want)
 		if reason == "" {
@@ -132,7 +130,6 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
 	if status.IPAddress != addr.String() || status.Range != rangeName {
 		h.recorder.Event(f, corev1.EventTypeNormal, ReasonAllocated, msg)
-		logrus.Infof("FloatingIP %s/%s %s", f.Namespace, f.Name, msg)
 	}
 	oldRange := status.Range
 	status.IPAddress = addr.String()
@@ -187,7 +184,6 @@ func proposed(f *v1.FloatingIP, want netip.Addr) bool {
 func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, msg string) (*v1.FloatingIP, error) {
 	if !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
-		logrus.Warnf("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
 	}
 	if status.Range != "" {
 		held := h.alloc.HeldBy(status.Range, string(f.UID))
@@ -231,7 +227,6 @@ func (h *handler) release(f *v1.FloatingIP, name string, addrs ...netip.Addr) ([
 	for _, a := range released {
 		msg := fmt.Sprintf("released %s in FloatingIPRange %s", a, name)
 		h.recorder.Event(f, corev1.EventTypeNormal, ReasonReleased, msg)
-		logrus.Infof("FloatingIP %s/%s %s", f.Namespace, f.Name, msg)
 	}
 	return released, nil
 }

@@ -30,9 +30,12 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// HandlerName names the handlers and so the finalizer wrangler.cattle.io/kube-fip-floatingiprange;
-// it never changes.
+// HandlerName names the handlers and so their finalizer; it never changes.
 const HandlerName = "kube-fip-floatingiprange"
+
+// Finalizer is the finalizer wrangler's OnRemove puts on every range for HandlerName: a range is
+// not deleted while it still has allocations.
+const Finalizer = "wrangler.cattle.io/" + HandlerName
 
 // ByRangeIndex indexes FloatingIPs by the range their fiprange annotation names.
 const ByRangeIndex = "kubefip.k8s.binbash.org/floatingip-by-range"
@@ -129,7 +132,6 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if sum.Problem != nil {
 		if conditions.False(&status.Conditions, v1.Ready, sum.Problem.Reason, sum.Problem.Message) {
 			h.recorder.Event(r, corev1.EventTypeWarning, sum.Problem.Reason, sum.Problem.Message)
-			logrus.Warnf("FloatingIPRange %s: %s", r.Name, sum.Problem.Message)
 		}
 	} else {
 		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
@@ -239,7 +241,7 @@ func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
 	h.passStarts(r.Name)
 	if n := h.alloc.Count(r); n > 0 {
-		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, holders(h.alloc.Holders(r, 10), n))
+		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
 		status := r.Status.DeepCopy()
 		if conditions.False(&status.Conditions, v1.Ready, ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, corev1.EventTypeWarning, ReasonDeletionBlocked, msg)
@@ -290,16 +292,4 @@ func (h *handler) enqueueOtherRanges(name string) {
 			h.ranges.Enqueue(o.Name)
 		}
 	}
-}
-
-// holders names the holders given, and how many more there are of n.
-func holders(some []allocation.Orphan, n int) string {
-	parts := make([]string, 0, len(some)+1)
-	for _, o := range some {
-		parts = append(parts, fmt.Sprintf("%s (%s/%s)", o.Addr, ipam.Clip(o.Allocation.Namespace), ipam.Clip(o.Allocation.Name)))
-	}
-	if n > len(some) {
-		parts = append(parts, fmt.Sprintf("and %d more", n-len(some)))
-	}
-	return strings.Join(parts, ", ")
 }

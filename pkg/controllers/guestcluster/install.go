@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -58,14 +57,12 @@ func (c *Controller) install(ctx context.Context, cfg config.Config, client *gue
 			c.countEvent(p, s.event, metrics.StatusError)
 			msg := p.redact(fmt.Sprintf("%s: %v", s.name, err))
 			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonHelmFailed, "guest cluster "+p.cluster+": "+msg)
-			logrus.Warnf("guest cluster %s: %s", p.cluster, msg)
 			failed = &outcome{reason: ReasonHelmFailed, message: msg}
 			break
 		}
 		if out != guest.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
 			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonInstalled, "guest cluster %s: release %s/%s %s", p.cluster, rel.Namespace, rel.Name, out)
-			logrus.Infof("guest cluster %s: release %s/%s %s", p.cluster, rel.Namespace, rel.Name, out)
 		}
 		done = append(done, fmt.Sprintf("%s/%s", rel.Namespace, rel.Name))
 	}

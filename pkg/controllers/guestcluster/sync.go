@@ -298,8 +298,7 @@ func (c *Controller) disableHarvesterKubevip(ctx context.Context, client *guest.
 	case err != nil:
 		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
 	case res == guest.DaemonSetDisabled:
-		c.Recorder.Event(p.fip, corev1.EventTypeNormal, ReasonHarvesterKubevip, "gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
-		logrus.Infof("guest cluster %s: disabled the Harvester cloud provider's kube-vip DaemonSet", p.cluster)
+		c.Recorder.Event(p.fip, corev1.EventTypeNormal, ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
 	}
 }
 
@@ -319,7 +318,6 @@ func (c *Controller) writeConfigMap(ctx context.Context, client *guest.Client, p
 	case res == guest.ConfigMapCreated || res == guest.ConfigMapUpdated:
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
 		c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
-		logrus.Infof("guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
 	}
 	p.state, p.guest = StateConfigured, outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s %s", target, guest.GlobalCIDRKey, guest.CIDR(addr))}
 	return nil
