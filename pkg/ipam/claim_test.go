@@ -46,16 +46,16 @@ func TestCheck(t *testing.T) {
 	for _, tc := range tests {
 		err := tc.pool.Check(tc.addr)
 		if tc.want == nil && err != nil || !errors.Is(err, tc.want) {
-			t.Errorf("%v.Check(%v) = %v, want %v", tc.pool, tc.addr, err, tc.want)
+			t.Errorf("%v.Check(%v) = %v, want %v", tc.pool.Prefix(), tc.addr, err, tc.want)
 		}
 		if tc.want != nil {
 			if err := tc.pool.Claim(tc.addr, owner("x")); !errors.Is(err, tc.want) {
-				t.Errorf("%v.Claim(%v) = %v, want %v", tc.pool, tc.addr, err, tc.want)
+				t.Errorf("%v.Claim(%v) = %v, want %v", tc.pool.Prefix(), tc.addr, err, tc.want)
 			}
 		}
 	}
-	if p4.Used() != 0 || p6.Used() != 0 {
-		t.Errorf("failed claims held addresses: %v %v", p4.Allocations(), p6.Allocations())
+	if used(p4) != 0 || used(p6) != 0 {
+		t.Errorf("failed claims held addresses: %d %d", used(p4), used(p6))
 	}
 }
 
@@ -76,7 +76,7 @@ func TestClaim(t *testing.T) {
 
 	err := p.Claim(addr("10.0.0.3"), bob)
 	var taken *TakenError
-	if !errors.Is(err, ErrTaken) || !errors.As(err, &taken) {
+	if !errors.As(err, &taken) {
 		t.Fatalf("Claim of held address = %v, want *TakenError", err)
 	}
 	if taken.Holder != alice || taken.Addr != addr("10.0.0.3") {
@@ -103,11 +103,11 @@ func TestClaim(t *testing.T) {
 			t.Errorf("Claim(%s) = %v, want %v", tc.addr, err, tc.want)
 		}
 	}
-	if err := p.Claim(addr("10.0.0.4"), Owner{Name: "anon"}); !errors.Is(err, ErrInvalidOwner) {
-		t.Errorf("Claim with empty UID = %v, want ErrInvalidOwner", err)
+	if err := p.Claim(addr("10.0.0.4"), Owner{Name: "anon"}); !errors.Is(err, errInvalidOwner) {
+		t.Errorf("Claim with empty UID = %v, want errInvalidOwner", err)
 	}
-	if _, err := p.AllocateNext(Owner{}); !errors.Is(err, ErrInvalidOwner) {
-		t.Errorf("AllocateNext with empty UID = %v, want ErrInvalidOwner", err)
+	if _, err := p.ReserveNext(Owner{}); !errors.Is(err, errInvalidOwner) {
+		t.Errorf("ReserveNext with empty UID = %v, want errInvalidOwner", err)
 	}
 
 	// A static claim in the middle splits the free interval; dynamic
@@ -131,56 +131,62 @@ func TestClaimNewBeforeReleasingOld(t *testing.T) {
 	if err := p.Claim(addr("10.0.0.20"), o); err != nil {
 		t.Fatalf("moving claim: %v", err)
 	}
-	if got := p.AddressesOf("a"); !slices.Equal(got, []netip.Addr{addr("10.0.0.20"), addr("10.0.0.50")}) {
-		t.Errorf("AddressesOf = %v, want both", got)
+	for _, s := range []string{"10.0.0.20", "10.0.0.50"} {
+		if h, ok := p.Holder(addr(s)); !ok || h != o {
+			t.Errorf("Holder(%s) = %v, %v; want both held by a", s, h, ok)
+		}
 	}
-	if a, _ := p.AddressOf("a"); a != addr("10.0.0.20") {
-		t.Errorf("AddressOf = %v, want the lowest", a)
-	}
-	if a, _ := p.AllocateNext(o); a != addr("10.0.0.20") {
-		t.Errorf("AllocateNext for an owner holding two = %v, want the lowest", a)
+	if a, _ := p.ReserveNext(o); a != addr("10.0.0.20") || reserved(p, a) {
+		t.Errorf("ReserveNext for an owner holding two = %v (reserved %v), want the lowest, still confirmed", a, reserved(p, a))
 	}
 	if h, ok := p.Release(addr("10.0.0.50")); !ok || h != o {
 		t.Errorf("Release = %v, %v", h, ok)
 	}
-	if got := p.AddressesOf("a"); !slices.Equal(got, []netip.Addr{addr("10.0.0.20")}) {
-		t.Errorf("after releasing old, AddressesOf = %v", got)
+	if _, ok := p.Holder(addr("10.0.0.50")); ok || p.Held() != 1 {
+		t.Errorf("after releasing old: 10.0.0.50 held %v, %d held", ok, p.Held())
 	}
-	// Release in any order while holding several.
+	// Release in any order while holding several; the lowest left is what ReserveNext returns.
 	for _, s := range []string{"10.0.0.30", "10.0.0.40"} {
 		if err := p.Claim(addr(s), o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p.Release(addr("10.0.0.30"))
-	if got := p.AddressesOf("a"); !slices.Equal(got, []netip.Addr{addr("10.0.0.20"), addr("10.0.0.40")}) {
-		t.Errorf("after releasing the middle one, AddressesOf = %v", got)
+	p.Release(addr("10.0.0.20"))
+	if a, _ := p.ReserveNext(o); a != addr("10.0.0.40") || p.Held() != 1 {
+		t.Errorf("after releasing all but 10.0.0.40: ReserveNext = %v with %d held", a, p.Held())
 	}
 	if err := checkInvariants(p); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestAllocateNextIdempotent(t *testing.T) {
+// TestReserveNextReturnsWhatOwnerHolds: a retry never takes a second address, whether the owner's
+// address was reserved, confirmed or claimed statically, and it does not turn a confirmed hold
+// back into a reservation.
+func TestReserveNextReturnsWhatOwnerHolds(t *testing.T) {
 	p := mustPool(t, "10.0.0.0/24")
-	a1, _ := p.AllocateNext(owner("a"))
-	a2, _ := p.AllocateNext(owner("a"))
-	b, _ := p.AllocateNext(owner("b"))
-	if a1 != a2 || a1 != addr("10.0.0.1") || b != addr("10.0.0.2") || p.Used() != 2 {
-		t.Errorf("a=%v,%v b=%v used=%d", a1, a2, b, p.Used())
+	a1, _ := p.ReserveNext(owner("a"))
+	a2, _ := p.ReserveNext(owner("a"))
+	b, _ := takeNext(p, owner("b"))
+	if a1 != a2 || a1 != addr("10.0.0.1") || b != addr("10.0.0.2") || used(p) != 2 {
+		t.Errorf("a=%v,%v b=%v used=%d", a1, a2, b, used(p))
+	}
+	if again, _ := p.ReserveNext(owner("b")); again != b || reserved(p, b) {
+		t.Errorf("ReserveNext after Confirm = %v (reserved %v), want the confirmed %v", again, reserved(p, b), b)
 	}
 	if err := p.Claim(addr("10.0.0.100"), owner("c")); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := p.AllocateNext(owner("c")); c != addr("10.0.0.100") {
-		t.Errorf("AllocateNext after static Claim = %v, want the claimed address", c)
+	if c, _ := p.ReserveNext(owner("c")); c != addr("10.0.0.100") || reserved(p, c) {
+		t.Errorf("ReserveNext after static Claim = %v, want the claimed address, confirmed", c)
 	}
 }
 
 func TestReleaseAndReallocate(t *testing.T) {
 	p := mustPool(t, "10.0.0.0/29")
 	drain(t, p) // .1 - .6 held by drain-0 .. drain-5
-	if _, err := p.NextFree(); !errors.Is(err, ErrExhausted) {
+	if _, err := p.nextFree(); !errors.Is(err, ErrExhausted) {
 		t.Fatal("not exhausted")
 	}
 	if o, ok := p.Release(addr("10.0.0.4")); !ok || o.UID != "drain-3" {
@@ -200,25 +206,23 @@ func TestReleaseAndReallocate(t *testing.T) {
 	if p.free.n != 1 {
 		t.Errorf("released .2-.4 should merge into one span, have %d", p.free.n)
 	}
-	nf, _ := p.NextFree()
-	if nf != addr("10.0.0.2") || p.Used() != 3 {
-		t.Errorf("NextFree = %v (used %d), want 10.0.0.2 and NextFree not to hold", nf, p.Used())
+	nf, _ := p.nextFree()
+	if nf != addr("10.0.0.2") || used(p) != 3 {
+		t.Errorf("nextFree = %v (used %d), want 10.0.0.2 and nextFree not to hold", nf, used(p))
 	}
 	for _, want := range []string{"10.0.0.2", "10.0.0.3", "10.0.0.4"} {
-		if a, err := p.AllocateNext(owner("new-" + want)); a != addr(want) || err != nil {
-			t.Errorf("AllocateNext = %v, %v; want %s", a, err, want)
+		if a, err := takeNext(p, owner("new-"+want)); a != addr(want) || err != nil {
+			t.Errorf("takeNext = %v, %v; want %s", a, err, want)
 		}
 	}
 	p.Release(addr("10.0.0.6"))
 	if err := p.Claim(addr("10.0.0.6"), owner("drain-0")); err != nil {
 		t.Fatal(err)
 	}
-	got := p.ReleaseOwner("drain-0")
-	if !slices.Equal(got, []netip.Addr{addr("10.0.0.1"), addr("10.0.0.6")}) {
-		t.Errorf("ReleaseOwner = %v", got)
-	}
-	if p.ReleaseOwner("nobody") != nil {
-		t.Error("ReleaseOwner of unknown UID returned addresses")
+	for _, s := range []string{"10.0.0.6", "10.0.0.1"} {
+		if o, ok := p.Release(addr(s)); !ok || o.UID != "drain-0" {
+			t.Errorf("Release(%s) = %v, %v; want drain-0, which held two", s, o, ok)
+		}
 	}
 	if _, ok := p.Holder(addr("10.0.0.1")); ok {
 		t.Error("released address still has a holder")
@@ -231,23 +235,27 @@ func TestReleaseAndReallocate(t *testing.T) {
 	}
 }
 
-func TestAllocations(t *testing.T) {
+// TestClaimsInIPv6: static claims far apart in a /64 are held by their owners, and dynamic
+// allocation takes the lowest address none of them holds.
+func TestClaimsInIPv6(t *testing.T) {
 	p := mustPool(t, "2001:db8::/64")
 	for _, s := range []string{"2001:db8::ff", "2001:db8::1", "2001:db8::1:0"} {
 		if err := p.Claim(addr(s), owner(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := p.Allocations()
-	want := []Allocation{
-		{addr("2001:db8::1"), owner("2001:db8::1")},
-		{addr("2001:db8::ff"), owner("2001:db8::ff")},
-		{addr("2001:db8::1:0"), owner("2001:db8::1:0")},
+	for _, s := range []string{"2001:db8::1", "2001:db8::ff", "2001:db8::1:0"} {
+		if h, ok := p.Holder(addr(s)); !ok || h != owner(s) {
+			t.Errorf("Holder(%s) = %v, %v", s, h, ok)
+		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Allocations() = %v, want %v", got, want)
+	if n, _ := takeNext(p, owner("n")); n != addr("2001:db8::2") {
+		t.Errorf("takeNext = %v", n)
 	}
-	if n, _ := p.AllocateNext(owner("n")); n != addr("2001:db8::2") {
-		t.Errorf("AllocateNext = %v", n)
+	if p.Held() != 4 {
+		t.Errorf("Held() = %d, want 4", p.Held())
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,11 +1,17 @@
-// Package ipam hands out floating IP addresses from named address ranges.
+// Package ipam keeps the addresses of one floating IP range: which may be
+// handed out, who holds which, and which is the lowest free one.
 //
-// It is deliberately free of Kubernetes types: the operator's controllers
-// translate FloatingIP and range objects into calls on an Allocator, and the
-// allocator itself stays small enough to be fuzzed against a trivial model.
-// The API server remains the source of truth; the allocator is an in-memory
-// index that is rebuilt from it on start-up with Claim, which is why every
-// mutating call is idempotent per owner UID.
+// It is deliberately free of Kubernetes types, and small enough to be fuzzed
+// against a trivial model. The allocation engine (pkg/allocation) keeps one
+// Pool per range and feeds it from the FloatingIPAllocation objects, which
+// are the record of truth: a Pool is an in-memory index of them, filled with
+// Claim when a range's pool is built and kept in step with Confirm and
+// Release as the objects come and go, which is why every mutating call is
+// idempotent per owner UID. A worker reserves an address (ReserveNext, or
+// Reserve for a static one) before it creates the object, so concurrent
+// workers pick different addresses without a lock held across the API call;
+// the object confirms the reservation, and a failed create gives it back
+// with Unreserve.
 //
 // Cost is proportional to the number of allocations and excludes, never to
 // the size of a range: free addresses are kept as a balanced tree of

@@ -33,8 +33,8 @@ type freeSet struct {
 	seed uint64
 }
 
-func newFreeSet(ranges []netipx.IPRange, seed uint64) freeSet {
-	f := freeSet{seed: seed}
+func newFreeSet(ranges []netipx.IPRange) freeSet {
+	var f freeSet
 	for _, r := range ranges {
 		f.insert(span{r.From(), r.To()})
 	}
@@ -86,11 +86,6 @@ func (f *freeSet) above(a netip.Addr) *node {
 		}
 	}
 	return best
-}
-
-func (f *freeSet) contains(a netip.Addr) bool {
-	n := f.floor(a)
-	return n != nil && !n.hi.Less(a)
 }
 
 // take removes a single free address, splitting its span if a lies inside.
@@ -154,31 +149,6 @@ func (f *freeSet) delete(lo netip.Addr) {
 	if ok {
 		f.n--
 	}
-}
-
-// walk visits spans in ascending order until fn returns false.
-func (f *freeSet) walk(fn func(span) bool) {
-	walkNode(f.root, fn)
-}
-
-func walkNode(n *node, fn func(span) bool) bool {
-	if n == nil {
-		return true
-	}
-	return walkNode(n.left, fn) && fn(n.span) && walkNode(n.right, fn)
-}
-
-func (f *freeSet) clone() freeSet {
-	return freeSet{root: cloneNode(f.root), n: f.n, seed: f.seed}
-}
-
-func cloneNode(n *node) *node {
-	if n == nil {
-		return nil
-	}
-	c := *n
-	c.left, c.right = cloneNode(n.left), cloneNode(n.right)
-	return &c
 }
 
 // split partitions t into spans with lo < key and lo >= key.

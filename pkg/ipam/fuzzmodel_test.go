@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
-	"strings"
 	"testing"
 )
 
@@ -111,38 +110,188 @@ func (m *modelDef) capacity() int {
 	return n
 }
 
-// compareModel requires the pool to agree with the model on everything
-// observable, and to be internally consistent, after an operation.
-func compareModel(t *testing.T, step int, p *Pool, def *modelDef, held map[int]string) {
+// poolModel is what a pool should hold: a map from offset to the UID of its holder.
+type poolModel struct {
+	def  modelDef
+	held map[int]string
+	tent map[int]bool // the offsets in held that are only reserved
+}
+
+func newPoolModel(def modelDef) *poolModel {
+	return &poolModel{def: def, held: map[int]string{}, tent: map[int]bool{}}
+}
+
+// takenBy is the failure the model expects when another owner holds the address: a *TakenError
+// naming that owner.
+type takenBy string
+
+func (u takenBy) Error() string { return "taken by " + string(u) }
+
+// sameErr reports whether err is the failure want stands for: none, or one wrapping want.
+func sameErr(err, want error) bool { return (want == nil) == (err == nil) && errors.Is(err, want) }
+
+// static is the failure of a static claim or reservation of off by who, or nil.
+func (m *poolModel) static(off int, who string) error {
+	if err := m.def.why(off); err != nil {
+		return err
+	}
+	if h := m.held[off]; h != "" && h != who {
+		return takenBy(h)
+	}
+	return nil
+}
+
+func (m *poolModel) requireErr(t *testing.T, step int, call string, off int, err, want error) {
+	t.Helper()
+	holder, taken := want.(takenBy)
+	if !taken && sameErr(err, want) {
+		return
+	}
+	var te *TakenError
+	if taken && errors.As(err, &te) && te.Holder.UID == string(holder) && te.Addr == offAddr(m.def.v6, off) {
+		return
+	}
+	t.Fatalf("step %d: %s = %v, model %v", step, call, err, want)
+}
+
+// lowestOf is the lowest offset who holds, or -1.
+func (m *poolModel) lowestOf(who string) int {
+	for o := 0; o < m.def.size(); o++ {
+		if m.held[o] == who {
+			return o
+		}
+	}
+	return -1
+}
+
+// lowestFree is the lowest offset the pool may hand out and nobody holds, or -1.
+func (m *poolModel) lowestFree() int {
+	for o := 0; o < m.def.size(); o++ {
+		if m.def.why(o) == nil && m.held[o] == "" {
+			return o
+		}
+	}
+	return -1
+}
+
+// reserveNext runs ReserveNext for who and returns the offset it must have reserved, or false
+// when the pool must be exhausted.
+func (m *poolModel) reserveNext(t *testing.T, step int, p *Pool, who string) (int, bool) {
+	t.Helper()
+	a, err := p.ReserveNext(owner(who))
+	want, reused := m.lowestOf(who), true
+	if want < 0 {
+		want, reused = m.lowestFree(), false
+	}
+	if want < 0 {
+		if !errors.Is(err, ErrExhausted) {
+			t.Fatalf("step %d: ReserveNext(%s) = %v, %v; want ErrExhausted", step, who, a, err)
+		}
+		return 0, false
+	}
+	if err != nil || a != offAddr(m.def.v6, want) {
+		t.Fatalf("step %d: ReserveNext(%s) = %v, %v; want %v", step, who, a, err, offAddr(m.def.v6, want))
+	}
+	if !reused {
+		m.held[want], m.tent[want] = who, true
+	}
+	return want, true
+}
+
+// confirm runs Confirm: whoever held off before under another UID is displaced.
+func (m *poolModel) confirm(t *testing.T, step int, p *Pool, off int, who string) {
+	t.Helper()
+	displaced, err := p.Confirm(offAddr(m.def.v6, off), owner(who))
+	want := m.def.why(off)
+	m.requireErr(t, step, fmt.Sprintf("Confirm(%v, %s)", offAddr(m.def.v6, off), who), off, err, want)
+	if want != nil {
+		return
+	}
+	wantDisplaced := ""
+	if m.held[off] != who {
+		wantDisplaced = m.held[off]
+	}
+	if displaced.UID != wantDisplaced {
+		t.Fatalf("step %d: Confirm(%v, %s) displaced %q, model %q", step, offAddr(m.def.v6, off), who, displaced.UID, wantDisplaced)
+	}
+	m.held[off] = who
+	delete(m.tent, off)
+}
+
+// unreserve runs Unreserve: only who's own reservation goes.
+func (m *poolModel) unreserve(t *testing.T, step int, p *Pool, off int, who string) {
+	t.Helper()
+	ok := p.Unreserve(offAddr(m.def.v6, off), owner(who))
+	want := m.tent[off] && m.held[off] == who
+	if ok != want {
+		t.Fatalf("step %d: Unreserve(%v, %s) = %v, model %v", step, offAddr(m.def.v6, off), who, ok, want)
+	}
+	if want {
+		delete(m.held, off)
+		delete(m.tent, off)
+	}
+}
+
+// rebuild does what the allocation engine does when a range's definition changes: a new pool,
+// filled with Claim from the confirmed holds. Those the new definition cannot hold are refused and
+// reservations are not carried over. An invalid definition must be refused, and then the caller
+// keeps the old pool.
+func (m *poolModel) rebuild(t *testing.T, step int, nd modelDef) (*Pool, bool) {
+	t.Helper()
+	p, err := NewPool(nd.cidr(), nd.strs)
+	if !nd.valid {
+		if err == nil {
+			t.Fatalf("step %d: NewPool(%s, %q) accepted an invalid definition", step, nd.cidr(), nd.strs)
+		}
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("step %d: NewPool(%s, %q): %v", step, nd.cidr(), nd.strs, err)
+	}
+	held := map[int]string{}
+	for o := 0; o < m.def.size(); o++ {
+		who := m.held[o]
+		if who == "" || m.tent[o] {
+			continue
+		}
+		want := nd.why(o)
+		if err := p.Claim(offAddr(nd.v6, o), owner(who)); !sameErr(err, want) {
+			t.Fatalf("step %d: Claim(%v, %s) in %s = %v, model %v", step, offAddr(nd.v6, o), who, nd.cidr(), err, want)
+		}
+		if want == nil {
+			held[o] = who
+		}
+	}
+	m.def, m.held, m.tent = nd, held, map[int]bool{}
+	return p, true
+}
+
+// compare requires the pool to agree with the model on everything observable, and to be
+// internally consistent, after an operation.
+func (m *poolModel) compare(t *testing.T, step int, p *Pool) {
 	t.Helper()
 	if err := checkInvariants(p); err != nil {
 		t.Fatalf("step %d: %v", step, err)
 	}
-	var want []string
-	for o := 0; o < 128; o++ {
-		if held[o] != "" {
-			want = append(want, fmt.Sprintf("%v:%s", offAddr(def.v6, o), held[o]))
+	for o := 0; o < 130; o++ {
+		a := offAddr(m.def.v6, o)
+		if h, ok := p.Holder(a); ok != (m.held[o] != "") || h.UID != m.held[o] {
+			t.Fatalf("step %d: Holder(%v) = %v, %v; model %q", step, a, h, ok, m.held[o])
+		}
+		if got := reserved(p, a); got != m.tent[o] {
+			t.Fatalf("step %d: %v reserved %v, model %v", step, a, got, m.tent[o])
 		}
 	}
-	var got []string
-	for _, a := range p.Allocations() {
-		got = append(got, fmt.Sprintf("%v:%s", a.Addr, a.Owner.UID))
+	if p.Capacity().Cmp(big.NewInt(int64(m.def.capacity()))) != 0 || used(p) != len(m.held) {
+		t.Fatalf("step %d: capacity %v used %d, model %d %d", step, p.Capacity(), used(p), m.def.capacity(), len(m.held))
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("step %d: allocations %v, model %v", step, got, want)
+	if p.Held() != len(m.held)-len(m.tent) {
+		t.Fatalf("step %d: Held() = %d, model %d held of which %d reserved", step, p.Held(), len(m.held), len(m.tent))
 	}
-	if p.Capacity().Cmp(big.NewInt(int64(def.capacity()))) != 0 || p.Used() != len(held) {
-		t.Fatalf("step %d: capacity %v used %d, model %d %d", step, p.Capacity(), p.Used(), def.capacity(), len(held))
-	}
-	lowest := -1
-	for o := 0; o < def.size() && lowest < 0; o++ {
-		if def.why(o) == nil && held[o] == "" {
-			lowest = o
-		}
-	}
-	nf, err := p.NextFree()
-	if lowest < 0 && !errors.Is(err, ErrExhausted) || lowest >= 0 && nf != offAddr(def.v6, lowest) {
-		t.Fatalf("step %d: NextFree = %v, %v; model offset %d", step, nf, err, lowest)
+	lowest := m.lowestFree()
+	nf, err := p.nextFree()
+	if lowest < 0 && !errors.Is(err, ErrExhausted) || lowest >= 0 && nf != offAddr(m.def.v6, lowest) {
+		t.Fatalf("step %d: nextFree = %v, %v; model offset %d", step, nf, err, lowest)
 	}
 }
 
@@ -155,22 +304,8 @@ func compareCheck(t *testing.T, step int, p *Pool, def *modelDef) {
 		if o >= 128 {
 			want = ErrOutOfRange
 		}
-		if err := p.Check(offAddr(def.v6, o)); (want == nil) != (err == nil) || !errors.Is(err, want) {
+		if err := p.Check(offAddr(def.v6, o)); !sameErr(err, want) {
 			t.Fatalf("step %d: Check(%v) = %v, model %v", step, offAddr(def.v6, o), err, want)
 		}
-	}
-}
-
-// compareReservations requires the pool to agree with the model on which held addresses are only
-// reserved.
-func compareReservations(t *testing.T, step int, p *Pool, def *modelDef, held map[int]string, tent map[int]bool) {
-	t.Helper()
-	for o := 0; o < 128; o++ {
-		if got := p.Reserved(offAddr(def.v6, o)); got != tent[o] {
-			t.Fatalf("step %d: Reserved(%v) = %v, model %v", step, offAddr(def.v6, o), got, tent[o])
-		}
-	}
-	if p.Held() != len(held)-len(tent) {
-		t.Fatalf("step %d: Held() = %d, model %d held of which %d reserved", step, p.Held(), len(held), len(tent))
 	}
 }

@@ -26,20 +26,52 @@ func mustPool(t testing.TB, cidr string, exclude ...string) *Pool {
 
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
-// drain allocates until the pool is exhausted and returns what it got.
+// takeNext gives o the lowest free address as the allocation engine does: it reserves the
+// address, then confirms it once the object recording it exists.
+func takeNext(p *Pool, o Owner) (netip.Addr, error) {
+	a, err := p.ReserveNext(o)
+	if err != nil {
+		return a, err
+	}
+	displaced, err := p.Confirm(a, o)
+	if err != nil {
+		return a, fmt.Errorf("confirming %v for %s: %w", a, o.UID, err)
+	}
+	if displaced != (Owner{}) {
+		return a, fmt.Errorf("confirming %v for %s displaced %v", a, o.UID, displaced)
+	}
+	return a, nil
+}
+
+// drain takes addresses for new owners drain-0, drain-1, ... until the pool is exhausted and
+// returns what it got.
 func drain(t testing.TB, p *Pool) []netip.Addr {
 	t.Helper()
 	var got []netip.Addr
 	for i := 0; ; i++ {
-		a, err := p.AllocateNext(owner(fmt.Sprint("drain-", i)))
+		a, err := takeNext(p, owner(fmt.Sprint("drain-", i)))
 		if errors.Is(err, ErrExhausted) {
 			return got
 		}
 		if err != nil {
-			t.Fatalf("AllocateNext #%d: %v", i, err)
+			t.Fatalf("takeNext #%d: %v", i, err)
 		}
 		got = append(got, a)
 	}
+}
+
+// used is the number of addresses held, reservations included.
+func used(p *Pool) int { return len(p.held) }
+
+// available is the number of addresses the pool can still hand out.
+func available(p *Pool) *big.Int {
+	return new(big.Int).Sub(p.Capacity(), big.NewInt(int64(used(p))))
+}
+
+// reserved reports whether addr is reserved but not confirmed.
+func reserved(p *Pool, addr netip.Addr) bool {
+	_, ok := p.tentative[addr]
+	return ok
 }
 
 // checkInvariants verifies the internal consistency of a pool: the free
@@ -55,7 +87,7 @@ func checkInvariants(p *Pool) error {
 		free  = new(big.Int)
 		err   error
 	)
-	p.free.walk(func(s span) bool {
+	walk(p.free.root, func(s span) bool {
 		count++
 		switch {
 		case !s.lo.IsValid() || !s.hi.IsValid() || s.hi.Less(s.lo):
@@ -78,11 +110,8 @@ func checkInvariants(p *Pool) error {
 	if count != p.free.n {
 		return fmt.Errorf("span count %d, tree says %d", count, p.free.n)
 	}
-	if free.Cmp(p.Available()) != 0 {
-		return fmt.Errorf("free spans hold %v addresses, Available() = %v", free, p.Available())
-	}
-	if sum := new(big.Int).Add(p.Available(), big.NewInt(int64(p.Used()))); sum.Cmp(p.Capacity()) != 0 {
-		return fmt.Errorf("available %v + used %d != capacity %v", p.Available(), p.Used(), p.Capacity())
+	if free.Cmp(available(p)) != 0 {
+		return fmt.Errorf("free spans hold %v addresses, capacity %v minus %d held leaves %v", free, p.Capacity(), used(p), available(p))
 	}
 	byUID := 0
 	for uid, h := range p.byUID {
@@ -105,7 +134,7 @@ func checkInvariants(p *Pool) error {
 		if err := p.Check(a); err != nil {
 			return fmt.Errorf("held address invalid: %w", err)
 		}
-		if p.free.contains(a) {
+		if n := p.free.floor(a); n != nil && !n.hi.Less(a) {
 			return fmt.Errorf("held address %v is also free", a)
 		}
 	}
@@ -126,4 +155,12 @@ func checkTreap(n, parent *node) error {
 		return err
 	}
 	return checkTreap(n.right, n)
+}
+
+// walk visits the spans under n in ascending order until fn returns false.
+func walk(n *node, fn func(span) bool) bool {
+	if n == nil {
+		return true
+	}
+	return walk(n.left, fn) && fn(n.span) && walk(n.right, fn)
 }

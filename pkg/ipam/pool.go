@@ -5,14 +5,11 @@ import (
 	"math/big"
 	"net/netip"
 	"slices"
-
-	"go4.org/netipx"
 )
 
 // Owner identifies who holds an address: a FloatingIP object. Only UID is
-// compared; Namespace and Name are carried for messages and the debug
-// table, because a deleted and re-created object with the same name is a
-// different owner.
+// compared, because a deleted and re-created object with the same name is a
+// different owner; Namespace and Name are carried for messages.
 type Owner struct {
 	Namespace, Name, UID string
 }
@@ -22,12 +19,6 @@ func (o Owner) String() string {
 		return fmt.Sprintf("%s (uid %s)", o.Name, o.UID)
 	}
 	return fmt.Sprintf("%s/%s (uid %s)", o.Namespace, o.Name, o.UID)
-}
-
-// Allocation is one held address.
-type Allocation struct {
-	Addr  netip.Addr
-	Owner Owner
 }
 
 // holdings are the addresses of one owner in one pool. Owners normally hold
@@ -71,7 +62,8 @@ func (h *holdings) sorted() []netip.Addr {
 }
 
 // Pool allocates addresses from one range. A Pool is not safe for
-// concurrent use; Allocator adds the locking.
+// concurrent use: the allocation engine (pkg/allocation) guards its pools
+// with one mutex, together with its index of allocation objects.
 type Pool struct {
 	def   rangeDef
 	free  freeSet
@@ -92,7 +84,7 @@ func NewPool(cidr string, exclude []string) (*Pool, error) {
 	}
 	return &Pool{
 		def:   d,
-		free:  newFreeSet(d.avail.Ranges(), 0),
+		free:  newFreeSet(d.avail.Ranges()),
 		held:  make(map[netip.Addr]Owner),
 		byUID: make(map[string]holdings),
 	}, nil
@@ -101,37 +93,19 @@ func NewPool(cidr string, exclude []string) (*Pool, error) {
 // Prefix returns the range's CIDR.
 func (p *Pool) Prefix() netip.Prefix { return p.def.prefix }
 
-// Excludes returns the excluded addresses as sorted, merged ranges, which
-// may be fewer than were configured if entries overlapped or touched.
-func (p *Pool) Excludes() []netipx.IPRange { return p.def.excl.Ranges() }
-
-// Usable returns the bounds that are not reserved: the prefix without its
-// network/broadcast or anycast address. Excluded addresses inside it are
-// still not handed out.
-func (p *Pool) Usable() netipx.IPRange { return netipx.IPRangeFrom(p.def.first, p.def.last) }
-
 // Capacity is the number of addresses the pool can ever hand out.
 func (p *Pool) Capacity() *big.Int { return new(big.Int).Set(p.def.capacity) }
-
-// Used is the number of addresses currently held, reservations included.
-func (p *Pool) Used() int { return len(p.held) }
-
-// Available is Capacity minus Used. It is derived rather than summed over
-// the free tree so it stays O(1) however fragmented the pool is.
-func (p *Pool) Available() *big.Int {
-	return new(big.Int).Sub(p.def.capacity, big.NewInt(int64(len(p.held))))
-}
 
 // Check reports whether addr may be held in this pool at all, regardless of
 // whether someone holds it now: nil, or an error wrapping ErrOutOfRange,
 // ErrReserved or ErrExcluded.
 func (p *Pool) Check(addr netip.Addr) error { return p.def.check(addr) }
 
-// Claim records that owner holds addr, for static addresses and for
-// rebuilding state from the API server. It is idempotent when owner
+// Claim records that owner holds addr, for filling a new pool from the
+// allocation objects the API server has. It is idempotent when owner
 // already holds addr, and confirms owner's own reservation of it. If the
 // address is held or reserved by another UID the error is a *TakenError
-// (matching ErrTaken).
+// naming the holder.
 //
 // Claim does not enforce one address per owner: if owner already holds a
 // different address it ends up holding both. This is deliberate so a
@@ -140,7 +114,7 @@ func (p *Pool) Check(addr netip.Addr) error { return p.def.check(addr) }
 // step fails.
 func (p *Pool) Claim(addr netip.Addr, owner Owner) error {
 	if owner.UID == "" {
-		return fmt.Errorf("%w: claiming %s", ErrInvalidOwner, addr)
+		return fmt.Errorf("%w: claiming %s", errInvalidOwner, addr)
 	}
 	if err := p.def.check(addr); err != nil {
 		return err
@@ -156,28 +130,8 @@ func (p *Pool) Claim(addr netip.Addr, owner Owner) error {
 	return nil
 }
 
-// AllocateNext gives owner the lowest free address. If owner already holds
-// an address here it gets that one back instead, so a controller that
-// retries after a failed status update never leaks addresses.
-func (p *Pool) AllocateNext(owner Owner) (netip.Addr, error) {
-	if owner.UID == "" {
-		return netip.Addr{}, fmt.Errorf("%w: allocating in %s", ErrInvalidOwner, p.def.prefix)
-	}
-	if a, ok := p.AddressOf(owner.UID); ok {
-		return a, nil
-	}
-	a, err := p.NextFree()
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	p.hold(a, owner)
-	return a, nil
-}
-
-// NextFree returns the address AllocateNext would give a new owner without
-// holding it, so a controller can persist its choice in the API server first
-// and Claim it only once that write succeeded.
-func (p *Pool) NextFree() (netip.Addr, error) {
+// nextFree returns the lowest free address without holding it.
+func (p *Pool) nextFree() (netip.Addr, error) {
 	a, ok := p.free.lowest()
 	if !ok {
 		return netip.Addr{}, fmt.Errorf("%w: %s has no free address", ErrExhausted, p.def.prefix)
@@ -211,27 +165,14 @@ func (p *Pool) Release(addr netip.Addr) (Owner, bool) {
 	return o, true
 }
 
-// ReleaseOwner frees every address held by uid and returns them sorted.
-func (p *Pool) ReleaseOwner(uid string) []netip.Addr {
-	h, ok := p.byUID[uid]
-	if !ok {
-		return nil
-	}
-	addrs := h.sorted()
-	for _, a := range addrs {
-		p.Release(a)
-	}
-	return addrs
-}
-
 // Holder reports who holds addr.
 func (p *Pool) Holder(addr netip.Addr) (Owner, bool) {
 	o, ok := p.held[addr]
 	return o, ok
 }
 
-// AddressOf returns the address uid holds, the lowest if it holds several.
-func (p *Pool) AddressOf(uid string) (netip.Addr, bool) {
+// addressOf returns the address uid holds, the lowest if it holds several.
+func (p *Pool) addressOf(uid string) (netip.Addr, bool) {
 	h, ok := p.byUID[uid]
 	if !ok {
 		return netip.Addr{}, false
@@ -240,27 +181,4 @@ func (p *Pool) AddressOf(uid string) (netip.Addr, bool) {
 		return h.first, true
 	}
 	return h.sorted()[0], true
-}
-
-// AddressesOf returns every address uid holds, sorted.
-func (p *Pool) AddressesOf(uid string) []netip.Addr {
-	h, ok := p.byUID[uid]
-	if !ok {
-		return nil
-	}
-	return h.sorted()
-}
-
-// Allocations returns every held address, sorted by address.
-func (p *Pool) Allocations() []Allocation {
-	out := make([]Allocation, 0, len(p.held))
-	for a, o := range p.held {
-		out = append(out, Allocation{Addr: a, Owner: o})
-	}
-	sortAllocations(out)
-	return out
-}
-
-func sortAllocations(as []Allocation) {
-	slices.SortFunc(as, func(x, y Allocation) int { return x.Addr.Compare(y.Addr) })
 }

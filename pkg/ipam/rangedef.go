@@ -9,10 +9,10 @@ import (
 	"go4.org/netipx"
 )
 
-// rangeDef is the immutable, validated shape of a pool: what may be handed
-// out, independent of what currently is. Keeping it separate from the
-// mutable state lets Resize validate a candidate definition against the
-// current allocations before touching anything.
+// rangeDef is the validated shape of a pool: what may be handed out,
+// independent of what currently is. It is never changed in place: a range
+// whose definition changes gets a new Pool, which pkg/allocation fills again
+// from the allocation objects.
 type rangeDef struct {
 	prefix netip.Prefix
 	// first and last bound the addresses that are not reserved. Reserved
@@ -28,17 +28,17 @@ type rangeDef struct {
 
 func parseDef(cidr string, exclude []string) (rangeDef, error) {
 	if cidr == "" {
-		return rangeDef{}, fmt.Errorf("%w: empty string", ErrInvalidPrefix)
+		return rangeDef{}, fmt.Errorf("%w: empty string", errInvalidPrefix)
 	}
 	pfx, err := netip.ParsePrefix(cidr)
 	if err != nil {
-		return rangeDef{}, fmt.Errorf("%w %s: %s", ErrInvalidPrefix, Quote(cidr), cause(err))
+		return rangeDef{}, fmt.Errorf("%w %s: %s", errInvalidPrefix, Quote(cidr), cause(err))
 	}
 	if pfx.Addr().Is4In6() {
-		return rangeDef{}, fmt.Errorf("%w %s: %w; write the IPv4 range instead", ErrInvalidPrefix, Quote(cidr), ErrMappedAddress)
+		return rangeDef{}, fmt.Errorf("%w %s: %w; write the IPv4 range instead", errInvalidPrefix, Quote(cidr), errMappedAddress)
 	}
 	if m := pfx.Masked(); m != pfx {
-		return rangeDef{}, fmt.Errorf("%w: %s should be written %s", ErrHostBitsSet, Quote(cidr), m)
+		return rangeDef{}, fmt.Errorf("%w: %s should be written %s", errHostBitsSet, Quote(cidr), m)
 	}
 
 	whole := netipx.RangeOfPrefix(pfx)
@@ -84,39 +84,39 @@ func parseExclude(s string, pfx netip.Prefix) (netipx.IPRange, error) {
 	var r netipx.IPRange
 	switch {
 	case s == "":
-		return r, fmt.Errorf("%w: empty string", ErrInvalidExclude)
+		return r, fmt.Errorf("%w: empty string", errInvalidExclude)
 	case strings.Contains(s, "-"):
 		var err error
 		if r, err = netipx.ParseIPRange(s); err != nil {
-			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
 		}
 	case strings.Contains(s, "/"):
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
 		}
 		if m := p.Masked(); m != p {
-			return r, fmt.Errorf("%w %s: %w, should be written %s", ErrInvalidExclude, Quote(s), ErrHostBitsSet, m)
+			return r, fmt.Errorf("%w %s: %w, should be written %s", errInvalidExclude, Quote(s), errHostBitsSet, m)
 		}
 		r = netipx.RangeOfPrefix(p)
 	default:
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %s: %s", ErrInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
 		}
 		if a.Zone() != "" {
-			return r, fmt.Errorf("%w %s: zones are not allowed", ErrInvalidExclude, Quote(s))
+			return r, fmt.Errorf("%w %s: zones are not allowed", errInvalidExclude, Quote(s))
 		}
 		r = netipx.IPRangeFrom(a, a)
 	}
 	if r.From().Is4In6() || r.To().Is4In6() {
-		return r, fmt.Errorf("%w %s: %w; write the IPv4 address instead", ErrInvalidExclude, Quote(s), ErrMappedAddress)
+		return r, fmt.Errorf("%w %s: %w; write the IPv4 address instead", errInvalidExclude, Quote(s), errMappedAddress)
 	}
 	if r.From().Is4() != pfx.Addr().Is4() {
 		return r, fmt.Errorf("%w: exclude %s in %s range %s", ErrFamilyMismatch, Quote(s), family(pfx.Addr()), pfx)
 	}
 	if !pfx.Contains(r.From()) || !pfx.Contains(r.To()) {
-		return r, fmt.Errorf("%w: exclude %s is not inside %s", ErrExcludeOutsideRange, Quote(s), pfx)
+		return r, fmt.Errorf("%w: exclude %s is not inside %s", errExcludeOutsideRange, Quote(s), pfx)
 	}
 	return r, nil
 }

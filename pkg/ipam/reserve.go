@@ -6,21 +6,23 @@ import (
 )
 
 // Reservations let concurrent workers pick different addresses before the record of truth, kept
-// outside this package, has accepted any of them. A reserved (tentative) address is held like any
-// other: it is neither free nor handed to anyone else, it counts in Used and Allocations, and Resize
-// reports it as an orphan. Only Held leaves it out, and only Confirm, Claim or Unreserve change it.
+// outside this package, has accepted any of them: a worker reserves an address, creates the object
+// that records it, and then confirms the address or, if the create failed, unreserves it. A
+// reserved (tentative) address is held like any other: it is neither free nor handed to anyone
+// else, and Holder names its owner. Only Held leaves it out, and only Confirm, Claim, Unreserve or
+// Release change it.
 
 // ReserveNext reserves the lowest free address for owner, tentatively. It is idempotent per owner:
 // one who already holds or has reserved an address in this pool gets that one back (the lowest, if
 // several), so a retrying worker never reserves a second.
 func (p *Pool) ReserveNext(owner Owner) (netip.Addr, error) {
 	if owner.UID == "" {
-		return netip.Addr{}, fmt.Errorf("%w: reserving in %s", ErrInvalidOwner, p.def.prefix)
+		return netip.Addr{}, fmt.Errorf("%w: reserving in %s", errInvalidOwner, p.def.prefix)
 	}
-	if a, ok := p.AddressOf(owner.UID); ok {
+	if a, ok := p.addressOf(owner.UID); ok {
 		return a, nil
 	}
-	a, err := p.NextFree()
+	a, err := p.nextFree()
 	if err != nil {
 		return netip.Addr{}, err
 	}
@@ -34,7 +36,7 @@ func (p *Pool) ReserveNext(owner Owner) (netip.Addr, error) {
 // and is a no-op when owner already holds or has reserved addr.
 func (p *Pool) Reserve(addr netip.Addr, owner Owner) error {
 	if owner.UID == "" {
-		return fmt.Errorf("%w: reserving %s", ErrInvalidOwner, addr)
+		return fmt.Errorf("%w: reserving %s", errInvalidOwner, addr)
 	}
 	if err := p.def.check(addr); err != nil {
 		return err
@@ -56,7 +58,7 @@ func (p *Pool) Reserve(addr netip.Addr, owner Owner) error {
 // it, and nothing changes.
 func (p *Pool) Confirm(addr netip.Addr, owner Owner) (displaced Owner, err error) {
 	if owner.UID == "" {
-		return Owner{}, fmt.Errorf("%w: confirming %s", ErrInvalidOwner, addr)
+		return Owner{}, fmt.Errorf("%w: confirming %s", errInvalidOwner, addr)
 	}
 	if err := p.def.check(addr); err != nil {
 		return Owner{}, err
@@ -86,13 +88,7 @@ func (p *Pool) Unreserve(addr netip.Addr, owner Owner) bool {
 	return true
 }
 
-// Reserved reports whether addr is reserved but not confirmed.
-func (p *Pool) Reserved(addr netip.Addr) bool {
-	_, ok := p.tentative[addr]
-	return ok
-}
-
-// Held is the number of confirmed holds: Used without the reservations.
+// Held is the number of confirmed holds: the addresses held, reservations not counted.
 func (p *Pool) Held() int { return len(p.held) - len(p.tentative) }
 
 func (p *Pool) markTentative(a netip.Addr) {
