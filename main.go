@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
@@ -38,26 +36,27 @@ func main() {
 		return
 	}
 
+	defaults := operator.DefaultOptions()
 	var (
 		kubeconfigPath = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
-		namespace      = flag.String("namespace", envOr("NAMESPACE", "kube-fip"), "namespace of kube-fip-config, the leader Lease and the operator's Events [$NAMESPACE]")
-		threads        = flag.Int("threads", envInt("THREADS", 5), "workers per controller [$THREADS]")
+		namespace      = flag.String("namespace", envOr("NAMESPACE", defaults.Namespace), "namespace of kube-fip-config, the leader Lease and the operator's Events [$NAMESPACE]")
+		threads        = flag.Int("threads", envInt("THREADS", defaults.Threads), "workers per controller [$THREADS]")
 		logLevel       = flag.String("log-level", envOr("LOG_LEVEL", "info"), "log level until kube-fip-config sets logLevel [$LOG_LEVEL]")
-		leaderElection = flag.Bool("leader-election", envBool("LEADER_ELECTION", true), "run the controllers only in the replica holding the leader Lease [$LEADER_ELECTION]")
+		leaderElection = flag.Bool("leader-election", envBool("LEADER_ELECTION", defaults.LeaderElection), "run the controllers only in the replica holding the leader Lease [$LEADER_ELECTION]")
 		metricsBind    = flag.String("metrics-bind-address", os.Getenv("METRICS_BIND_ADDRESS"), "address the metrics server binds to, all interfaces when empty [$METRICS_BIND_ADDRESS]")
 		metricsPort    = flag.Int("metrics-port", envInt("METRICS_PORT", 0), "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set [$METRICS_PORT]")
-		fleetNamespace = flag.String("fleet-namespace", envOr("FLEET_NAMESPACE", "fleet-default"), "Rancher's namespace of provisioning clusters and their kubeconfig Secrets [$FLEET_NAMESPACE]")
-		globalDataNS   = flag.String("global-data-namespace", envOr("GLOBAL_DATA_NAMESPACE", "cattle-global-data"), "Rancher's namespace of cloud credentials [$GLOBAL_DATA_NAMESPACE]")
-		guestWorkers   = flag.Int("guest-workers", envInt("GUEST_WORKERS", 10), "guest clusters operated on at once [$GUEST_WORKERS]")
-		guestTimeout   = flag.Duration("guest-timeout", envDuration("GUEST_TIMEOUT", 15*time.Second), "timeout of every request to a guest cluster [$GUEST_TIMEOUT]")
-		helmCacheDir   = flag.String("helm-cache-dir", envOr("HELM_CACHE_HOME", filepath.Join(os.TempDir(), "kube-fip-operator-helm")), "writable directory for Helm's repository and registry caches [$HELM_CACHE_HOME]")
+		fleetNamespace = flag.String("fleet-namespace", envOr("FLEET_NAMESPACE", defaults.FleetNamespace), "Rancher's namespace of provisioning clusters and their kubeconfig Secrets [$FLEET_NAMESPACE]")
+		globalDataNS   = flag.String("global-data-namespace", envOr("GLOBAL_DATA_NAMESPACE", defaults.GlobalDataNamespace), "Rancher's namespace of cloud credentials [$GLOBAL_DATA_NAMESPACE]")
+		guestWorkers   = flag.Int("guest-workers", envInt("GUEST_WORKERS", defaults.GuestWorkers), "guest clusters operated on at once [$GUEST_WORKERS]")
+		guestTimeout   = flag.Duration("guest-timeout", envDuration("GUEST_TIMEOUT", defaults.GuestTimeout), "timeout of every request to a guest cluster [$GUEST_TIMEOUT]")
+		helmCacheDir   = flag.String("helm-cache-dir", envOr("HELM_CACHE_HOME", defaults.HelmCacheDir), "writable directory for Helm's repository and registry caches [$HELM_CACHE_HOME]")
 		chartSources   = flag.String("allowed-chart-sources", envOr("ALLOWED_CHART_SOURCES", strings.Join(config.DefaultChartSources(), ",")), "comma-separated chart repository URLs and oci:// prefixes that kube-fip-config may install from; a port of * matches any port [$ALLOWED_CHART_SOURCES]")
 		allowHTTP      = flag.Bool("allow-http-chart-sources", envBool("ALLOW_HTTP_CHART_SOURCES", false), "allow plain http chart repositories and loopback OCI registries [$ALLOW_HTTP_CHART_SOURCES]")
 		imagePrefixes  = flag.String("allowed-image-prefixes", envOr("ALLOWED_IMAGE_PREFIXES", strings.Join(config.DefaultImagePrefixes(), ",")), "comma-separated image repository prefixes that chart values may name [$ALLOWED_IMAGE_PREFIXES]")
 		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
 		kubeAPIQPS     = flag.Float64("kube-api-qps", envFloat("KUBE_API_QPS", 0), "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it) [$KUBE_API_QPS]")
 		kubeAPIBurst   = flag.Int("kube-api-burst", envInt("KUBE_API_BURST", 0), "burst above --kube-api-qps; 0 for twice the QPS [$KUBE_API_BURST]")
-		orphanGrace    = flag.Duration("orphan-grace-period", envDuration("ORPHAN_GRACE_PERIOD", allocation.DefaultOrphanGracePeriod), "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released [$ORPHAN_GRACE_PERIOD]")
+		orphanGrace    = flag.Duration("orphan-grace-period", envDuration("ORPHAN_GRACE_PERIOD", defaults.OrphanGracePeriod), "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released [$ORPHAN_GRACE_PERIOD]")
 		showVersion    = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Usage = func() {
@@ -131,7 +130,7 @@ func main() {
 func cleanupCommand(args []string) error {
 	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
 	kubeconfigPath := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
-	namespace := fs.String("namespace", envOr("NAMESPACE", "kube-fip"), "namespace of the operator's Deployment [$NAMESPACE]")
+	namespace := fs.String("namespace", envOr("NAMESPACE", operator.DefaultOptions().Namespace), "namespace of the operator's Deployment [$NAMESPACE]")
 	deployment := fs.String("deployment", "kube-fip-operator", "the operator's Deployment, scaled to zero first; empty to stop none")
 	mode := fs.String("mode", string(cleanup.ModeKeep), "keep: remove the operator's finalizers and keep every FloatingIP and FloatingIPRange for a reinstall; delete: delete them all")
 	stopTimeout := fs.Duration("stop-timeout", 2*time.Minute, "how long to wait for the operator's pods to stop")

@@ -14,9 +14,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
 )
 
-// Factories are the generated controller factories, all sharing one lasso controller factory so
+// factories are the generated controller factories, all sharing one lasso controller factory so
 // that every kind has one informer and one work queue however many controllers use it.
-type Factories struct {
+type factories struct {
 	Shared       controller.SharedControllerFactory
 	Core         *core.Factory
 	Kubefip      *kubefip.Factory
@@ -24,7 +24,7 @@ type Factories struct {
 	Management   *management.Factory
 }
 
-func (o *Operator) newFactories() (*Factories, error) {
+func (o *Operator) newFactories() (*factories, error) {
 	shared, err := controller.NewSharedControllerFactoryFromConfigWithOptions(o.rest, o.scheme, &controller.SharedControllerFactoryOptions{
 		DefaultWorkers: o.opts.Threads,
 		CacheOptions: &cache.SharedCacheFactoryOptions{
@@ -38,7 +38,7 @@ func (o *Operator) newFactories() (*Factories, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller factory: %w", err)
 	}
-	f := &Factories{Shared: shared}
+	f := &factories{Shared: shared}
 	if f.Core, err = core.NewFactoryFromConfigWithOptions(o.rest, &core.FactoryOptions{SharedControllerFactory: shared}); err != nil {
 		return nil, err
 	}

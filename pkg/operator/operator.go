@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/leader"
@@ -24,11 +26,13 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -86,20 +90,56 @@ type Operator struct {
 	recorder record.EventRecorder
 }
 
+// DefaultOptions are the settings of an operator started with no flags: the one place every
+// default lives (the flags show them; New fills in whatever an Options leaves zero).
+func DefaultOptions() Options {
+	return Options{
+		Namespace:           "kube-fip",
+		Threads:             5,
+		LeaderElection:      true,
+		FleetNamespace:      "fleet-default",
+		GlobalDataNamespace: "cattle-global-data",
+		GuestWorkers:        10,
+		GuestTimeout:        guest.DefaultTimeout,
+		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
+		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
+	}
+}
+
+// withDefaults fills every zero setting of opts from DefaultOptions. The namespace has no
+// fallback here: an operator started from code must name it.
+func (opts Options) withDefaults() Options {
+	d := DefaultOptions()
+	if opts.Threads < 1 {
+		opts.Threads = d.Threads
+	}
+	if opts.FleetNamespace == "" {
+		opts.FleetNamespace = d.FleetNamespace
+	}
+	if opts.GlobalDataNamespace == "" {
+		opts.GlobalDataNamespace = d.GlobalDataNamespace
+	}
+	if opts.GuestWorkers < 1 {
+		opts.GuestWorkers = d.GuestWorkers
+	}
+	if opts.GuestTimeout <= 0 {
+		opts.GuestTimeout = d.GuestTimeout
+	}
+	if opts.OrphanGracePeriod <= 0 {
+		opts.OrphanGracePeriod = d.OrphanGracePeriod
+	}
+	if opts.HelmCacheDir == "" {
+		opts.HelmCacheDir = d.HelmCacheDir
+	}
+	return opts
+}
+
 // New prepares an operator for the cluster behind restConfig.
 func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 	if opts.Namespace == "" {
 		return nil, errors.New("the operator namespace must be set")
 	}
-	if opts.Threads < 1 {
-		opts.Threads = 1
-	}
-	if opts.FleetNamespace == "" {
-		opts.FleetNamespace = "fleet-default"
-	}
-	if opts.GlobalDataNamespace == "" {
-		opts.GlobalDataNamespace = "cattle-global-data"
-	}
+	opts = opts.withDefaults()
 	// client-go's default of 5 requests a second would make a burst of cluster creations or
 	// deletions crawl; the API server's own Priority and Fairness protects it. One limiter for
 	// every client of the process, when one is asked for.
@@ -202,54 +242,16 @@ func (o *Operator) start(ctx context.Context) error {
 	if err := alloc.Register(); err != nil {
 		return err
 	}
-
-	configmap.Register(ctx, o.opts.Namespace, f.Core.Core().V1().ConfigMap(), o.store, o.opts.ChartPolicy, o.recorder, o.metrics)
-	floatingiprange.Register(ctx, ranges, fips, alloc, o.metrics, o.recorder)
-	floatingip.Register(ctx, fips, alloc, o.metrics, o.recorder)
-	fleetSecrets, err := o.secretMetadata(ctx, o.opts.FleetNamespace)
+	c, err := o.context(ctx, f, alloc)
 	if err != nil {
 		return err
 	}
-	credentialSecrets := []cache.SharedIndexInformer{fleetSecrets}
-	if o.opts.GlobalDataNamespace != o.opts.FleetNamespace {
-		globalSecrets, err := o.secretMetadata(ctx, o.opts.GlobalDataNamespace)
-		if err != nil {
+	for _, register := range []controllers.Register{
+		configmap.Register, floatingiprange.Register, floatingip.Register, discovery.Register, guestcluster.Register,
+	} {
+		if err := register(ctx, c); err != nil {
 			return err
 		}
-		credentialSecrets = append(credentialSecrets, globalSecrets)
-	}
-	if err := discovery.Register(ctx, discovery.Options{
-		FleetNamespace: o.opts.FleetNamespace, GlobalDataNamespace: o.opts.GlobalDataNamespace,
-		Clusters: f.Provisioning.Provisioning().V1().Cluster(), Management: f.Management.Management().V3().Cluster(),
-		Namespaces: f.Core.Core().V1().Namespace(), FloatingIPs: fips, Ranges: ranges,
-		Secrets: o.client.CoreV1(), SecretMetadata: credentialSecrets, RestConfig: o.rest, Proposals: alloc,
-		Metrics: o.metrics, Recorder: o.recorder,
-	}); err != nil {
-		return err
-	}
-	guests, err := guestcluster.Register(ctx, guestcluster.Deps{
-		FloatingIPs:    fips,
-		Ranges:         ranges.Cache(),
-		Alloc:          alloc,
-		Provisioning:   f.Provisioning.Provisioning().V1().Cluster(),
-		Management:     f.Management.Management().V3().Cluster(),
-		Secrets:        o.client.CoreV1(),
-		SecretMetadata: fleetSecrets,
-		Store:          o.store,
-		Metrics:        o.metrics,
-		Recorder:       o.recorder,
-	}, guestcluster.Options{
-		FleetNamespace: o.opts.FleetNamespace,
-		Workers:        o.opts.GuestWorkers,
-		Timeout:        o.opts.GuestTimeout,
-		HelmCacheDir:   o.opts.HelmCacheDir,
-
-		ChartPolicy:            o.opts.ChartPolicy,
-		Namespace:              o.opts.Namespace,
-		ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
-	})
-	if err != nil {
-		return err
 	}
 
 	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before every
@@ -272,11 +274,57 @@ func (o *Operator) start(ctx context.Context) error {
 	if err := scf.Start(ctx, o.opts.Threads); err != nil {
 		return fmt.Errorf("starting controllers: %w", err)
 	}
-	guests.Start(ctx)
+	c.Start(ctx)
 	logrus.Info("controllers running")
 	o.server.SetReady(true)
 	go o.audit(ctx, alloc)
 	return nil
+}
+
+// context is what every controller registers with.
+func (o *Operator) context(ctx context.Context, f *factories, alloc *allocation.Manager) (*controllers.Context, error) {
+	fleetSecrets, err := o.secretMetadata(ctx, o.opts.FleetNamespace)
+	if err != nil {
+		return nil, err
+	}
+	credentialSecrets := []cache.SharedIndexInformer{fleetSecrets}
+	if o.opts.GlobalDataNamespace != o.opts.FleetNamespace {
+		globalSecrets, err := o.secretMetadata(ctx, o.opts.GlobalDataNamespace)
+		if err != nil {
+			return nil, err
+		}
+		credentialSecrets = append(credentialSecrets, globalSecrets)
+	}
+	return &controllers.Context{
+		Namespace:           o.opts.Namespace,
+		FleetNamespace:      o.opts.FleetNamespace,
+		GlobalDataNamespace: o.opts.GlobalDataNamespace,
+
+		FloatingIPs:       f.Kubefip.Kubefip().V1().FloatingIP(),
+		Ranges:            f.Kubefip.Kubefip().V1().FloatingIPRange(),
+		ConfigMaps:        f.Core.Core().V1().ConfigMap(),
+		Namespaces:        f.Core.Core().V1().Namespace(),
+		Clusters:          f.Provisioning.Provisioning().V1().Cluster(),
+		Management:        f.Management.Management().V3().Cluster(),
+		Secrets:           o.client.CoreV1(),
+		FleetSecrets:      fleetSecrets,
+		CredentialSecrets: credentialSecrets,
+		RestConfig:        o.rest,
+
+		Alloc:    alloc,
+		Store:    o.store,
+		Metrics:  o.metrics,
+		Recorder: o.recorder,
+
+		Guest: controllers.GuestOptions{
+			Workers:                o.opts.GuestWorkers,
+			Timeout:                o.opts.GuestTimeout,
+			HelmCacheDir:           o.opts.HelmCacheDir,
+			ChartLimits:            guest.DefaultLimits(),
+			ChartPolicy:            o.opts.ChartPolicy,
+			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
+		},
+	}, nil
 }
 
 // audit repeats the repair pass every operateGuestClusterInterval, and logs the allocation table

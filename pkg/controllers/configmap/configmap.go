@@ -9,12 +9,12 @@ import (
 	"context"
 	"fmt"
 
-	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -33,12 +33,12 @@ type handler struct {
 	lastVersion string
 }
 
-// Register watches the kube-fip-config ConfigMap in namespace and keeps store current. Charts that
-// policy refuses are reported on the ConfigMap.
-func Register(ctx context.Context, namespace string, configMaps corecontrollers.ConfigMapController,
-	store *config.Store, policy config.Policy, recorder record.EventRecorder, m *metrics.Metrics) {
-	h := &handler{namespace: namespace, store: store, policy: policy, recorder: recorder, metrics: m}
-	configMaps.OnChange(ctx, "kube-fip-config", h.OnConfigMapChange)
+// Register watches the kube-fip-config ConfigMap in the operator's namespace and keeps the store
+// current. Charts that the chart policy refuses are reported on the ConfigMap.
+func Register(ctx context.Context, c *controllers.Context) error {
+	h := &handler{namespace: c.Namespace, store: c.Store, policy: c.Guest.ChartPolicy, recorder: c.Recorder, metrics: c.Metrics}
+	c.ConfigMaps.OnChange(ctx, "kube-fip-config", h.OnConfigMapChange)
+	return nil
 }
 
 // OnConfigMapChange parses the ConfigMap into the store. A deleted ConfigMap means defaults.

@@ -42,7 +42,7 @@ type resolvedCluster struct {
 // Imported, custom and non-Harvester clusters, clusters outside the fleet namespace and clusters
 // whose namespace is not a c-m- namespace are passed over without a word.
 func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
-	if namespace, _ := splitKey(key); namespace != h.opts.FleetNamespace {
+	if namespace, _ := splitKey(key); namespace != h.c.FleetNamespace {
 		return c, nil
 	}
 	if c == nil || c.DeletionTimestamp != nil {
@@ -82,10 +82,10 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 // one discovery names <cluster>-kubevip, or any other annotated with the cluster's name (made by
 // hand, or by the original operator).
 func (h *handler) hasFloatingIP(namespace, cluster string) bool {
-	if _, err := h.opts.FloatingIPs.Cache().Get(namespace, cluster+"-kubevip"); err == nil {
+	if _, err := h.c.FloatingIPs.Cache().Get(namespace, cluster+"-kubevip"); err == nil {
 		return true
 	}
-	fips, err := h.opts.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	fips, err := h.c.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
 	return err == nil && len(fips) > 0
 }
 
@@ -101,7 +101,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 		return nil, nil
 	}
 	p := &resolvedCluster{namespace: c.Status.ClusterName}
-	ns, err := h.opts.Namespaces.Cache().Get(p.namespace)
+	ns, err := h.c.Namespaces.Cache().Get(p.namespace)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, waitFor("namespace %s", p.namespace)
@@ -130,7 +130,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
 		if !ok {
 			if h.report(key, c, note) {
-				h.opts.Metrics.DiscoveryNoRange.WithLabelValues(harvester.Clip(p.harvester)).Inc()
+				h.c.Metrics.DiscoveryNoRange.WithLabelValues(harvester.Clip(p.harvester)).Inc()
 			}
 			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
 		}
@@ -142,7 +142,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 
 // rangeInfos lists the ranges that can take new FloatingIPs.
 func (h *handler) rangeInfos() ([]harvester.Range, error) {
-	all, err := h.opts.Ranges.Cache().List(labels.Everything())
+	all, err := h.c.Ranges.Cache().List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
@@ -177,16 +177,14 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 		Finalizers: []string{floatingip.Finalizer},
 	}}
 	var proposal netip.Addr
-	if h.opts.Proposals != nil {
-		if addr, ok := h.opts.Proposals.Propose(p.selection.Range, fip.Namespace, fip.Name); ok {
-			proposal = addr
-			fip.Spec.IPAddress = addr.String()
-			fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
-		}
+	if addr, ok := h.c.Alloc.Propose(p.selection.Range, fip.Namespace, fip.Name); ok {
+		proposal = addr
+		fip.Spec.IPAddress = addr.String()
+		fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
 	}
-	if _, err := h.opts.FloatingIPs.Create(fip); err != nil {
+	if _, err := h.c.FloatingIPs.Create(fip); err != nil {
 		if proposal.IsValid() {
-			h.opts.Proposals.Withdraw(p.selection.Range, proposal, fip.Namespace, fip.Name)
+			h.c.Alloc.Withdraw(p.selection.Range, proposal, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -196,7 +194,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 	h.forget(key)
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
 		fip.Namespace, fip.Name, p.selection.Range, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
-	h.opts.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
+	h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
 	return nil
 }
 
@@ -206,7 +204,7 @@ func (h *handler) report(key string, c *provv1.Cluster, p *harvester.Problem) bo
 	if !h.recorded.isNew(key, p.Reason, p.Message) {
 		return false
 	}
-	h.opts.Recorder.Event(c, corev1.EventTypeWarning, p.Reason, p.Message)
+	h.c.Recorder.Event(c, corev1.EventTypeWarning, p.Reason, p.Message)
 	return true
 }
 

@@ -26,7 +26,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 	h.forget(key)
 	targets := map[string]*v1.FloatingIP{}
 	add := func(index, value string) error {
-		fips, err := h.opts.FloatingIPs.Cache().GetByIndex(index, value)
+		fips, err := h.c.FloatingIPs.Cache().GetByIndex(index, value)
 		for _, f := range fips {
 			targets[f.Namespace+"/"+f.Name] = f
 		}
@@ -53,7 +53,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		// The UID precondition deletes exactly the FloatingIP seen, never a newer one of that name.
 		uid := f.UID
-		err := h.opts.FloatingIPs.Delete(f.Namespace, f.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := h.c.FloatingIPs.Delete(f.Namespace, f.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			continue // gone already, or replaced by another object of that name
@@ -67,7 +67,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
 		if c != nil {
-			h.opts.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPDeleted, msg)
+			h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPDeleted, msg)
 		}
 	}
 	return errors.Join(errs...)

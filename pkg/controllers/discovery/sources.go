@@ -21,14 +21,14 @@ const credentialTimeout = 15 * time.Second
 // cluster and returns its display name, the name ranges are annotated with.
 func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (string, error) {
 	clusterNamespace, _ := splitKey(key)
-	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.opts.GlobalDataNamespace)
+	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.c.GlobalDataNamespace)
 	if problem != nil {
 		return "", problem
 	}
 	credential := ns + "/" + name
 	ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
 	defer cancel()
-	secret, err := h.opts.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	secret, err := h.c.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", waitFor("cloud credential %s", credential)
@@ -41,7 +41,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	}
 
 	h.waiters.add(key, managementDep(id))
-	mc, err := h.opts.Management.Cache().Get(id)
+	mc, err := h.c.Management.Cache().Get(id)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", waitFor("Harvester management cluster %s (from cloud credential %s)", id, credential)
@@ -59,9 +59,9 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 // network reads the VM network from the control-plane pool's HarvesterConfig.
 func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
 	ref := "HarvesterConfig " + cp.ConfigNamespace + "/" + cp.ConfigName
-	if cp.ConfigNamespace != h.opts.FleetNamespace {
+	if cp.ConfigNamespace != h.c.FleetNamespace {
 		return harvester.Choice{}, &harvester.Problem{Reason: harvester.ReasonNoMachineConfigRef, Message: fmt.Sprintf(
-			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.opts.FleetNamespace)}
+			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.c.FleetNamespace)}
 	}
 	obj, err := h.machineConfigs.ByNamespace(cp.ConfigNamespace).Get(cp.ConfigName)
 	switch {

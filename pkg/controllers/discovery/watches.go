@@ -38,7 +38,7 @@ func HarvesterConfigResource() schema.GroupVersionResource {
 }
 
 func (h *handler) addIndexers() {
-	clusters := h.opts.Clusters.Cache()
+	clusters := h.c.Clusters.Cache()
 	clusters.AddIndexer(clusterByNamespace, func(c *provv1.Cluster) ([]string, error) {
 		if strings.HasPrefix(c.Status.ClusterName, guestNamespacePrefix) {
 			return []string{c.Status.ClusterName}, nil
@@ -46,7 +46,7 @@ func (h *handler) addIndexers() {
 		return nil, nil
 	})
 	clusters.AddIndexer(clusterByCredential, func(c *provv1.Cluster) ([]string, error) {
-		return harvester.CredentialRefs(c, h.opts.GlobalDataNamespace), nil
+		return harvester.CredentialRefs(c, h.c.GlobalDataNamespace), nil
 	})
 	clusters.AddIndexer(clusterByMachineConfig, func(c *provv1.Cluster) ([]string, error) {
 		if cp, ok, _ := harvester.ControlPlaneOf(c); ok {
@@ -54,7 +54,7 @@ func (h *handler) addIndexers() {
 		}
 		return nil, nil
 	})
-	fips := h.opts.FloatingIPs.Cache()
+	fips := h.c.FloatingIPs.Cache()
 	fips.AddIndexer(fipByGuestCluster, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationClusterName]; name != "" {
 			return []string{f.Namespace + "/" + name}, nil
@@ -71,11 +71,11 @@ func (h *handler) addIndexers() {
 
 // watchCached wakes clusters on changes of the kinds the shared controller factory caches.
 func (h *handler) watchCached(ctx context.Context) {
-	clusters := h.opts.Clusters
-	relatedresource.Watch(ctx, HandlerName+"-namespace", h.clustersOfNamespace, clusters, h.opts.Namespaces)
-	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.opts.Management)
-	relatedresource.Watch(ctx, HandlerName+"-range", h.clustersOfRange, clusters, h.opts.Ranges)
-	relatedresource.Watch(ctx, HandlerName+"-floatingip", h.clustersOfFloatingIP, clusters, h.opts.FloatingIPs)
+	clusters := h.c.Clusters
+	relatedresource.Watch(ctx, HandlerName+"-namespace", h.clustersOfNamespace, clusters, h.c.Namespaces)
+	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.c.Management)
+	relatedresource.Watch(ctx, HandlerName+"-range", h.clustersOfRange, clusters, h.c.Ranges)
+	relatedresource.Watch(ctx, HandlerName+"-floatingip", h.clustersOfFloatingIP, clusters, h.c.FloatingIPs)
 }
 
 func (h *handler) clustersOfNamespace(_, name string, _ runtime.Object) ([]relatedresource.Key, error) {
@@ -109,7 +109,7 @@ func (h *handler) clustersOfFloatingIP(namespace, _ string, obj runtime.Object) 
 }
 
 func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, error) {
-	clusters, err := h.opts.Clusters.Cache().GetByIndex(index, value)
+	clusters, err := h.c.Clusters.Cache().GetByIndex(index, value)
 	if err != nil {
 		return nil, err
 	}
@@ -133,18 +133,18 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 // resourceVersions, never data. Rancher reads a credential named cattle-global-data:<name> there,
 // and a bare name in the cluster's own namespace.
 func (h *handler) watchUncached(ctx context.Context) error {
-	dyn, err := dynamic.NewForConfig(h.opts.RestConfig)
+	dyn, err := dynamic.NewForConfig(h.c.RestConfig)
 	if err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	configFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, h.opts.FleetNamespace, nil)
+	configFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, h.c.FleetNamespace, nil)
 	configs := configFactory.ForResource(HarvesterConfigResource())
 	h.machineConfigs = configs.Lister()
 	if _, err := configs.Informer().AddEventHandler(h.enqueueByIndex(clusterByMachineConfig)); err != nil {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
 	configFactory.Start(ctx.Done())
-	for _, credentials := range h.opts.SecretMetadata {
+	for _, credentials := range h.c.CredentialSecrets {
 		if _, err := credentials.AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
 			return fmt.Errorf("watching cloud credentials: %w", err)
 		}
@@ -161,7 +161,7 @@ func (h *handler) enqueueByIndex(index string) cache.ResourceEventHandler {
 		}
 		keys, _ := h.clustersByIndex(index, key)
 		for _, k := range keys {
-			h.opts.Clusters.Enqueue(k.Namespace, k.Name)
+			h.c.Clusters.Enqueue(k.Namespace, k.Name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

@@ -22,6 +22,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -43,13 +44,13 @@ type handler struct {
 }
 
 // Register registers the FloatingIP handlers.
-func Register(ctx context.Context, fips kubefipcontrollers.FloatingIPController, alloc *allocation.Manager,
-	m *metrics.Metrics, recorder record.EventRecorder) {
-	h := &handler{ctx: ctx, fips: fips, alloc: alloc, metrics: m, recorder: recorder}
+func Register(ctx context.Context, c *controllers.Context) error {
+	h := &handler{ctx: ctx, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder}
 	// The remove handler first: it puts the finalizer on before the change handler claims an
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
-	fips.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
-	fips.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	c.FloatingIPs.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
+	c.FloatingIPs.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	return nil
 }
 
 // OnFloatingIPChange claims the FloatingIP's address and records the outcome. A failure that

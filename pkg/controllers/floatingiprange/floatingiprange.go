@@ -25,6 +25,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -75,19 +76,19 @@ type handler struct {
 const StatusInterval = time.Second
 
 // Register registers the range handlers and the index the FloatingIP side relies on.
-func Register(ctx context.Context, ranges kubefipcontrollers.FloatingIPRangeController, fips kubefipcontrollers.FloatingIPController,
-	alloc *allocation.Manager, m *metrics.Metrics, recorder record.EventRecorder) {
-	h := &handler{ctx: ctx, ranges: ranges, fips: fips, alloc: alloc, metrics: m, recorder: recorder,
+func Register(ctx context.Context, c *controllers.Context) error {
+	h := &handler{ctx: ctx, ranges: c.Ranges, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder,
 		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{}}
-	fips.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
+	c.FloatingIPs.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" {
 			return []string{name}, nil
 		}
 		return nil, nil
 	})
-	alloc.OnRangeChanged(h.allocationsChanged)
-	ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
-	ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
+	c.Alloc.OnRangeChanged(h.allocationsChanged)
+	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
+	c.Ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
+	return nil
 }
 
 // allocationsChanged asks for one pass of the range within StatusInterval, however many changes

@@ -28,7 +28,7 @@ const (
 
 // refuseCharts checks both charts against the deployment's policy before anything is fetched; a
 // refused chart gets a Warning Event and nothing is installed.
-func (c *Controller) refuseCharts(cfg config.Config, p *pass) *outcome {
+func (c *controller) refuseCharts(cfg config.Config, p *pass) *outcome {
 	for _, s := range []struct {
 		name string
 		err  error
@@ -50,7 +50,7 @@ func (c *Controller) refuseCharts(cfg config.Config, p *pass) *outcome {
 // chartCredentials reads the chart credentials Secret afresh (so a rotated password is used at
 // once), or returns nil when the deployment names none. The password is masked in every message
 // of the pass.
-func (c *Controller) chartCredentials(p *pass) (*guest.Credentials, *outcome) {
+func (c *controller) chartCredentials(p *pass) (*guest.Credentials, *outcome) {
 	name := c.opts.ChartCredentialsSecret
 	if name == "" {
 		return nil, nil
@@ -76,7 +76,7 @@ func (c *Controller) chartCredentials(p *pass) (*guest.Credentials, *outcome) {
 
 // notInstalled ends an install that did not start: the address still goes where a provider
 // installed earlier reads, if there is one.
-func (c *Controller) notInstalled(ctx context.Context, cfg config.Config, client *guest.Client, o *outcome) (outcome, guest.ConfigMapRef, bool) {
+func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client *guest.Client, o *outcome) (outcome, guest.ConfigMapRef, bool) {
 	ref, err := c.installer.ProviderConfigMap(ctx, client, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	if err == nil {
 		o.message += "; the provider installed earlier reads " + ref.String()

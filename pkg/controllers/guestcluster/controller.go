@@ -24,6 +24,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
@@ -34,30 +35,17 @@ import (
 // HandlerName names the handlers that feed the guest queue; it never changes.
 const HandlerName = "kube-fip-guest"
 
-// Options tune the guest operations.
-type Options struct {
+// options tune the guest operations; see controllers.GuestOptions.
+type options struct {
+	controllers.GuestOptions
 	// FleetNamespace holds the provisioning clusters and their kubeconfig Secrets.
 	FleetNamespace string
-	// Workers bounds the guest clusters operated on at once.
-	Workers int
-	// Timeout bounds every request to a guest.
-	Timeout time.Duration
-	// HelmCacheDir is a writable directory for Helm's short-lived files.
-	HelmCacheDir string
-	// ChartLimits bound every chart fetch; the zero value means guest.DefaultLimits().
-	ChartLimits guest.Limits
-	// ChartPolicy decides which chart sources and values may be installed; set at deployment
-	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
-	ChartPolicy config.Policy
 	// Namespace is the operator's namespace, which holds ChartCredentialsSecret.
 	Namespace string
-	// ChartCredentialsSecret, when set, names the Secret (keys username and password) that
-	// authenticates to the chart repositories and OCI registries.
-	ChartCredentialsSecret string
 }
 
-// Deps are the clients and caches the guest operations read and write.
-type Deps struct {
+// deps are the clients and caches the guest operations read and write.
+type deps struct {
 	FloatingIPs  kubefipcontrollers.FloatingIPController
 	Ranges       kubefipcontrollers.FloatingIPRangeCache
 	Alloc        *allocation.Manager
@@ -73,32 +61,27 @@ type Deps struct {
 	Recorder       record.EventRecorder
 }
 
-// Controller is the guest queue and its workers.
-type Controller struct {
-	Deps
-	opts      Options
+// controller is the guest queue and its workers.
+type controller struct {
+	deps
+	opts      options
 	installer *guest.Installer
 	queue     workqueue.RateLimitingInterface
 	seen      *seenClusters
 }
 
-// Register wires the triggers; Start runs the workers once the caches are synced.
-func Register(ctx context.Context, deps Deps, opts Options) (*Controller, error) {
-	if opts.Workers < 1 {
-		opts.Workers = 10
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = guest.DefaultTimeout
-	}
-	if opts.ChartLimits == (guest.Limits{}) {
-		opts.ChartLimits = guest.DefaultLimits()
-	}
+// Register wires the triggers; the workers start once the caches are synced and the allocations
+// repaired, so that a pass only ever sees addresses the allocation index already holds.
+func Register(ctx context.Context, cc *controllers.Context) error {
+	opts := options{GuestOptions: cc.Guest, FleetNamespace: cc.FleetNamespace, Namespace: cc.Namespace}
 	installer, err := guest.NewInstaller(opts.HelmCacheDir, opts.ChartLimits)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := &Controller{
-		Deps:      deps,
+	c := &controller{
+		deps: deps{FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.Clusters,
+			Management: cc.Management, Secrets: cc.Secrets, SecretMetadata: cc.FleetSecrets, Store: cc.Store,
+			Metrics: cc.Metrics, Recorder: cc.Recorder},
 		opts:      opts,
 		installer: installer,
 		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
@@ -107,25 +90,26 @@ func Register(ctx context.Context, deps Deps, opts Options) (*Controller, error)
 			workqueue.RateLimitingQueueConfig{Name: "kube-fip-guest"}),
 		seen: newSeenClusters(),
 	}
-	deps.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
-	deps.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
-	deps.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
-	if _, err := deps.SecretMetadata.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
+	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
+	c.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
+	if _, err := c.SecretMetadata.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onSecret,
 		UpdateFunc: func(_, obj interface{}) { c.onSecret(obj) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching kubeconfig Secrets: %w", err)
+		return fmt.Errorf("watching kubeconfig Secrets: %w", err)
 	}
-	deps.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
+	c.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	}()
-	return c, nil
+	cc.OnStart(c.start)
+	return nil
 }
 
-// Start runs the workers until ctx ends.
-func (c *Controller) Start(ctx context.Context) {
+// start runs the workers until ctx ends.
+func (c *controller) start(ctx context.Context) {
 	for i := 0; i < c.opts.Workers; i++ {
 		go func() {
 			for c.next(ctx) {
@@ -134,7 +118,7 @@ func (c *Controller) Start(ctx context.Context) {
 	}
 }
 
-func (c *Controller) next(ctx context.Context) bool {
+func (c *controller) next(ctx context.Context) bool {
 	item, shutdown := c.queue.Get()
 	if shutdown {
 		return false
@@ -156,7 +140,7 @@ func (c *Controller) next(ctx context.Context) bool {
 }
 
 // safeSync runs sync, turning a panic on malformed input into an error that is retried.
-func (c *Controller) safeSync(ctx context.Context, ns string) (after time.Duration, err error) {
+func (c *controller) safeSync(ctx context.Context, ns string) (after time.Duration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("guest pass for cluster %s panicked: %v", ns, r)
@@ -168,11 +152,11 @@ func (c *Controller) safeSync(ctx context.Context, ns string) (after time.Durati
 
 // enqueueNamespace starts a pass for the guest cluster whose management cluster, and namespace,
 // is namespace. The queue holds a cluster at most once and hands it to one worker at a time.
-func (c *Controller) enqueueNamespace(namespace string) {
+func (c *controller) enqueueNamespace(namespace string) {
 	c.queue.Add(namespace)
 }
 
-func (c *Controller) enqueueAll() {
+func (c *controller) enqueueAll() {
 	fips, err := c.FloatingIPs.Cache().List("", labels.Everything())
 	if err != nil {
 		return
@@ -185,7 +169,7 @@ func (c *Controller) enqueueAll() {
 // onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,
 // the cluster or the updateConfigMap annotation, or the FloatingIP went away or stopped naming a
 // cluster. Status-only writes (our own) start nothing.
-func (c *Controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	ns, _, _ := strings.Cut(key, "/")
 	// A FloatingIP that names no guest cluster never has a pass of its own: it matters only if it
 	// named one before. Nothing is kept of it, and its changes do not run its namespace's pass.

@@ -25,7 +25,7 @@ const ProviderConfigMapName = guest.KubevipConfigMap
 
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
-func (c *Controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
+func (c *controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
 	// The deployment's chart policy decides before anything is fetched (chartpolicy.go).
 	if refused := c.refuseCharts(cfg, p); refused != nil {
 		return c.notInstalled(ctx, cfg, client, refused)

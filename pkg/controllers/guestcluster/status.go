@@ -17,7 +17,7 @@ import (
 // record writes the pass's outcome into the FloatingIP's status, with a Warning Event when the
 // guest condition turns bad or changes its reason. Every message is redacted here, whatever built
 // it: errors from the guest, Helm and HTTP quote URLs and values as they were given.
-func (c *Controller) record(p *pass) error {
+func (c *controller) record(p *pass) error {
 	f := p.fip
 	p.guest.message = p.redact(p.guest.message)
 	if p.kubevip != nil {

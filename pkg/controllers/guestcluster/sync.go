@@ -75,7 +75,7 @@ type outcome struct {
 // says when to run the next. One cluster gets one pass at a time, from one FloatingIP: the oldest
 // of those naming the cluster. Any other one is told so and never written to the guest, so the
 // guest's ConfigMap never flips between two addresses.
-func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error) {
+func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error) {
 	fips, err := c.clusterFloatingIPs(ns)
 	if err != nil {
 		return 0, err
@@ -126,7 +126,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 }
 
 // clusterFloatingIPs are the FloatingIPs in ns that name a guest cluster, oldest first.
-func (c *Controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
+func (c *controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 	all, err := c.FloatingIPs.Cache().List(ns, labels.Everything())
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (c *Controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 // runSafely runs the pass; a panic on malformed input from a guest, a chart or Rancher becomes the
 // pass's outcome, shown in the FloatingIP's conditions, and a retry with backoff. Other clusters'
 // passes and the allocation controllers go on.
-func (c *Controller) runSafely(ctx context.Context, cfg config.Config, p *pass) (err error) {
+func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			logrus.Errorf("guest cluster %s: the guest pass failed: %s", p.cluster, p.redact(fmt.Sprint(r)))
@@ -163,7 +163,7 @@ func (c *Controller) runSafely(ctx context.Context, cfg config.Config, p *pass) 
 }
 
 // run performs the steps; a non-nil result asks for a retry with backoff.
-func (c *Controller) run(ctx context.Context, cfg config.Config, p *pass) error {
+func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error {
 	f := p.fip
 	// Only an address the range records for this very object goes to a guest: a duplicate or a
 	// not yet allocated FloatingIP never does.
@@ -264,7 +264,7 @@ func rancherState(m *mgmtv3.Cluster) string {
 }
 
 // probe asks the guest for something only its owner may read and records what the answer means.
-func (c *Controller) probe(ctx context.Context, client *guest.Client, p *pass, secretName string) bool {
+func (c *controller) probe(ctx context.Context, client *guest.Client, p *pass, secretName string) bool {
 	state, err := client.Check(ctx)
 	switch state {
 	case guest.Connected:
@@ -292,7 +292,7 @@ func (c *Controller) probe(ctx context.Context, client *guest.Client, p *pass, s
 	return false
 }
 
-func (c *Controller) disableHarvesterKubevip(ctx context.Context, client *guest.Client, p *pass) {
+func (c *controller) disableHarvesterKubevip(ctx context.Context, client *guest.Client, p *pass) {
 	res, err := client.DisableHarvesterKubevip(ctx)
 	switch {
 	case err != nil:
@@ -303,7 +303,7 @@ func (c *Controller) disableHarvesterKubevip(ctx context.Context, client *guest.
 }
 
 // writeConfigMap puts the address where the provider reads it.
-func (c *Controller) writeConfigMap(ctx context.Context, client *guest.Client, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
+func (c *controller) writeConfigMap(ctx context.Context, client *guest.Client, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
 	res, err := client.EnsureConfigMap(ctx, target, addr, update)
 	switch {
@@ -354,7 +354,7 @@ func (p *pass) redact(text string) string {
 var errRetry = errors.New("guest cluster not ready")
 
 // heldAddress is the FloatingIP's address if, and only if, its range records it for this object.
-func (c *Controller) heldAddress(f *v1.FloatingIP) (netip.Addr, bool) {
+func (c *controller) heldAddress(f *v1.FloatingIP) (netip.Addr, bool) {
 	for _, a := range c.Alloc.HeldBy(f.Annotations[v1.AnnotationFloatingIPRange], string(f.UID)) {
 		if a.String() == f.Status.IPAddress {
 			return a, true
@@ -379,7 +379,7 @@ func clusterLabels(sets ...map[string]string) map[string]string {
 	return out
 }
 
-func (c *Controller) harvesterOf(f *v1.FloatingIP) string {
+func (c *controller) harvesterOf(f *v1.FloatingIP) string {
 	r, err := c.Ranges.Get(f.Annotations[v1.AnnotationFloatingIPRange])
 	if err != nil {
 		return ""
@@ -388,11 +388,11 @@ func (c *Controller) harvesterOf(f *v1.FloatingIP) string {
 }
 
 // setStatus sets the guest cluster's kubefipoperator_guestcluster_status.
-func (c *Controller) setStatus(p *pass, value float64) {
+func (c *controller) setStatus(p *pass, value float64) {
 	c.Metrics.GuestClusterStatus.WithLabelValues(p.cluster, p.harvester).Set(value)
 }
 
 // countEvent counts a guest operation in kubefipoperator_guestcluster_events.
-func (c *Controller) countEvent(p *pass, event, status string) {
+func (c *controller) countEvent(p *pass, event, status string) {
 	c.Metrics.GuestClusterEvents.WithLabelValues(p.cluster, p.harvester, event, status).Inc()
 }

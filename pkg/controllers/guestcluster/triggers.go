@@ -86,7 +86,7 @@ func labelState(l map[string]string) string {
 // onManagementCluster starts a pass for the cluster when Rancher's view of it (provisioning,
 // connected, disconnected) or its labels change. The management cluster's name is the guest's
 // namespace.
-func (c *Controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
+func (c *controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
 	if m == nil {
 		return m, nil
 	}
@@ -98,7 +98,7 @@ func (c *Controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3
 
 // onProvisioningCluster starts a pass when the cluster's labels, its management cluster or its
 // kubeconfig Secret change.
-func (c *Controller) onProvisioningCluster(key string, p *provv1.Cluster) (*provv1.Cluster, error) {
+func (c *controller) onProvisioningCluster(key string, p *provv1.Cluster) (*provv1.Cluster, error) {
 	if p == nil || p.Status.ClusterName == "" {
 		return p, nil
 	}
@@ -110,7 +110,7 @@ func (c *Controller) onProvisioningCluster(key string, p *provv1.Cluster) (*prov
 
 // onSecret starts a pass with the new kubeconfig as soon as Rancher rotates it. It sees the
 // Secret's metadata only.
-func (c *Controller) onSecret(obj interface{}) {
+func (c *controller) onSecret(obj interface{}) {
 	s, err := meta.Accessor(obj)
 	if err != nil || s.GetNamespace() != c.opts.FleetNamespace || !strings.HasSuffix(s.GetName(), "-kubeconfig") {
 		return

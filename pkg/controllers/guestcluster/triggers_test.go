@@ -13,7 +13,7 @@ import (
 // appears and when its address changes, not for a status write of its own; one that names no
 // cluster runs nothing and is not remembered, unless it named one before.
 func TestFloatingIPTriggers(t *testing.T) {
-	c := &Controller{queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()), seen: newSeenClusters()}
+	c := &controller{queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()), seen: newSeenClusters()}
 	defer c.queue.ShutDown()
 	queued := func() []string {
 		var out []string
