@@ -1,0 +1,172 @@
+package floatingip
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/rancher/wrangler/v2/pkg/generic"
+
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// namedRangeCache serves the ranges by name; an unknown name is NotFound.
+type namedRangeCache struct {
+	kubefipcontrollers.FloatingIPRangeCache
+	byName map[string]*v1.FloatingIPRange
+}
+
+// namedRanges is the range controller whose cache is a namedRangeCache.
+type namedRanges struct {
+	kubefipcontrollers.FloatingIPRangeController
+	cache namedRangeCache
+}
+
+func (r namedRanges) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] { return r.cache }
+
+func (r namedRangeCache) Get(name string) (*v1.FloatingIPRange, error) {
+	if x, ok := r.byName[name]; ok {
+		return x.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
+}
+
+func (r namedRangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
+	var out []*v1.FloatingIPRange
+	for _, x := range r.byName {
+		out = append(out, x.DeepCopy())
+	}
+	return out, nil
+}
+
+// allocationStore is the API server's side of claims: a name is created once.
+type allocationStore struct {
+	kubefipcontrollers.FloatingIPAllocationController
+	mu      sync.Mutex
+	objects map[string]*v1.FloatingIPAllocation
+}
+
+func (s *allocationStore) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[a.Name]; ok {
+		return nil, apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), a.Name)
+	}
+	out := a.DeepCopy()
+	out.UID = types.UID("alloc-" + a.Name)
+	s.objects[a.Name] = out
+	return out.DeepCopy(), nil
+}
+
+func (s *allocationStore) Delete(name string, _ *metav1.DeleteOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objects, name)
+	return nil
+}
+
+// specStore is fipStore that also takes spec writes.
+type specStore struct{ fipStore }
+
+func (s *specStore) Update(f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	f = f.DeepCopy()
+	f.Generation++
+	return f, nil
+}
+
+// TestEveryReason: each condition reason the FloatingIP handler can set, from the request that
+// leads to it, with the Event it records.
+func TestEveryReason(t *testing.T) {
+	ranges := namedRanges{cache: namedRangeCache{byName: map[string]*v1.FloatingIPRange{
+		"r":       {ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29", Exclude: []string{"10.0.0.5"}}},
+		"full":    {ObjectMeta: metav1.ObjectMeta{Name: "full", UID: "full-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.1.0.7/32"}},
+		"invalid": {ObjectMeta: metav1.ObjectMeta{Name: "invalid", UID: "invalid-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.2.0.0/33"}},
+	}}}
+	fips := &specStore{}
+	recorder := record.NewFakeRecorder(100)
+	h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+		Allocations: &allocationStore{objects: map[string]*v1.FloatingIPAllocation{}}, Ranges: ranges,
+	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
+
+	fip := func(name, rangeName, addr string) *v1.FloatingIP {
+		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "c-m-1", UID: types.UID(name + "-uid"),
+			Annotations: map[string]string{}}, Spec: v1.FloatingIPSpec{IPAddress: addr}}
+		if rangeName != "" {
+			f.Annotations[v1.AnnotationFloatingIPRange] = rangeName
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name      string
+		f         *v1.FloatingIP
+		reason    string
+		status    corev1.ConditionStatus
+		event     string
+		inMessage string
+	}{
+		{"dynamic", fip("a", "r", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.1 in FloatingIPRange r"},
+		{"static", fip("b", "r", "10.0.0.3"), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.3"},
+		{"taken", fip("c", "r", "10.0.0.3"), ReasonIPConflict, corev1.ConditionFalse, "Warning", "held by FloatingIP c-m-1/b"},
+		{"outside", fip("d", "r", "10.9.0.1"), ReasonOutOfRange, corev1.ConditionFalse, "Warning", "not inside FloatingIPRange r"},
+		{"excluded", fip("e", "r", "10.0.0.5"), ReasonExcluded, corev1.ConditionFalse, "Warning", "excluded"},
+		{"broadcast", fip("f", "r", "10.0.0.7"), ReasonReserved, corev1.ConditionFalse, "Warning", "never handed out"},
+		{"no range named", fip("g", "", ""), ReasonRangeNotSet, corev1.ConditionFalse, "Warning", v1.AnnotationFloatingIPRange},
+		{"no such range", fip("h", "nope", ""), ReasonRangeNotFound, corev1.ConditionFalse, "Warning", "FloatingIPRange nope does not exist"},
+		{"invalid range", fip("i", "invalid", ""), ReasonRangeNotReady, corev1.ConditionFalse, "Warning", "cannot hand out addresses"},
+		{"last address", fip("j", "full", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.1.0.7"},
+		{"full range", fip("k", "full", ""), ReasonRangeExhausted, corev1.ConditionFalse, "Warning", "no free address"},
+		{"not an address", fip("l", "r", "ten"), ReasonInvalidAddress, corev1.ConditionFalse, "Warning", "not an IP address"},
+	} {
+		before := len(fips.written)
+		if _, err := h.OnFloatingIPChange("c-m-1/"+tc.f.Name, tc.f); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(fips.written) != before+1 {
+			t.Fatalf("%s: %d status writes, want 1", tc.name, len(fips.written)-before)
+		}
+		c, ok := conditions.Get(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated)
+		if !ok || c.Reason != tc.reason || c.Status != tc.status || !strings.Contains(c.Message, tc.inMessage) {
+			t.Errorf("%s: Allocated = %s/%s %q; want %s/%s mentioning %q", tc.name, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.inMessage)
+		}
+		select {
+		case e := <-recorder.Events:
+			if want := fmt.Sprintf("%s %s ", tc.event, tc.reason); !strings.HasPrefix(e, want) {
+				t.Errorf("%s: Event %q, want %q…", tc.name, e, want)
+			}
+		default:
+			t.Errorf("%s: no Event", tc.name)
+		}
+	}
+
+	// Deleting a FloatingIP releases its address, once.
+	a := fip("a", "r", "10.0.0.1")
+	a.Status.Range = "r"
+	for i := 0; i < 2; i++ {
+		if _, err := h.OnFloatingIPRemove("c-m-1/a", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Normal "+ReasonReleased+" ") || !strings.Contains(e, "10.0.0.1") {
+			t.Errorf("Event %q, want Normal %s of 10.0.0.1", e, ReasonReleased)
+		}
+	default:
+		t.Error("no Released Event")
+	}
+	if len(recorder.Events) != 0 {
+		t.Errorf("a second removal recorded %q", <-recorder.Events)
+	}
+}

@@ -1,0 +1,220 @@
+package floatingiprange
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/conditions"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// rangesByName is a range cache of the ranges given; an unknown name is NotFound.
+type rangesByName struct {
+	kubefipcontrollers.FloatingIPRangeCache
+	byName map[string]*v1.FloatingIPRange
+}
+
+// rangeAPI serves its cache and records status writes; the queue calls are no-ops.
+type rangeAPI struct {
+	kubefipcontrollers.FloatingIPRangeController
+	cache   *rangesByName
+	byName  map[string]*v1.FloatingIPRange
+	written []*v1.FloatingIPRange
+}
+
+func (r *rangesByName) Get(name string) (*v1.FloatingIPRange, error) {
+	if x, ok := r.byName[name]; ok {
+		return x.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
+}
+
+func (r *rangesByName) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
+	var out []*v1.FloatingIPRange
+	for _, x := range r.byName {
+		out = append(out, x.DeepCopy())
+	}
+	return out, nil
+}
+
+func (r *rangeAPI) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] { return r.cache }
+func (r *rangeAPI) Enqueue(string)                                                  {}
+func (r *rangeAPI) EnqueueAfter(string, time.Duration)                              {}
+func (r *rangeAPI) UpdateStatus(x *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
+	r.written = append(r.written, x.DeepCopy())
+	return x, nil
+}
+
+// noFloatingIPCache is a FloatingIP cache with nothing in it.
+type noFloatingIPCache struct {
+	kubefipcontrollers.FloatingIPCache
+}
+
+func (noFloatingIPCache) GetByIndex(string, string) ([]*v1.FloatingIP, error) { return nil, nil }
+
+// noFloatingIPs is the FloatingIP controller of an empty cache.
+type noFloatingIPs struct {
+	kubefipcontrollers.FloatingIPController
+}
+
+func (noFloatingIPs) Cache() generic.CacheInterface[*v1.FloatingIP] { return noFloatingIPCache{} }
+
+// createdAllocations accepts every allocation.
+type createdAllocations struct {
+	kubefipcontrollers.FloatingIPAllocationController
+}
+
+func (createdAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
+	a = a.DeepCopy()
+	a.UID = types.UID("alloc-" + a.Name)
+	return a, nil
+}
+
+func (createdAllocations) Delete(string, *metav1.DeleteOptions) error { return nil }
+
+func newRange(name, cidr string, age time.Duration, exclude ...string) *v1.FloatingIPRange {
+	return &v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), Generation: 1,
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-age))},
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude},
+	}
+}
+
+// rangeHandler is a handler over the given ranges, with an allocation manager of its own.
+func rangeHandler(t *testing.T, ranges ...*v1.FloatingIPRange) (*handler, *rangeAPI, *record.FakeRecorder) {
+	byName := map[string]*v1.FloatingIPRange{}
+	api := &rangeAPI{cache: &rangesByName{byName: byName}, byName: byName}
+	for _, r := range ranges {
+		api.byName[r.Name] = r
+	}
+	events := record.NewFakeRecorder(20)
+	alloc := allocation.NewManager(allocation.Deps{Allocations: createdAllocations{}, Ranges: api, FloatingIPs: noFloatingIPs{}}, allocation.Options{})
+	h := &handler{ctx: t.Context(), ranges: api, fips: noFloatingIPs{}, alloc: alloc, metrics: metrics.New(), recorder: events,
+		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{}}
+	return h, api, events
+}
+
+// TestEveryRangeReason: each condition reason of a range, from the range that leads to it, with
+// its Event.
+func TestEveryRangeReason(t *testing.T) {
+	shrunk := newRange("shrunk", "10.5.0.0/29", time.Hour)
+	for _, tc := range []struct {
+		name     string
+		ranges   []*v1.FloatingIPRange
+		claim    string // an address held in the range before the pass
+		edit     func(*v1.FloatingIPRange)
+		condType string
+		status   corev1.ConditionStatus
+		reason   string
+		event    string // "" when the first pass records none
+	}{
+		{"valid", []*v1.FloatingIPRange{newRange("ok", "10.3.0.0/29", 0)}, "", nil, v1.Ready, corev1.ConditionTrue, ReasonReady, ""},
+		{"invalid", []*v1.FloatingIPRange{newRange("bad", "10.3.0.0/33", 0)}, "", nil, v1.Ready, corev1.ConditionFalse, allocation.ReasonInvalidRange, "Warning"},
+		{"overlap", []*v1.FloatingIPRange{newRange("young", "10.3.0.0/30", 0), newRange("old", "10.3.0.0/29", time.Hour)}, "", nil,
+			v1.Ready, corev1.ConditionFalse, allocation.ReasonOverlap, "Warning"},
+		{"orphans", []*v1.FloatingIPRange{shrunk}, "10.5.0.6", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.5.0.0/30" },
+			v1.Ready, corev1.ConditionFalse, allocation.ReasonOrphanedAllocations, "Warning"},
+		{"whole address space", []*v1.FloatingIPRange{newRange("all", "0.0.0.0/0", 0)}, "", nil, v1.Warning, corev1.ConditionTrue, allocation.ReasonWholeAddressSpace, "Warning"},
+		{"nothing to hand out", []*v1.FloatingIPRange{newRange("none", "10.4.0.0/30", 0, "10.4.0.1-10.4.0.2")}, "", nil,
+			v1.Warning, corev1.ConditionTrue, allocation.ReasonNoCapacity, "Warning"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, api, events := rangeHandler(t, tc.ranges...)
+			r := api.byName[tc.ranges[0].Name]
+			if tc.claim != "" {
+				if _, _, err := h.alloc.Claim(context.Background(), r.Name, ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}, netip.MustParseAddr(tc.claim)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.edit != nil {
+				tc.edit(r)
+				r.Generation++
+			}
+			if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			if len(api.written) != 1 {
+				t.Fatalf("%d status writes, want 1", len(api.written))
+			}
+			c, ok := conditions.Get(api.written[0].Status.Conditions, tc.condType)
+			if !ok || c.Status != tc.status || c.Reason != tc.reason || (tc.status == corev1.ConditionFalse && c.Message == "") {
+				t.Errorf("%s = %s/%s %q, want %s/%s", tc.condType, c.Status, c.Reason, c.Message, tc.status, tc.reason)
+			}
+			if tc.event == "" {
+				if len(events.Events) != 0 {
+					t.Errorf("Event %q on the first pass, want none", <-events.Events)
+				}
+				return
+			}
+			select {
+			case e := <-events.Events:
+				if !strings.HasPrefix(e, tc.event+" "+tc.reason+" ") {
+					t.Errorf("Event %q, want %s %s", e, tc.event, tc.reason)
+				}
+			default:
+				t.Error("no Event")
+			}
+		})
+	}
+}
+
+// TestReadyAgainIsAnnounced: a range that turns Ready after having been seen says so in an Event.
+func TestReadyAgainIsAnnounced(t *testing.T) {
+	r := newRange("back", "10.6.0.0/29", 0)
+	r.Status.ObservedGeneration = 1
+	conditions.False(&r.Status.Conditions, v1.Ready, allocation.ReasonInvalidRange, "was invalid")
+	h, api, events := rangeHandler(t, r)
+	if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := conditions.Get(api.written[0].Status.Conditions, v1.Ready); c.Reason != ReasonReady {
+		t.Errorf("Ready reason %q", c.Reason)
+	}
+	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+ReasonReady+" ") {
+		t.Errorf("Event %q, want Normal %s", e, ReasonReady)
+	}
+}
+
+// TestDeletionBlocked: a range with an address held keeps its finalizer and says who holds it;
+// once released, it lets go.
+func TestDeletionBlocked(t *testing.T) {
+	r := newRange("busy", "10.7.0.0/29", 0)
+	h, api, events := rangeHandler(t, r)
+	owner := ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}
+	if _, _, err := h.alloc.Claim(context.Background(), r.Name, owner, netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.OnRangeRemove(r.Name, r.DeepCopy())
+	if !errors.Is(err, generic.ErrSkip) {
+		t.Fatalf("err = %v, want ErrSkip to keep the finalizer", err)
+	}
+	c, _ := conditions.Get(api.written[0].Status.Conditions, v1.Ready)
+	if c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
+		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, ReasonDeletionBlocked)
+	}
+	if e := <-events.Events; !strings.HasPrefix(e, "Warning "+ReasonDeletionBlocked+" ") {
+		t.Errorf("Event %q", e)
+	}
+	if _, err := h.alloc.Release(context.Background(), r.Name, owner.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.OnRangeRemove(r.Name, r.DeepCopy()); err != nil {
+		t.Errorf("after the release: %v, want the finalizer let go", err)
+	}
+}
