@@ -43,14 +43,8 @@ import (
 // alloc-writes, alloc-reads, events, conflicts, throttled and writes. The writes include the
 // benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
 func BenchmarkDiscoveryConvergence(b *testing.B) {
-	ns := "kube-fip-bench"
 	r := newRancher(b)
-	r.ensureNamespace(ns)
-	p := startBenchOperator(b, ns)
-	defer func() { _ = p.Stop(30 * time.Second) }()
-	if err := p.WaitForLog(bg(), "controllers running", time.Minute); err != nil {
-		b.Fatal(err)
-	}
+	p := r.runningBenchOperator(b, "kube-fip-bench")
 	fips := watchFloatingIPs(b)
 	for i, n := range []int{10, 100, 1000} {
 		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
@@ -91,6 +85,18 @@ func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 	args = append(args, benchOperatorArgs()...)
 	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
 	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
+// waits until its controllers run, and stops it when the benchmark ends.
+func (r *rancher) runningBenchOperator(b *testing.B, ns string) *testenv.Process {
+	r.ensureNamespace(ns)
+	p := startBenchOperator(b, ns)
+	b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
+	if err := p.WaitForLog(bg(), "controllers running", time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return p

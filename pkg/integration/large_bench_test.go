@@ -38,13 +38,7 @@ const largeBatch = 500
 func BenchmarkLargeRange(b *testing.B) {
 	n := largeN(b)
 	r := newRancher(b)
-	ns := "kube-fip-large"
-	r.ensureNamespace(ns)
-	p := startBenchOperator(b, ns)
-	defer func() { _ = p.Stop(30 * time.Second) }()
-	if err := p.WaitForLog(bg(), "controllers running", time.Minute); err != nil {
-		b.Fatal(err)
-	}
+	p := r.runningBenchOperator(b, "kube-fip-large")
 	fips := watchFloatingIPs(b)
 	for _, c := range []struct{ name, cidr string }{{"ipv4-16", "10.190.0.0/16"}, {"ipv6-64", "fd00:190::/64"}} {
 		b.Run(c.name, func(b *testing.B) { benchmarkLargeRange(b, r, p, fips, c.name, c.cidr, n) })
@@ -221,11 +215,7 @@ func (r *rancher) largestFIP(b *testing.B, ns string) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	size := 0
-	for i := range list.Items {
-		size = max(size, jsonSize(b, &list.Items[i]))
-	}
-	return size
+	return largest(b, list.Items)
 }
 
 // largestAllocation is the size of the largest FloatingIPAllocation of rangeName, as JSON.
@@ -234,9 +224,14 @@ func (r *rancher) largestAllocation(b *testing.B, rangeName string) int {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return largest(b, list.Items)
+}
+
+// largest is the size of the largest of items, as JSON.
+func largest[T any](b *testing.B, items []T) int {
 	size := 0
-	for i := range list.Items {
-		size = max(size, jsonSize(b, &list.Items[i]))
+	for i := range items {
+		size = max(size, jsonSize(b, &items[i]))
 	}
 	return size
 }
