@@ -6,18 +6,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
 	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -29,135 +26,179 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "cleanup" {
-		if err := cleanupCommand(os.Args[2:]); err != nil {
-			logrus.Fatal(err)
-		}
-		return
+	if err := newApp().Run(os.Args); err != nil {
+		logrus.Fatal(err)
 	}
+}
 
-	defaults := operator.DefaultOptions()
-	var (
-		kubeconfigPath = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
-		namespace      = flag.String("namespace", envOr("NAMESPACE", defaults.Namespace), "namespace of kube-fip-config, the leader Lease and the operator's Events [$NAMESPACE]")
-		threads        = flag.Int("threads", envInt("THREADS", defaults.Threads), "workers per controller [$THREADS]")
-		logLevel       = flag.String("log-level", envOr("LOG_LEVEL", "info"), "log level until kube-fip-config sets logLevel [$LOG_LEVEL]")
-		leaderElection = flag.Bool("leader-election", envBool("LEADER_ELECTION", defaults.LeaderElection), "run the controllers only in the replica holding the leader Lease [$LEADER_ELECTION]")
-		metricsBind    = flag.String("metrics-bind-address", os.Getenv("METRICS_BIND_ADDRESS"), "address the metrics server binds to, all interfaces when empty [$METRICS_BIND_ADDRESS]")
-		metricsPort    = flag.Int("metrics-port", envInt("METRICS_PORT", 0), "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set [$METRICS_PORT]")
-		fleetNamespace = flag.String("fleet-namespace", envOr("FLEET_NAMESPACE", defaults.FleetNamespace), "Rancher's namespace of provisioning clusters and their kubeconfig Secrets [$FLEET_NAMESPACE]")
-		globalDataNS   = flag.String("global-data-namespace", envOr("GLOBAL_DATA_NAMESPACE", defaults.GlobalDataNamespace), "Rancher's namespace of cloud credentials [$GLOBAL_DATA_NAMESPACE]")
-		guestWorkers   = flag.Int("guest-workers", envInt("GUEST_WORKERS", defaults.GuestWorkers), "guest clusters operated on at once [$GUEST_WORKERS]")
-		guestTimeout   = flag.Duration("guest-timeout", envDuration("GUEST_TIMEOUT", defaults.GuestTimeout), "timeout of every request to a guest cluster [$GUEST_TIMEOUT]")
-		helmCacheDir   = flag.String("helm-cache-dir", envOr("HELM_CACHE_HOME", defaults.HelmCacheDir), "writable directory for Helm's repository and registry caches [$HELM_CACHE_HOME]")
-		chartSources   = flag.String("allowed-chart-sources", envOr("ALLOWED_CHART_SOURCES", strings.Join(config.DefaultChartSources(), ",")), "comma-separated chart repository URLs and oci:// prefixes that kube-fip-config may install from; a port of * matches any port [$ALLOWED_CHART_SOURCES]")
-		allowHTTP      = flag.Bool("allow-http-chart-sources", envBool("ALLOW_HTTP_CHART_SOURCES", false), "allow plain http chart repositories and loopback OCI registries [$ALLOW_HTTP_CHART_SOURCES]")
-		imagePrefixes  = flag.String("allowed-image-prefixes", envOr("ALLOWED_IMAGE_PREFIXES", strings.Join(config.DefaultImagePrefixes(), ",")), "comma-separated image repository prefixes that chart values may name [$ALLOWED_IMAGE_PREFIXES]")
-		credsSecret    = flag.String("chart-credentials-secret", os.Getenv("CHART_CREDENTIALS_SECRET"), "Secret in --namespace with the keys username and password for the chart repositories and registries [$CHART_CREDENTIALS_SECRET]")
-		kubeAPIQPS     = flag.Float64("kube-api-qps", envFloat("KUBE_API_QPS", 0), "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it) [$KUBE_API_QPS]")
-		kubeAPIBurst   = flag.Int("kube-api-burst", envInt("KUBE_API_BURST", 0), "burst above --kube-api-qps; 0 for twice the QPS [$KUBE_API_BURST]")
-		orphanGrace    = flag.Duration("orphan-grace-period", envDuration("ORPHAN_GRACE_PERIOD", defaults.OrphanGracePeriod), "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released [$ORPHAN_GRACE_PERIOD]")
-		showVersion    = flag.Bool("version", false, "print the version and exit")
-	)
-	flag.Usage = func() {
-		out := flag.CommandLine.Output()
-		fmt.Fprintf(out, "Usage: %s [flags]\n       %s cleanup [flags]   (what the chart's pre-delete hook runs; see cleanup -h)\n", os.Args[0], os.Args[0])
-		flag.PrintDefaults()
+// settings are the command line of the operator; every flag also reads an environment variable.
+type settings struct {
+	opts          operator.Options
+	kubeconfig    string
+	logLevel      string
+	chartSources  cli.StringSlice
+	allowHTTP     bool
+	imagePrefixes cli.StringSlice
+	kubeAPIQPS    float64
+}
+
+// cleanupSettings are the command line of the cleanup command.
+type cleanupSettings struct {
+	opts       cleanup.Options
+	kubeconfig string
+	logLevel   string
+	mode       string
+}
+
+func newApp() *cli.App {
+	s := settings{opts: operator.DefaultOptions()}
+	c := cleanupSettings{opts: cleanup.Options{Namespace: s.opts.Namespace}}
+	return &cli.App{
+		Name:    "kube-fip-operator",
+		Usage:   "gives every Rancher guest cluster on Harvester a floating IP and makes kube-vip in it use that address",
+		Version: fmt.Sprintf("%s (%s)", version.Version, version.GitCommit),
+		Flags:   s.flags(),
+		Action:  s.run,
+		Commands: []*cli.Command{{
+			Name:   "cleanup",
+			Usage:  "stop the operator and release or delete its FloatingIPs and FloatingIPRanges (the chart's pre-delete hook)",
+			Flags:  c.flags(),
+			Action: c.run,
+		}},
 	}
-	flag.Parse()
+}
 
-	if *showVersion {
-		fmt.Printf("kube-fip-operator %s (%s)\n", version.Version, version.GitCommit)
-		return
+func kubeconfigFlag(dest *string) cli.Flag {
+	return &cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Destination: dest,
+		Usage: "kubeconfig of the Rancher management cluster; in-cluster configuration when empty"}
+}
+
+func logLevelFlag(dest *string) cli.Flag {
+	return &cli.StringFlag{Name: "log-level", EnvVars: []string{"LOG_LEVEL"}, Value: "info", Destination: dest,
+		Usage: "log level (the operator's kube-fip-config logLevel takes over once it is read)"}
+}
+
+func (s *settings) flags() []cli.Flag {
+	o := &s.opts
+	return []cli.Flag{
+		kubeconfigFlag(&s.kubeconfig),
+		logLevelFlag(&s.logLevel),
+		&cli.StringFlag{Name: "namespace", EnvVars: []string{"NAMESPACE"}, Value: o.Namespace, Destination: &o.Namespace,
+			Usage: "namespace of kube-fip-config, the leader Lease and the operator's Events"},
+		&cli.IntFlag{Name: "threads", EnvVars: []string{"THREADS"}, Value: o.Threads, Destination: &o.Threads,
+			Usage: "workers per controller"},
+		&cli.BoolFlag{Name: "leader-election", EnvVars: []string{"LEADER_ELECTION"}, Value: o.LeaderElection, Destination: &o.LeaderElection,
+			Usage: "run the controllers only in the replica holding the leader Lease"},
+		&cli.StringFlag{Name: "metrics-bind-address", EnvVars: []string{"METRICS_BIND_ADDRESS"}, Destination: &o.MetricsBind,
+			Usage: "address the metrics server binds to, all interfaces when empty"},
+		&cli.IntFlag{Name: "metrics-port", EnvVars: []string{"METRICS_PORT"}, Destination: &o.MetricsPort,
+			Usage: "port of /metrics, /healthz and /readyz, overriding the metricsPort option when set"},
+		&cli.StringFlag{Name: "fleet-namespace", EnvVars: []string{"FLEET_NAMESPACE"}, Value: o.FleetNamespace, Destination: &o.FleetNamespace,
+			Usage: "Rancher's namespace of provisioning clusters and their kubeconfig Secrets"},
+		&cli.StringFlag{Name: "global-data-namespace", EnvVars: []string{"GLOBAL_DATA_NAMESPACE"}, Value: o.GlobalDataNamespace, Destination: &o.GlobalDataNamespace,
+			Usage: "Rancher's namespace of cloud credentials"},
+		&cli.IntFlag{Name: "guest-workers", EnvVars: []string{"GUEST_WORKERS"}, Value: o.GuestWorkers, Destination: &o.GuestWorkers,
+			Usage: "guest clusters operated on at once"},
+		&cli.DurationFlag{Name: "guest-timeout", EnvVars: []string{"GUEST_TIMEOUT"}, Value: o.GuestTimeout, Destination: &o.GuestTimeout,
+			Usage: "timeout of every request to a guest cluster"},
+		&cli.StringFlag{Name: "helm-cache-dir", EnvVars: []string{"HELM_CACHE_HOME"}, Value: o.HelmCacheDir, Destination: &o.HelmCacheDir,
+			Usage: "writable directory for Helm's repository and registry caches"},
+		&cli.StringSliceFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: cli.NewStringSlice(config.DefaultChartSources()...), Destination: &s.chartSources,
+			Usage: "chart repository URLs and oci:// prefixes that kube-fip-config may install from, comma-separated; a port of * matches any port"},
+		&cli.BoolFlag{Name: "allow-http-chart-sources", EnvVars: []string{"ALLOW_HTTP_CHART_SOURCES"}, Destination: &s.allowHTTP,
+			Usage: "allow plain http chart repositories and loopback OCI registries"},
+		&cli.StringSliceFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Value: cli.NewStringSlice(config.DefaultImagePrefixes()...), Destination: &s.imagePrefixes,
+			Usage: "image repository prefixes that chart values may name, comma-separated"},
+		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
+			Usage: "Secret in --namespace with the keys username and password for the chart repositories and registries"},
+		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
+			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
+		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,
+			Usage: "burst above --kube-api-qps; 0 for twice the QPS"},
+		&cli.DurationFlag{Name: "orphan-grace-period", EnvVars: []string{"ORPHAN_GRACE_PERIOD"}, Value: o.OrphanGracePeriod, Destination: &o.OrphanGracePeriod,
+			Usage: "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released"},
 	}
+}
 
-	level, err := logrus.ParseLevel(*logLevel)
+// options checks what the flags say and completes the operator's options from it.
+func (s *settings) options() (operator.Options, error) {
+	opts := s.opts
+	if s.kubeAPIQPS < 0 {
+		return opts, fmt.Errorf("--kube-api-qps: %v is not a number of requests per second", s.kubeAPIQPS)
+	}
+	opts.KubeAPIQPS = float32(s.kubeAPIQPS)
+	policy, err := config.NewPolicy(s.chartSources.Value(), s.allowHTTP, s.imagePrefixes.Value())
 	if err != nil {
-		logrus.Fatalf("--log-level: %v", err)
+		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-image-prefixes: %w", err)
 	}
-	logrus.SetLevel(level)
-	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	opts.ChartPolicy = policy
+	if secret := opts.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
+		return opts, fmt.Errorf("--chart-credentials-secret: %q is not a Secret name", secret)
+	}
+	return opts, nil
+}
+
+func (s *settings) run(*cli.Context) error {
+	if err := setupLogging(s.logLevel); err != nil {
+		return err
+	}
 	logrus.Infof("kube-fip-operator %s (%s) starting", version.Version, version.GitCommit)
-
-	policy, err := config.NewPolicy(strings.Split(*chartSources, ","), *allowHTTP, strings.Split(*imagePrefixes, ","))
+	opts, err := s.options()
 	if err != nil {
-		logrus.Fatalf("--allowed-chart-sources, --allowed-image-prefixes: %v", err)
+		return err
 	}
-	logrus.Infof("guest chart policy: %s", policy)
-	if *credsSecret != "" && len(validation.IsDNS1123Subdomain(*credsSecret)) > 0 {
-		logrus.Fatalf("--chart-credentials-secret: %q is not a Secret name", *credsSecret)
-	}
+	logrus.Infof("guest chart policy: %s", opts.ChartPolicy)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(*kubeconfigPath).ClientConfig()
+	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(s.kubeconfig).ClientConfig()
 	if err != nil {
-		logrus.Fatalf("loading the kubeconfig: %v", err)
+		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-
-	op, err := operator.New(restConfig, operator.Options{
-		Namespace:      *namespace,
-		Threads:        *threads,
-		LeaderElection: *leaderElection,
-		MetricsBind:    *metricsBind,
-		MetricsPort:    *metricsPort,
-
-		FleetNamespace:      *fleetNamespace,
-		GlobalDataNamespace: *globalDataNS,
-		GuestWorkers:        *guestWorkers,
-		GuestTimeout:        *guestTimeout,
-		OrphanGracePeriod:   *orphanGrace,
-		HelmCacheDir:        *helmCacheDir,
-
-		ChartPolicy:            policy,
-		ChartCredentialsSecret: *credsSecret,
-
-		KubeAPIQPS:   float32(*kubeAPIQPS),
-		KubeAPIBurst: *kubeAPIBurst,
-	})
+	op, err := operator.New(restConfig, opts)
 	if err != nil {
-		logrus.Fatal(err)
-	}
-	if err := op.Run(ctx); err != nil {
-		logrus.Fatal(err)
-	}
-	logrus.Info("stopped")
-}
-
-// cleanupCommand stops the operator and releases or deletes its FloatingIPs and FloatingIPRanges:
-// the chart's pre-delete hook runs it, with a ServiceAccount allowed only that.
-func cleanupCommand(args []string) error {
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	kubeconfigPath := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the Rancher management cluster; in-cluster configuration when empty [$KUBECONFIG]")
-	namespace := fs.String("namespace", envOr("NAMESPACE", operator.DefaultOptions().Namespace), "namespace of the operator's Deployment [$NAMESPACE]")
-	deployment := fs.String("deployment", "kube-fip-operator", "the operator's Deployment, scaled to zero first; empty to stop none")
-	mode := fs.String("mode", string(cleanup.ModeKeep), "keep: remove the operator's finalizers and keep every FloatingIP and FloatingIPRange for a reinstall; delete: delete them all")
-	stopTimeout := fs.Duration("stop-timeout", 2*time.Minute, "how long to wait for the operator's pods to stop")
-	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "log level [$LOG_LEVEL]")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("cleanup takes no arguments, got %q", fs.Args())
+	if err := op.Run(ctx); err != nil {
+		return err
 	}
-	m, err := cleanup.ParseMode(*mode)
+	logrus.Info("stopped")
+	return nil
+}
+
+func (c *cleanupSettings) flags() []cli.Flag {
+	o := &c.opts
+	return []cli.Flag{
+		kubeconfigFlag(&c.kubeconfig),
+		logLevelFlag(&c.logLevel),
+		&cli.StringFlag{Name: "namespace", EnvVars: []string{"NAMESPACE"}, Value: o.Namespace, Destination: &o.Namespace,
+			Usage: "namespace of the operator's Deployment"},
+		&cli.StringFlag{Name: "deployment", Value: "kube-fip-operator", Destination: &o.Deployment,
+			Usage: "the operator's Deployment, scaled to zero first; empty to stop none"},
+		&cli.StringFlag{Name: "mode", Value: string(cleanup.ModeKeep), Destination: &c.mode,
+			Usage: "keep: remove the operator's finalizers and keep every FloatingIP and FloatingIPRange for a reinstall; delete: delete them all"},
+		&cli.DurationFlag{Name: "stop-timeout", Value: 2 * time.Minute, Destination: &o.StopTimeout,
+			Usage: "how long to wait for the operator's pods to stop"},
+	}
+}
+
+func (c *cleanupSettings) run(ctx *cli.Context) error {
+	if ctx.NArg() > 0 {
+		return fmt.Errorf("cleanup takes no arguments, got %q", ctx.Args().Slice())
+	}
+	m, err := cleanup.ParseMode(c.mode)
 	if err != nil {
 		return fmt.Errorf("--mode: %w", err)
 	}
-	level, err := logrus.ParseLevel(*logLevel)
-	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	c.opts.Mode = m
+	if err := setupLogging(c.logLevel); err != nil {
+		return err
 	}
-	logrus.SetLevel(level)
-	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	logrus.Infof("kube-fip-operator %s (%s) cleaning up (%s)", version.Version, version.GitCommit, m)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(ctx.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(*kubeconfigPath).ClientConfig()
+	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(c.kubeconfig).ClientConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
@@ -169,55 +210,16 @@ func cleanupCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = cleanup.Run(ctx, kube, dyn, cleanup.Options{
-		Mode: m, Namespace: *namespace, Deployment: *deployment, StopTimeout: *stopTimeout,
-	})
+	_, err = cleanup.Run(sigCtx, kube, dyn, c.opts)
 	return err
 }
 
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+func setupLogging(level string) error {
+	l, err := logrus.ParseLevel(level)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
 	}
-	return fallback
-}
-
-func envFloat(key string, fallback float64) float64 {
-	if v := os.Getenv(key); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
-			return f
-		}
-		logrus.Fatalf("$%s: %q is not a number of requests per second", key, v)
-	}
-	return fallback
-}
-
-func envInt(key string, fallback int) int {
-	if v := os.Getenv(key); v != "" {
-		if i, err := strconv.Atoi(v); err == nil {
-			return i
-		}
-		logrus.Fatalf("$%s: %q is not a number", key, v)
-	}
-	return fallback
-}
-
-func envDuration(key string, fallback time.Duration) time.Duration {
-	if v := os.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		logrus.Fatalf("$%s: %q is not a duration such as 15s", key, v)
-	}
-	return fallback
-}
-
-func envBool(key string, fallback bool) bool {
-	if v := os.Getenv(key); v != "" {
-		if b, err := strconv.ParseBool(v); err == nil {
-			return b
-		}
-		logrus.Fatalf("$%s: %q is not true or false", key, v)
-	}
-	return fallback
+	logrus.SetLevel(l)
+	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	return nil
 }

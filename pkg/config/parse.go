@@ -127,8 +127,8 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		KeyKubevipCloudProviderChartRef, KeyKubevipCloudProviderChartVersion)...)
 
 	known := make(map[string]bool, len(opts))
-	for _, o := range opts {
-		known[o.key] = true
+	for _, k := range Keys() {
+		known[k] = true
 	}
 	var unknown []string
 	for k := range data {

@@ -18,7 +18,6 @@ const (
 	LabelGuestClusterName     = "guestclustername"
 	LabelEvent                = "event"
 	LabelStatus               = "status"
-	LabelReason               = "reason"
 )
 
 // Guest cluster event names and statuses of the original operator.

@@ -103,6 +103,7 @@ func DefaultOptions() Options {
 		GuestTimeout:        guest.DefaultTimeout,
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
+		ChartPolicy:         config.DefaultPolicy(),
 	}
 }
 

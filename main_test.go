@@ -1,0 +1,98 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kubefip/kube-fip-operator/pkg/operator"
+)
+
+// parse runs the operator's command line up to the point where it would start, and returns the
+// options it would start with.
+func parse(t *testing.T, env map[string]string, args ...string) (operator.Options, error) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	s := settings{opts: operator.DefaultOptions()}
+	var opts operator.Options
+	app := &cli.App{Name: "kube-fip-operator", Flags: s.flags(), Action: func(*cli.Context) error {
+		var err error
+		opts, err = s.options()
+		return err
+	}}
+	err := app.Run(append([]string{"kube-fip-operator"}, args...))
+	return opts, err
+}
+
+func TestFlagDefaults(t *testing.T) {
+	opts, err := parse(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := operator.DefaultOptions()
+	if opts.Namespace != want.Namespace || opts.Threads != want.Threads || opts.GuestTimeout != want.GuestTimeout ||
+		opts.LeaderElection != want.LeaderElection || opts.OrphanGracePeriod != want.OrphanGracePeriod {
+		t.Errorf("defaults %+v; want those of operator.DefaultOptions %+v", opts, want)
+	}
+	if p := opts.ChartPolicy.String(); p != want.ChartPolicy.String() {
+		t.Errorf("default chart policy %s; want %s", p, want.ChartPolicy)
+	}
+}
+
+func TestFlagsAndEnvironment(t *testing.T) {
+	opts, err := parse(t, map[string]string{
+		"THREADS": "7", "GUEST_TIMEOUT": "3s", "ALLOWED_CHART_SOURCES": "https://charts.example.com,oci://registry.example.com/kv",
+		"KUBE_API_QPS": "25",
+	}, "--namespace=ops", "--leader-election=false", "--allowed-image-prefixes=registry.example.com/kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Namespace != "ops" || opts.Threads != 7 || opts.GuestTimeout != 3*time.Second || opts.LeaderElection || opts.KubeAPIQPS != 25 {
+		t.Errorf("options %+v do not carry the flags and environment", opts)
+	}
+	p := opts.ChartPolicy.String()
+	for _, want := range []string{"https://charts.example.com", "oci://registry.example.com/kv", "registry.example.com/kv"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("policy %s lacks %s", p, want)
+		}
+	}
+	if strings.Contains(p, "ghcr.io") {
+		t.Errorf("policy %s kept a default that the flags replaced", p)
+	}
+}
+
+// An empty list, as the chart renders for security.allowedChartSources: [], allows nothing.
+func TestEmptyAllowListAllowsNothing(t *testing.T) {
+	opts, err := parse(t, nil, "--allowed-chart-sources=", "--allowed-image-prefixes=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := opts.ChartPolicy.String(); strings.Contains(p, "://") || strings.Contains(p, "ghcr.io") {
+		t.Errorf("policy %s; want no source and no image", p)
+	}
+}
+
+func TestBadFlagValues(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		args []string
+		says string
+	}{
+		"env not a number":   {env: map[string]string{"THREADS": "many"}, says: "THREADS"},
+		"env not a duration": {env: map[string]string{"GUEST_TIMEOUT": "15"}, says: "GUEST_TIMEOUT"},
+		"negative qps":       {args: []string{"--kube-api-qps=-1"}, says: "--kube-api-qps"},
+		"http source":        {args: []string{"--allowed-chart-sources=http://charts.example.com"}, says: "allow-http-chart-sources"},
+		"secret name":        {args: []string{"--chart-credentials-secret=Not_A_Name"}, says: "--chart-credentials-secret"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.env, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %v; want one that names %s", err, tc.says)
+			}
+		})
+	}
+}
