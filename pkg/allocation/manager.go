@@ -25,6 +25,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // ByUIDIndex indexes FloatingIPs by UID, to find the owner of an allocation.
@@ -121,19 +122,19 @@ func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner,
 	st := m.g.stateLocked(r)
 	held := m.g.idx.heldBy(owner.UID, rangeName)
 	holds := len(held) > 0 && (!want.IsValid() || slices.Contains(held, want))
-	var problem *Problem
+	var notReady *problem.Problem
 	if !holds {
-		problem = m.problemLocked(r, st)
+		notReady = m.problemLocked(r, st)
 	}
 	m.g.mu.Unlock()
-	if problem != nil {
+	if notReady != nil {
 		// Holding an address stays valid when the range has a problem; only new claims are refused.
 		if want.IsValid() && !soft {
 			if holder, ok := m.HolderOf(want); ok && holder.Owner.UID != owner.UID {
 				return netip.Addr{}, nil, &ipam.TakenError{Addr: want, Holder: holder.Owner}
 			}
 		}
-		return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *problem}
+		return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *notReady}
 	}
 	start := time.Now()
 	addr, err := m.g.claimLoop(ctx, m.deps.Allocations, rangeName, owner, want, soft)
@@ -180,12 +181,12 @@ func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name st
 }
 
 // problemLocked is what keeps r from handing out new addresses, or nil.
-func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *Problem {
+func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.Problem {
 	if st.pool == nil {
-		return &Problem{Reason: ReasonInvalidRange, Message: st.invalid.Error()}
+		return &problem.Problem{Reason: ReasonInvalidRange, Message: st.invalid.Error()}
 	}
 	if orphans := m.orphansLocked(r, st); len(orphans) > 0 {
-		return &Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
 	others, err := m.deps.Ranges.Cache().List(labels.Everything())
 	if err != nil {
@@ -310,11 +311,11 @@ type Summary struct {
 	Used      int
 	Available *big.Int
 	// Problem keeps the range from handing out addresses; nil when it can.
-	Problem *Problem
+	Problem *problem.Problem
 	Orphans []Orphan
 	// Warnings are accepted but deserve a person's look: a range of the whole address space, a
 	// range with nothing to hand out.
-	Warnings []Problem
+	Warnings []problem.Problem
 }
 
 // Summarize returns the counts and the problem, if any, of r. Used counts every allocation of the

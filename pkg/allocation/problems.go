@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // ErrRangeNotFound: the FloatingIPRange does not exist.
@@ -29,16 +30,10 @@ const (
 	ReasonNoCapacity = "NoCapacity"
 )
 
-// Problem says why a range cannot hand out addresses now.
-type Problem struct {
-	Reason  string
-	Message string
-}
-
 // NotReadyError is returned for a claim on a range with a Problem.
 type NotReadyError struct {
 	Range   string
-	Problem Problem
+	Problem problem.Problem
 }
 
 func (e *NotReadyError) Error() string {
@@ -55,7 +50,7 @@ type Orphan struct {
 
 // overlap returns the problem of r overlapping an older range among others, or nil. It is checked
 // on every use rather than kept, since it changes when another range changes.
-func overlap(r *v1.FloatingIPRange, pool *ipam.Pool, others []*v1.FloatingIPRange) *Problem {
+func overlap(r *v1.FloatingIPRange, pool *ipam.Pool, others []*v1.FloatingIPRange) *problem.Problem {
 	if pool == nil {
 		return nil
 	}
@@ -67,8 +62,8 @@ func overlap(r *v1.FloatingIPRange, pool *ipam.Pool, others []*v1.FloatingIPRang
 		if err != nil || !pool.Overlaps(op) {
 			continue
 		}
-		return &Problem{Reason: ReasonOverlap, Message: fmt.Sprintf(
-			"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, o.Name, o.Spec.IPRange)}
+		return problem.New(ReasonOverlap,
+			"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, o.Name, o.Spec.IPRange)
 	}
 	return nil
 }
@@ -111,21 +106,21 @@ func List(some []Orphan, total int) string {
 }
 
 // warnings returns what is accepted in a range's spec but deserves a person's look.
-func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []Problem {
+func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []problem.Problem {
 	if pool == nil {
 		return nil
 	}
-	var out []Problem
+	var out []problem.Problem
 	if pfx := pool.Prefix(); pfx.Bits() == 0 {
 		fam := "IPv4"
 		if pfx.Addr().Is6() {
 			fam = "IPv6"
 		}
-		out = append(out, Problem{Reason: ReasonWholeAddressSpace, Message: fmt.Sprintf(
+		out = append(out, problem.Problem{Reason: ReasonWholeAddressSpace, Message: fmt.Sprintf(
 			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
 	}
 	if pool.Capacity().Sign() == 0 {
-		out = append(out, Problem{Reason: ReasonNoCapacity, Message: fmt.Sprintf(
+		out = append(out, problem.Problem{Reason: ReasonNoCapacity, Message: fmt.Sprintf(
 			"spec.iprange %s with its %d excludes leaves no address to hand out; FloatingIPs of this range stay pending", pool.Prefix(), len(r.Spec.Exclude))})
 	}
 	return out

@@ -51,7 +51,7 @@ func FuzzParse(f *testing.F) {
 		}
 
 		for _, p := range problems {
-			if p.Warning != (p.Kind != ProblemInvalidValue) {
+			if p.Warning != (p.Reason != ProblemInvalidValue) {
 				t.Errorf("Warning flag disagrees with kind: %+v", p)
 			}
 			sensitive := strings.HasSuffix(p.Key, "ChartValues") && !p.Warning

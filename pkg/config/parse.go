@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // Problem is one thing wrong with the ConfigMap. Problems never stop Parse;
-// they say which value was ignored and what is in force instead.
+// they say which value was ignored and what is in force instead. Its Reason
+// is one of the Problem* constants, CamelCase so that it can serve as a
+// Kubernetes event reason.
 type Problem struct {
-	Key  string
-	Kind ProblemKind
+	problem.Problem
+	Key string
 	// Value is the offending value, trimmed, with URL credentials masked and
 	// cut to about 100 bytes. It is empty when the value must not be shown
 	// (chart values, unknown keys) or is not the point (an incomplete
 	// ref/version pair); Message then says everything.
-	Value   string
-	Message string
+	Value string
 	// Warning marks problems that did not change which value is in force:
 	// unknown keys, which are ignored, incomplete chart selections, which
 	// are kept as given, and charts the deployment's Policy refuses. Only
@@ -27,19 +30,16 @@ type Problem struct {
 	Fallback string
 }
 
-// ProblemKind classifies a Problem. The values are CamelCase so that they can
-// serve as Kubernetes event reasons.
-type ProblemKind string
-
+// Reasons of a Problem.
 const (
 	// ProblemInvalidValue: the value was rejected and the previous one (or
 	// the default) stays in force.
-	ProblemInvalidValue ProblemKind = "InvalidValue"
+	ProblemInvalidValue = "InvalidValue"
 	// ProblemUnknownKey: the key is not a known option and was ignored.
-	ProblemUnknownKey ProblemKind = "UnknownKey"
+	ProblemUnknownKey = "UnknownKey"
 	// ProblemIncompleteChart: only one of a chart's ref and version is set;
 	// both are kept as given.
-	ProblemIncompleteChart ProblemKind = "IncompleteChartSelection"
+	ProblemIncompleteChart = "IncompleteChartSelection"
 )
 
 // Error formats the problem for logs and events, naming the ConfigMap so the
@@ -107,7 +107,7 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		if err == nil {
 			continue
 		}
-		p := Problem{Key: o.key, Kind: ProblemInvalidValue, Message: err.Error()}
+		p := Problem{Key: o.key, Problem: problem.Problem{Reason: ProblemInvalidValue, Message: err.Error()}}
 		if o.sensitive {
 			p.Message = "invalid value (not shown, it may contain secrets): " + p.Message
 		} else {
@@ -142,7 +142,7 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		if s := suggest(k, opts); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		problems = append(problems, Problem{Key: truncate(k), Kind: ProblemUnknownKey, Message: msg, Warning: true})
+		problems = append(problems, Problem{Key: truncate(k), Problem: problem.Problem{Reason: ProblemUnknownKey, Message: msg}, Warning: true})
 	}
 	return out, problems
 }
@@ -171,10 +171,9 @@ func checkPair(ch Chart, refKey, versionKey string) []Problem {
 	}
 	return []Problem{{
 		Key:     setKey,
-		Kind:    ProblemIncompleteChart,
 		Warning: true,
-		Message: fmt.Sprintf("incomplete chart selection: %s is set but %s is empty; both are kept as given, set both or neither",
-			setKey, missingKey),
+		Problem: *problem.New(ProblemIncompleteChart,
+			"incomplete chart selection: %s is set but %s is empty; both are kept as given, set both or neither", setKey, missingKey),
 	}}
 }
 

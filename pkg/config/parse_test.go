@@ -184,7 +184,7 @@ func TestParseKeys(t *testing.T) {
 			}
 			for _, in := range tt.invalid {
 				got, problems := Parse(data(in), prev)
-				if len(problems) != 1 || problems[0].Key != tt.key || problems[0].Warning || problems[0].Kind != ProblemInvalidValue {
+				if len(problems) != 1 || problems[0].Key != tt.key || problems[0].Warning || problems[0].Reason != ProblemInvalidValue {
 					t.Errorf("%q: want one problem for %s, got %v", in, tt.key, problems)
 					continue
 				}

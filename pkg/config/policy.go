@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // The kinds of a chart the Policy refuses. They are also the reasons of the Events and of the
@@ -14,10 +16,10 @@ import (
 const (
 	// ProblemChartSourceNotAllowed: the chart repository or OCI reference is not in the
 	// deployment's allow-list, or uses plain http where the deployment allows only https.
-	ProblemChartSourceNotAllowed ProblemKind = "ChartSourceNotAllowed"
+	ProblemChartSourceNotAllowed = "ChartSourceNotAllowed"
 	// ProblemChartValuesNotAllowed: the chart values change the image to one outside the allowed
 	// image prefixes, or set a key that adds privileges.
-	ProblemChartValuesNotAllowed ProblemKind = "ChartValuesNotAllowed"
+	ProblemChartValuesNotAllowed = "ChartValuesNotAllowed"
 )
 
 // DefaultChartSources are the upstream kube-vip chart sources: the repository the original
@@ -213,9 +215,8 @@ func (s source) allows(t source) bool {
 // Refusal is a chart the Policy does not allow. Its message names the ConfigMap key and never
 // holds credentials.
 type Refusal struct {
-	Kind    ProblemKind
-	Key     string
-	Message string
+	problem.Problem
+	Key string
 }
 
 func (r *Refusal) Error() string {
@@ -245,8 +246,8 @@ func (p Policy) Check(c Config) []Problem {
 	for _, err := range []error{p.CheckKubevip(c), p.CheckKubevipCloudProvider(c)} {
 		var r *Refusal
 		if errors.As(err, &r) {
-			problems = append(problems, Problem{Key: r.Key, Kind: r.Kind, Warning: true,
-				Message: r.Message + "; nothing is installed from it until it is allowed"})
+			problems = append(problems, Problem{Key: r.Key, Warning: true, Problem: problem.Problem{
+				Reason: r.Reason, Message: r.Message + "; nothing is installed from it until it is allowed"}})
 		}
 	}
 	return problems
@@ -257,7 +258,7 @@ func (p Policy) checkChart(ch Chart, keys chartKeys) error {
 		return err
 	}
 	if msg := p.valuesProblem(ch.Values); msg != "" {
-		return &Refusal{Kind: ProblemChartValuesNotAllowed, Key: keys.values, Message: msg}
+		return &Refusal{Key: keys.values, Problem: problem.Problem{Reason: ProblemChartValuesNotAllowed, Message: msg}}
 	}
 	return nil
 }
@@ -268,7 +269,7 @@ func (p Policy) checkSource(ch Chart, keys chartKeys) error {
 		key, raw = keys.ref, ch.Ref
 	}
 	refuse := func(format string, args ...interface{}) error {
-		return &Refusal{Kind: ProblemChartSourceNotAllowed, Key: key, Message: fmt.Sprintf(format, args...)}
+		return &Refusal{Key: key, Problem: *problem.New(ProblemChartSourceNotAllowed, format, args...)}
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {

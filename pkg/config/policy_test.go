@@ -76,7 +76,7 @@ func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
 		if tt.ref != "" {
 			wantKey = KeyKubevipChartRef
 		}
-		if r.Kind != ProblemChartSourceNotAllowed || r.Key != wantKey || !strings.Contains(r.Error(), "allowed chart sources") {
+		if r.Reason != ProblemChartSourceNotAllowed || r.Key != wantKey || !strings.Contains(r.Error(), "allowed chart sources") {
 			t.Errorf("%s%s: refusal %+v", tt.repo, tt.ref, r)
 		}
 		// The repository URL is shared: the cloud provider is refused as well.
@@ -84,7 +84,7 @@ func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
 			t.Errorf("%s: the cloud provider chart is allowed", tt.repo)
 		}
 		problems := p.Check(c)
-		if len(problems) == 0 || !problems[0].Warning || problems[0].Kind != ProblemChartSourceNotAllowed ||
+		if len(problems) == 0 || !problems[0].Warning || problems[0].Reason != ProblemChartSourceNotAllowed ||
 			!strings.Contains(problems[0].Error(), "nothing is installed") {
 			t.Errorf("%s%s: Check = %v", tt.repo, tt.ref, problems)
 		}
@@ -111,7 +111,7 @@ func TestPolicyHTTPOnlyWithTheFlag(t *testing.T) {
 		chartFrom(t, "http://kube-vip.io/helm-charts", "", ""),
 	} {
 		r := refusal(t, strict.CheckKubevip(c))
-		if r == nil || r.Kind != ProblemChartSourceNotAllowed || !strings.Contains(r.Message, "plain http") {
+		if r == nil || r.Reason != ProblemChartSourceNotAllowed || !strings.Contains(r.Message, "plain http") {
 			t.Errorf("%s: want a plain-http refusal, got %v", c.Kubevip.RepoURL, r)
 		}
 	}
@@ -190,7 +190,7 @@ func TestPolicyChartValues(t *testing.T) {
 			t.Errorf("%q: allowed", v)
 			continue
 		}
-		if r.Kind != ProblemChartValuesNotAllowed || r.Key != KeyKubevipChartValues || !strings.Contains(r.Message, want) {
+		if r.Reason != ProblemChartValuesNotAllowed || r.Key != KeyKubevipChartValues || !strings.Contains(r.Message, want) {
 			t.Errorf("%q: refusal %+v, want it to say %q", v, r, want)
 		}
 		if strings.Contains(r.Error(), "S3CRETTAG") || strings.Contains(r.Error(), "10.0.0.1") {
@@ -248,7 +248,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 		if got.KubevipGuestInstall != InstallDisabled {
 			t.Errorf("%q at start-up gives %s", typo, got.KubevipGuestInstall)
 		}
-		if len(problems) != 1 || problems[0].Key != KeyKubevipGuestInstall || problems[0].Kind != ProblemInvalidValue ||
+		if len(problems) != 1 || problems[0].Key != KeyKubevipGuestInstall || problems[0].Reason != ProblemInvalidValue ||
 			!strings.Contains(problems[0].Fallback, "disabled until it is fixed") {
 			t.Errorf("%q: problems %+v", typo, problems)
 		}

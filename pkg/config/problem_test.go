@@ -67,7 +67,7 @@ func TestChartRefVersionPair(t *testing.T) {
 				t.Errorf("Ref %q, want %q kept as given", got.Kubevip.Ref, r)
 			}
 			for _, p := range problems {
-				pair := p.Kind == ProblemIncompleteChart
+				pair := p.Reason == ProblemIncompleteChart
 				if pair != strings.Contains(p.Message, "incomplete chart selection") || p.Warning != pair {
 					t.Errorf("pair problem has wrong kind or warning flag: %+v", p)
 				}
@@ -96,7 +96,7 @@ func TestUnknownKeys(t *testing.T) {
 		if !got.Equal(Default()) {
 			t.Errorf("%q: unknown key changed the config", tt.key)
 		}
-		if len(problems) != 1 || !problems[0].Warning || problems[0].Kind != ProblemUnknownKey {
+		if len(problems) != 1 || !problems[0].Warning || problems[0].Reason != ProblemUnknownKey {
 			t.Errorf("%q: want one warning, got %v", tt.key, problems)
 			continue
 		}
@@ -207,7 +207,7 @@ func TestRepoURLWithCredentialsRefused(t *testing.T) {
 		if got.Kubevip.RepoURL != prev.Kubevip.RepoURL || got.KubevipCloudProvider.RepoURL != prev.KubevipCloudProvider.RepoURL {
 			t.Errorf("%s: accepted (%q)", repo, got.Kubevip.RepoURL)
 		}
-		if len(problems) != 1 || problems[0].Kind != ProblemInvalidValue || problems[0].Key != KeyKubevipChartRepoURL {
+		if len(problems) != 1 || problems[0].Reason != ProblemInvalidValue || problems[0].Key != KeyKubevipChartRepoURL {
 			t.Fatalf("%s: problems %v", repo, problems)
 		}
 		if msg := problems[0].Error() + problems[0].Fallback; strings.Contains(msg, "S3CRET") || !strings.Contains(msg, "credentials") {

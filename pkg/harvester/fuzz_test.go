@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // FuzzParseNetworkInfo: whatever a HarvesterConfig's networkInfo holds, parsing returns a network
@@ -70,7 +72,7 @@ func FuzzParseCredentialRef(f *testing.F) {
 	})
 }
 
-func checkOutcome(t *testing.T, input string, c Choice, p *Problem) {
+func checkOutcome(t *testing.T, input string, c Choice, p *problem.Problem) {
 	t.Helper()
 	if p != nil {
 		if c != (Choice{}) {

@@ -5,6 +5,8 @@ import (
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // MachineConfigKind is the kind of the Harvester node driver's machine configuration
@@ -31,7 +33,7 @@ type ControlPlane struct {
 // Harvester node driver. ok is false, with no problem, for every cluster discovery has nothing to do
 // with: imported and custom clusters (no machine pools) and clusters of other node drivers. The first
 // control-plane pool in the cluster's order is used, so the answer never depends on map order.
-func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, problem *Problem) {
+func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Problem) {
 	if c.Spec.RKEConfig == nil || len(c.Spec.RKEConfig.MachinePools) == 0 {
 		return ControlPlane{}, false, nil
 	}
@@ -48,12 +50,12 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, problem *Probl
 	}
 	switch {
 	case pool == nil && onHarvester:
-		return ControlPlane{}, false, problemf(ReasonNoControlPlanePool,
+		return ControlPlane{}, false, problem.New(ReasonNoControlPlanePool,
 			"no machine pool has controlPlaneRole: true, so there is no network to take the floating IP from")
 	case pool == nil:
 		return ControlPlane{}, false, nil
 	case pool.NodeConfig == nil || pool.NodeConfig.Name == "":
-		return ControlPlane{}, false, problemf(ReasonNoMachineConfigRef,
+		return ControlPlane{}, false, problem.New(ReasonNoMachineConfigRef,
 			"control-plane machine pool %s has no machineConfigRef naming its %s", quote(pool.Name), MachineConfigKind)
 	case pool.NodeConfig.Kind != MachineConfigKind:
 		return ControlPlane{}, false, nil
@@ -71,7 +73,7 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, problem *Probl
 		cp.Credential = strings.TrimSpace(c.Spec.CloudCredentialSecretName)
 	}
 	if cp.Credential == "" {
-		return ControlPlane{}, false, problemf(ReasonNoCloudCredential,
+		return ControlPlane{}, false, problem.New(ReasonNoCloudCredential,
 			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", quote(pool.Name))
 	}
 	return cp, true, nil
@@ -99,18 +101,18 @@ func CredentialRefs(c *provv1.Cluster, globalNamespace string) []string {
 // pkg/controllers/capr/machineprovision GetCloudCredentialSecret): "<globalNamespace>:<name>" is
 // the Secret <name> in globalNamespace (cattle-global-data); anything else is a Secret of that very
 // name in the cluster's own namespace, so a bare name is found there and another "ns:" prefix never.
-func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespace, name string, problem *Problem) {
+func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespace, name string, p *problem.Problem) {
 	ref = strings.TrimSpace(ref)
 	namespace, name = clusterNamespace, ref
 	if prefix, rest, ok := strings.Cut(ref, ":"); ok {
 		if prefix != globalNamespace {
-			return "", "", problemf(ReasonInvalidCloudCredential,
+			return "", "", problem.New(ReasonInvalidCloudCredential,
 				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", quote(ref), globalNamespace)
 		}
 		namespace, name = prefix, rest
 	}
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", "", problemf(ReasonInvalidCloudCredential,
+		return "", "", problem.New(ReasonInvalidCloudCredential,
 			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", quote(ref), globalNamespace)
 	}
 	return namespace, name, nil
@@ -118,17 +120,17 @@ func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespac
 
 // ClusterID reads the Harvester cluster's management cluster id from a cloud credential's data.
 // The messages name the key, never a value: the same Secret holds the Harvester kubeconfig.
-func ClusterID(data map[string][]byte) (string, *Problem) {
+func ClusterID(data map[string][]byte) (string, *problem.Problem) {
 	raw, ok := data[ClusterIDKey]
 	if !ok {
-		return "", problemf(ReasonInvalidCloudCredential, "has no %s key: it is not a Harvester cloud credential", ClusterIDKey)
+		return "", problem.New(ReasonInvalidCloudCredential, "has no %s key: it is not a Harvester cloud credential", ClusterIDKey)
 	}
 	id := strings.TrimSpace(string(raw))
 	if id == "" {
-		return "", problemf(ReasonInvalidCloudCredential, "key %s is empty", ClusterIDKey)
+		return "", problem.New(ReasonInvalidCloudCredential, "key %s is empty", ClusterIDKey)
 	}
 	if len(validation.IsDNS1123Subdomain(id)) > 0 {
-		return "", problemf(ReasonInvalidCloudCredential, "key %s does not hold a management cluster id (as in c-m-abcde123)", ClusterIDKey)
+		return "", problem.New(ReasonInvalidCloudCredential, "key %s does not hold a management cluster id (as in c-m-abcde123)", ClusterIDKey)
 	}
 	return id, nil
 }

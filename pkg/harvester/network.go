@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // Network is a Harvester VM network (a NetworkAttachmentDefinition). Namespace is empty when the
@@ -35,7 +37,7 @@ type Choice struct {
 	// From says which field gave the network: "networkName" or "networkInfo interface 1 of 2".
 	From string
 	// Note, when not nil, is something worth an Event although the network was used.
-	Note *Problem
+	Note *problem.Problem
 }
 
 // networkInfo is the JSON the Harvester node driver keeps in a HarvesterConfig's networkInfo.
@@ -49,7 +51,7 @@ type networkInfo struct {
 // writes them). networkInfo, where Rancher 2.7 and later keep every interface, wins over the older
 // networkName; when it is present but unusable that is a problem, not a reason to guess from
 // networkName.
-func NetworkOf(fields map[string]interface{}) (Choice, *Problem) {
+func NetworkOf(fields map[string]interface{}) (Choice, *problem.Problem) {
 	switch info := fields["networkInfo"].(type) {
 	case string:
 		if strings.TrimSpace(info) != "" {
@@ -59,12 +61,12 @@ func NetworkOf(fields map[string]interface{}) (Choice, *Problem) {
 		// A person or a tool wrote the JSON as an object instead of a string: read it all the same.
 		data, err := json.Marshal(info)
 		if err != nil {
-			return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo cannot be read: %v", err)
+			return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo cannot be read: %v", err)
 		}
 		return ParseNetworkInfo(string(data))
 	case nil:
 	default:
-		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo is a %T, not a JSON string", info)
+		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo is a %T, not a JSON string", info)
 	}
 	switch name := fields["networkName"].(type) {
 	case string:
@@ -73,20 +75,20 @@ func NetworkOf(fields map[string]interface{}) (Choice, *Problem) {
 		}
 	case nil:
 	default:
-		return Choice{}, problemf(ReasonInvalidNetwork, "networkName is a %T, not a string", name)
+		return Choice{}, problem.New(ReasonInvalidNetwork, "networkName is a %T, not a string", name)
 	}
-	return Choice{}, problemf(ReasonInvalidNetwork, "has neither networkInfo nor networkName: no VM network to take the floating IP from")
+	return Choice{}, problem.New(ReasonInvalidNetwork, "has neither networkInfo nor networkName: no VM network to take the floating IP from")
 }
 
 // ParseNetworkName reads networkName: "namespace/name", or a bare "name", which is used with a note.
-func ParseNetworkName(s string) (Choice, *Problem) {
+func ParseNetworkName(s string) (Choice, *problem.Problem) {
 	n, p := parseNetwork(s)
 	if p != nil {
-		return Choice{}, problemf(ReasonInvalidNetwork, "networkName %s %s", quote(s), p.Message)
+		return Choice{}, problem.New(ReasonInvalidNetwork, "networkName %s %s", quote(s), p.Message)
 	}
 	c := Choice{Network: n, From: "networkName"}
 	if n.Namespace == "" {
-		c.Note = problemf(ReasonNetworkWithoutNamespace,
+		c.Note = problem.New(ReasonNetworkWithoutNamespace,
 			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", quote(s), n.Name)
 	}
 	return c, nil
@@ -95,13 +97,13 @@ func ParseNetworkName(s string) (Choice, *Problem) {
 // ParseNetworkInfo reads networkInfo, the JSON list of a VM's interfaces, and takes the first
 // interface that names a network: the VM's first NIC is where kube-vip's default interface (enp1s0)
 // is, so it is the network the floating IP must belong to.
-func ParseNetworkInfo(s string) (Choice, *Problem) {
+func ParseNetworkInfo(s string) (Choice, *problem.Problem) {
 	var info networkInfo
 	if err := json.Unmarshal([]byte(s), &info); err != nil {
-		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo is not the JSON the Harvester node driver writes (%v)", err)
+		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo is not the JSON the Harvester node driver writes (%v)", err)
 	}
 	if len(info.Interfaces) == 0 {
-		return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo lists no interfaces")
+		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo lists no interfaces")
 	}
 	for i, iface := range info.Interfaces {
 		if strings.TrimSpace(iface.NetworkName) == "" {
@@ -109,25 +111,25 @@ func ParseNetworkInfo(s string) (Choice, *Problem) {
 		}
 		n, p := parseNetwork(iface.NetworkName)
 		if p != nil {
-			return Choice{}, problemf(ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, quote(iface.NetworkName), p.Message)
+			return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, quote(iface.NetworkName), p.Message)
 		}
 		c := Choice{Network: n, From: fmt.Sprintf("networkInfo interface %d of %d", i+1, len(info.Interfaces))}
 		if n.Namespace == "" {
-			c.Note = problemf(ReasonNetworkWithoutNamespace,
+			c.Note = problem.New(ReasonNetworkWithoutNamespace,
 				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, quote(n.Name))
 		}
 		return c, nil
 	}
-	return Choice{}, problemf(ReasonInvalidNetwork, "none of the %d networkInfo interfaces has a networkName", len(info.Interfaces))
+	return Choice{}, problem.New(ReasonInvalidNetwork, "none of the %d networkInfo interfaces has a networkName", len(info.Interfaces))
 }
 
 // parseNetwork splits "namespace/name" or takes a bare name.
-func parseNetwork(s string) (Network, *Problem) {
+func parseNetwork(s string) (Network, *problem.Problem) {
 	s = strings.TrimSpace(s)
 	parts := strings.Split(s, "/")
 	for _, part := range parts {
 		if part == "" || strings.TrimSpace(part) != part {
-			return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
+			return Network{}, problem.New(ReasonInvalidNetwork, "is not namespace/name")
 		}
 	}
 	var n Network
@@ -137,16 +139,16 @@ func parseNetwork(s string) (Network, *Problem) {
 	case 2:
 		n = Network{Namespace: parts[0], Name: parts[1]}
 	default:
-		return Network{}, problemf(ReasonInvalidNetwork, "is not namespace/name")
+		return Network{}, problem.New(ReasonInvalidNetwork, "is not namespace/name")
 	}
 	// The network is a NetworkAttachmentDefinition: its namespace a DNS-1123 label, its name a
 	// DNS-1123 subdomain. Anything else names no network, and is not copied any further.
 	if n.Namespace != "" && len(validation.IsDNS1123Label(n.Namespace)) > 0 {
-		return Network{}, problemf(ReasonInvalidNetwork,
+		return Network{}, problem.New(ReasonInvalidNetwork,
 			"is not namespace/name: the namespace must be a DNS-1123 label (at most 63 lower-case letters, digits and '-')")
 	}
 	if len(validation.IsDNS1123Subdomain(n.Name)) > 0 {
-		return Network{}, problemf(ReasonInvalidNetwork,
+		return Network{}, problem.New(ReasonInvalidNetwork,
 			"is not namespace/name: the name must be a DNS-1123 subdomain (at most 253 lower-case letters, digits, '-' and '.')")
 	}
 	return n, nil

@@ -4,7 +4,7 @@
 //
 // Everything here is a plain function over Rancher's types and decoded JSON, with no client, so
 // that every malformed value a person, a script or an older Rancher may write is covered by table
-// tests and fuzzing. A value that cannot be used is a *Problem with a reason and a message meant
+// tests and fuzzing. A value that cannot be used is a *problem.Problem with a reason and a message meant
 // for a Kubernetes Event; nothing here panics or echoes a credential's data.
 package harvester
 
@@ -38,26 +38,6 @@ const (
 	// the first by name is used.
 	ReasonRangeNetworkMismatch = "RangeNetworkMismatch"
 )
-
-// Problem is a value that keeps discovery from going on (or, as a note, that it went on despite).
-type Problem struct {
-	Reason  string
-	Message string
-}
-
-func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
-
-// In prefixes the message with the object it is about ("HarvesterConfig fleet-default/nc-1").
-func (p *Problem) In(object string) *Problem {
-	if p == nil {
-		return nil
-	}
-	return &Problem{Reason: p.Reason, Message: object + ": " + p.Message}
-}
-
-func problemf(reason, format string, args ...interface{}) *Problem {
-	return &Problem{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
 
 // maxQuoted bounds how much of a value a message repeats: enough to recognise it, never a wall of
 // text in an Event.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // Range is what range selection needs of a FloatingIPRange: its name and its harvesterClusterName
@@ -52,13 +54,13 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 
 // Explain says, for the Events, why no range was found or why the one chosen does not name the
 // network; nil when the selection needs no word.
-func (s Selection) Explain(ok bool, harvesterCluster string, network Network) *Problem {
+func (s Selection) Explain(ok bool, harvesterCluster string, network Network) *problem.Problem {
 	switch {
 	case !ok:
-		return problemf(ReasonNoMatchingRange,
+		return problem.New(ReasonNoMatchingRange,
 			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", clip(harvesterCluster))
 	case !s.NetworkMatched:
-		return problemf(ReasonRangeNetworkMismatch,
+		return problem.New(ReasonRangeNetworkMismatch,
 			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, the first by name",
 			plural(s.Candidates, "FloatingIPRange"), clip(harvesterCluster), clip(network.Name), s.Range)
 	}

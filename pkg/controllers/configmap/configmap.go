@@ -63,11 +63,11 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 	failed := false
 	for _, p := range problems {
 		if p.Warning {
-			h.report(cm, corev1.EventTypeWarning, string(p.Kind), p.Error())
+			h.report(cm, corev1.EventTypeWarning, p.Reason, p.Error())
 			continue
 		}
 		failed = true
-		h.report(cm, corev1.EventTypeWarning, string(p.Kind), p.Error()+"; "+p.Fallback)
+		h.report(cm, corev1.EventTypeWarning, p.Reason, p.Error()+"; "+p.Fallback)
 	}
 	if failed {
 		h.metrics.ConfigReloads.WithLabelValues(metrics.StatusError).Inc()

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // waitingError says which object a cluster waits for. It is not a failure: the watch on that
@@ -61,7 +62,7 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 	}
 
 	p, err := h.resolve(key, c)
-	var problem *harvester.Problem
+	var problem *problem.Problem
 	var waiting *waitingError
 	switch {
 	case errors.As(err, &problem):
@@ -90,7 +91,7 @@ func (h *handler) hasFloatingIP(namespace, cluster string) bool {
 }
 
 // resolve finds what the cluster's FloatingIP is made from. It returns nil and no error for a
-// cluster discovery has nothing to do with, a *harvester.Problem for a value a person must fix, a
+// cluster discovery has nothing to do with, a *problem.Problem for a value a person must fix, a
 // *waitingError for an object still missing, and any other error for a failure worth a retry.
 func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, error) {
 	cp, ok, problem := harvester.ControlPlaneOf(c)
@@ -200,7 +201,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 
 // report records a problem as a Warning Event on the cluster and a warning log line, once for as
 // long as it stays the same. It reports whether it was new.
-func (h *handler) report(key string, c *provv1.Cluster, p *harvester.Problem) bool {
+func (h *handler) report(key string, c *provv1.Cluster, p *problem.Problem) bool {
 	if !h.recorded.isNew(key, p.Reason, p.Message) {
 		return false
 	}

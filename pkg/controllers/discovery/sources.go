@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // credentialTimeout bounds one read of a cloud credential, so that a slow API server holds a
@@ -21,9 +22,9 @@ const credentialTimeout = 15 * time.Second
 // cluster and returns its display name, the name ranges are annotated with.
 func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (string, error) {
 	clusterNamespace, _ := splitKey(key)
-	ns, name, problem := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.c.GlobalDataNamespace)
-	if problem != nil {
-		return "", problem
+	ns, name, p := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.c.GlobalDataNamespace)
+	if p != nil {
+		return "", p
 	}
 	credential := ns + "/" + name
 	ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
@@ -35,9 +36,9 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	case err != nil:
 		return "", fmt.Errorf("reading cloud credential %s: %w", credential, err)
 	}
-	id, problem := harvester.ClusterID(secret.Data)
-	if problem != nil {
-		return "", problem.In("cloud credential " + credential)
+	id, p := harvester.ClusterID(secret.Data)
+	if p != nil {
+		return "", p.In("cloud credential " + credential)
 	}
 
 	h.waiters.add(key, managementDep(id))
@@ -50,8 +51,8 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	}
 	display := strings.TrimSpace(mc.Spec.DisplayName)
 	if display == "" {
-		return "", &harvester.Problem{Reason: harvester.ReasonInvalidHarvesterCluster, Message: fmt.Sprintf(
-			"Harvester management cluster %s (from cloud credential %s) has no spec.displayName to match ranges by", id, credential)}
+		return "", problem.New(harvester.ReasonInvalidHarvesterCluster,
+			"Harvester management cluster %s (from cloud credential %s) has no spec.displayName to match ranges by", id, credential)
 	}
 	return display, nil
 }
@@ -60,8 +61,8 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
 	ref := "HarvesterConfig " + cp.ConfigNamespace + "/" + cp.ConfigName
 	if cp.ConfigNamespace != h.c.FleetNamespace {
-		return harvester.Choice{}, &harvester.Problem{Reason: harvester.ReasonNoMachineConfigRef, Message: fmt.Sprintf(
-			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.c.FleetNamespace)}
+		return harvester.Choice{}, problem.New(harvester.ReasonNoMachineConfigRef,
+			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.c.FleetNamespace)
 	}
 	obj, err := h.machineConfigs.ByNamespace(cp.ConfigNamespace).Get(cp.ConfigName)
 	switch {
@@ -74,9 +75,9 @@ func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
 	if !ok {
 		return harvester.Choice{}, fmt.Errorf("%s: unexpected %T in the cache", ref, obj)
 	}
-	choice, problem := harvester.NetworkOf(u.Object)
-	if problem != nil {
-		return harvester.Choice{}, problem.In(ref)
+	choice, p := harvester.NetworkOf(u.Object)
+	if p != nil {
+		return harvester.Choice{}, p.In(ref)
 	}
 	choice.Note = choice.Note.In(ref)
 	return choice, nil

@@ -29,6 +29,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
 // HandlerName names the handlers and so their finalizer; it never changes.
@@ -187,7 +188,7 @@ func (h *handler) sinceWritten(name string) time.Duration {
 
 // setWarning shows the range's warnings in its Warning condition, with a Warning Event when they
 // change, and drops the condition when there is nothing to say.
-func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []allocation.Problem) {
+func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []problem.Problem) {
 	if len(warnings) == 0 {
 		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == v1.Warning })
 		return

@@ -41,8 +41,8 @@ func (c *controller) refuseCharts(cfg config.Config, p *pass) *outcome {
 			continue
 		}
 		msg := p.redact(fmt.Sprintf("%s: %v; nothing is installed", s.name, r))
-		c.Recorder.Event(p.fip, corev1.EventTypeWarning, string(r.Kind), "guest cluster "+p.cluster+": "+msg)
-		return &outcome{reason: string(r.Kind), message: msg}
+		c.Recorder.Event(p.fip, corev1.EventTypeWarning, r.Reason, "guest cluster "+p.cluster+": "+msg)
+		return &outcome{reason: r.Reason, message: msg}
 	}
 	return nil
 }
