@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 )
 
 // TestBadInputMappedAddressesRefusedAtTheDoor: an IPv4-mapped IPv6 range or exclude, in any
@@ -161,7 +160,7 @@ func TestBadInputRangeWarnings(t *testing.T) {
 
 	warned := func(reason string) func(*kubefipv1.FloatingIPRange) bool {
 		return func(r *kubefipv1.FloatingIPRange) bool {
-			c, ok := conditions.Get(r.Status.Conditions, kubefipv1.Warning)
+			c, ok := kubefipv1.GetCondition(r.Status.Conditions, kubefipv1.Warning)
 			return r != nil && ok && c.Status == corev1.ConditionTrue && c.Reason == reason && c.Message != ""
 		}
 	}
@@ -178,7 +177,7 @@ func TestBadInputRangeWarnings(t *testing.T) {
 
 	f.editRange("badinput-empty", func(r *kubefipv1.FloatingIPRange) { r.Spec.Exclude = []string{"10.80.0.1"} })
 	f.waitRange("badinput-empty", 30*time.Second, "the warning gone", func(r *kubefipv1.FloatingIPRange) bool {
-		_, ok := conditions.Get(r.Status.Conditions, kubefipv1.Warning)
+		_, ok := kubefipv1.GetCondition(r.Status.Conditions, kubefipv1.Warning)
 		return !ok && r.Status.ObservedGeneration == r.Generation
 	})
 }

@@ -13,13 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 func kubevipReason(reason string) func(*v1.FloatingIP) bool {
 	return func(x *v1.FloatingIP) bool {
-		c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 		return ok && c.Reason == reason && c.Status == "False"
 	}
 }
@@ -72,7 +71,7 @@ func TestChartSourceAllowList(t *testing.T) {
 	f.createFIPIn(gc.id, "chartsrc-kubevip", "chartsrc", "")
 
 	x := f.waitFIPIn(gc.id, "chartsrc-kubevip", 30*time.Second, "KubevipInstalled=False ChartSourceNotAllowed", kubevipReason("ChartSourceNotAllowed"))
-	c, _ := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+	c, _ := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 	if !strings.Contains(c.Message, "kubevipChartRepoUrl") || !strings.Contains(c.Message, "allowed chart sources") {
 		t.Errorf("condition message %q does not say which key and why", c.Message)
 	}
@@ -94,7 +93,7 @@ func TestChartSourceAllowList(t *testing.T) {
 	withConfig(map[string]string{"kubevipChartRepoUrl": repo.URL,
 		"kubevipChartValues": "image:\n  repository: docker.io/attacker/kube-vip\n  tag: v1\n"})
 	x = f.waitFIPIn(gc.id, "chartsrc-kubevip", 30*time.Second, "KubevipInstalled=False ChartValuesNotAllowed", kubevipReason("ChartValuesNotAllowed"))
-	c, _ = conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+	c, _ = v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 	if !strings.Contains(c.Message, "kubevipChartValues") || !strings.Contains(c.Message, "image.repository") {
 		t.Errorf("condition message %q does not name the key", c.Message)
 	}
@@ -108,7 +107,7 @@ func TestChartSourceAllowList(t *testing.T) {
 	// Allowed source and the default values: installed.
 	withConfig(map[string]string{"kubevipChartRepoUrl": repo.URL})
 	f.waitFIPIn(gc.id, "chartsrc-kubevip", 60*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool {
-		c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 		return ok && c.Status == "True"
 	})
 	if n := helmReleases(t, gc); n != 2 {
@@ -135,7 +134,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 	f.createFIPIn(gc.id, "typo-kubevip", "typo", "")
 
 	x := f.waitFIPIn(gc.id, "typo-kubevip", 30*time.Second, "KubevipInstalled=False NotWanted", kubevipReason("NotWanted"))
-	if c, _ := conditions.Get(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(c.Message, "disabled") {
+	if c, _ := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(c.Message, "disabled") {
 		t.Errorf("KubevipInstalled message %q does not say disabled", c.Message)
 	}
 	eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
@@ -146,7 +145,7 @@ func watchFloatingIPs(b *testing.B) *fipWatch {
 // state, and the Ready condition both compute).
 func guestFieldsOnly(old, updated *v1.FloatingIP) bool {
 	allocated := func(f *v1.FloatingIP) interface{} {
-		c, _ := conditions.Get(f.Status.Conditions, v1.Allocated)
+		c, _ := v1.GetCondition(f.Status.Conditions, v1.Allocated)
 		return []interface{}{f.Spec, f.Annotations, f.Finalizers, f.DeletionTimestamp, f.Status.IPAddress, f.Status.Range,
 			f.Status.ClusterName, f.Status.ObservedGeneration, c}
 	}

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
@@ -240,25 +240,25 @@ func statusText(x *v1.FloatingIP) string {
 }
 
 func allocated(x *v1.FloatingIP) bool {
-	return x != nil && conditions.IsTrue(x.Status.Conditions, v1.Allocated) && x.Status.IPAddress != "" && x.Spec.IPAddress == x.Status.IPAddress
+	return x != nil && v1.Allocated.IsTrue(x) && x.Status.IPAddress != "" && x.Spec.IPAddress == x.Status.IPAddress
 }
 
 func reasonIs(reason string) func(*v1.FloatingIP) bool {
 	return func(x *v1.FloatingIP) bool {
-		c, ok := conditions.Get(x.Status.Conditions, v1.Ready)
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.Ready)
 		return ok && c.Status == corev1.ConditionFalse && c.Reason == reason
 	}
 }
 
 func rangeReason(reason string) func(*v1.FloatingIPRange) bool {
 	return func(r *v1.FloatingIPRange) bool {
-		c, ok := conditions.Get(r.Status.Conditions, v1.Ready)
+		c, ok := v1.GetCondition(r.Status.Conditions, v1.Ready)
 		return r != nil && ok && c.Reason == reason
 	}
 }
 
-func message(conds []genericcondition.GenericCondition, typ string) string {
-	c, _ := conditions.Get(conds, typ)
+func message(conds []genericcondition.GenericCondition, typ condition.Cond) string {
+	c, _ := v1.GetCondition(conds, typ)
 	return c.Message
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -52,7 +51,7 @@ func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	took := time.Since(start)
 	for _, gc := range stuck {
 		f.waitFIPIn(gc.id, gc.name+"-kubevip", 30*time.Second, "KubevipInstalled=ChartFetching", func(x *v1.FloatingIP) bool {
-			c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+			c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 			return ok && c.Reason == "ChartFetching"
 		})
 	}

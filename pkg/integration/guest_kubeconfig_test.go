@@ -16,7 +16,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -78,7 +77,7 @@ func guestTexts(t *testing.T, namespaces ...string) string {
 }
 
 func guestMessage(x *v1.FloatingIP) string {
-	c, _ := conditions.Get(x.Status.Conditions, v1.GuestConfigured)
+	c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 	return c.Message
 }
 

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
@@ -97,7 +96,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 
 			eventually(t, 60*time.Second, "the FloatingIP Configured", func() bool {
 				x := f.getFIPIn(id, name+"-kubevip")
-				return conditions.IsTrue(x.Status.Conditions, v1.GuestConfigured)
+				return v1.GuestConfigured.IsTrue(x)
 			})
 			for _, rel := range []string{"kube-vip", "kube-vip-cloud-provider"} {
 				if !gc.releaseDeployed(t, c.namespace, rel) {
@@ -162,7 +161,7 @@ func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 	f.createFIPIn(gc.id, "noinst-kubevip", "noinst", "10.155.0.3")
 	gc.waitCIDR(t, "10.155.0.3/32", 30*time.Second)
 	x := f.waitFIPIn(gc.id, "noinst-kubevip", 15*time.Second, "Configured", guestReason("Configured"))
-	if c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled); !ok || c.Reason != "NotWanted" {
+	if c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled); !ok || c.Reason != "NotWanted" {
 		t.Errorf("KubevipInstalled = %+v; want NotWanted", c)
 	}
 	for _, ns := range []string{"kube-system", "kube-vip-system"} {
@@ -231,7 +230,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	// Connected, but the proxy still answers 503 ClusterUnavailable.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionTrue, ""), cond("Provisioned", corev1.ConditionTrue, ""))
 	x := f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "503 from the proxy", func(x *v1.FloatingIP) bool {
-		c, _ := conditions.Get(x.Status.Conditions, v1.GuestConfigured)
+		c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 		return strings.Contains(c.Message, "503")
 	})
 	if x.Status.GuestState != "Provisioning" {
@@ -261,7 +260,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Provisioned", corev1.ConditionTrue, ""),
 		cond("Ready", corev1.ConditionFalse, "Disconnected"))
 	x = f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "Rancher reports the agent lost", func(x *v1.FloatingIP) bool {
-		c, _ := conditions.Get(x.Status.Conditions, v1.GuestConfigured)
+		c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 		return c.Reason == "Disconnected" && strings.Contains(c.Message, "not connected")
 	})
 	if x.Status.GuestState != "Disconnected" {
@@ -307,7 +306,7 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := f.waitFIPIn(gc.id, "twofips-second", 30*time.Second, "ClusterHasOtherFloatingIP", guestReason("ClusterHasOtherFloatingIP"))
-	if c, _ := conditions.Get(x.Status.Conditions, v1.GuestConfigured); !strings.Contains(c.Message, gc.id+"/twofips-kubevip") {
+	if c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured); !strings.Contains(c.Message, gc.id+"/twofips-kubevip") {
 		t.Errorf("the condition does not name the FloatingIP in use: %q", c.Message)
 	}
 	// Let at least three more passes of the cluster run (counted by the operator), then look at

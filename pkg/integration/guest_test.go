@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -47,7 +46,7 @@ func startGuests(t *testing.T, name string, from, to int) []*testenv.Guest {
 
 func guestReason(reason string) func(*v1.FloatingIP) bool {
 	return func(x *v1.FloatingIP) bool {
-		c, ok := conditions.Get(x.Status.Conditions, v1.GuestConfigured)
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 		return ok && c.Reason == reason
 	}
 }
@@ -67,9 +66,9 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	f.createFIPIn(f.ns, "guestcm1-kubevip", "guestcm1", "10.150.0.5")
 	gc.waitCIDR(t, "10.150.0.5/32", 15*time.Second)
 	x := f.waitFIP("guestcm1-kubevip", 15*time.Second, "Ready with the guest configured", func(x *v1.FloatingIP) bool {
-		return conditions.IsTrue(x.Status.Conditions, v1.Ready) && x.Status.GuestState == "Configured"
+		return v1.Ready.IsTrue(x) && x.Status.GuestState == "Configured"
 	})
-	if !conditions.IsTrue(x.Status.Conditions, v1.GuestConfigured) {
+	if !v1.GuestConfigured.IsTrue(x) {
 		t.Errorf("GuestConfigured is not True: %s", statusText(x))
 	}
 
@@ -228,7 +227,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	// disabled: nothing more happens.
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "disabled"})
 	f.waitFIPIn(clusters["plain"].id, "install-plain-kubevip", 30*time.Second, "KubevipInstalled=NotWanted", func(x *v1.FloatingIP) bool {
-		c, ok := conditions.Get(x.Status.Conditions, v1.KubevipInstalled)
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 		return ok && c.Reason == "NotWanted"
 	})
 }

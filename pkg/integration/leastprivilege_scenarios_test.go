@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
@@ -96,7 +95,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				}
 				addrA = a.Status.IPAddress
 				return allocated(a) && allocated(b) && r.Status.Used == 2 && len(r.Finalizers) > 0 &&
-					conditions.IsTrue(r.Status.Conditions, v1.Ready), nil
+					v1.Ready.IsTrue(r), nil
 			})
 		}},
 		{scenarioGuest, func() error {
@@ -104,7 +103,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				cm, err := e.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
 				a, errA := fip(w.a)
 				return err == nil && errA == nil && cm.Data["cidr-global"] == addrA+"/32" &&
-					conditions.IsTrue(a.Status.Conditions, v1.GuestConfigured), nil
+					v1.GuestConfigured.IsTrue(a), nil
 			})
 		}},
 		{scenarioFIPConflict, func() error {

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 )
 
 func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
@@ -47,7 +46,7 @@ func (f *fixture) editFIPIn(ns, name string, edit func(*v1.FloatingIP)) {
 }
 
 func rangeReady(r *v1.FloatingIPRange) bool {
-	return r != nil && conditions.IsTrue(r.Status.Conditions, v1.Ready) && r.Status.ObservedGeneration == r.Generation
+	return r != nil && v1.Ready.IsTrue(r) && r.Status.ObservedGeneration == r.Generation
 }
 
 // TestRangeEdits: growing keeps every allocation; a shrink or an exclude that would orphan

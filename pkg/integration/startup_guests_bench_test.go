@@ -11,7 +11,6 @@ import (
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -125,7 +124,7 @@ func waitGuestsConfigured(b *testing.B, p *testenv.Process, fips *fipWatch, gues
 		var last *v1.FloatingIP
 		for _, name := range guests {
 			x, err := fips.Get("c-m-"+name, name+"-kubevip")
-			if err == nil && conditions.IsTrue(x.Status.Conditions, v1.GuestConfigured) {
+			if err == nil && v1.GuestConfigured.IsTrue(x) {
 				configured++
 			} else if err == nil {
 				last = x

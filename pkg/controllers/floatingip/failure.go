@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
@@ -38,9 +37,9 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
 	}
 	if status.IPAddress == "" {
-		conditions.False(&status.Conditions, v1.Allocated, reason, msg)
+		v1.SetCondition(status, v1.Allocated, false, reason, msg)
 	}
-	conditions.False(&status.Conditions, v1.Ready, reason, msg)
+	v1.SetCondition(status, v1.Ready, false, reason, msg)
 	if _, werr := h.writeStatus(f, status); werr != nil {
 		logrus.Debugf("FloatingIP %s/%s: showing %s: %v", f.Namespace, f.Name, reason, werr)
 	}

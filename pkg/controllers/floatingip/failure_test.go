@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -108,8 +108,8 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 				t.Fatalf("%d status writes, want 1", len(fips.written))
 			}
 			status := fips.written[0].Status
-			for _, typ := range []string{v1.Ready, v1.Allocated} {
-				c, ok := conditions.Get(status.Conditions, typ)
+			for _, typ := range []condition.Cond{v1.Ready, v1.Allocated} {
+				c, ok := v1.GetCondition(status.Conditions, typ)
 				if !ok || c.Status != corev1.ConditionFalse || c.Reason != tc.wantReason || c.Message == "" {
 					t.Errorf("%s = %+v, want False/%s with a message", typ, c, tc.wantReason)
 				}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
@@ -135,8 +135,8 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	oldRange := status.Range
 	status.IPAddress = addr.String()
 	status.Range = rangeName
-	conditions.True(&status.Conditions, v1.Allocated, ReasonAllocated, msg)
-	SetReady(status)
+	v1.SetCondition(status, v1.Allocated, true, ReasonAllocated, msg)
+	v1.SetReady(status)
 	updated, err := h.writeStatus(f, status)
 	if err != nil {
 		return updated, err
@@ -195,8 +195,8 @@ func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, 
 			msg += fmt.Sprintf("; it keeps %s meanwhile", held[0])
 		}
 	}
-	conditions.False(&status.Conditions, v1.Allocated, reason, msg)
-	SetReady(status)
+	v1.SetCondition(status, v1.Allocated, false, reason, msg)
+	v1.SetReady(status)
 	return h.writeStatus(f, status)
 }
 
@@ -245,7 +245,7 @@ func rangesOf(f *v1.FloatingIP) []string {
 	return out
 }
 
-func conditionIs(conds []genericcondition.GenericCondition, typ, reason, msg string) bool {
-	c, ok := conditions.Get(conds, typ)
+func conditionIs(conds []genericcondition.GenericCondition, typ condition.Cond, reason, msg string) bool {
+	c, ok := v1.GetCondition(conds, typ)
 	return ok && c.Reason == reason && c.Message == msg
 }

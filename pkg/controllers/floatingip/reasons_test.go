@@ -17,7 +17,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -136,7 +135,7 @@ func TestEveryReason(t *testing.T) {
 		if len(fips.written) != before+1 {
 			t.Fatalf("%s: %d status writes, want 1", tc.name, len(fips.written)-before)
 		}
-		c, ok := conditions.Get(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated)
+		c, ok := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated)
 		if !ok || c.Reason != tc.reason || c.Status != tc.status || !strings.Contains(c.Message, tc.inMessage) {
 			t.Errorf("%s: Allocated = %s/%s %q; want %s/%s mentioning %q", tc.name, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.inMessage)
 		}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 )
 
@@ -74,7 +73,7 @@ func TestCountsWaitForTheInterval(t *testing.T) {
 		t.Error("a new observedGeneration passed for counts only")
 	}
 	cond := counts
-	conditions.False(&cond.Conditions, v1.Ready, "InvalidRange", "bad")
+	v1.SetCondition(&cond, v1.Ready, false, "InvalidRange", "bad")
 	if countsOnly(&old, &cond) {
 		t.Error("a new condition passed for counts only")
 	}

@@ -24,7 +24,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
@@ -132,12 +131,12 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	status.ObservedGeneration = r.Generation
 
 	if sum.Problem != nil {
-		if conditions.False(&status.Conditions, v1.Ready, sum.Problem.Reason, sum.Problem.Message) {
+		if v1.SetCondition(status, v1.Ready, false, sum.Problem.Reason, sum.Problem.Message) {
 			h.recorder.Event(r, corev1.EventTypeWarning, sum.Problem.Reason, sum.Problem.Message)
 		}
 	} else {
 		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
-		if conditions.True(&status.Conditions, v1.Ready, ReasonReady, "") && r.Status.ObservedGeneration != 0 {
+		if v1.SetCondition(status, v1.Ready, true, ReasonReady, "") && r.Status.ObservedGeneration != 0 {
 			h.recorder.Event(r, corev1.EventTypeNormal, ReasonReady, msg)
 		}
 	}
@@ -190,7 +189,7 @@ func (h *handler) sinceWritten(name string) time.Duration {
 // change, and drops the condition when there is nothing to say.
 func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []problem.Problem) {
 	if len(warnings) == 0 {
-		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == v1.Warning })
+		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == string(v1.Warning) })
 		return
 	}
 	msgs := make([]string, 0, len(warnings))
@@ -198,7 +197,7 @@ func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeSt
 		msgs = append(msgs, w.Message)
 	}
 	msg := strings.Join(msgs, "; ")
-	if conditions.True(&status.Conditions, v1.Warning, warnings[0].Reason, msg) {
+	if v1.SetCondition(status, v1.Warning, true, warnings[0].Reason, msg) {
 		h.recorder.Event(r, corev1.EventTypeWarning, warnings[0].Reason, msg)
 	}
 }
@@ -212,7 +211,7 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	}
 	msg := fmt.Sprintf("writing the status failed and is retried: %s", ipam.Clip(err.Error()))
 	stored := r.DeepCopy()
-	if !conditions.False(&stored.Status.Conditions, v1.Ready, ReasonStatusUpdateFailed, msg) {
+	if !v1.SetCondition(stored, v1.Ready, false, ReasonStatusUpdateFailed, msg) {
 		return
 	}
 	h.recorder.Event(r, corev1.EventTypeWarning, ReasonStatusUpdateFailed, msg)
@@ -245,7 +244,7 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if n := h.alloc.Count(r); n > 0 {
 		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
 		status := r.Status.DeepCopy()
-		if conditions.False(&status.Conditions, v1.Ready, ReasonDeletionBlocked, msg) {
+		if v1.SetCondition(status, v1.Ready, false, ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, corev1.EventTypeWarning, ReasonDeletionBlocked, msg)
 			r = r.DeepCopy()
 			r.Status = *status
@@ -277,7 +276,7 @@ func (h *handler) wakeWaiters(name string) {
 		return
 	}
 	for _, f := range fips {
-		c, judged := conditions.Get(f.Status.Conditions, v1.Allocated)
+		c, judged := v1.GetCondition(f.Status.Conditions, v1.Allocated)
 		if f.DeletionTimestamp == nil && judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name) {
 			h.fips.Enqueue(f.Namespace, f.Name)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -119,7 +119,7 @@ func TestEveryRangeReason(t *testing.T) {
 		ranges   []*v1.FloatingIPRange
 		claim    string // an address held in the range before the pass
 		edit     func(*v1.FloatingIPRange)
-		condType string
+		condType condition.Cond
 		status   corev1.ConditionStatus
 		reason   string
 		event    string // "" when the first pass records none
@@ -152,7 +152,7 @@ func TestEveryRangeReason(t *testing.T) {
 			if len(api.written) != 1 {
 				t.Fatalf("%d status writes, want 1", len(api.written))
 			}
-			c, ok := conditions.Get(api.written[0].Status.Conditions, tc.condType)
+			c, ok := v1.GetCondition(api.written[0].Status.Conditions, tc.condType)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || (tc.status == corev1.ConditionFalse && c.Message == "") {
 				t.Errorf("%s = %s/%s %q, want %s/%s", tc.condType, c.Status, c.Reason, c.Message, tc.status, tc.reason)
 			}
@@ -178,12 +178,12 @@ func TestEveryRangeReason(t *testing.T) {
 func TestReadyAgainIsAnnounced(t *testing.T) {
 	r := newRange("back", "10.6.0.0/29", 0)
 	r.Status.ObservedGeneration = 1
-	conditions.False(&r.Status.Conditions, v1.Ready, allocation.ReasonInvalidRange, "was invalid")
+	v1.SetCondition(r, v1.Ready, false, allocation.ReasonInvalidRange, "was invalid")
 	h, api, events := rangeHandler(t, r)
 	if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := conditions.Get(api.written[0].Status.Conditions, v1.Ready); c.Reason != ReasonReady {
+	if c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready); c.Reason != ReasonReady {
 		t.Errorf("Ready reason %q", c.Reason)
 	}
 	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+ReasonReady+" ") {
@@ -204,7 +204,7 @@ func TestDeletionBlocked(t *testing.T) {
 	if !errors.Is(err, generic.ErrSkip) {
 		t.Fatalf("err = %v, want ErrSkip to keep the finalizer", err)
 	}
-	c, _ := conditions.Get(api.written[0].Status.Conditions, v1.Ready)
+	c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready)
 	if c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
 		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, ReasonDeletionBlocked)
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 )
 
@@ -58,7 +57,7 @@ func TestStatusWriteFailureReachesTheRange(t *testing.T) {
 			if len(writes.written) != 1 {
 				t.Fatalf("%d status writes; want 1", len(writes.written))
 			}
-			c, ok := conditions.Get(writes.written[0].Status.Conditions, v1.Ready)
+			c, ok := v1.GetCondition(writes.written[0].Status.Conditions, v1.Ready)
 			if !ok || c.Status != "False" || c.Reason != ReasonStatusUpdateFailed {
 				t.Errorf("Ready = %+v; want False, %s", c, ReasonStatusUpdateFailed)
 			}

@@ -10,8 +10,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/conditions"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 )
 
 // record writes the pass's outcome into the FloatingIP's status, with a Warning Event when the
@@ -24,7 +22,7 @@ func (c *controller) record(p *pass) error {
 		p.kubevip.message = p.redact(p.kubevip.message)
 	}
 	if p.guest.reason == ReasonNotAllocated {
-		if _, shown := conditions.Get(f.Status.Conditions, v1.GuestConfigured); !shown {
+		if _, shown := v1.GetCondition(f.Status.Conditions, v1.GuestConfigured); !shown {
 			// A new FloatingIP's own Allocated condition says why nothing is written yet; a
 			// first guest status would only race the allocation's status write.
 			return nil
@@ -33,11 +31,11 @@ func (c *controller) record(p *pass) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		status := f.Status.DeepCopy()
 		status.GuestState = p.state
-		changed := conditions.Set(&status.Conditions, v1.GuestConfigured, boolStatus(p.guest.ok), p.guest.reason, p.guest.message)
+		changed := v1.SetCondition(status, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
 		if p.kubevip != nil {
-			conditions.Set(&status.Conditions, v1.KubevipInstalled, boolStatus(p.kubevip.ok), p.kubevip.reason, p.kubevip.message)
+			v1.SetCondition(status, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)
 		}
-		floatingip.SetReady(status)
+		v1.SetReady(status)
 		if changed && !p.guest.ok && p.guest.reason != ReasonNotAllocated {
 			c.Recorder.Event(f, corev1.EventTypeWarning, p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
 		}
@@ -59,11 +57,4 @@ func (c *controller) record(p *pass) error {
 		}
 		return err
 	})
-}
-
-func boolStatus(ok bool) corev1.ConditionStatus {
-	if ok {
-		return corev1.ConditionTrue
-	}
-	return corev1.ConditionFalse
 }

@@ -23,21 +23,6 @@ const (
 	AnnotationUpdateConfigMap = "updateConfigMap"
 )
 
-// Condition types shown on FloatingIP and FloatingIPRange objects.
-const (
-	// Ready summarises the object: true when it is fully in effect.
-	Ready = "Ready"
-	// Allocated is true when a FloatingIP holds its address in its range.
-	Allocated = "Allocated"
-	// GuestConfigured is true when the guest cluster's kube-vip configuration carries the address.
-	GuestConfigured = "GuestConfigured"
-	// KubevipInstalled is true when kube-vip and kube-vip-cloud-provider are installed in the guest.
-	KubevipInstalled = "KubevipInstalled"
-	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
-	// (the whole address space, nothing left to hand out); absent otherwise.
-	Warning = "Warning"
-)
-
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
