@@ -113,20 +113,35 @@ func (p *Pool) Check(addr netip.Addr) error { return p.def.check(addr) }
 // before releasing the old, and never be left with neither if the second
 // step fails.
 func (p *Pool) Claim(addr netip.Addr, owner Owner) error {
+	return p.take(addr, owner, false)
+}
+
+// take holds addr for owner, for certain (Claim) or tentatively (Reserve). Taking an address the
+// owner holds already changes nothing, except that a claim makes a reservation certain.
+func (p *Pool) take(addr netip.Addr, owner Owner, tentative bool) error {
 	if owner.UID == "" {
-		return fmt.Errorf("%w: claiming %s", errInvalidOwner, addr)
+		verb := "claiming"
+		if tentative {
+			verb = "reserving"
+		}
+		return fmt.Errorf("%w: %s %s", errInvalidOwner, verb, addr)
 	}
 	if err := p.def.check(addr); err != nil {
 		return err
 	}
 	if h, ok := p.held[addr]; ok {
-		if h.UID == owner.UID {
-			delete(p.tentative, addr)
-			return nil
+		if h.UID != owner.UID {
+			return &TakenError{Addr: addr, Holder: h}
 		}
-		return &TakenError{Addr: addr, Holder: h}
+		if !tentative {
+			delete(p.tentative, addr)
+		}
+		return nil
 	}
 	p.hold(addr, owner)
+	if tentative {
+		p.markTentative(addr)
+	}
 	return nil
 }
 

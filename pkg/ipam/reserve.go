@@ -35,21 +35,7 @@ func (p *Pool) ReserveNext(owner Owner) (netip.Addr, error) {
 // error wrapping ErrOutOfRange, ErrReserved or ErrExcluded, or a *TakenError naming the holder —
 // and is a no-op when owner already holds or has reserved addr.
 func (p *Pool) Reserve(addr netip.Addr, owner Owner) error {
-	if owner.UID == "" {
-		return fmt.Errorf("%w: reserving %s", errInvalidOwner, addr)
-	}
-	if err := p.def.check(addr); err != nil {
-		return err
-	}
-	if h, ok := p.held[addr]; ok {
-		if h.UID == owner.UID {
-			return nil
-		}
-		return &TakenError{Addr: addr, Holder: h}
-	}
-	p.hold(addr, owner)
-	p.markTentative(addr)
-	return nil
+	return p.take(addr, owner, true)
 }
 
 // Confirm records that owner holds addr for certain: the record of truth says so. Whoever held or
