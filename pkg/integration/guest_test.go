@@ -34,7 +34,7 @@ func startGuests(t *testing.T, name string, from, to int) []*testenv.Guest {
 				return
 			}
 			guests[i] = g
-			t.Cleanup(func() { _ = g.Stop() })
+			t.Cleanup(g.StopSoon)
 		}(i)
 	}
 	wg.Wait()

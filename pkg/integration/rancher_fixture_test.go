@@ -179,6 +179,6 @@ func startGuest(t *testing.T, name string) *testenv.Guest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Stop() })
+	t.Cleanup(g.StopSoon)
 	return g
 }

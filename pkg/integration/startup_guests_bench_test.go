@@ -44,7 +44,7 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { _ = g.Stop() })
+		b.Cleanup(g.StopSoon)
 		servers[i] = g
 	}
 	for i, n := range []int{100, 1000} {

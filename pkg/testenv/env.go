@@ -87,10 +87,16 @@ func (e *Environment) Stop() error {
 	e.guests = nil
 	e.mu.Unlock()
 
-	var errs []error
-	for _, g := range guests {
-		errs = append(errs, g.Stop())
+	errs := make([]error, len(guests), len(guests)+2)
+	var wg sync.WaitGroup
+	for i, g := range guests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = g.Stop()
+		}()
 	}
+	wg.Wait()
 	errs = append(errs, e.env.Stop())
 	errs = append(errs, os.RemoveAll(e.dir))
 	return errors.Join(errs...)

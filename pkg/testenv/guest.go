@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -21,7 +22,9 @@ type Guest struct {
 	// Config is an administrator's direct connection to the guest API server.
 	Config *rest.Config
 
-	plane *envtest.ControlPlane
+	plane    *envtest.ControlPlane
+	stopOnce sync.Once
+	stopErr  error
 }
 
 var guestName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -52,9 +55,17 @@ func (e *Environment) StartGuest(name string) (*Guest, error) {
 	return g, nil
 }
 
-// Stop stops the guest API server.
+// Stop stops the guest API server and waits until it has exited, about a second. Later calls wait
+// for the first and return its result.
 func (g *Guest) Stop() error {
-	return g.plane.APIServer.Stop()
+	g.stopOnce.Do(func() { g.stopErr = g.plane.APIServer.Stop() })
+	return g.stopErr
+}
+
+// StopSoon starts stopping the guest API server and returns at once, for a test's clean-up: the
+// next test need not wait for the shutdown, and the environment's Stop waits for it.
+func (g *Guest) StopSoon() {
+	go func() { _ = g.Stop() }()
 }
 
 // Kubeconfig renders an administrator kubeconfig of the guest API server itself, bypassing any
