@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,9 +37,9 @@ type settings struct {
 	opts          operator.Options
 	kubeconfig    string
 	logLevel      string
-	chartSources  cli.StringSlice
+	chartSources  string
 	allowHTTP     bool
-	imagePrefixes cli.StringSlice
+	imagePrefixes string
 	kubeAPIQPS    float64
 }
 
@@ -103,11 +104,11 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "timeout of every request to a guest cluster"},
 		&cli.StringFlag{Name: "helm-cache-dir", EnvVars: []string{"HELM_CACHE_HOME"}, Value: o.HelmCacheDir, Destination: &o.HelmCacheDir,
 			Usage: "writable directory for Helm's repository and registry caches"},
-		&cli.StringSliceFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: cli.NewStringSlice(config.DefaultChartSources()...), Destination: &s.chartSources,
+		&cli.StringFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: strings.Join(config.DefaultChartSources(), ","), Destination: &s.chartSources,
 			Usage: "chart repository URLs and oci:// prefixes that kube-fip-config may install from, comma-separated; a port of * matches any port"},
 		&cli.BoolFlag{Name: "allow-http-chart-sources", EnvVars: []string{"ALLOW_HTTP_CHART_SOURCES"}, Destination: &s.allowHTTP,
 			Usage: "allow plain http chart repositories and loopback OCI registries"},
-		&cli.StringSliceFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Value: cli.NewStringSlice(config.DefaultImagePrefixes()...), Destination: &s.imagePrefixes,
+		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Value: strings.Join(config.DefaultImagePrefixes(), ","), Destination: &s.imagePrefixes,
 			Usage: "image repository prefixes that chart values may name, comma-separated"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
 			Usage: "Secret in --namespace with the keys username and password for the chart repositories and registries"},
@@ -127,7 +128,7 @@ func (s *settings) options() (operator.Options, error) {
 		return opts, fmt.Errorf("--kube-api-qps: %v is not a number of requests per second", s.kubeAPIQPS)
 	}
 	opts.KubeAPIQPS = float32(s.kubeAPIQPS)
-	policy, err := config.NewPolicy(s.chartSources.Value(), s.allowHTTP, s.imagePrefixes.Value())
+	policy, err := config.NewPolicy(strings.Split(s.chartSources, ","), s.allowHTTP, strings.Split(s.imagePrefixes, ","))
 	if err != nil {
 		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-image-prefixes: %w", err)
 	}

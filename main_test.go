@@ -65,6 +65,18 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+// The last of a repeated flag wins, as a test or a person adding one to the chart's arguments
+// expects.
+func TestRepeatedListFlagReplaces(t *testing.T) {
+	opts, err := parse(t, nil, "--allowed-chart-sources=https://a.example.com", "--allowed-chart-sources=https://b.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := opts.ChartPolicy.String(); strings.Contains(p, "a.example.com") || !strings.Contains(p, "b.example.com") || strings.Contains(p, "kube-vip.io") {
+		t.Errorf("policy %s; want only https://b.example.com", p)
+	}
+}
+
 // An empty list, as the chart renders for security.allowedChartSources: [], allows nothing.
 func TestEmptyAllowListAllowsNothing(t *testing.T) {
 	opts, err := parse(t, nil, "--allowed-chart-sources=", "--allowed-image-prefixes=")
