@@ -76,8 +76,8 @@ func (c *controller) chartCredentials(p *pass) (*guest.Credentials, *outcome) {
 
 // notInstalled ends an install that did not start: the address still goes where a provider
 // installed earlier reads, if there is one.
-func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client *guest.Client, o *outcome) (outcome, guest.ConfigMapRef, bool) {
-	ref, err := c.installer.ProviderConfigMap(ctx, client, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
+func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client guestAPI, o *outcome) (outcome, guest.ConfigMapRef, bool) {
+	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	if err == nil {
 		o.message += "; the provider installed earlier reads " + ref.String()
 	}

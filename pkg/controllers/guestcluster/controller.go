@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
@@ -48,7 +47,7 @@ type options struct {
 type deps struct {
 	FloatingIPs  kubefipcontrollers.FloatingIPController
 	Ranges       kubefipcontrollers.FloatingIPRangeCache
-	Alloc        *allocation.Manager
+	Alloc        heldAddresses
 	Provisioning provcontrollers.ClusterController
 	Management   mgmtcontrollers.ClusterController
 	// Secrets reads the one kubeconfig Secret a pass needs, with a GET.
@@ -64,10 +63,11 @@ type deps struct {
 // controller is the guest queue and its workers.
 type controller struct {
 	deps
-	opts      options
-	installer *guest.Installer
-	queue     workqueue.RateLimitingInterface
-	seen      *seenClusters
+	opts options
+	// connect reaches a guest cluster with its kubeconfig.
+	connect func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error)
+	queue   workqueue.RateLimitingInterface
+	seen    *seenClusters
 }
 
 // Register wires the triggers; the workers start once the caches are synced and the allocations
@@ -82,8 +82,8 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		deps: deps{FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.Clusters,
 			Management: cc.Management, Secrets: cc.Secrets, SecretMetadata: cc.FleetSecrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder},
-		opts:      opts,
-		installer: installer,
+		opts:    opts,
+		connect: connectThroughRancher(installer, opts.Timeout),
 		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
 		queue: workqueue.NewRateLimitingQueueWithConfig(
 			workqueue.NewItemExponentialFailureRateLimiter(time.Second, 30*time.Second),

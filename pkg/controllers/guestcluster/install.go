@@ -25,7 +25,7 @@ const ProviderConfigMapName = guest.KubevipConfigMap
 
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
-func (c *controller) install(ctx context.Context, cfg config.Config, client *guest.Client, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
+func (c *controller) install(ctx context.Context, cfg config.Config, client guestAPI, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
 	// The deployment's chart policy decides before anything is fetched (chartpolicy.go).
 	if refused := c.refuseCharts(cfg, p); refused != nil {
 		return c.notInstalled(ctx, cfg, client, refused)
@@ -47,7 +47,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client *gue
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
 		rel.Credentials = credentials
-		out, err := c.installer.Ensure(ctx, client, rel)
+		out, err := client.EnsureRelease(ctx, rel)
 		if errors.Is(err, guest.ErrChartPending) {
 			// The fetch goes on without this worker; the pass is retried with backoff.
 			failed = &outcome{reason: ReasonChartFetching, message: p.redact(fmt.Sprintf("%s: %v", s.name, err))}
@@ -68,7 +68,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client *gue
 	}
 	// Where the provider reads: from its Deployment as installed, even when this pass's install
 	// or upgrade failed but an earlier one succeeded.
-	ref, err := c.installer.ProviderConfigMap(ctx, client, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
+	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	switch {
 	case err != nil && failed != nil:
 		return *failed, ref, false

@@ -208,7 +208,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))}
 		return errRetry
 	}
-	client, err := guest.NewClient(p.cluster, prov.Status.ClusterName, secret.Data[guest.KubeconfigKey], c.opts.Timeout)
+	client, err := c.connect(p.cluster, prov.Status.ClusterName, secret.Data[guest.KubeconfigKey])
 	if err != nil {
 		p.state, p.guest = StateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName)
 		return nil
@@ -264,7 +264,7 @@ func rancherState(m *mgmtv3.Cluster) string {
 }
 
 // probe asks the guest for something only its owner may read and records what the answer means.
-func (c *controller) probe(ctx context.Context, client *guest.Client, p *pass, secretName string) bool {
+func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secretName string) bool {
 	state, err := client.Check(ctx)
 	switch state {
 	case guest.Connected:
@@ -292,7 +292,7 @@ func (c *controller) probe(ctx context.Context, client *guest.Client, p *pass, s
 	return false
 }
 
-func (c *controller) disableHarvesterKubevip(ctx context.Context, client *guest.Client, p *pass) {
+func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAPI, p *pass) {
 	res, err := client.DisableHarvesterKubevip(ctx)
 	switch {
 	case err != nil:
@@ -303,7 +303,7 @@ func (c *controller) disableHarvesterKubevip(ctx context.Context, client *guest.
 }
 
 // writeConfigMap puts the address where the provider reads it.
-func (c *controller) writeConfigMap(ctx context.Context, client *guest.Client, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
+func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
 	res, err := client.EnsureConfigMap(ctx, target, addr, update)
 	switch {

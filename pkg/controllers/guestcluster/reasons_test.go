@@ -1,0 +1,405 @@
+package guestcluster
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	"github.com/rancher/wrangler/v2/pkg/condition"
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+const (
+	testNS      = "c-m-abc"
+	testCluster = "guest"
+	testFleet   = "fleet-default"
+	testAddr    = "10.0.0.7"
+)
+
+// fipClient is the FloatingIP client and cache: the objects of the world, and the status writes.
+type fipClient struct {
+	kubefipcontrollers.FloatingIPController
+	objects []*v1.FloatingIP
+	written []*v1.FloatingIP
+}
+
+type fipCache struct {
+	generic.CacheInterface[*v1.FloatingIP]
+	c *fipClient
+}
+
+func (c *fipClient) Cache() generic.CacheInterface[*v1.FloatingIP] { return fipCache{c: c} }
+
+func (c fipCache) List(string, labels.Selector) ([]*v1.FloatingIP, error) {
+	out := make([]*v1.FloatingIP, len(c.c.objects))
+	for i, f := range c.c.objects {
+		out[i] = f.DeepCopy()
+	}
+	return out, nil
+}
+
+func (c *fipClient) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	c.written = append(c.written, f.DeepCopy())
+	return f, nil
+}
+
+// provClient serves the provisioning clusters by name.
+type provClient struct {
+	provcontrollers.ClusterController
+	byName map[string]*provv1.Cluster
+}
+
+type provCache struct {
+	generic.CacheInterface[*provv1.Cluster]
+	byName map[string]*provv1.Cluster
+}
+
+func (c provClient) Cache() generic.CacheInterface[*provv1.Cluster] {
+	return provCache{byName: c.byName}
+}
+
+func (c provCache) Get(_, name string) (*provv1.Cluster, error) {
+	if x, ok := c.byName[name]; ok {
+		return x.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "provisioning.cattle.io", Resource: "clusters"}, name)
+}
+
+// mgmtClient serves the management clusters by name.
+type mgmtClient struct {
+	mgmtcontrollers.ClusterController
+	byName map[string]*mgmtv3.Cluster
+}
+
+type mgmtCache struct {
+	generic.NonNamespacedCacheInterface[*mgmtv3.Cluster]
+	byName map[string]*mgmtv3.Cluster
+}
+
+func (c mgmtClient) Cache() generic.NonNamespacedCacheInterface[*mgmtv3.Cluster] {
+	return mgmtCache{byName: c.byName}
+}
+
+func (c mgmtCache) Get(name string) (*mgmtv3.Cluster, error) {
+	if x, ok := c.byName[name]; ok {
+		return x.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "management.cattle.io", Resource: "clusters"}, name)
+}
+
+type noRanges struct {
+	kubefipcontrollers.FloatingIPRangeCache
+}
+
+func (noRanges) Get(name string) (*v1.FloatingIPRange, error) {
+	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
+}
+
+// holds is the allocation index: FloatingIP UID to the addresses it holds.
+type holds map[string][]netip.Addr
+
+func (h holds) HeldBy(_, uid string) []netip.Addr { return h[uid] }
+
+// fakeGuest answers a pass as a guest cluster would; a nil func answers success.
+type fakeGuest struct {
+	check     func() (guest.Connection, error)
+	daemonSet guest.DaemonSetResult
+	configMap func() (guest.ConfigMapResult, error)
+	release   func(rel guest.Release) (guest.Outcome, error)
+	provider  func() (guest.ConfigMapRef, error)
+	wroteTo   []guest.ConfigMapRef
+}
+
+func (g *fakeGuest) Credentials() []string { return []string{"guest-token-abcdef"} }
+
+func (g *fakeGuest) Check(context.Context) (guest.Connection, error) {
+	if g.check != nil {
+		return g.check()
+	}
+	return guest.Connected, nil
+}
+
+func (g *fakeGuest) DisableHarvesterKubevip(context.Context) (guest.DaemonSetResult, error) {
+	return g.daemonSet, nil
+}
+
+func (g *fakeGuest) EnsureConfigMap(_ context.Context, ref guest.ConfigMapRef, _ netip.Addr, _ bool) (guest.ConfigMapResult, error) {
+	g.wroteTo = append(g.wroteTo, ref)
+	if g.configMap != nil {
+		return g.configMap()
+	}
+	return guest.ConfigMapCreated, nil
+}
+
+func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Outcome, error) {
+	if g.release != nil {
+		return g.release(rel)
+	}
+	return guest.Installed, nil
+}
+
+func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (guest.ConfigMapRef, error) {
+	if g.provider != nil {
+		return g.provider()
+	}
+	return guest.ConfigMapRef{Namespace: "kube-system", Name: ProviderConfigMapName}, nil
+}
+
+// world is one guest cluster as Rancher shows it, with its FloatingIP holding testAddr.
+type world struct {
+	fips       *fipClient
+	prov       map[string]*provv1.Cluster
+	mgmt       map[string]*mgmtv3.Cluster
+	held       holds
+	secrets    []*corev1.Secret
+	cfg        config.Config
+	opts       options
+	guest      *fakeGuest
+	kubeconfig []byte // non-nil: the Secret holds it and the real guest.NewClient reads it
+	recorder   *record.FakeRecorder
+}
+
+func newWorld() *world {
+	f := &v1.FloatingIP{
+		ObjectMeta: metav1.ObjectMeta{Name: testCluster + "-kubevip", Namespace: testNS, UID: "fip-uid",
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour)),
+			Annotations:       map[string]string{v1.AnnotationClusterName: testCluster, v1.AnnotationFloatingIPRange: "r"}},
+		Status: v1.FloatingIPStatus{IPAddress: testAddr, Range: "r"},
+	}
+	cfg := config.Default()
+	cfg.KubevipGuestInstall = config.InstallDisabled
+	return &world{
+		fips: &fipClient{objects: []*v1.FloatingIP{f}},
+		prov: map[string]*provv1.Cluster{testCluster: {
+			ObjectMeta: metav1.ObjectMeta{Name: testCluster, Namespace: testFleet},
+			Status:     provv1.ClusterStatus{ClusterName: testNS, ClientSecretName: testCluster + "-kubeconfig"}}},
+		mgmt: map[string]*mgmtv3.Cluster{testNS: {
+			ObjectMeta: metav1.ObjectMeta{Name: testNS},
+			Status: mgmtv3.ClusterStatus{Conditions: []mgmtv3.ClusterCondition{
+				{Type: "Connected", Status: corev1.ConditionTrue}, {Type: "Ready", Status: corev1.ConditionTrue}}}}},
+		held: holds{"fip-uid": {netip.MustParseAddr(testAddr)}},
+		secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: testCluster + "-kubeconfig", Namespace: testFleet},
+			Data: map[string][]byte{guest.KubeconfigKey: []byte("used by the fake guest only")}}},
+		cfg: cfg,
+		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: config.DefaultPolicy()},
+			FleetNamespace: testFleet, Namespace: "kube-fip"},
+		guest:    &fakeGuest{},
+		recorder: record.NewFakeRecorder(100),
+	}
+}
+
+// pass runs one guest pass over the world and returns the last status written for the FloatingIP
+// named name (nil when none was written) and the Events recorded.
+func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
+	t.Helper()
+	var objs []*corev1.Secret
+	objs = append(objs, w.secrets...)
+	kube := fake.NewSimpleClientset()
+	for _, s := range objs {
+		if w.kubeconfig != nil && s.Name == testCluster+"-kubeconfig" {
+			s = s.DeepCopy()
+			s.Data = map[string][]byte{guest.KubeconfigKey: w.kubeconfig}
+		}
+		if _, err := kube.CoreV1().Secrets(s.Namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &controller{
+		deps: deps{FloatingIPs: w.fips, Ranges: noRanges{}, Alloc: w.held, Provisioning: provClient{byName: w.prov},
+			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Store: config.NewStore(w.cfg),
+			Metrics: metrics.New(), Recorder: w.recorder},
+		opts:  w.opts,
+		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
+		seen:  newSeenClusters(),
+		connect: func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error) {
+			if w.kubeconfig != nil {
+				return connectThroughRancher(nil, time.Second)(cluster, clusterID, kubeconfig)
+			}
+			return w.guest, nil
+		},
+	}
+	_, _ = c.safeSync(context.Background(), testNS)
+	var events []string
+	for len(w.recorder.Events) > 0 {
+		events = append(events, <-w.recorder.Events)
+	}
+	var last *v1.FloatingIP
+	for _, f := range w.fips.written {
+		if f.Name == name {
+			last = f
+		}
+	}
+	return last, events
+}
+
+func reasonOf(f *v1.FloatingIP, c condition.Cond) (string, corev1.ConditionStatus, string) {
+	if f == nil {
+		return "", "", ""
+	}
+	cond, ok := v1.GetCondition(f.Status.Conditions, c)
+	if !ok {
+		return "", "", ""
+	}
+	return cond.Reason, cond.Status, cond.Message
+}
+
+// TestEveryGuestReason: each reason the guest pass can give the GuestConfigured and
+// KubevipInstalled conditions, from the world that leads to it, with its Event.
+func TestEveryGuestReason(t *testing.T) {
+	panicking := func() (guest.Connection, error) { panic("malformed answer") }
+	refusedKubeconfig := []byte("apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: \"https://u:pw@rancher.example.com/k8s/clusters/c-m-abc\"}\n" +
+		"contexts:\n- name: d\n  context: {cluster: c, user: u}\ncurrent-context: d\nusers:\n- name: u\n  user: {token: t}\n")
+	install := func(w *world) { w.cfg.KubevipGuestInstall = config.InstallEnabled }
+	for _, tc := range []struct {
+		name    string
+		setup   func(w *world)
+		cond    condition.Cond
+		reason  string
+		status  corev1.ConditionStatus
+		event   string // the start of one recorded Event; "" for none
+		message string // a part of the condition's message
+	}{
+		{"not allocated after a pass", func(w *world) {
+			delete(w.held, "fip-uid")
+			v1.SetCondition(w.fips.objects[0], v1.GuestConfigured, true, StateConfigured, "was configured")
+		}, v1.GuestConfigured, ReasonNotAllocated, corev1.ConditionFalse, "", "holds no address"},
+		{"no provisioning cluster", func(w *world) { delete(w.prov, testCluster) },
+			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Warning ClusterNotFound", "no provisioning cluster"},
+		{"no management cluster", func(w *world) { delete(w.mgmt, testNS) },
+			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Warning ClusterNotFound", "no management cluster"},
+		{"provisioning in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions = nil },
+			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Warning Provisioning", "still provisioning"},
+		{"disconnected in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions[0].Status = corev1.ConditionFalse },
+			v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Warning Disconnected", "not connected"},
+		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
+			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Warning KubeconfigMissing", "not there yet"},
+		{"kubeconfig key empty", func(w *world) { w.kubeconfig = []byte{} },
+			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Warning KubeconfigMissing", "key " + guest.KubeconfigKey},
+		{"kubeconfig invalid", func(w *world) { w.kubeconfig = []byte("{not yaml: [") },
+			v1.GuestConfigured, ReasonKubeconfigInvalid, corev1.ConditionFalse, "Warning KubeconfigInvalid", testCluster + "-kubeconfig"},
+		{"kubeconfig refused", func(w *world) { w.kubeconfig = refusedKubeconfig },
+			v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", testCluster + "-kubeconfig"},
+		{"proxy says provisioning", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Provisioning, nil } },
+			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Warning Provisioning", "503"},
+		{"token refused", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Unauthorized, nil } },
+			v1.GuestConfigured, ReasonUnauthorized, corev1.ConditionFalse, "Warning Unauthorized", "401"},
+		{"not cluster owner", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Forbidden, nil } },
+			v1.GuestConfigured, ReasonNotClusterOwner, corev1.ConditionFalse, "Warning NotClusterOwner", "cluster-owner"},
+		{"unreachable", func(w *world) {
+			w.guest.check = func() (guest.Connection, error) { return guest.Unreachable, errors.New("dial timeout") }
+		}, v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Warning Disconnected", "dial timeout"},
+		{"panic in the pass", func(w *world) { w.guest.check = panicking },
+			v1.GuestConfigured, ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
+		{"ConfigMap write fails", func(w *world) {
+			w.guest.configMap = func() (guest.ConfigMapResult, error) { return 0, errors.New("etcd is full") }
+		}, v1.GuestConfigured, ReasonConfigMapFailed, corev1.ConditionFalse, "Warning ConfigMapFailed", "etcd is full"},
+		{"ConfigMap left alone", func(w *world) {
+			w.guest.configMap = func() (guest.ConfigMapResult, error) { return guest.ConfigMapLeftAlone, nil }
+		}, v1.GuestConfigured, ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
+		{"configured", nil, v1.GuestConfigured, StateConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
+		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = guest.DaemonSetDisabled },
+			v1.GuestConfigured, StateConfigured, corev1.ConditionTrue, "Normal " + ReasonHarvesterKubevip, "cidr-global"},
+		{"install not wanted", nil, v1.KubevipInstalled, ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
+		{"installed", install, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
+		{"Helm fails", func(w *world) {
+			install(w)
+			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
+		}, v1.KubevipInstalled, ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "no matches for kind"},
+		{"Helm fails with no provider installed", func(w *world) {
+			install(w)
+			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
+			w.guest.provider = func() (guest.ConfigMapRef, error) { return guest.ConfigMapRef{}, errors.New("no release") }
+		}, v1.GuestConfigured, ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
+		{"chart still fetching", func(w *world) {
+			install(w)
+			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
+		}, v1.KubevipInstalled, ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
+		{"chart source not allowed", func(w *world) { install(w); w.cfg.Kubevip.RepoURL = "https://charts.example.com" },
+			v1.KubevipInstalled, ReasonChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + ReasonChartSourceNotAllowed, "charts.example.com"},
+		{"chart values not allowed", func(w *world) {
+			install(w)
+			w.cfg.Kubevip.Values = map[string]interface{}{"image": map[string]interface{}{"repository": "registry.example.com/kube-vip"}}
+		}, v1.KubevipInstalled, ReasonChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + ReasonChartValuesNotAllowed, "image"},
+		{"chart credentials missing", func(w *world) { install(w); w.opts.ChartCredentialsSecret = "chart-creds" },
+			v1.KubevipInstalled, ReasonChartCredentials, corev1.ConditionFalse, "", "kube-fip/chart-creds does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld()
+			if tc.setup != nil {
+				tc.setup(w)
+			}
+			f, events := w.pass(t, testCluster+"-kubevip")
+			reason, status, message := reasonOf(f, tc.cond)
+			if reason != tc.reason || status != tc.status || !strings.Contains(message, tc.message) {
+				t.Errorf("%s = %s/%s %q; want %s/%s saying %q", tc.cond, status, reason, message, tc.status, tc.reason, tc.message)
+			}
+			if tc.event != "" && !hasEvent(events, tc.event) {
+				t.Errorf("Events %q; want one starting %q", events, tc.event)
+			}
+			for _, e := range events {
+				if strings.Contains(e, "guest-token-abcdef") || strings.Contains(message, "guest-token-abcdef") {
+					t.Errorf("the guest's token reached an Event or a condition: %q", e)
+				}
+			}
+		})
+	}
+}
+
+// TestYoungerFloatingIPIsToldWhoWrites: of two FloatingIPs naming one cluster, only the oldest
+// is written to the guest; the other says which one is.
+func TestYoungerFloatingIPIsToldWhoWrites(t *testing.T) {
+	w := newWorld()
+	younger := w.fips.objects[0].DeepCopy()
+	younger.Name, younger.UID, younger.CreationTimestamp = "second", types.UID("second-uid"), metav1.Now()
+	w.fips.objects = append(w.fips.objects, younger)
+	f, _ := w.pass(t, "second")
+	reason, status, message := reasonOf(f, v1.GuestConfigured)
+	if reason != ReasonOtherFloatingIP || status != corev1.ConditionFalse || !strings.Contains(message, testNS+"/"+testCluster+"-kubevip") {
+		t.Errorf("the younger FloatingIP: %s/%s %q; want %s naming the older one", status, reason, message, ReasonOtherFloatingIP)
+	}
+	if len(w.guest.wroteTo) != 1 {
+		t.Errorf("%d ConfigMap writes; want the oldest FloatingIP's one", len(w.guest.wroteTo))
+	}
+}
+
+// TestNotAllocatedWritesNothingNew: a new FloatingIP without an address gets no guest condition
+// (its Allocated condition says why), so the guest pass does not race the allocation's write.
+func TestNotAllocatedWritesNothingNew(t *testing.T) {
+	w := newWorld()
+	delete(w.held, "fip-uid")
+	if f, _ := w.pass(t, testCluster+"-kubevip"); f != nil {
+		t.Errorf("a status was written: %+v", f.Status.Conditions)
+	}
+}
+
+func hasEvent(events []string, prefix string) bool {
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
