@@ -18,6 +18,8 @@ const (
 	LabelGuestClusterName     = "guestclustername"
 	LabelEvent                = "event"
 	LabelStatus               = "status"
+	// LabelState is a guest cluster's state after a pass, as in a FloatingIP's status.guestState.
+	LabelState = "state"
 )
 
 // Guest cluster event names and statuses of the original operator.
@@ -61,6 +63,8 @@ type Metrics struct {
 	GuestClusterEvents *prometheus.CounterVec
 	// GuestOperationDuration is the time one pass over one guest cluster took.
 	GuestOperationDuration *prometheus.HistogramVec
+	// GuestPasses counts the passes over each guest cluster by the state they left it in.
+	GuestPasses *prometheus.CounterVec
 	// DiscoveryNoRange counts guest clusters for which no FloatingIPRange matched.
 	DiscoveryNoRange *prometheus.CounterVec
 
@@ -106,6 +110,10 @@ func New() *Metrics {
 			Help:    "Duration of one pass of guest operations over one guest cluster.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}, []string{LabelHarvesterClusterName}),
+		GuestPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_guestcluster_passes_total",
+			Help: "Passes of guest operations over a guest cluster, by the state they left it in.",
+		}, append(guestLabels(), LabelState)),
 		DiscoveryNoRange: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubefipoperator_discovery_no_matching_range_total",
 			Help: "Guest clusters found for which no FloatingIPRange matched their Harvester cluster.",
@@ -117,7 +125,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(
 		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.AllocationConflicts, m.AllocationClaimSeconds,
-		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.DiscoveryNoRange,
+		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
 		m.ConfigReloads,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -161,4 +169,5 @@ func (m *Metrics) DeleteGuestCluster(cluster string) {
 	match := prometheus.Labels{LabelGuestClusterName: cluster}
 	m.GuestClusterStatus.DeletePartialMatch(match)
 	m.GuestClusterEvents.DeletePartialMatch(match)
+	m.GuestPasses.DeletePartialMatch(match)
 }

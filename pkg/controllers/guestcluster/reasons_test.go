@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/rancher/wrangler/v2/pkg/condition"
@@ -180,6 +181,7 @@ type world struct {
 	guest      *fakeGuest
 	kubeconfig []byte // non-nil: the Secret holds it and the real guest.NewClient reads it
 	recorder   *record.FakeRecorder
+	metrics    *metrics.Metrics
 }
 
 func newWorld() *world {
@@ -208,6 +210,7 @@ func newWorld() *world {
 			FleetNamespace: testFleet, Namespace: "kube-fip"},
 		guest:    &fakeGuest{},
 		recorder: record.NewFakeRecorder(100),
+		metrics:  metrics.New(),
 	}
 }
 
@@ -230,7 +233,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 	c := &controller{
 		deps: deps{FloatingIPs: w.fips, Ranges: noRanges{}, Alloc: w.held, Provisioning: provClient{byName: w.prov},
 			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Store: config.NewStore(w.cfg),
-			Metrics: metrics.New(), Recorder: w.recorder},
+			Metrics: w.metrics, Recorder: w.recorder},
 		opts:  w.opts,
 		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
 		seen:  newSeenClusters(),
@@ -392,6 +395,21 @@ func TestNotAllocatedWritesNothingNew(t *testing.T) {
 	delete(w.held, "fip-uid")
 	if f, _ := w.pass(t, testCluster+"-kubevip"); f != nil {
 		t.Errorf("a status was written: %+v", f.Status.Conditions)
+	}
+}
+
+// TestPassesAreCounted: every pass over a cluster counts once, under the state it left the cluster
+// in, so that an administrator (and a test) can tell that passes run and how they end.
+func TestPassesAreCounted(t *testing.T) {
+	w := newWorld()
+	w.pass(t, testCluster+"-kubevip")
+	w.pass(t, testCluster+"-kubevip")
+	w.guest.check = func() (guest.Connection, error) { return guest.Unreachable, errors.New("no route") }
+	w.pass(t, testCluster+"-kubevip")
+	for state, want := range map[string]float64{StateConfigured: 2, StateDisconnected: 1} {
+		if got := testutil.ToFloat64(w.metrics.GuestPasses.WithLabelValues(testCluster, "", state)); got != want {
+			t.Errorf("passes ending %s: %v, want %v", state, got, want)
+		}
 	}
 }
 

@@ -119,6 +119,9 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 			return 0, err
 		}
 	}
+	if primary != nil {
+		c.Metrics.GuestPasses.WithLabelValues(primary.cluster, primary.harvester, primary.state).Inc()
+	}
 	if retry != nil {
 		return 0, retry
 	}
