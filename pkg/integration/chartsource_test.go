@@ -66,7 +66,7 @@ func TestChartSourceAllowList(t *testing.T) {
 	}
 	withConfig(map[string]string{"kubevipChartRepoUrl": other.URL + "/charts"})
 	// Only the test repository, at its very port, is allowed (plain http is, for loopback).
-	p, _ := f.operator("--allowed-chart-sources=" + repo.URL)
+	p, port := f.operator("--allowed-chart-sources=" + repo.URL)
 	f.createRange("chartsrc", "10.154.0.0/28")
 	f.createFIPIn(gc.id, "chartsrc-kubevip", "chartsrc", "")
 
@@ -81,7 +81,7 @@ func TestChartSourceAllowList(t *testing.T) {
 	eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on the FloatingIP", func() bool {
 		return hasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
 	})
-	time.Sleep(3 * time.Second) // another pass or two
+	waitGuestPasses(t, port, gc)
 	if n := requests.Load(); n != 0 {
 		t.Errorf("the repository outside the allow-list got %d requests", n)
 	}
@@ -129,7 +129,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "disable"})
-	f.operator()
+	_, port := f.operator()
 	f.createRange("typo", "10.155.0.0/28")
 	f.createFIPIn(gc.id, "typo-kubevip", "typo", "")
 
@@ -141,7 +141,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 		return hasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
 	})
 	f.waitGuestAddress(gc, "typo-kubevip", 15*time.Second)
-	time.Sleep(3 * time.Second)
+	waitGuestPasses(t, port, gc)
 	if n := helmReleases(t, gc); n != 0 {
 		t.Errorf("%d Helm releases in a labelled guest with a typo in kubevipGuestInstall", n)
 	}

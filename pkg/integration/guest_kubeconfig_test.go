@@ -134,7 +134,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 	})
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "2", "kubevipGuestInstall": "disabled"})
-	p, _ := f.operator()
+	p, port := f.operator()
 	f.createRange("kcrefuse", "10.171.0.0/28")
 	for i, gc := range all {
 		f.createFIPIn(gc.id, gc.name+"-kubevip", "kcrefuse", fmt.Sprintf("10.171.0.%d", i+2))
@@ -163,8 +163,8 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 		})
 	}
 
-	// Several passes later (the interval is 2 s): nothing ran, nothing reached the victim's guest.
-	time.Sleep(5 * time.Second)
+	// More passes later: nothing ran, nothing reached the victim's guest.
+	waitGuestPasses(t, port, all...)
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("an exec credential plugin of a guest kubeconfig ran inside the operator")
 	}
@@ -205,7 +205,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
-	p, _ := f.operator()
+	p, port := f.operator()
 	f.createRange("secrecy", "10.172.0.0/28")
 	f.createFIPIn(gc.id, "secrecy-kubevip", "secrecy", "10.172.0.2")
 	gc.waitCIDR(t, "10.172.0.2/32", 30*time.Second)
@@ -227,7 +227,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(3 * time.Second) // a few more passes
+	waitGuestPasses(t, port, gc)
 
 	texts := guestTexts(t, gc.id)
 	for _, e := range events(t, f.ns, "kube-fip-config") {

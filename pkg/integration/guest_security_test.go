@@ -74,10 +74,10 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 		t.Errorf("a provisioning cluster is not reported as provisioning (2):\n%s", grepLines(body, "secure-prov"))
 	}
 
-	// The DaemonSets, after several one-second passes.
+	// The DaemonSets, after more passes.
 	harv.waitCIDR(t, "10.153.0.2/32", 30*time.Second)
 	other.waitCIDR(t, "10.153.0.3/32", 30*time.Second)
-	time.Sleep(4 * time.Second)
+	waitGuestPasses(t, port, harv, other)
 	ds, err := harv.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

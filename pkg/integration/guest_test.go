@@ -147,7 +147,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel"}
 	f.operatorConfig(base)
-	f.operator()
+	_, port := f.operator()
 	f.createRange("install", "10.151.0.0/28")
 	for name, gc := range clusters {
 		f.createFIPIn(gc.id, "install-"+name+"-kubevip", "install", "")
@@ -185,7 +185,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		t.Errorf("kube-vip-cloud-provider is not told to read kube-system/kubevip: %v", env)
 	}
 	f.waitGuestAddress(clusters["labelled"], "install-labelled-kubevip", 30*time.Second)
-	time.Sleep(5 * time.Second) // a few 2s passes
+	waitGuestPasses(t, port, clusters["plain"], clusters["labelled"])
 	if n, _ := revision(clusters["plain"], "kube-vip"); n != 0 {
 		t.Errorf("the unlabelled cluster got kube-vip under clusterlabel")
 	}
@@ -202,7 +202,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		n, _ := revision(clusters["plain"], "kube-vip")
 		return n == 1
 	})
-	time.Sleep(5 * time.Second)
+	waitGuestPasses(t, port, clusters["labelled"])
 	if n, v := revision(clusters["labelled"], "kube-vip"); n != 1 || v != "0.9.7" {
 		t.Errorf("without kubevipUpdate the installed release moved: %d revisions, chart %s", n, v)
 	}
@@ -217,7 +217,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 			return v == "0.9.9"
 		})
 	}
-	time.Sleep(5 * time.Second)
+	waitGuestPasses(t, port, clusters["plain"], clusters["labelled"])
 	for name, gc := range clusters {
 		if n, _ := revision(gc, "kube-vip"); n != 2 {
 			t.Errorf("%s: %d kube-vip revisions after one upgrade and several passes; want 2", name, n)

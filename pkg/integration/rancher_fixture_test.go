@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +183,41 @@ func startGuest(t *testing.T, name string) *testenv.Guest {
 	}
 	t.Cleanup(g.StopSoon)
 	return g
+}
+
+// guestPasses is how many passes the operator serving metrics on port has finished over guest
+// cluster name, whatever state they left it in.
+func guestPasses(t *testing.T, port int, name string) float64 {
+	t.Helper()
+	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	n := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "kubefipoperator_guestcluster_passes_total{") && strings.Contains(line, `guestclustername="`+name+`"`) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
+}
+
+// waitGuestPasses waits until two more passes over each of the guest clusters have finished. The
+// second began after the first ended, so at least one whole pass ran after the call: a known later
+// event, after which what such a pass must not do is shown not to have happened.
+func waitGuestPasses(t *testing.T, port int, clusters ...*guestCluster) {
+	t.Helper()
+	want := make([]float64, len(clusters))
+	for i, gc := range clusters {
+		want[i] = guestPasses(t, port, gc.name) + 2
+	}
+	eventually(t, time.Minute, fmt.Sprintf("two more passes over each of %d guest clusters", len(clusters)), func() bool {
+		for i, gc := range clusters {
+			if guestPasses(t, port, gc.name) < want[i] {
+				return false
+			}
+		}
+		return true
+	})
 }
