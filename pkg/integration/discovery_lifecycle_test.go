@@ -22,7 +22,7 @@ import (
 func TestDiscoveryMalformedInputs(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-bad")
 	r := newRancher(t)
-	p, _ := f.operator()
+	p, _ := f.debugOperator()
 	f.createRangeFor("disc-bad", "10.164.0.0/24", "harv-bad", "vlan10")
 	r.managementCluster("c-m-harvbad", "harv-bad")
 
@@ -85,6 +85,11 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	r.waitFIP("c-m-bad00007", "bad-bare-kubevip", quick)
 
 	// Handled again (Rancher updates its clusters all the time): no Event repeats.
+	handled := map[string]int{}
+	for _, c := range cases {
+		eventually(t, 30*time.Second, "a discovery pass over "+c.name, func() bool { return passesOver(p, c.name) > 0 })
+		handled[c.name] = passesOver(p, c.name)
+	}
 	for _, c := range cases {
 		x, err := r.prov.Get(fleetNS, c.name, metav1.GetOptions{})
 		if err != nil {
@@ -95,7 +100,9 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(settle)
+	for _, c := range cases {
+		waitPassesOver(t, p, c.name, handled[c.name])
+	}
 	for i, c := range cases {
 		if n := countEvents(t, fleetNS, c.name, c.reason); n != 1 {
 			t.Errorf("%s: %s recorded %d times, want once", c.name, c.reason, n)
@@ -161,7 +168,7 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.deleteCluster(gone.name)
-	f.operator()
+	p, _ = f.debugOperator()
 	fresh := g("rs-fresh", "c-m-rsfresh")
 	r.create(fresh)
 	r.waitFIP(fresh.id, "rs-fresh-kubevip", quick)
@@ -175,7 +182,9 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 			t.Errorf("%s is still recorded for the deleted %s/%s", addr, a.Namespace, a.Name)
 		}
 	}
-	time.Sleep(settle)
+	// The restarted operator handled both clusters, found their FloatingIPs and created no other.
+	waitDecision(t, p, auto.name, "has its FloatingIP")
+	waitDecision(t, p, hand.name, "has its FloatingIP")
 	after := r.fipsIn(auto.id)
 	if len(after) != 1 || after[0].UID != before.UID || after[0].Status.IPAddress != before.Status.IPAddress {
 		t.Errorf("rs-auto has %d FloatingIPs after the restart; want only %s with %s", len(after), before.Name, before.Status.IPAddress)

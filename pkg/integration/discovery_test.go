@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // quick is how soon a guest cluster must get its address once its last object exists: far below
@@ -20,9 +22,38 @@ import (
 // can have triggered it.
 const quick = 5 * time.Second
 
-// settle is how long a test lets the operator handle what exists before it checks that something
-// did not happen.
-const settle = 1500 * time.Millisecond
+// debugOperator starts the operator with logLevel debug, at which it logs each discovery decision
+// (see passesOver).
+func (f *fixture) debugOperator() (*testenv.Process, int) {
+	f.t.Helper()
+	f.operatorConfig(map[string]string{"logLevel": "debug"})
+	return f.operator()
+}
+
+// passesOver counts the discovery passes over provisioning cluster name that operator p logged.
+func passesOver(p *testenv.Process, name string) int {
+	return strings.Count(p.Logs(), "discovery: cluster "+fleetNS+"/"+name+": ")
+}
+
+// waitDecision waits until operator p logged a discovery pass over provisioning cluster name that
+// decided as said: a known later event, after which what that pass did not do is shown not to have
+// happened.
+func waitDecision(t *testing.T, p *testenv.Process, name, decision string) {
+	t.Helper()
+	line := "discovery: cluster " + fleetNS + "/" + name + ": " + decision
+	if err := p.WaitForLog(context.Background(), line, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPassesOver waits until operator p logged more than n discovery passes over provisioning
+// cluster name.
+func waitPassesOver(t *testing.T, p *testenv.Process, name string, n int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("another discovery pass over %s", name), func() bool {
+		return passesOver(p, name) > n
+	})
+}
 
 // discoveryReasons are the reasons of discovery's Events (other controllers record their own on
 // provisioning clusters).
@@ -45,7 +76,7 @@ func vlan(name string) map[string]interface{} {
 func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-order")
 	r := newRancher(t)
-	p, _ := f.operator()
+	p, _ := f.debugOperator()
 	f.createRangeFor("disc-order-vlan20", "10.160.1.0/24", "harv-order", "vlan20")
 	f.createRangeFor("disc-order-vlan10", "10.160.0.0/24", "harv-order", "vlan10")
 
@@ -68,7 +99,13 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 		for _, step := range o.steps[:last] {
 			parts[step]()
 		}
-		time.Sleep(settle)
+		// The provisioning cluster is the unit of work: while it is missing there is nothing to
+		// decide. Once it exists, the pass that finds only the last object missing is the known
+		// later event.
+		if missing := map[string]string{"namespace": "namespace " + g.id, "credential": "cloud credential " + globalNS + "/" + g.credentialName(),
+			"management": "Harvester management cluster " + g.harvester, "config": "HarvesterConfig " + fleetNS + "/" + g.configName()}[o.steps[last]]; missing != "" {
+			waitDecision(t, p, g.name, "waits for "+missing)
+		}
 		if n := len(r.fipsIn(g.id)); n != 0 {
 			t.Fatalf("%s: %d FloatingIPs before the last object (%s) exists", o.name, n, o.steps[last])
 		}
@@ -94,7 +131,10 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 				o.name, p, x.Spec.IPAddress, x.Status.IPAddress, x.Generation)
 		}
 	}
-	time.Sleep(settle)
+	// Each FloatingIP's creation brings its cluster back; that pass finds it and creates no other.
+	for i := range orders {
+		waitDecision(t, p, fmt.Sprintf("order%d", i), "has its FloatingIP")
+	}
 	for i := range orders {
 		if n := len(r.fipsIn(fmt.Sprintf("c-m-order%03d", i))); n != 1 {
 			t.Errorf("%s: %d FloatingIPs, want exactly 1", orders[i].name, n)
@@ -154,7 +194,7 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-ignore")
 	r := newRancher(t)
-	p, _ := f.operator()
+	p, _ := f.debugOperator()
 	f.createRangeFor("disc-ignore", "10.162.0.0/24", "harv-ignore", "vlan10")
 	r.managementCluster("c-m-harvign", "harv-ignore")
 
@@ -182,7 +222,11 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 	eventually(t, quick, "a NoCloudCredential Event on ign-nocred", func() bool {
 		return hasEvent(t, fleetNS, "ign-nocred", corev1.EventTypeWarning, harvester.ReasonNoCloudCredential, "cloudCredentialSecretName")
 	})
-	time.Sleep(settle)
+	// Each was handled and passed over; the namespace no cluster claims is no cluster's to decide.
+	for _, name := range []string{"ign-imported", "ign-custom", "ign-aws"} {
+		waitDecision(t, p, name, "not provisioned on Harvester")
+	}
+	waitDecision(t, p, "ign-plain", "no guest cluster namespace")
 
 	for _, ns := range []string{"c-m-ignimp", "c-m-igncus", "c-m-ignaws", "c-m-ignnocred", "ign-plain-ns", "c-m-ignorphan"} {
 		if fips := r.fipsIn(ns); len(fips) != 0 {
@@ -207,7 +251,7 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-norange")
 	r := newRancher(t)
-	_, port := f.operator()
+	p, port := f.debugOperator()
 	g := guest{name: "late-range", id: "c-m-laterange", harvester: "c-m-harvlate", display: "harv-late", network: vlan("vlan10")}
 	r.create(g)
 
@@ -219,8 +263,12 @@ func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 		t.Errorf("/metrics lacks %s", metric)
 	}
 
-	// Handled again — its HarvesterConfig changes, an unrelated range appears — it still has no
-	// range, and says so no second time.
+	// Handled again — an unrelated range appears (which wakes no cluster of another Harvester
+	// cluster), its HarvesterConfig changes (which does) — it still has no range, and says so no
+	// second time.
+	waitDecision(t, p, g.name, "waits for a FloatingIPRange of Harvester cluster harv-late")
+	handled := passesOver(p, g.name)
+	f.createRangeFor("disc-norange-unrelated", "10.163.1.0/24", "harv-unrelated", "vlan10")
 	u, err := r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Get(bg(), g.configName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -229,8 +277,7 @@ func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 	if _, err := r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Update(bg(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.createRangeFor("disc-norange-unrelated", "10.163.1.0/24", "harv-unrelated", "vlan10")
-	time.Sleep(settle)
+	waitPassesOver(t, p, g.name, handled)
 	if n := countEvents(t, fleetNS, g.name, harvester.ReasonNoMatchingRange); n != 1 {
 		t.Errorf("NoMatchingRange recorded %d times, want once", n)
 	}

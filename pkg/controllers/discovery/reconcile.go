@@ -41,24 +41,34 @@ type resolvedCluster struct {
 
 // OnClusterChange decides whether the provisioning cluster needs a FloatingIP and creates it.
 // Imported, custom and non-Harvester clusters, clusters outside the fleet namespace and clusters
-// whose namespace is not a c-m- namespace are passed over without a word.
+// whose namespace is not a c-m- namespace are passed over without a word. What each pass decided
+// is logged at debug level.
 func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
 	if namespace, _ := splitKey(key); namespace != h.c.FleetNamespace {
 		return c, nil
 	}
+	decision, err := h.decide(key, c)
+	if err == nil {
+		logrus.Debugf("discovery: cluster %s: %s", key, decision)
+	}
+	return c, err
+}
+
+// decide is one pass of OnClusterChange, and says what it decided.
+func (h *handler) decide(key string, c *provv1.Cluster) (string, error) {
 	if c == nil || c.DeletionTimestamp != nil {
-		return c, h.remove(key, c)
+		return "removed", h.remove(key, c)
 	}
 	target := c.Status.ClusterName
 	if !strings.HasPrefix(target, guestNamespacePrefix) {
 		// Not known yet (Rancher sets it once the management cluster exists; the status update
 		// brings the cluster back), or not a downstream cluster at all.
 		h.forget(key)
-		return c, nil
+		return "no guest cluster namespace (yet)", nil
 	}
 	if h.hasFloatingIP(target, c.Name) {
 		h.forget(key)
-		return c, nil
+		return "has its FloatingIP", nil
 	}
 
 	p, err := h.resolve(key, c)
@@ -67,16 +77,15 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 	switch {
 	case errors.As(err, &problem):
 		h.report(key, c, problem)
-		return c, nil
+		return problem.Error(), nil
 	case errors.As(err, &waiting):
-		logrus.Debugf("guest cluster %s %v", key, waiting)
-		return c, nil
+		return waiting.Error(), nil
 	case err != nil:
-		return c, err
+		return "", err
 	case p == nil:
-		return c, nil
+		return "not provisioned on Harvester", nil
 	}
-	return c, h.create(key, c, p)
+	return "FloatingIP created", h.create(key, c, p)
 }
 
 // hasFloatingIP reports whether the guest cluster already has a FloatingIP in its namespace: the
