@@ -62,6 +62,9 @@ func stopOperator(ctx context.Context, kube kubernetes.Interface, opts Options) 
 				running++
 			}
 		}
+		if running > 0 {
+			logrus.Debugf("%d pods of Deployment %s still running", running, where)
+		}
 		return running == 0, nil
 	})
 	if err != nil {

@@ -292,7 +292,7 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 	if _, err := as.CoreV1().Secrets(chartNamespace).List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		w.t.Fatalf("as the hook's ServiceAccount, listing Secrets: %v; want Forbidden (is RBAC enforced?)", err)
 	}
-	p, err := testenv.StartOperator(shared.operator, nil, []string{"KUBECONFIG=" + kubeconfig}, c.Args...)
+	p, err := testenv.StartOperator(shared.operator, nil, []string{"KUBECONFIG=" + kubeconfig, "LOG_LEVEL=debug"}, c.Args...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -306,7 +306,11 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 		d, err := w.kube.AppsV1().Deployments(chartNamespace).Get(ctx, "kube-fip-operator", metav1.GetOptions{})
 		return notDone() && err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0
 	})
-	time.Sleep(time.Second) // a clean-up that did not wait for the pod would act now
+	// The clean-up looked again after scaling and found the pod still running: one that did not
+	// wait for it would have acted by now.
+	if err := p.WaitForLog(ctx, "pods of Deployment "+chartNamespace+"/kube-fip-operator still running", time.Minute); err != nil {
+		w.t.Fatal(err)
+	}
 	w.checkKeptObjects(true)
 	w.stopOperator()
 
