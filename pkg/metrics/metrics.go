@@ -7,6 +7,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Label names of the original operator.
@@ -170,4 +171,30 @@ func (m *Metrics) DeleteGuestCluster(cluster string) {
 	m.GuestClusterStatus.DeletePartialMatch(match)
 	m.GuestClusterEvents.DeletePartialMatch(match)
 	m.GuestPasses.DeletePartialMatch(match)
+}
+
+// GuestClusters lists the guest clusters that have series.
+func (m *Metrics) GuestClusters() []string {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		m.GuestClusterStatus.Collect(ch)
+		m.GuestClusterEvents.Collect(ch)
+		m.GuestPasses.Collect(ch)
+		close(ch)
+	}()
+	seen := map[string]bool{}
+	var out []string
+	for metric := range ch {
+		var pb dto.Metric
+		if metric.Write(&pb) != nil {
+			continue
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == LabelGuestClusterName && !seen[l.GetValue()] {
+				seen[l.GetValue()] = true
+				out = append(out, l.GetValue())
+			}
+		}
+	}
+	return out
 }

@@ -11,7 +11,6 @@ package guestcluster
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -67,7 +66,6 @@ type controller struct {
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error)
 	queue   workqueue.RateLimitingInterface
-	seen    *seenClusters
 }
 
 // Register wires the triggers; the workers start once the caches are synced and the allocations
@@ -88,7 +86,6 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		queue: workqueue.NewRateLimitingQueueWithConfig(
 			workqueue.NewItemExponentialFailureRateLimiter(time.Second, 30*time.Second),
 			workqueue.RateLimitingQueueConfig{Name: "kube-fip-guest"}),
-		seen: newSeenClusters(),
 	}
 	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
@@ -108,8 +105,10 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	return nil
 }
 
-// start runs the workers until ctx ends.
+// start runs the workers until ctx ends, after a first pass over every cluster has been queued:
+// from there each pass queues the next after operateGuestClusterInterval.
 func (c *controller) start(ctx context.Context) {
+	c.enqueueAll()
 	for i := 0; i < c.opts.Workers; i++ {
 		go func() {
 			for c.next(ctx) {
@@ -167,20 +166,23 @@ func (c *controller) enqueueAll() {
 }
 
 // onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,
-// the cluster or the updateConfigMap annotation, or the FloatingIP went away or stopped naming a
-// cluster. Status-only writes (our own) start nothing.
-func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	ns, _, _ := strings.Cut(key, "/")
-	// A FloatingIP that names no guest cluster never has a pass of its own: it matters only if it
-	// named one before. Nothing is kept of it, and its changes do not run its namespace's pass.
-	if f == nil || f.DeletionTimestamp != nil || f.Annotations[v1.AnnotationClusterName] == "" {
-		if c.seen.forget(key) {
-			c.enqueueNamespace(ns)
-		}
+// the cluster or the updateConfigMap annotation, or the FloatingIP is going away or stopped naming
+// a cluster. Status-only writes (our own) start nothing.
+func (c *controller) onFloatingIP(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	// A deleted FloatingIP was seen before with its deletionTimestamp: its finalizer holds it.
+	if f == nil {
 		return f, nil
 	}
-	if c.seen.floatingIPChanged(key, f) {
-		c.enqueueNamespace(ns)
+	cluster := f.Annotations[v1.AnnotationClusterName]
+	switch {
+	case f.DeletionTimestamp != nil || cluster == "":
+		// It matters only if a pass worked from it: another FloatingIP of the cluster may take
+		// over. One that never named a cluster does not run its namespace's pass.
+		if f.Status.GuestInputs != "" || (f.DeletionTimestamp != nil && cluster != "") {
+			c.enqueueNamespace(f.Namespace)
+		}
+	case c.inputsOf(f) != f.Status.GuestInputs:
+		c.enqueueNamespace(f.Namespace)
 	}
 	return f, nil
 }

@@ -236,7 +236,6 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:  w.opts,
 		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
-		seen:  newSeenClusters(),
 		connect: func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error) {
 			if w.kubeconfig != nil {
 				return connectThroughRancher(nil, time.Second)(cluster, clusterID, kubeconfig)

@@ -61,6 +61,8 @@ type pass struct {
 	state     string
 	guest     outcome
 	kubevip   *outcome
+	// inputs hashes what the pass works from; see inputsOf.
+	inputs string
 	// credentials are the secrets of the guest's kubeconfig, masked in every message of the pass.
 	credentials []string
 }
@@ -81,16 +83,14 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		return 0, err
 	}
 	if len(fips) == 0 {
-		if cluster, ok := c.seen.forgetCluster(ns); ok {
-			c.Metrics.DeleteGuestCluster(cluster)
-		}
+		c.pruneMetrics()
 		return 0, nil
 	}
 	cfg := c.Store.Get()
 	var primary *pass
 	var passes []*pass
 	for _, f := range fips {
-		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f)}
+		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f), inputs: c.inputsOf(f)}
 		passes = append(passes, p)
 		prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
 		switch {
@@ -107,7 +107,6 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	}
 	var retry error
 	if primary != nil {
-		c.seen.rememberCluster(ns, primary.cluster)
 		start := time.Now()
 		retry = c.runSafely(ctx, cfg, primary)
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
@@ -126,6 +125,26 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		return 0, retry
 	}
 	return cfg.OperateGuestClusterInterval, nil
+}
+
+// pruneMetrics removes the series of guest clusters no FloatingIP names any more: what they were
+// is read from the series themselves, so that nothing needs remembering.
+func (c *controller) pruneMetrics() {
+	fips, err := c.FloatingIPs.Cache().List("", labels.Everything())
+	if err != nil {
+		return
+	}
+	named := map[string]bool{}
+	for _, f := range fips {
+		if f.DeletionTimestamp == nil {
+			named[f.Annotations[v1.AnnotationClusterName]] = true
+		}
+	}
+	for _, cluster := range c.Metrics.GuestClusters() {
+		if !named[cluster] {
+			c.Metrics.DeleteGuestCluster(cluster)
+		}
+	}
 }
 
 // clusterFloatingIPs are the FloatingIPs in ns that name a guest cluster, oldest first.

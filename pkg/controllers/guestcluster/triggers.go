@@ -1,10 +1,10 @@
 package guestcluster
 
 import (
-	"fmt"
+	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 	"strings"
-	"sync"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -14,60 +14,57 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
 
-// seenClusters remembers what each trigger last saw, so that only a real change — not a status
-// heartbeat of a Rancher object — starts a guest pass.
-type seenClusters struct {
-	mu     sync.Mutex
-	fips   map[string]string
-	states map[string]string
-	// clusters maps a cluster's namespace to the cluster name its metrics are labelled with.
-	clusters map[string]string
+// A pass starts when what the guest must get changes, and only then: the FloatingIP's
+// status.guestInputs holds a hash of what the last pass worked from (inputsOf), so every trigger
+// compares that hash with the objects as they are now. A status heartbeat of a Rancher object, or
+// a status write of the operator's own, changes none of the inputs and starts nothing. Nothing is
+// remembered in memory: what the controller holds is the work in its queue.
+
+// inputsOf hashes what a pass over f works from, as the caches show it now.
+func (c *controller) inputsOf(f *v1.FloatingIP) string {
+	cluster := f.Annotations[v1.AnnotationClusterName]
+	parts := []string{f.Status.IPAddress, f.Annotations[v1.AnnotationFloatingIPRange], cluster, f.Annotations[v1.AnnotationUpdateConfigMap]}
+	if prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, cluster); err == nil {
+		secret := secretNameOf(prov)
+		parts = append(parts, prov.Status.ClusterName, secret, labelState(prov.Labels), c.secretVersion(secret))
+	}
+	if mgmt, err := c.Management.Cache().Get(f.Namespace); err == nil {
+		parts = append(parts, rancherState(mgmt), labelState(mgmt.Labels))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:12])
 }
 
-func newSeenClusters() *seenClusters {
-	return &seenClusters{fips: map[string]string{}, states: map[string]string{}, clusters: map[string]string{}}
+// secretVersion is the resourceVersion of the kubeconfig Secret name, from the metadata-only
+// informer; empty when it is not there.
+func (c *controller) secretVersion(name string) string {
+	if c.SecretMetadata == nil {
+		return ""
+	}
+	obj, ok, err := c.SecretMetadata.GetStore().GetByKey(c.opts.FleetNamespace + "/" + name)
+	if err != nil || !ok {
+		return ""
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }
 
-func (s *seenClusters) rememberCluster(ns, cluster string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clusters[ns] = cluster
-}
-
-func (s *seenClusters) forgetCluster(ns string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cluster, ok := s.clusters[ns]
-	delete(s.clusters, ns)
-	return cluster, ok
-}
-
-func (s *seenClusters) floatingIPChanged(key string, f *v1.FloatingIP) bool {
-	state := fmt.Sprintf("%s|%s|%s|%s", f.Status.IPAddress, f.Status.Range,
-		f.Annotations[v1.AnnotationClusterName], f.Annotations[v1.AnnotationUpdateConfigMap])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.fips[key]
-	s.fips[key] = state
-	return !ok || old != state
-}
-
-// forget drops a deleted FloatingIP and reports whether it was known.
-func (s *seenClusters) forget(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.fips[key]
-	delete(s.fips, key)
-	return ok
-}
-
-// changed records state for key and reports whether it differs from the last one.
-func (s *seenClusters) changed(key, state string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.states[key]
-	s.states[key] = state
-	return !ok || old != state
+// enqueueIfChanged starts a pass for namespace ns when what one of its guest cluster's
+// FloatingIPs must get differs from what the last pass worked from.
+func (c *controller) enqueueIfChanged(ns string) {
+	fips, err := c.FloatingIPs.Cache().List(ns, labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, f := range fips {
+		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" && c.inputsOf(f) != f.Status.GuestInputs {
+			c.enqueueNamespace(ns)
+			return
+		}
+	}
 }
 
 func labelState(l map[string]string) string {
@@ -78,7 +75,7 @@ func labelState(l map[string]string) string {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s,", k, l[k])
+		b.WriteString(k + "=" + l[k] + ",")
 	}
 	return b.String()
 }
@@ -86,24 +83,18 @@ func labelState(l map[string]string) string {
 // onManagementCluster starts a pass for the cluster when Rancher's view of it (provisioning,
 // connected, disconnected) or its labels change. The management cluster's name is the guest's
 // namespace.
-func (c *controller) onManagementCluster(key string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
-	if m == nil {
-		return m, nil
-	}
-	if c.seen.changed("mgmt/"+key, fmt.Sprintf("%s|%s", rancherState(m), labelState(m.Labels))) {
-		c.enqueueNamespace(m.Name)
+func (c *controller) onManagementCluster(_ string, m *mgmtv3.Cluster) (*mgmtv3.Cluster, error) {
+	if m != nil {
+		c.enqueueIfChanged(m.Name)
 	}
 	return m, nil
 }
 
 // onProvisioningCluster starts a pass when the cluster's labels, its management cluster or its
 // kubeconfig Secret change.
-func (c *controller) onProvisioningCluster(key string, p *provv1.Cluster) (*provv1.Cluster, error) {
-	if p == nil || p.Status.ClusterName == "" {
-		return p, nil
-	}
-	if c.seen.changed("prov/"+key, fmt.Sprintf("%s|%s|%s", p.Status.ClusterName, p.Status.ClientSecretName, labelState(p.Labels))) {
-		c.enqueueNamespace(p.Status.ClusterName)
+func (c *controller) onProvisioningCluster(_ string, p *provv1.Cluster) (*provv1.Cluster, error) {
+	if p != nil && p.Status.ClusterName != "" {
+		c.enqueueIfChanged(p.Status.ClusterName)
 	}
 	return p, nil
 }
@@ -115,16 +106,13 @@ func (c *controller) onSecret(obj interface{}) {
 	if err != nil || s.GetNamespace() != c.opts.FleetNamespace || !strings.HasSuffix(s.GetName(), "-kubeconfig") {
 		return
 	}
-	if !c.seen.changed("secret/"+s.GetNamespace()+"/"+s.GetName(), s.GetResourceVersion()) {
-		return
-	}
 	clusters, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, p := range clusters {
 		if secretNameOf(p) == s.GetName() && p.Status.ClusterName != "" {
-			c.enqueueNamespace(p.Status.ClusterName)
+			c.enqueueIfChanged(p.Status.ClusterName)
 		}
 	}
 }

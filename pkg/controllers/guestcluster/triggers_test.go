@@ -3,19 +3,24 @@ package guestcluster
 import (
 	"testing"
 
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// TestFloatingIPTriggers: a FloatingIP that names a guest cluster runs its namespace's pass when it
-// appears and when its address changes, not for a status write of its own; one that names no
-// cluster runs nothing and is not remembered, unless it named one before.
-func TestFloatingIPTriggers(t *testing.T) {
-	c := &controller{queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()), seen: newSeenClusters()}
-	defer c.queue.ShutDown()
-	queued := func() []string {
+// triggerWorld is a controller over w's caches whose queue the test reads.
+func triggerWorld(w *world) (*controller, func() []string) {
+	c := &controller{
+		deps: deps{FloatingIPs: w.fips, Provisioning: provClient{byName: w.prov}, Management: mgmtClient{byName: w.mgmt},
+			Metrics: metrics.New()},
+		opts:  w.opts,
+		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
+	}
+	return c, func() []string {
 		var out []string
 		for c.queue.Len() > 0 {
 			item, _ := c.queue.Get()
@@ -24,38 +29,105 @@ func TestFloatingIPTriggers(t *testing.T) {
 		}
 		return out
 	}
-	fip := func(name, cluster, addr string) *v1.FloatingIP {
-		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Namespace: "c-m-a", Name: name, Annotations: map[string]string{}}}
-		if cluster != "" {
-			f.Annotations[v1.AnnotationClusterName] = cluster
-		}
-		f.Status.IPAddress = addr
-		return f
-	}
+}
+
+// TestFloatingIPTriggers: a FloatingIP that names a guest cluster runs its namespace's pass when it
+// appears and when its address changes, not for a status write of the pass's own; one that names
+// no cluster runs nothing, unless a pass worked from it before.
+func TestFloatingIPTriggers(t *testing.T) {
+	w := newWorld()
+	c, queued := triggerWorld(w)
+	defer c.queue.ShutDown()
+	f := w.fips.objects[0]
+	f.Status.IPAddress = ""
+	plain := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "plain", Annotations: map[string]string{}}}
 
 	steps := []struct {
-		what string
-		f    *v1.FloatingIP
-		key  string
-		want int
+		what   string
+		change func() *v1.FloatingIP
+		want   int
 	}{
-		{"a cluster's FloatingIP appears", fip("a-kubevip", "a", ""), "c-m-a/a-kubevip", 1},
-		{"it gets its address", fip("a-kubevip", "a", "10.0.0.1"), "c-m-a/a-kubevip", 1},
-		{"a status write of its own", fip("a-kubevip", "a", "10.0.0.1"), "c-m-a/a-kubevip", 0},
-		{"a FloatingIP naming no cluster appears", fip("plain", "", ""), "c-m-a/plain", 0},
-		{"it gets its address", fip("plain", "", "10.0.0.2"), "c-m-a/plain", 0},
-		{"the cluster's FloatingIP stops naming it", fip("a-kubevip", "", "10.0.0.1"), "c-m-a/a-kubevip", 1},
-		{"it is deleted", nil, "c-m-a/a-kubevip", 0},
+		{"a cluster's FloatingIP appears", func() *v1.FloatingIP { return f }, 1},
+		{"it gets its address", func() *v1.FloatingIP { f.Status.IPAddress = testAddr; return f }, 1},
+		{"the pass records what it worked from", func() *v1.FloatingIP { f.Status.GuestInputs = c.inputsOf(f); return f }, 0},
+		{"another status write", func() *v1.FloatingIP { f.Status.GuestState = StateConfigured; return f }, 0},
+		{"updateConfigMap changes", func() *v1.FloatingIP { f.Annotations[v1.AnnotationUpdateConfigMap] = "true"; return f }, 1},
+		{"a FloatingIP naming no cluster appears", func() *v1.FloatingIP { return plain }, 0},
+		{"it gets its address", func() *v1.FloatingIP { plain.Status.IPAddress = "10.0.0.2"; return plain }, 0},
+		{"the cluster's FloatingIP stops naming it", func() *v1.FloatingIP {
+			delete(f.Annotations, v1.AnnotationClusterName)
+			return f
+		}, 1},
+		{"a FloatingIP naming a cluster is being deleted", func() *v1.FloatingIP {
+			g := w.fips.objects[0].DeepCopy()
+			g.Annotations[v1.AnnotationClusterName], g.Status.GuestInputs = testCluster, ""
+			g.DeletionTimestamp = &metav1.Time{}
+			return g
+		}, 1},
+		{"it is gone", func() *v1.FloatingIP { return nil }, 0},
 	}
 	for _, s := range steps {
-		if _, err := c.onFloatingIP(s.key, s.f); err != nil {
+		if _, err := c.onFloatingIP(testNS+"/x", s.change()); err != nil {
 			t.Fatalf("%s: %v", s.what, err)
 		}
-		if got := queued(); len(got) != s.want || (s.want == 1 && got[0] != "c-m-a") {
-			t.Errorf("%s: queued %v, want %d pass(es) of c-m-a", s.what, got, s.want)
+		if got := queued(); len(got) != s.want || (s.want == 1 && got[0] != testNS) {
+			t.Errorf("%s: queued %v, want %d pass(es) of %s", s.what, got, s.want, testNS)
 		}
 	}
-	if n := len(c.seen.fips); n != 0 {
-		t.Errorf("%d FloatingIPs still remembered: %v", n, c.seen.fips)
+}
+
+// TestRancherTriggers: Rancher's objects start a pass when an input of the last one changed — the
+// cluster connects, its labels change, its kubeconfig Secret is rewritten — and not for a status
+// heartbeat.
+func TestRancherTriggers(t *testing.T) {
+	w := newWorld()
+	c, queued := triggerWorld(w)
+	defer c.queue.ShutDown()
+	f := w.fips.objects[0]
+	f.Status.GuestInputs = c.inputsOf(f)
+	mgmt, prov := w.mgmt[testNS], w.prov[testCluster]
+
+	for _, s := range []struct {
+		what string
+		do   func()
+		want int
+	}{
+		{"a management cluster heartbeat", func() {
+			mgmt.Status.Conditions = append(mgmt.Status.Conditions, mgmtv3.ClusterCondition{Type: "Updated", Status: corev1.ConditionTrue})
+			_, _ = c.onManagementCluster(testNS, mgmt)
+		}, 0},
+		{"the cluster disconnects", func() {
+			mgmt.Status.Conditions[0].Status = corev1.ConditionFalse
+			_, _ = c.onManagementCluster(testNS, mgmt)
+		}, 1},
+		{"a provisioning cluster heartbeat", func() {
+			f.Status.GuestInputs = c.inputsOf(f)
+			prov.Status.Ready = !prov.Status.Ready
+			_, _ = c.onProvisioningCluster(testFleet+"/"+testCluster, prov)
+		}, 0},
+		{"the kube-vip label is set", func() {
+			prov.Labels = map[string]string{"kube-vip": "true"}
+			_, _ = c.onProvisioningCluster(testFleet+"/"+testCluster, prov)
+		}, 1},
+	} {
+		s.do()
+		if got := queued(); len(got) != s.want {
+			t.Errorf("%s: queued %v, want %d pass(es)", s.what, got, s.want)
+		}
+	}
+}
+
+// TestMetricsOfRemovedClustersArePruned: once no FloatingIP names a guest cluster, its series go,
+// read from the series themselves.
+func TestMetricsOfRemovedClustersArePruned(t *testing.T) {
+	w := newWorld()
+	c, _ := triggerWorld(w)
+	defer c.queue.ShutDown()
+	c.Metrics.GuestClusterStatus.WithLabelValues(testCluster, "").Set(1)
+	c.Metrics.GuestPasses.WithLabelValues("gone", "", StateConfigured).Inc()
+	c.Metrics.GuestClusterEvents.WithLabelValues("gone-too", "", "api_connection", "success").Inc()
+	c.pruneMetrics()
+	if got := c.Metrics.GuestClusters(); len(got) != 1 || got[0] != testCluster {
+		t.Errorf("series left for %v; want only %s, which a FloatingIP still names", got, testCluster)
 	}
 }

@@ -59,6 +59,10 @@ type FloatingIPStatus struct {
 	// GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected,
 	// Configured or Error.
 	GuestState string `json:"guestState,omitempty"`
+	// GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and
+	// updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its
+	// kubeconfig Secret. A change of any of them starts a new pass; anything else does not.
+	GuestInputs string `json:"guestInputs,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
