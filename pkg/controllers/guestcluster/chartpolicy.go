@@ -13,12 +13,10 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
-// Reasons of a chart the deployment does not allow, or whose credentials cannot be read.
-const (
-	ReasonChartSourceNotAllowed = string(config.ProblemChartSourceNotAllowed)
-	ReasonChartValuesNotAllowed = string(config.ProblemChartValuesNotAllowed)
-	ReasonChartCredentials      = "ChartCredentialsInvalid"
-)
+// ReasonChartCredentials: the chart credentials Secret cannot be read. A chart the deployment does
+// not allow gets the reason of config's refusal (config.ProblemChartSourceNotAllowed or
+// config.ProblemChartValuesNotAllowed).
+const ReasonChartCredentials = "ChartCredentialsInvalid"
 
 // Keys of the chart credentials Secret.
 const (

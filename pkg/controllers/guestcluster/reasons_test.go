@@ -340,11 +340,11 @@ func TestEveryGuestReason(t *testing.T) {
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
 		}, v1.KubevipInstalled, ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
 		{"chart source not allowed", func(w *world) { install(w); w.cfg.Kubevip.RepoURL = "https://charts.example.com" },
-			v1.KubevipInstalled, ReasonChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + ReasonChartSourceNotAllowed, "charts.example.com"},
+			v1.KubevipInstalled, config.ProblemChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartSourceNotAllowed, "charts.example.com"},
 		{"chart values not allowed", func(w *world) {
 			install(w)
 			w.cfg.Kubevip.Values = map[string]interface{}{"image": map[string]interface{}{"repository": "registry.example.com/kube-vip"}}
-		}, v1.KubevipInstalled, ReasonChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + ReasonChartValuesNotAllowed, "image"},
+		}, v1.KubevipInstalled, config.ProblemChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartValuesNotAllowed, "image"},
 		{"chart credentials missing", func(w *world) { install(w); w.opts.ChartCredentialsSecret = "chart-creds" },
 			v1.KubevipInstalled, ReasonChartCredentials, corev1.ConditionFalse, "", "kube-fip/chart-creds does not exist"},
 	} {
