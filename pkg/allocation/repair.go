@@ -298,20 +298,30 @@ func (m *Manager) reap(ctx context.Context) []string {
 	return released
 }
 
-// Run reaps allocations of gone FloatingIPs and lapses placeholders until ctx ends, checking
-// every half grace period.
-func (m *Manager) Run(ctx context.Context) {
-	every := max(m.opts.OrphanGracePeriod/2, time.Second)
-	t := time.NewTicker(every)
-	defer t.Stop()
+// Run keeps the allocations true until ctx ends: every half grace period it reaps the allocations
+// of gone FloatingIPs and lapses placeholders, and every auditEvery() it repeats the whole repair
+// pass and then calls afterAudit.
+func (m *Manager) Run(ctx context.Context, auditEvery func() time.Duration, afterAudit func()) {
+	reap := time.NewTicker(max(m.opts.OrphanGracePeriod/2, time.Second))
+	defer reap.Stop()
+	audit := time.NewTimer(auditEvery())
+	defer audit.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-reap.C:
+			m.g.expirePlaceholders(time.Now())
+			RepairReport{Released: m.reap(ctx)}.Log()
+		case <-audit.C:
+			report, err := m.Repair(ctx)
+			if err != nil {
+				logrus.Warnf("allocation audit: %v", err)
+			}
+			report.Log()
+			afterAudit()
+			audit.Reset(auditEvery())
 		}
-		m.g.expirePlaceholders(time.Now())
-		RepairReport{Released: m.reap(ctx)}.Log()
 	}
 }
 

@@ -270,7 +270,13 @@ func (o *Operator) start(ctx context.Context) error {
 		return fmt.Errorf("repairing allocations: %w", err)
 	}
 	report.Log()
-	go alloc.Run(ctx)
+	// The repair pass is repeated every operateGuestClusterInterval; with traceIpamData on, the
+	// allocation table is logged after each.
+	go alloc.Run(ctx, func() time.Duration { return o.store.Get().OperateGuestClusterInterval }, func() {
+		if o.store.Get().TraceIPAMData {
+			logrus.Infof("allocation table:\n%s", alloc.Table())
+		}
+	})
 
 	if err := scf.Start(ctx, o.opts.Threads); err != nil {
 		return fmt.Errorf("starting controllers: %w", err)
@@ -278,7 +284,6 @@ func (o *Operator) start(ctx context.Context) error {
 	c.Start(ctx)
 	logrus.Info("controllers running")
 	o.server.SetReady(true)
-	go o.audit(ctx, alloc)
 	return nil
 }
 
@@ -326,30 +331,6 @@ func (o *Operator) context(ctx context.Context, f *factories, alloc *allocation.
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 		},
 	}, nil
-}
-
-// audit repeats the repair pass every operateGuestClusterInterval, and logs the allocation table
-// after each pass when traceIpamData is on.
-func (o *Operator) audit(ctx context.Context, alloc *allocation.Manager) {
-	timer := time.NewTimer(o.store.Get().OperateGuestClusterInterval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		report, err := alloc.Repair(ctx)
-		if err != nil {
-			logrus.Warnf("allocation audit: %v", err)
-		}
-		report.Log()
-		cfg := o.store.Get()
-		if cfg.TraceIPAMData {
-			logrus.Infof("allocation table:\n%s", alloc.Table())
-		}
-		timer.Reset(cfg.OperateGuestClusterInterval)
-	}
 }
 
 // secretMetadata starts a metadata-only informer on the Secrets of namespace, one of Rancher's:
