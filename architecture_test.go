@@ -102,7 +102,8 @@ func typeKind(t types.Type) string {
 // TestPurePackagesHaveNoKubernetesImports: the allocator and the configuration parser are plain Go,
 // tested without any cluster.
 func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
-	pure := map[string]bool{modulePath + "/pkg/ipam": true, modulePath + "/pkg/config": true, modulePath + "/pkg/problem": true}
+	pure := map[string]bool{modulePath + "/pkg/ipam": true, modulePath + "/pkg/config": true, modulePath + "/pkg/problem": true,
+		modulePath + "/pkg/kubevip": true}
 	allowed := map[string]bool{"sigs.k8s.io/yaml": true, "sigs.k8s.io/yaml/goyaml.v2": true}
 	found := 0
 	for _, pkg := range loadPackages(t) {

@@ -38,22 +38,38 @@ const (
 // package comment for why.
 const MaxOperateGuestClusterInterval = 24 * time.Hour
 
-// Default chart values: those of the original operator, with the interface
-// under env.vip_interface, the key every kube-vip chart since 0.4.1 reads
-// (config.vip_interface was read only by charts 0.3.7 and 0.4.0).
+// The chart and image pair installed into guest clusters by default: one reviewed change moves
+// them, with the data-plane test (the real kube-vip and kube-vip-cloud-provider serving the
+// address) as its evidence; see the README, "How the address reaches a LoadBalancer Service".
+//   - kube-vip chart 0.9.9 renders vip_subnet "32", which kube-vip reads as a prefix length since
+//     v0.9.0. Its appVersion v1.0.4 is pinned down to v1.0.0, the newest release the data-plane test
+//     can build; both read every variable the chart sets the same way.
+//   - kube-vip-cloud-provider chart 0.2.10 with its appVersion v0.0.12.
+//
+// An empty kubevipChartVersion or kubevipCloudProviderChartVersion means these versions.
+const (
+	DefaultKubevipChartVersion              = "0.9.9"
+	DefaultKubevipImage                     = "ghcr.io/kube-vip/kube-vip:v1.0.0"
+	DefaultKubevipCloudProviderChartVersion = "0.2.10"
+	DefaultKubevipCloudProviderImage        = "kubevip/kube-vip-cloud-provider:v0.0.12"
+)
+
+// Default chart values: those of the original operator with the images above, and the interface
+// under env.vip_interface, the key every kube-vip chart since 0.4.1 reads (config.vip_interface
+// was read only by charts 0.3.7 and 0.4.0).
 const (
 	DefaultKubevipChartValues = `env:
   vip_interface: enp1s0
   prometheus_server: ':8080'
 image:
-  repository: plndr/kube-vip
-  tag: v0.6.4
+  repository: ghcr.io/kube-vip/kube-vip
+  tag: v1.0.0
 nodeSelector:
   node-role.kubernetes.io/master: 'true'
 `
 	DefaultKubevipCloudProviderChartValues = `image:
   repository: kubevip/kube-vip-cloud-provider
-  tag: v0.0.7
+  tag: v0.0.12
 `
 )
 
@@ -134,12 +150,14 @@ func Default() Config {
 		Kubevip: Chart{
 			ReleaseName: "kube-vip",
 			RepoURL:     repo,
+			Version:     DefaultKubevipChartVersion,
 			Values:      mustValues(DefaultKubevipChartValues),
 			ValuesYAML:  DefaultKubevipChartValues,
 		},
 		KubevipCloudProvider: Chart{
 			ReleaseName: "kube-vip-cloud-provider",
 			RepoURL:     repo,
+			Version:     DefaultKubevipCloudProviderChartVersion,
 			Values:      mustValues(DefaultKubevipCloudProviderChartValues),
 			ValuesYAML:  DefaultKubevipCloudProviderChartValues,
 		},

@@ -20,8 +20,9 @@ func TestDefault(t *testing.T) {
 	wantKV := Chart{
 		ReleaseName: "kube-vip",
 		RepoURL:     "https://kube-vip.io/helm-charts",
+		Version:     "0.9.9",
 		Values: map[string]interface{}{
-			"image":        map[string]interface{}{"repository": "plndr/kube-vip", "tag": "v0.6.4"},
+			"image":        map[string]interface{}{"repository": "ghcr.io/kube-vip/kube-vip", "tag": "v1.0.0"},
 			"env":          map[string]interface{}{"vip_interface": "enp1s0", "prometheus_server": ":8080"},
 			"nodeSelector": map[string]interface{}{"node-role.kubernetes.io/master": "true"},
 		},
@@ -33,8 +34,9 @@ func TestDefault(t *testing.T) {
 	wantCP := Chart{
 		ReleaseName: "kube-vip-cloud-provider",
 		RepoURL:     "https://kube-vip.io/helm-charts",
+		Version:     "0.2.10",
 		Values: map[string]interface{}{
-			"image": map[string]interface{}{"repository": "kubevip/kube-vip-cloud-provider", "tag": "v0.0.7"},
+			"image": map[string]interface{}{"repository": "kubevip/kube-vip-cloud-provider", "tag": "v0.0.12"},
 		},
 		ValuesYAML: DefaultKubevipCloudProviderChartValues,
 	}

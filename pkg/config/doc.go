@@ -23,11 +23,11 @@
 //	kubevipReleaseName                Helm release name                    kube-vip
 //	kubevipChartRepoUrl               http(s) URL without credentials      https://kube-vip.io/helm-charts
 //	kubevipChartRef                   "" or oci://host/path                ""
-//	kubevipChartVersion               "" or a version such as v1.2.3       ""
+//	kubevipChartVersion               "" or a version such as v1.2.3       "" (DefaultKubevipChartVersion)
 //	kubevipChartValues                YAML mapping                         see Default
 //	kubevipCloudProviderReleaseName   Helm release name                    kube-vip-cloud-provider
 //	kubevipCloudProviderChartRef      "" or oci://host/path                ""
-//	kubevipCloudProviderChartVersion  "" or a version                      ""
+//	kubevipCloudProviderChartVersion  "" or a version                      "" (DefaultKubevipCloudProviderChartVersion)
 //	kubevipCloudProviderChartValues   YAML mapping                         see Default
 //
 // The interval is capped at one day because a longer period means guest
@@ -57,16 +57,10 @@
 //     a restart (the previous value is then the default, clusterlabel). A typo
 //     never makes the operator install into more clusters.
 //
-// A chart reference and its version are meant to be set together, to install
-// a pinned chart from an OCI registry; one without the other is almost always
-// a half-finished edit, and guessing which half was meant would install
-// something the user did not ask for. If, after the rules above,
-// exactly one of kubevipChartRef/kubevipChartVersion (or of the cloud-provider
-// pair) is set, both are kept as given and a Problem is reported against the
-// key that is set, saying which key is missing; it is a warning, because
-// nothing was rejected. Keeping them lets the user fix
-// the pair by adding one key instead of re-entering both; a consumer that
-// needs a pinned chart must check that both are set.
+// A chart version pins the chart, from the repository or, with a reference, from an OCI
+// registry; empty means the pinned default pair. A reference without a version is reported as a
+// warning against the reference, naming the default version it is installed at, since the
+// registry may not hold that version.
 //
 // Unknown keys are ignored and reported as a Problem with Warning set, naming
 // the known key that is most likely meant, since a typo otherwise looks like a

@@ -37,8 +37,8 @@ const (
 	ProblemInvalidValue = "InvalidValue"
 	// ProblemUnknownKey: the key is not a known option and was ignored.
 	ProblemUnknownKey = "UnknownKey"
-	// ProblemIncompleteChart: only one of a chart's ref and version is set;
-	// both are kept as given.
+	// ProblemIncompleteChart: an OCI chart reference without its version; the
+	// default version is used.
 	ProblemIncompleteChart = "IncompleteChartSelection"
 )
 
@@ -122,8 +122,8 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		problems = append(problems, p)
 	}
 
-	problems = append(problems, checkPair(out.Kubevip, KeyKubevipChartRef, KeyKubevipChartVersion)...)
-	problems = append(problems, checkPair(out.KubevipCloudProvider,
+	problems = append(problems, checkPair(data, out.Kubevip, KeyKubevipChartRef, KeyKubevipChartVersion)...)
+	problems = append(problems, checkPair(data, out.KubevipCloudProvider,
 		KeyKubevipCloudProviderChartRef, KeyKubevipCloudProviderChartVersion)...)
 
 	known := make(map[string]bool, len(opts))
@@ -158,22 +158,19 @@ func keepPrevious(o option, out *Config, previous Config) {
 	}
 }
 
-// checkPair reports a chart whose ref and version are not both set or both
-// empty; the values themselves stay as they are (see the package comment).
-func checkPair(ch Chart, refKey, versionKey string) []Problem {
-	setKey, missingKey := refKey, versionKey
-	switch {
-	case ch.Ref != "" && ch.Version == "":
-	case ch.Ref == "" && ch.Version != "":
-		setKey, missingKey = versionKey, refKey
-	default:
+// checkPair reports an OCI chart reference without an explicit version: the version pinned for the
+// upstream repository is used with it, which the registry may not hold. A version without a
+// reference pins the chart of the repository and needs no reference.
+func checkPair(data map[string]string, ch Chart, refKey, versionKey string) []Problem {
+	if ch.Ref == "" || strings.TrimSpace(data[versionKey]) != "" {
 		return nil
 	}
 	return []Problem{{
-		Key:     setKey,
+		Key:     refKey,
 		Warning: true,
 		Problem: *problem.New(ProblemIncompleteChart,
-			"incomplete chart selection: %s is set but %s is empty; both are kept as given, set both or neither", setKey, missingKey),
+			"incomplete chart selection: %s is set but %s is empty, so the default version %s is used; set %s to the version to install",
+			refKey, versionKey, ch.Version, versionKey),
 	}}
 }
 

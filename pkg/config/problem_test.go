@@ -42,16 +42,17 @@ func TestChartRefVersionPair(t *testing.T) {
 		{"neither", map[string]string{}, Default(), []string{}, ""},
 		{"ref only", map[string]string{KeyKubevipChartRef: ref}, Default(),
 			[]string{KeyKubevipChartRef}, "kubevipChartRef is set but kubevipChartVersion is empty"},
-		{"version only", map[string]string{KeyKubevipChartVersion: version}, Default(),
-			[]string{KeyKubevipChartVersion}, "kubevipChartVersion is set but kubevipChartRef is empty"},
+		// A version alone pins the repository's chart.
+		{"version only", map[string]string{KeyKubevipChartVersion: version}, Default(), []string{}, ""},
 		{"cloud provider ref only", map[string]string{KeyKubevipCloudProviderChartRef: ref}, Default(),
 			[]string{KeyKubevipCloudProviderChartRef}, "kubevipCloudProviderChartVersion is empty"},
 		// An invalid version keeps the previous one, which completes the pair.
 		{"invalid version, previous completes", map[string]string{KeyKubevipChartRef: ref, KeyKubevipChartVersion: "latest"},
 			previousConfig(t), []string{KeyKubevipChartVersion}, "invalid value"},
-		// With no previous version the ref stands alone: two problems.
+		// With no previous version the default one stays in force, and the version was given:
+		// one problem.
 		{"invalid version, no previous", map[string]string{KeyKubevipChartRef: ref, KeyKubevipChartVersion: "latest"},
-			Default(), []string{KeyKubevipChartVersion, KeyKubevipChartRef}, "incomplete chart selection"},
+			Default(), []string{KeyKubevipChartVersion}, "invalid value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +66,9 @@ func TestChartRefVersionPair(t *testing.T) {
 			// The pair rule reports but never discards a valid half.
 			if r, ok := tt.data[KeyKubevipChartRef]; ok && got.Kubevip.Ref != r {
 				t.Errorf("Ref %q, want %q kept as given", got.Kubevip.Ref, r)
+			}
+			if v, ok := tt.data[KeyKubevipChartVersion]; ok && v != "latest" && got.Kubevip.Version != v {
+				t.Errorf("Version %q, want %q", got.Kubevip.Version, v)
 			}
 			for _, p := range problems {
 				pair := p.Reason == ProblemIncompleteChart

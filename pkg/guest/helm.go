@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
@@ -37,6 +38,9 @@ type Release struct {
 	Update bool
 	// Credentials, when set, authenticate to the chart repository or OCI registry.
 	Credentials *Credentials
+	// PostRenderer, when set, sees every object Helm renders before anything is applied, and may
+	// change or refuse it.
+	PostRenderer postrender.PostRenderer
 }
 
 // Credentials authenticate to a chart repository or an OCI registry. They come from a Secret named
@@ -182,6 +186,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 		install.Timeout = InstallTimeout
 		// validateValues did it, without the file and network references Helm would follow.
 		install.SkipSchemaValidation = true
+		install.PostRenderer = rel.PostRenderer
 		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
 			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
 		}
@@ -195,6 +200,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	upgrade.MaxHistory = 5
 	upgrade.Timeout = InstallTimeout
 	upgrade.SkipSchemaValidation = true
+	upgrade.PostRenderer = rel.PostRenderer
 	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
 		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
 	}

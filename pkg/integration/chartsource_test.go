@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -46,7 +47,7 @@ func TestChartSourceAllowList(t *testing.T) {
 		http.NotFound(w, nil)
 	}))
 	t.Cleanup(other.Close)
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.7"), testenv.KubevipCloudProviderChart("0.2.4"))
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart(config.DefaultKubevipChartVersion), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 
 	f := newFixture(t, "kube-fip-chartsrc")
 	proxy := startProxy(t)
@@ -122,7 +123,7 @@ func TestChartSourceAllowList(t *testing.T) {
 // nothing, not even into a cluster labelled kube-vip=true (the default, clusterlabel, would), and
 // says so on kube-fip-config.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.7"), testenv.KubevipCloudProviderChart("0.2.4"))
+	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart(config.DefaultKubevipChartVersion), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-typo")
 	proxy := startProxy(t)
 	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, startGuest(t, "typo"))

@@ -120,8 +120,9 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 }
 
 // TestGuestKubevipInstallModes: kubevipGuestInstall enabled / disabled / clusterlabel with and
-// without the kube-vip=true label, from the HTTP repository and from an OCI registry; with
-// kubevipUpdate false a later pass changes nothing, with true only a new version does.
+// without the kube-vip=true label, from the HTTP repository at a version the ConfigMap pins and
+// from an OCI registry; with kubevipUpdate false a later pass changes nothing, not even a newly
+// pinned version, with true only a new version does.
 func TestGuestKubevipInstallModes(t *testing.T) {
 	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.7"), testenv.KubevipCloudProviderChart("0.2.4"))
 	oci := testenv.OCIRegistryForTest(t)
@@ -145,7 +146,8 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, startGuest(t, "install-"+c.name))
 		f.extraNamespace(id)
 	}
-	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel"}
+	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel",
+		"kubevipChartVersion": "0.9.7", "kubevipCloudProviderChartVersion": "0.2.4"}
 	f.operatorConfig(base)
 	_, port := f.operator()
 	f.createRange("install", "10.151.0.0/28")
@@ -197,7 +199,8 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	if err := repo.Add(testenv.KubevipChart("0.9.8")); err != nil {
 		t.Fatal(err)
 	}
-	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled"})
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled",
+		"kubevipChartVersion": "0.9.8", "kubevipCloudProviderChartVersion": "0.2.4"})
 	eventually(t, 30*time.Second, "kube-vip installed in the unlabelled cluster under enabled", func() bool {
 		n, _ := revision(clusters["plain"], "kube-vip")
 		return n == 1

@@ -33,7 +33,7 @@ func TestEveryReason(t *testing.T) {
 				return c.OperateGuestClusterInterval == config.Default().OperateGuestClusterInterval && c.LogLevel.String() == "debug"
 			}},
 		{"an unknown key", map[string]string{"operateGuestClusterIntervall": "30"}, string(config.ProblemUnknownKey), nil},
-		{"half a chart selection", map[string]string{config.KeyKubevipChartVersion: "0.9.9"}, string(config.ProblemIncompleteChart), nil},
+		{"half a chart selection", map[string]string{config.KeyKubevipChartRef: "oci://ghcr.io/kube-vip/kube-vip"}, string(config.ProblemIncompleteChart), nil},
 		{"a chart source outside the policy", map[string]string{config.KeyKubevipChartRepoURL: "https://charts.example.com"}, string(config.ProblemChartSourceNotAllowed), nil},
 		{"an image outside the policy", map[string]string{config.KeyKubevipChartValues: "image:\n  repository: evil.example.com/kube-vip\n"}, string(config.ProblemChartValuesNotAllowed), nil},
 	} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -47,7 +48,19 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
 		rel.Credentials = credentials
+		judge := &kubevipJudge{}
+		if s.name == "kube-vip" {
+			rel.PostRenderer = guest.Judged{Judge: judge.judge}
+		}
 		out, err := client.EnsureRelease(ctx, rel)
+		var refused *kubevip.Refusal
+		if errors.As(err, &refused) {
+			msg := p.redact(fmt.Sprintf("%s chart %s: %s; nothing was installed", s.name, rel.Version, refused.Message))
+			c.countEvent(p, s.event, metrics.StatusError)
+			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonKubevipRefused, "guest cluster "+p.cluster+": "+msg)
+			failed = &outcome{reason: ReasonKubevipRefused, message: msg}
+			break
+		}
 		if errors.Is(err, guest.ErrChartPending) {
 			// The fetch goes on without this worker; the pass is retried with backoff.
 			failed = &outcome{reason: ReasonChartFetching, message: p.redact(fmt.Sprintf("%s: %v", s.name, err))}
@@ -60,11 +73,13 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 			failed = &outcome{reason: ReasonHelmFailed, message: msg}
 			break
 		}
+		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, judge.images(s.chart))
 		if out != guest.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
-			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonInstalled, "guest cluster %s: release %s/%s %s", p.cluster, rel.Namespace, rel.Name, out)
+			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
+			judge.record(c, p)
 		}
-		done = append(done, fmt.Sprintf("%s/%s", rel.Namespace, rel.Name))
+		done = append(done, what)
 	}
 	// Where the provider reads: from its Deployment as installed, even when this pass's install
 	// or upgrade failed but an earlier one succeeded.

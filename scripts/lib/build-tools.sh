@@ -1,0 +1,34 @@
+# Shared by the scripts that build pinned programs from the Go module proxy into the cache outside
+# the repository (build-controlplane, build-dataplane). Sourced, never run: it is not a make target.
+
+cache=${KUBE_FIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-fip-operator}
+
+# pinned prints the version go.mod file $1 requires of module $2 ("require <module> <version>" or
+# "<module> <version>" inside a require block).
+pinned() { awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1"; }
+
+# cache_key hashes the Go version and every file given, so a changed pin builds anew.
+cache_key() { { go version; cat "$@"; } | sha256sum | cut -c1-16; }
+
+# heartbeat keeps a long, quiet compile visibly alive.
+heartbeat() {
+    local what=$1 start=$SECONDS
+    while sleep 30; do log "still building $what ($((SECONDS - start))s)"; done
+}
+
+# build_tool WHAT DIR PKG LDFLAGS OUT: builds package PKG as the module in DIR pins it, into OUT.
+build_tool() {
+    local what=$1 dir=$2 pkg=$3 ldflags=$4 out=$5
+    log "building $what from the Go module proxy (this takes minutes on 2 cores)"
+    heartbeat "$what" &
+    local hb=$!
+    local start=$SECONDS
+    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" "$pkg"); then
+        kill "$hb" 2>/dev/null || true
+        log "building $what failed"
+        return 1
+    fi
+    kill "$hb" 2>/dev/null || true
+    wait "$hb" 2>/dev/null || true
+    log "built $what in $((SECONDS - start))s"
+}
