@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -32,6 +33,8 @@ type RenderOptions struct {
 	// KubeVersion is the Kubernetes version to render for, e.g. "v1.30.14"; empty for Helm's
 	// default.
 	KubeVersion string
+	// PostRenderer, when set, sees the rendered objects as it does in an install.
+	PostRenderer postrender.PostRenderer
 }
 
 // Render renders a chart the way `helm template` does — the SDK's install in dry-run, client-only
@@ -50,6 +53,7 @@ func Render(c *chart.Chart, opts RenderOptions) ([]*unstructured.Unstructured, e
 		install.Namespace = "kube-fip"
 	}
 	install.APIVersions = opts.APIVersions
+	install.PostRenderer = opts.PostRenderer
 	if opts.KubeVersion != "" {
 		kv, err := chartutil.ParseKubeVersion(opts.KubeVersion)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,7 +138,21 @@ func grantClusterOwner(g *Guest, user string) error {
 	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("binding %s to cluster-owner in guest %s: %w", user, g.Name, err)
 	}
-	return nil
+	// The API server's authorizer learns of the binding from its informer: wait until it judges by
+	// it, so that a registered cluster is owned from the first request through the proxy.
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "list", Resource: "configmaps"}}}
+	for {
+		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err == nil && got.Status.Allowed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("guest %s never authorized %s as cluster-owner: %v", g.Name, user, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func clusterOwnerBinding(user string) string { return "cluster-owner-" + user }

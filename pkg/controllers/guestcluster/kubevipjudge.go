@@ -1,6 +1,7 @@
 package guestcluster
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -48,7 +49,8 @@ func (k *kubevipJudge) judge(workload string, c *corev1.Container) error {
 	}
 	d, err := kubevip.Judge(c.Image, env)
 	if err != nil {
-		if r, ok := err.(*kubevip.Refusal); ok {
+		var r *kubevip.Refusal
+		if errors.As(err, &r) {
 			r.Message = fmt.Sprintf("%s, container %s: %s", workload, c.Name, r.Message)
 		}
 		return err

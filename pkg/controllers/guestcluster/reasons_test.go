@@ -1,8 +1,10 @@
 package guestcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -335,6 +337,14 @@ func TestEveryGuestReason(t *testing.T) {
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
 			w.guest.provider = func() (guest.ConfigMapRef, error) { return guest.ConfigMapRef{}, errors.New("no release") }
 		}, v1.GuestConfigured, ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
+		{"kube-vip values refused as rendered", func(w *world) {
+			install(w)
+			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "24")
+		}, v1.KubevipInstalled, ReasonKubevipRefused, corev1.ConditionFalse, "Warning " + ReasonKubevipRefused, `env vip_subnet="24"`},
+		{"kube-vip values translated as rendered", func(w *world) {
+			install(w)
+			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "32")
+		}, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal " + ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
 		{"chart still fetching", func(w *world) {
 			install(w)
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
@@ -419,4 +429,22 @@ func hasEvent(events []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// renderedDaemonSet is a guest whose Helm renders a kube-vip DaemonSet with image and vip_subnet,
+// and runs the release's post-renderer on it as Helm does.
+func renderedDaemonSet(image, subnet string) func(guest.Release) (guest.Outcome, error) {
+	return func(rel guest.Release) (guest.Outcome, error) {
+		if rel.PostRenderer == nil {
+			return guest.Installed, nil
+		}
+		manifest := "---\n# Source: kube-vip/templates/daemonset.yaml\napiVersion: apps/v1\nkind: DaemonSet\n" +
+			"metadata:\n  name: kube-fip-kube-vip\n  namespace: kube-system\nspec:\n  template:\n    spec:\n" +
+			"      containers:\n      - name: kube-vip\n        image: " + image + "\n        env:\n" +
+			"        - name: vip_subnet\n          value: \"" + subnet + "\"\n"
+		if _, err := rel.PostRenderer.Run(bytes.NewBufferString(manifest)); err != nil {
+			return "", fmt.Errorf("installing kube-vip: %w", err)
+		}
+		return guest.Installed, nil
+	}
 }

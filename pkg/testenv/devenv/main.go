@@ -78,6 +78,12 @@ func run(operatorBinary, namespace string, metricsPort int) error {
 		return err
 	}
 	go newGuestNamespace(ctx, env)
+	provider, err := serveDemoLoadBalancer(ctx, guestKubeconfig, filepath.Dir(kubeconfig))
+	if err != nil {
+		logrus.Warnf("the demo goes on without kube-vip-cloud-provider: %v", err)
+	} else {
+		defer func() { _ = provider.Stop(10 * time.Second) }()
+	}
 	fmt.Fprintf(os.Stderr, `
   The operator runs against a local Kubernetes API server.
     export KUBECONFIG=%s

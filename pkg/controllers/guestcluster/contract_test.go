@@ -1,0 +1,214 @@
+package guestcluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/postrender"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubefip/kube-fip-operator/pkg/charts"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// contractAddr is a floating IP the kube-vip under contract is asked to serve.
+const contractAddr = "198.18.0.1"
+
+// imageContract is how one kube-vip release reads the variables the kube-vip chart renders, as
+// read from its source at the tag named, written here apart from pkg/kubevip's tables so that the
+// two can disagree. Each function returns what kube-vip makes of a value, or the error it stops
+// the service with.
+type imageContract struct {
+	tag, source string
+	// read lists, per variable the chart may render, how this release parses it; a variable not
+	// listed is one this release does not read.
+	read map[string]func(string) error
+}
+
+func parseBool(v string) error { _, err := strconv.ParseBool(v); return err }
+func parsePort(v string) error { _, err := strconv.ParseUint(v, 10, 16); return err }
+func readText(string) error    { return nil }
+
+// hostAddress is what a service address must become: the FloatingIP as a host address.
+func hostAddress(cidr string) error {
+	ip, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return err
+	}
+	if ones, bits := ipnet.Mask.Size(); !ip.Equal(net.ParseIP(contractAddr)) || ones != bits {
+		return fmt.Errorf("kube-vip would bind %s, not the host address %s", cidr, contractAddr)
+	}
+	return nil
+}
+
+// v064 is the original operator's default image. kube-vip/kube-vip v0.6.4,
+// pkg/kubevip/config_environment.go (ParseEnvironment) and pkg/vip/address.go (NewConfig): with
+// vip_subnet set, netlink.ParseAddr(address + subnet), else the address's full mask.
+var v064 = imageContract{tag: "v0.6.4", source: "kube-vip/kube-vip v0.6.4 pkg/kubevip/config_environment.go, pkg/vip/address.go",
+	read: map[string]func(string) error{
+		"vip_subnet":         func(v string) error { return hostAddress(contractAddr + v) },
+		"vip_cidr":           readText, // BGP only
+		"vip_interface":      readText,
+		"vip_address":        readText,
+		"prometheus_server":  readText,
+		"vip_arp":            parseBool,
+		"vip_leaderelection": parseBool,
+		"cp_enable":          parseBool,
+		"svc_enable":         parseBool,
+		"svc_election":       parseBool,
+		"lb_enable":          parseBool,
+		"lb_port":            func(v string) error { _, err := strconv.ParseInt(v, 10, 32); return err },
+	}}
+
+// v100 is the default image. kube-vip/kube-vip v1.0.0, pkg/kubevip/config_environment.go and
+// pkg/vip/address.go (NewConfig: utils.FormatIPWithSubnetMask(address, first of vip_subnet split
+// on ","), "32" when unset). vip_cidr is no longer read.
+var v100 = imageContract{tag: "v1.0.0", source: "kube-vip/kube-vip v1.0.0 pkg/kubevip/config_environment.go, pkg/vip/address.go, pkg/utils/utils.go",
+	read: map[string]func(string) error{
+		"vip_subnet": func(v string) error {
+			return hostAddress(contractAddr + "/" + strings.Split(v, ",")[0])
+		},
+		"vip_interface":      readText,
+		"vip_address":        readText,
+		"vip_nodename":       readText,
+		"prometheus_server":  readText,
+		"vip_arp":            parseBool,
+		"vip_leaderelection": parseBool,
+		"cp_enable":          parseBool,
+		"svc_enable":         parseBool,
+		"svc_election":       parseBool,
+		"lb_enable":          parseBool,
+		"lb_port":            parsePort,
+	}}
+
+// check returns every variable of the rendered kube-vip container this release would not read
+// as the chart means it.
+func (c imageContract) check(objs []*unstructured.Unstructured) []string {
+	var problems []string
+	found := false
+	for _, o := range objs {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, raw := range containers {
+			ctr, _ := raw.(map[string]interface{})
+			image, _ := ctr["image"].(string)
+			if !isKubevip(image) {
+				continue
+			}
+			found = true
+			if !strings.HasSuffix(image, ":"+c.tag) {
+				problems = append(problems, fmt.Sprintf("the rendered image is %s, not %s", image, c.tag))
+			}
+			env, _ := ctr["env"].([]interface{})
+			for _, e := range env {
+				m, _ := e.(map[string]interface{})
+				name, _ := m["name"].(string)
+				value, _ := m["value"].(string)
+				read, ok := c.read[name]
+				switch {
+				case !ok:
+					problems = append(problems, fmt.Sprintf("%s does not read %s", c.tag, name))
+				case value == "":
+					// unset for every release
+				default:
+					if err := read(value); err != nil {
+						problems = append(problems, fmt.Sprintf("%s=%q: %v", name, value, err))
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		problems = append(problems, "no kube-vip container was rendered")
+	}
+	return problems
+}
+
+// renderKubevip renders the kube-vip chart stand-in (kube-vip/helm-charts kube-vip 0.9.9) with the
+// values the operator installs for values, through post, as Helm would install it.
+func renderKubevip(t *testing.T, values string, post postrender.PostRenderer) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	cfg, problems := config.Parse(map[string]string{config.KeyKubevipChartValues: values}, config.Default())
+	if len(problems) > 0 {
+		t.Fatalf("values %q: %v", values, problems)
+	}
+	rel := release(cfg, cfg.Kubevip, "kube-vip")
+	return charts.Render(testenv.KubevipChart(config.DefaultKubevipChartVersion), charts.RenderOptions{
+		ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values, PostRenderer: post})
+}
+
+// TestKubevipImageContracts: what chart 0.9.9 renders, as the operator installs it, is read by
+// each image the way the chart means it. The default values serve with v1.0.0 as they are; the
+// original operator's default values (image v0.6.4, config.vip_interface), which no build here can
+// run, serve only with the operator's translation: without it, v0.6.4 makes "198.18.0.132" of
+// vip_subnet "32", and the contract says so.
+func TestKubevipImageContracts(t *testing.T) {
+	original := "config:\n  vip_interface: enp1s0\nimage:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  prometheus_server: ':8080'\nnodeSelector:\n  node-role.kubernetes.io/master: 'true'\n"
+	cases := []struct {
+		name     string
+		values   string
+		contract imageContract
+	}{
+		{"default values, v1.0.0", config.DefaultKubevipChartValues, v100},
+		{"the original's default values, v0.6.4", original, v064},
+		{"v0.6.4 with vip_subnet in its own form", strings.Replace(original, "env:\n", "env:\n  vip_subnet: /32\n", 1), v064},
+		{"v1.0.0 with vip_subnet in the old form", strings.Replace(config.DefaultKubevipChartValues, "env:\n", "env:\n  vip_subnet: /32\n", 1), v100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			judge := &kubevipJudge{}
+			objs, err := renderKubevip(t, c.values, guest.Judged{Judge: judge.judge})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if problems := c.contract.check(objs); len(problems) > 0 {
+				t.Errorf("as installed, against %s: %s", c.contract.source, strings.Join(problems, "; "))
+			}
+		})
+	}
+
+	// Without the judgement, the original's values on chart 0.9.9 break v0.6.4: the contract fails.
+	objs, err := renderKubevip(t, original, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := v064.check(objs)
+	if len(problems) != 1 || !strings.Contains(problems[0], `vip_subnet="32"`) || !strings.Contains(problems[0], "198.18.0.132") {
+		t.Errorf("chart 0.9.9 as rendered, against v0.6.4: %q; want the one problem vip_subnet=\"32\"", problems)
+	}
+}
+
+// TestKubevipRefusedBeforeInstall: values no kube-vip of the image can read are refused at render
+// time, naming the DaemonSet, the variable and what to change; an image whose release is unknown
+// is refused too.
+func TestKubevipRefusedBeforeInstall(t *testing.T) {
+	cases := []struct{ name, values, want string }{
+		{"a bool that is not one", "env:\n  svc_enable: 'yes please'\n", `env svc_enable="yes please"`},
+		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", "appends vip_subnet"},
+		{"a port out of range", "env:\n  lb_port: '70000'\n", "0 to 65535"},
+		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", `tag "latest" is not a kube-vip release`},
+		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", "older than v0.6.0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			judge := &kubevipJudge{}
+			_, err := renderKubevip(t, c.values, guest.Judged{Judge: judge.judge})
+			var refused *kubevip.Refusal
+			if !errors.As(err, &refused) {
+				t.Fatalf("rendered with %q: %v; want a refusal", c.values, err)
+			}
+			if !strings.Contains(refused.Message, c.want) || !strings.Contains(refused.Message, "DaemonSet kube-system/"+KubevipNameOverride) {
+				t.Errorf("refusal %q; want it to name the DaemonSet and say %q", refused.Message, c.want)
+			}
+		})
+	}
+}
