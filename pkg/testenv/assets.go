@@ -39,20 +39,29 @@ func AssetsDir() (string, error) {
 	if dir := os.Getenv(assetsEnv); dir != "" {
 		return dir, checkAssets(dir)
 	}
+	dir, err := scriptDir("build-controlplane")
+	if err != nil {
+		return "", err
+	}
+	return dir, checkAssets(dir)
+}
+
+// scriptDir runs scripts/<name>, which builds what it builds on first use and prints the directory
+// holding it; the script's progress goes to stderr so that a long first build is visibly alive.
+func scriptDir(name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(filepath.Join(root, "scripts", "build-controlplane"))
+	cmd := exec.Command(filepath.Join(root, "scripts", name))
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the test control plane with scripts/build-controlplane: %w", err)
+		return "", fmt.Errorf("scripts/%s: %w", name, err)
 	}
-	dir := strings.TrimSpace(out.String())
-	return dir, checkAssets(dir)
+	return strings.TrimSpace(out.String()), nil
 }
 
 func checkAssets(dir string) error {

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -45,19 +43,10 @@ func (d Dataplane) Provider() string { return filepath.Join(d.Dir, "kube-vip-clo
 func BuildDataplane() (Dataplane, error) {
 	dir := os.Getenv(dataplaneEnv)
 	if dir == "" {
-		root, err := RepoRoot()
-		if err != nil {
+		var err error
+		if dir, err = scriptDir("build-dataplane"); err != nil {
 			return Dataplane{}, err
 		}
-		cmd := exec.Command(filepath.Join(root, "scripts", "build-dataplane"))
-		cmd.Dir = root
-		cmd.Stderr = os.Stderr
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Run(); err != nil {
-			return Dataplane{}, fmt.Errorf("building the data plane with scripts/build-dataplane: %w", err)
-		}
-		dir = strings.TrimSpace(out.String())
 	}
 	versions, err := os.ReadFile(filepath.Join(dir, "VERSIONS"))
 	if err != nil {
@@ -120,28 +109,16 @@ func PodKubeconfig(admin *rest.Config, namespace, name, home, host string) (stri
 // StartIn runs binary inside the network namespace ns (or here, with ns < 0) with exactly env and
 // HOME=home, like StartOperator otherwise.
 func StartIn(ns netns.NsHandle, binary string, echo io.Writer, home string, env []string, args ...string) (*Process, error) {
-	p := &Process{logs: &lockedBuffer{}, done: make(chan struct{})}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}, env...)
-	var out io.Writer = p.logs
-	if echo != nil {
-		out = io.MultiWriter(p.logs, echo)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The kill reaches the child when the thread that started it exits: a test that dies takes its
+	// data plane with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := cmd.Start
 	if ns >= 0 {
 		start = func() error { return In(ns, cmd.Start) }
 	}
-	if err := start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	p.cmd = cmd
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+	return startProcess(cmd, echo, start)
 }
 
 // Forward serves a listener on 127.0.0.1 inside ns and forwards every connection to target, an

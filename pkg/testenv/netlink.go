@@ -148,17 +148,27 @@ func In(ns netns.NsHandle, fn func() error) error {
 	return ferr
 }
 
+// nodeLink is a netlink handle in the node's namespace and the node's interface; close the handle.
+func (l *Link) nodeLink() (*netlink.Handle, netlink.Link, error) {
+	h, err := netlink.NewHandleAt(l.Node)
+	if err != nil {
+		return nil, nil, err
+	}
+	link, err := h.LinkByName(l.NodeInterface)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, link, nil
+}
+
 // Addresses lists the addresses on the node's interface.
 func (l *Link) Addresses() ([]netip.Addr, error) {
-	h, err := netlink.NewHandleAt(l.Node)
+	h, link, err := l.nodeLink()
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
-	link, err := h.LinkByName(l.NodeInterface)
-	if err != nil {
-		return nil, err
-	}
 	addrs, err := h.AddrList(link, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, err
@@ -174,15 +184,11 @@ func (l *Link) Addresses() ([]netip.Addr, error) {
 
 // NodeMAC is the hardware address of the node's interface.
 func (l *Link) NodeMAC() (net.HardwareAddr, error) {
-	h, err := netlink.NewHandleAt(l.Node)
+	h, link, err := l.nodeLink()
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
-	link, err := h.LinkByName(l.NodeInterface)
-	if err != nil {
-		return nil, err
-	}
 	return link.Attrs().HardwareAddr, nil
 }
 
@@ -216,15 +222,11 @@ func (l *Link) Close() {
 
 // RemoveAddress takes addr off the node's interface, as a node that restarts loses it.
 func (l *Link) RemoveAddress(addr netip.Addr) error {
-	h, err := netlink.NewHandleAt(l.Node)
+	h, link, err := l.nodeLink()
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	link, err := h.LinkByName(l.NodeInterface)
-	if err != nil {
-		return err
-	}
 	err = h.AddrDel(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(addr.BitLen(), addr.BitLen())}})
 	if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 		return err

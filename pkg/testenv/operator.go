@@ -53,18 +53,22 @@ type Process struct {
 // The process is in its own process group so that a terminal's Ctrl-C reaches only whoever
 // started it, which then stops it in order; it dies with its parent.
 func StartOperator(binary string, echo io.Writer, env []string, args ...string) (*Process, error) {
-	p := &Process{logs: &lockedBuffer{}, done: make(chan struct{})}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return startProcess(cmd, echo, cmd.Start)
+}
+
+// startProcess starts cmd with start, its output copied to echo (may be nil) and kept.
+func startProcess(cmd *exec.Cmd, echo io.Writer, start func() error) (*Process, error) {
+	p := &Process{logs: &lockedBuffer{}, done: make(chan struct{})}
 	var out io.Writer = p.logs
 	if echo != nil {
 		out = io.MultiWriter(p.logs, echo)
 	}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	p.cmd = cmd
 	go func() {
