@@ -293,14 +293,31 @@ func (p Policy) checkSource(ch Chart, keys chartKeys) error {
 	return refuse("chart source %s is not in the deployment's allowed chart sources (allowed-chart-sources)", shown)
 }
 
+// pullPolicy reports whether s is a value Kubernetes knows for imagePullPolicy.
+func pullPolicy(s string) bool { return s == "Always" || s == "IfNotPresent" || s == "Never" }
+
 // valuesProblem says what in the values the Policy refuses, or "". It names keys, never values,
 // except image repositories, which are not secret.
 func (p Policy) valuesProblem(values map[string]interface{}) string {
+	// The charts print many values unquoted into YAML: a line break in any string would become
+	// objects of its own. And they evaluate some values as templates (tpl on extraArgs): "{{"
+	// there would be code run as cluster-owner in the guest, able to read any object with lookup.
+	// A string without "{{" is what tpl returns it as.
+	if at := injectedString(values, ""); at != "" {
+		return fmt.Sprintf("%s holds a line break or a template ({{): not allowed in chart values, "+
+			"where the chart would render it as YAML or code of its own", at)
+	}
 	var problem string
 	walkValues(values, "", func(at, key string, v interface{}) bool {
 		for _, d := range deniedValueKeys() {
 			if key == d {
 				problem = fmt.Sprintf("%s adds privileges to the workload and is not allowed in chart values", at)
+				return false
+			}
+		}
+		if key == "pullPolicy" {
+			if s, ok := v.(string); !ok || !pullPolicy(s) {
+				problem = fmt.Sprintf("%s must be Always, IfNotPresent or Never", at)
 				return false
 			}
 		}
@@ -311,6 +328,38 @@ func (p Policy) valuesProblem(values map[string]interface{}) string {
 		return true
 	})
 	return problem
+}
+
+// injectedString returns the path of the first string, key or value, that holds a line break or
+// "{{", or "".
+func injectedString(v interface{}, at string) string {
+	bad := func(s string) bool { return strings.ContainsAny(s, "\r\n") || strings.Contains(s, "{{") }
+	switch t := v.(type) {
+	case string:
+		if bad(t) {
+			return at
+		}
+	case map[string]interface{}:
+		for _, k := range sortedKeys(t) {
+			path := k
+			if at != "" {
+				path = at + "." + k
+			}
+			if bad(k) {
+				return at + "." + "<a key>"
+			}
+			if found := injectedString(t[k], path); found != "" {
+				return found
+			}
+		}
+	case []interface{}:
+		for i, x := range t {
+			if found := injectedString(x, fmt.Sprintf("%s[%d]", at, i)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 // walkValues calls fn for every key in every mapping of v, depth first, with its dotted path,

@@ -182,6 +182,15 @@ func TestPolicyChartValues(t *testing.T) {
 		"extra:\n  list:\n  - hostPID: true\n":                            "extra.list[0].hostPID adds privileges",
 		"env:\n  vip_interface: eth0\nsecurityContext: {}\n":              "securityContext adds privileges",
 		"image:\n  repository: docker.io/attacker/kv\n  tag: S3CRETTAG\n": "is not under",
+		// Strings the upstream kube-vip chart 0.9.9 prints unquoted: a line break becomes YAML of
+		// its own (a second container, hostPID, a hostPath volume).
+		"image:\n  pullPolicy: \"IfNotPresent\\n        name: kv\\n      - image: docker.io/library/alpine:3.20\"\n": "image.pullPolicy holds a line break",
+		"priorityClassName: \"system-node-critical\\n      hostPID: true\"\n":                                        "priorityClassName holds a line break",
+		"env:\n  vip_interface: \"eth0\\r\"\n":                                                                       "env.vip_interface holds a line break",
+		// extraArgs go through tpl: a template reads any object of the guest with lookup.
+		"extraArgs:\n  leak: '{{ (lookup \"v1\" \"Secret\" \"kube-system\" \"x\").data }}'\n": "extraArgs.leak holds a line break or a template",
+		"extraArgs:\n  list:\n  - '{{ .Release.Name }}'\n":                                    "extraArgs.list[0] holds",
+		"image:\n  pullPolicy: Sometimes\n":                                                   "image.pullPolicy must be Always, IfNotPresent or Never",
 	}
 	for v, want := range refused {
 		c := chartFrom(t, "", "", v)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -184,4 +186,51 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	if _, err := cfg.Releases.Last("demo"); err != driver.ErrReleaseNotFound {
 		t.Errorf("release after the refusal: %v; want none", err)
 	}
+}
+
+// oras-go before v2.6.1 (GHSA-vh4v-2xq2-g5cg and its neighbours): a manifest whose layer claims a
+// size of petabytes made content.ReadAll allocate it, and the process died with "fatal error: out
+// of memory", which no recover catches. A registry is untrusted: its lie must be an error.
+func TestAdvisoryRegistryLyingAboutALayerSize(t *testing.T) {
+	const repoPath = "/v2/charts/kube-vip"
+	config := []byte(`{"name":"kube-vip","version":"1.0.0","apiVersion":"v2"}`)
+	manifest := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+		`"config":{"mediaType":"application/vnd.cncf.helm.config.v1+json","digest":"%s","size":%d},`+
+		`"layers":[{"mediaType":"application/vnd.cncf.helm.chart.content.v1.tar+gzip",`+
+		`"digest":"sha256:%s","size":%d}]}`, digestOf(config), len(config), strings.Repeat("ab", 32), int64(3)<<46)
+	var blobs atomic.Int64
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+			w.WriteHeader(http.StatusOK)
+		case strings.HasPrefix(r.URL.Path, repoPath+"/manifests/"):
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", digestOf([]byte(manifest)))
+			if r.Method != http.MethodHead {
+				_, _ = w.Write([]byte(manifest))
+			}
+		case r.URL.Path == repoPath+"/blobs/"+digestOf(config):
+			_, _ = w.Write(config)
+		case strings.HasPrefix(r.URL.Path, repoPath+"/blobs/"):
+			// Whatever a client asks of the layer, it gets a few bytes without a length.
+			blobs.Add(1)
+			w.(http.Flusher).Flush()
+			_, _ = w.Write([]byte("not a chart"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer registry.Close()
+	in := newTestInstaller(t, DefaultLimits())
+	ref := "oci://" + strings.TrimPrefix(registry.URL, "http://") + "/charts/kube-vip"
+	_, err := in.chart(context.Background(), Release{Ref: ref, Version: "1.0.0"})
+	if err == nil {
+		t.Fatal("a layer of 3<<46 bytes was accepted")
+	}
+	t.Logf("a layer claiming %d bytes: %v (layer requests: %d)", int64(3)<<46, err, blobs.Load())
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -87,7 +87,28 @@ func (f *fetcher) client(ctx context.Context, max int64) *http.Client {
 		IdleConnTimeout:       30 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: base}, Timeout: f.limits.FetchTimeout}
+	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: base}, Timeout: f.limits.FetchTimeout,
+		CheckRedirect: checkRedirect}
+}
+
+// maxRedirects bounds the redirects one request follows.
+const maxRedirects = 5
+
+// checkRedirect follows a redirect only on the scheme the request started with, so an https
+// source never ends on plain http, and sends the credentials on only to the same scheme, host and
+// port: net/http alone would keep them for another port or scheme of the same host.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme {
+		return fmt.Errorf("refused a redirect from %s to %s", first.Scheme, req.URL.Scheme)
+	}
+	if !strings.EqualFold(req.URL.Host, first.Host) {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {

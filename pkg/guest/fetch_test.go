@@ -281,6 +281,45 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 	}
 }
 
+// TestFetchRedirects: a redirect to another port of the same host gets no credentials, and a
+// redirect to another scheme is refused: an https source never ends on plain http.
+func TestFetchRedirects(t *testing.T) {
+	var mu sync.Mutex
+	var otherAuth []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		otherAuth = append(otherAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "apiVersion: v1\nentries: {}\n")
+	}))
+	defer other.Close()
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer tlsServer.Close()
+	target := other.URL
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		to := target
+		mu.Unlock()
+		http.Redirect(w, r, to+"/index.yaml", http.StatusFound)
+	}))
+	defer repo.Close()
+	in := newTestInstaller(t, DefaultLimits())
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
+	_, err := in.fetcher.fetch(context.Background(), rel)
+	if err == nil || !strings.Contains(err.Error(), "has no chart demo") {
+		t.Errorf("fetch through a redirect to another port: %v; want the empty index read", err)
+	}
+	mu.Lock()
+	if len(otherAuth) != 1 || otherAuth[0] != "" {
+		t.Errorf("the other port got Authorization %q", otherAuth)
+	}
+	target = tlsServer.URL
+	mu.Unlock()
+	if _, err := in.fetcher.fetch(context.Background(), rel); err == nil || !strings.Contains(err.Error(), "refused a redirect from http to https") {
+		t.Errorf("fetch through a redirect to another scheme: %v; want it refused", err)
+	}
+}
+
 // TestFetchChecksTheDigest: an archive that does not match the digest its index lists is refused.
 func TestFetchChecksTheDigest(t *testing.T) {
 	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})

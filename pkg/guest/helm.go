@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -188,7 +189,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 		install.SkipSchemaValidation = true
 		install.PostRenderer = rel.PostRenderer
 		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
-			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
+			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), withoutValues(err))
 		}
 		return outcome, nil
 	}
@@ -202,7 +203,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	upgrade.SkipSchemaValidation = true
 	upgrade.PostRenderer = rel.PostRenderer
 	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
-		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
+		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, withoutValues(err))
 	}
 	if outcome == Recovered {
 		return Recovered, nil
@@ -297,4 +298,32 @@ func sameValues(a, b map[string]interface{}) bool {
 		return true
 	}
 	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+// templateFailure finds where Helm's template engine failed: "execution error at (<file>:<line>:<col>)",
+// "parse error at (<file>:<line>)" or Go's own "template: <file>:<line>:<col>".
+var templateFailure = regexp.MustCompile(`(?:template: |error at \()([A-Za-z0-9._/-]+):([0-9]+)`)
+
+// TemplateError is a chart that failed to render, reduced to the template and line: the engine's
+// own message quotes the values it was given, which may hold credentials.
+type TemplateError struct {
+	Template string
+	Line     string
+}
+
+func (e *TemplateError) Error() string {
+	return fmt.Sprintf("the chart failed to render at %s line %s (the engine's message is not shown, as it may quote chart values)", e.Template, e.Line)
+}
+
+// withoutValues reduces a template failure to a TemplateError; anything else, the post-renderer's
+// judgement included, stays as it is.
+func withoutValues(err error) error {
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return err
+	}
+	if m := templateFailure.FindStringSubmatch(err.Error()); m != nil {
+		return &TemplateError{Template: m[1], Line: m[2]}
+	}
+	return err
 }

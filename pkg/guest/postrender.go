@@ -20,6 +20,12 @@ type Judged struct {
 	Judge ContainerJudge
 }
 
+// Refused is the judge's refusal of a rendered object, as the install returns it.
+type Refused struct{ Err error }
+
+func (r *Refused) Error() string { return r.Err.Error() }
+func (r *Refused) Unwrap() error { return r.Err }
+
 // documentSeparator splits a rendered manifest stream as Helm writes it.
 var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
@@ -64,7 +70,7 @@ func (j Judged) judge(doc []byte) ([]byte, error) {
 	workload := "DaemonSet " + ds.Namespace + "/" + ds.Name
 	for i := range ds.Spec.Template.Spec.Containers {
 		if err := j.Judge(workload, &ds.Spec.Template.Spec.Containers[i]); err != nil {
-			return nil, err
+			return nil, &Refused{Err: err}
 		}
 	}
 	after, err := yaml.Marshal(&ds)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -72,5 +75,31 @@ func TestJudgedPostRenderer(t *testing.T) {
 	}
 	if _, err := (Judged{Judge: func(string, *corev1.Container) error { return nil }}).Run(bytes.NewBufferString("kind: [")); err == nil {
 		t.Error("a document that is not YAML was passed on")
+	}
+}
+
+// TestTemplateErrorsQuoteNoValues: a chart that fails to render is reported by template and line;
+// the engine's message, which quotes the values, is not passed on. A judge's refusal is passed on
+// as it is.
+func TestTemplateErrorsQuoteNoValues(t *testing.T) {
+	c := &chart.Chart{
+		Metadata:  &chart.Metadata{APIVersion: "v2", Name: "demo", Version: "1.0.0"},
+		Templates: []*chart.File{{Name: "templates/args.yaml", Data: []byte("args:\n- {{ required (printf \"--password=%s is not enough\" .Values.password) .Values.missing }}\n")}},
+	}
+	values, err := chartutil.ToRenderValues(c, map[string]interface{}{"password": "S3CRET"}, chartutil.ReleaseOptions{Name: "demo", Namespace: "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = engine.Render(c, values)
+	if err == nil || !strings.Contains(err.Error(), "S3CRET") {
+		t.Fatalf("the engine's own error %v does not show the problem this guards against", err)
+	}
+	reduced := withoutValues(err)
+	if strings.Contains(reduced.Error(), "S3CRET") || !strings.Contains(reduced.Error(), "demo/templates/args.yaml line 2") {
+		t.Errorf("reduced to %q; want the template and line, and no value", reduced)
+	}
+	refusal := &Refused{Err: errors.New("template: looks like one:1 but is a judgement")}
+	if got := withoutValues(refusal); got != error(refusal) {
+		t.Errorf("a refusal became %v", got)
 	}
 }

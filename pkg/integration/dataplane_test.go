@@ -241,7 +241,7 @@ func (s *servedGuest) bound(addr netip.Addr, timeout time.Duration) bool {
 }
 
 // TestDataPlaneServesTheFloatingIP: with the default kube-fip-config, from a repository that holds
-// older charts beside the pinned ones, the operator installs the pinned kube-vip chart 0.9.9 with
+// older charts beside the pinned ones (which are the newest upstream releases), the operator installs the pinned kube-vip chart 0.9.9 with
 // image v1.0.0 and the kube-vip-cloud-provider chart 0.2.10 into a guest, with and without the
 // Harvester cloud provider's DaemonSet. The real kube-vip-cloud-provider then gives a LoadBalancer
 // Service the FloatingIP, the real kube-vip binds it on the node's interface, and a client in
@@ -260,7 +260,9 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 		testenv.KubevipCloudProviderChart("0.2.4"), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-dataplane")
 	proxy := startProxy(t)
-	base := map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
+	// The default kube-fip-config but for the repository: kube-vip goes into clusters labelled
+	// kube-vip=true.
+	base := map[string]string{config.KeyKubevipChartRepoURL: repo.URL}
 	f.operatorConfig(base)
 	f.operator()
 
@@ -295,7 +297,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 				}
 			}
 			id := fmt.Sprintf("c-m-dplane%02d", i)
-			gc := rancherCluster(t, proxy, name, id, nil, g)
+			gc := rancherCluster(t, proxy, name, id, map[string]string{config.ClusterLabel: "true"}, g)
 			f.extraNamespace(id)
 			rangeName := fmt.Sprintf("dataplane-%d", i)
 			f.createRange(rangeName, fmt.Sprintf("198.18.%d.0/28", octet))
