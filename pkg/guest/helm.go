@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -147,6 +148,11 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return "", fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
+	if last != nil {
+		if err := rel.owns(last); err != nil {
+			return "", err
+		}
+	}
 	outcome := Installed
 	if last != nil && last.Info.Status.IsPending() && time.Since(last.Info.LastDeployed.Time) < InstallTimeout {
 		return "", fmt.Errorf("release %s/%s is %s since %s: %w", rel.Namespace, rel.Name, last.Info.Status,
@@ -155,8 +161,11 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	if last != nil {
 		switch {
 		case last.Info.Status == release.StatusPendingInstall || last.Info.Status == release.StatusFailed && last.Version == 1:
-			// Nothing was ever deployed: start over.
-			if _, err := action.NewUninstall(cfg).Run(rel.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			// Nothing was ever deployed: start over, without running any hook the stuck record
+			// holds (a record read from a guest may be forged).
+			uninstall := action.NewUninstall(cfg)
+			uninstall.DisableHooks = true
+			if _, err := uninstall.Run(rel.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 				return "", fmt.Errorf("removing release %s/%s stuck in %s: %w", rel.Namespace, rel.Name, last.Info.Status, err)
 			}
 			last, outcome = nil, Recovered
@@ -188,6 +197,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 		// validateValues did it, without the file and network references Helm would follow.
 		install.SkipSchemaValidation = true
 		install.PostRenderer = rel.PostRenderer
+		install.Labels = ownedLabels()
 		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
 			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), withoutValues(err))
 		}
@@ -202,6 +212,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	upgrade.Timeout = InstallTimeout
 	upgrade.SkipSchemaValidation = true
 	upgrade.PostRenderer = rel.PostRenderer
+	upgrade.Labels = ownedLabels()
 	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
 		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, withoutValues(err))
 	}
@@ -326,4 +337,50 @@ func withoutValues(err error) error {
 		return &TemplateError{Template: m[1], Line: m[2]}
 	}
 	return err
+}
+
+// OwnerLabel marks the Helm releases the operator installed (a label of the release record).
+const OwnerLabel = "kubefip.k8s.binbash.org/installed-by"
+
+func ownedLabels() map[string]string { return map[string]string{OwnerLabel: "kube-fip-operator"} }
+
+// ForeignRelease is a release of the configured name that holds another chart: the operator
+// leaves it alone rather than replace, recover or uninstall someone else's release.
+type ForeignRelease struct {
+	Namespace, Name, Chart, Want string
+}
+
+func (e *ForeignRelease) Error() string {
+	return fmt.Sprintf("release %s/%s holds chart %q, not %s: it is not one the operator installs, so it is left alone; "+
+		"name another release in kube-fip-config", e.Namespace, e.Name, e.Chart, e.Want)
+}
+
+// chartName is the name the chart is published under.
+func (r Release) chartName() string {
+	if r.Ref != "" {
+		return path.Base(strings.TrimSuffix(strings.TrimPrefix(r.Ref, "oci://"), "/"))
+	}
+	return r.Chart
+}
+
+// owns reports whether last is a release of this chart: one the operator installed (its label),
+// or an earlier one of the same chart (the original operator's, adopted by the next upgrade,
+// which adds the label). Anything else is a *ForeignRelease.
+func (r Release) owns(last *release.Release) error {
+	name := ""
+	if last.Chart != nil && last.Chart.Metadata != nil {
+		name = last.Chart.Metadata.Name
+	}
+	if name != r.chartName() {
+		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: clip(name), Want: r.chartName()}
+	}
+	return nil
+}
+
+// clip keeps a name read from a guest short enough for a message.
+func clip(s string) string {
+	if len(s) > 63 {
+		return s[:63] + "…"
+	}
+	return s
 }

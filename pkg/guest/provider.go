@@ -20,6 +20,9 @@ const (
 	ProviderConfigMapEnv = "KUBEVIP_CONFIG_MAP"
 )
 
+// ProviderChart is the name kube-vip-cloud-provider's chart is published under.
+const ProviderChart = "kube-vip-cloud-provider"
+
 // ErrProviderNotFound: the release holds no kube-vip-cloud-provider Deployment (yet).
 var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in the release")
 
@@ -46,6 +49,9 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 	if rel == nil {
 		return ConfigMapRef{}, fmt.Errorf("release %s/%s is not deployed: %w", namespace, name, ErrProviderNotFound)
 	}
+	if err := (Release{Namespace: namespace, Name: name, Chart: ProviderChart}).owns(rel); err != nil {
+		return ConfigMapRef{}, err
+	}
 	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
 		var head struct {
 			metav1.TypeMeta   `json:",inline"`
@@ -61,6 +67,11 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		d, err := c.Kube.AppsV1().Deployments(ns).Get(ctx, head.Name, metav1.GetOptions{})
 		if err != nil {
 			return ConfigMapRef{}, fmt.Errorf("reading the provider Deployment %s/%s: %w", ns, head.Name, err)
+		}
+		// Only a Deployment Helm made for this release: a record read from a guest may name any.
+		if d.Annotations["meta.helm.sh/release-name"] != name || d.Annotations["meta.helm.sh/release-namespace"] != namespace {
+			return ConfigMapRef{}, fmt.Errorf("the Deployment %s/%s that release %s/%s names is not the release's own: %w",
+				ns, head.Name, namespace, name, ErrProviderNotFound)
 		}
 		return providerConfigMapOf(d), nil
 	}

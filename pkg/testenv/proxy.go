@@ -140,16 +140,22 @@ func grantClusterOwner(g *Guest, user string) error {
 	}
 	// The API server's authorizer learns of the binding from its informer: wait until it judges by
 	// it, so that a registered cluster is owned from the first request through the proxy.
+	return waitAuthorized(ctx, kube, g.Name, user, true)
+}
+
+// waitAuthorized waits until the guest's authorizer lets user list ConfigMaps in kube-system (the
+// operator's probe) or, with allowed false, no longer does.
+func waitAuthorized(ctx context.Context, kube kubernetes.Interface, guest, user string, allowed bool) error {
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "list", Resource: "configmaps"}}}
 	for {
 		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err == nil && got.Status.Allowed {
+		if err == nil && got.Status.Allowed == allowed {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("guest %s never authorized %s as cluster-owner: %v", g.Name, user, err)
+			return fmt.Errorf("guest %s never judged %s as cluster-owner=%t: %v", guest, user, allowed, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -170,7 +176,12 @@ func (p *ClusterProxy) RevokeClusterOwner(id string) error {
 	if err != nil {
 		return err
 	}
-	return kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), clusterOwnerBinding(c.user), metav1.DeleteOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, clusterOwnerBinding(c.user), metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return waitAuthorized(ctx, kube, c.guest.Name, c.user, false)
 }
 
 // SetToken replaces the cluster's token: the old one is rejected from now on.

@@ -61,6 +61,13 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 			failed = &outcome{reason: ReasonKubevipRefused, message: msg}
 			break
 		}
+		var foreign *guest.ForeignRelease
+		if errors.As(err, &foreign) {
+			msg := p.redact(foreign.Error())
+			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonForeignRelease, "guest cluster "+p.cluster+": "+msg)
+			failed = &outcome{reason: ReasonForeignRelease, message: msg}
+			break
+		}
 		if errors.Is(err, guest.ErrChartPending) {
 			// The fetch goes on without this worker; the pass is retried with backoff.
 			failed = &outcome{reason: ReasonChartFetching, message: p.redact(fmt.Sprintf("%s: %v", s.name, err))}

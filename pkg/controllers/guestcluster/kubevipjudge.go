@@ -20,6 +20,8 @@ const (
 	ReasonKubevipTranslated = "KubevipValuesTranslated"
 	// ReasonKubevipIgnored: the image does not read some variables the chart sets (Event).
 	ReasonKubevipIgnored = "KubevipEnvIgnored"
+	// ReasonForeignRelease: the configured release holds another chart; it is left alone.
+	ReasonForeignRelease = "ForeignRelease"
 )
 
 // kubevipJudge shows every kube-vip container Helm renders to kubevip.Judge, as the post-renderer

@@ -345,6 +345,12 @@ func TestEveryGuestReason(t *testing.T) {
 			install(w)
 			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "32")
 		}, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal " + ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
+		{"a foreign release of the configured name", func(w *world) {
+			install(w)
+			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
+				return "", &guest.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
+			}
+		}, v1.KubevipInstalled, ReasonForeignRelease, corev1.ConditionFalse, "Warning " + ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
 		{"chart still fetching", func(w *world) {
 			install(w)
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
