@@ -117,3 +117,10 @@ func sortedKeys(m map[string]interface{}) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// ImageAllowed reports whether a full image reference, as a chart renders it into a pod, is under
+// one of the allowed prefixes.
+func (p Policy) ImageAllowed(image string) bool {
+	repo, tag := splitImageRef(image)
+	return imageRepository.MatchString(repo) && (tag == "" || imageTag.MatchString(tag)) && p.imageAllowed(repo)
+}

@@ -4,20 +4,23 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
-// ContainerJudge looks at one container of a rendered workload before anything is applied. It may
-// change the container in place; an error refuses the whole release.
-type ContainerJudge func(workload string, c *corev1.Container) error
+// ObjectJudge looks at one object Helm rendered, before anything is applied. obj is the typed
+// object for the kinds client-go knows, else nil, with kind and apiVersion always given. It may
+// change a typed object in place; an error refuses the whole release.
+type ObjectJudge func(apiVersion, kind string, obj runtime.Object) error
 
-// Judged is a Helm post-renderer: every DaemonSet Helm renders has each of its containers shown to
-// Judge, and a DaemonSet the judge changed is rendered again. The other objects pass unchanged.
+// Judged is a Helm post-renderer: every object Helm renders is shown to Judge, and an object the
+// judge changed is rendered again. The other documents pass byte for byte.
 type Judged struct {
-	Judge ContainerJudge
+	Judge ObjectJudge
 }
 
 // Refused is the judge's refusal of a rendered object, as the install returns it.
@@ -51,29 +54,34 @@ func (j Judged) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 // judge returns the document rendered again when the judge changed it, nil when it stays as it is.
 func (j Judged) judge(doc []byte) ([]byte, error) {
 	var head struct {
-		Kind string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return nil, fmt.Errorf("the chart rendered a document that is not YAML: %w", err)
 	}
-	if head.Kind != "DaemonSet" {
+	if head.Kind == "" && strings.TrimSpace(stripComments(doc)) == "" {
 		return nil, nil
 	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
-		return nil, fmt.Errorf("the chart rendered a DaemonSet that does not parse: %w", err)
+	gvk := fmt.Sprintf("%s, Kind=%s", head.APIVersion, head.Kind)
+	obj, known := newTyped(head.APIVersion, head.Kind)
+	if !known {
+		if err := j.Judge(head.APIVersion, head.Kind, nil); err != nil {
+			return nil, &Refused{Err: err}
+		}
+		return nil, nil
 	}
-	before, err := yaml.Marshal(&ds)
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return nil, fmt.Errorf("the chart rendered a %s that does not parse: %w", gvk, err)
+	}
+	before, err := yaml.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	workload := "DaemonSet " + ds.Namespace + "/" + ds.Name
-	for i := range ds.Spec.Template.Spec.Containers {
-		if err := j.Judge(workload, &ds.Spec.Template.Spec.Containers[i]); err != nil {
-			return nil, &Refused{Err: err}
-		}
+	if err := j.Judge(head.APIVersion, head.Kind, obj); err != nil {
+		return nil, &Refused{Err: err}
 	}
-	after, err := yaml.Marshal(&ds)
+	after, err := yaml.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -81,4 +89,29 @@ func (j Judged) judge(doc []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return after, nil
+}
+
+// newTyped returns an empty object of a kind client-go knows.
+func newTyped(apiVersion, kind string) (runtime.Object, bool) {
+	gv, err := schemaGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false
+	}
+	obj, err := scheme.Scheme.New(gv.WithKind(kind))
+	return obj, err == nil
+}
+
+// stripComments drops the "# Source:" lines and other comments Helm writes between documents.
+func stripComments(doc []byte) string {
+	var b strings.Builder
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+func schemaGroupVersion(apiVersion string) (schema.GroupVersion, error) {
+	return schema.ParseGroupVersion(apiVersion)
 }

@@ -9,7 +9,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	corev1 "k8s.io/api/core/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -44,15 +45,17 @@ spec:
 // stops the install.
 func TestJudgedPostRenderer(t *testing.T) {
 	var seen []string
-	out, err := Judged{Judge: func(workload string, c *corev1.Container) error {
-		seen = append(seen, workload+"/"+c.Name)
-		c.Env = nil
+	out, err := Judged{Judge: func(apiVersion, kind string, obj runtime.Object) error {
+		seen = append(seen, apiVersion+" "+kind)
+		if ds, ok := obj.(*appsv1.DaemonSet); ok {
+			ds.Spec.Template.Spec.Containers[0].Env = nil
+		}
 		return nil
 	}}.Run(bytes.NewBufferString(rendered))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 1 || seen[0] != "DaemonSet kube-system/kube-vip/kube-vip" {
+	if strings.Join(seen, ",") != "v1 ConfigMap,apps/v1 DaemonSet" {
 		t.Errorf("the judge saw %q", seen)
 	}
 	if !strings.Contains(out.String(), "# Source: kube-vip/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap") ||
@@ -70,10 +73,10 @@ func TestJudgedPostRenderer(t *testing.T) {
 	}
 
 	refusal := errors.New("refused")
-	if _, err := (Judged{Judge: func(string, *corev1.Container) error { return refusal }}).Run(bytes.NewBufferString(rendered)); !errors.Is(err, refusal) {
+	if _, err := (Judged{Judge: func(string, string, runtime.Object) error { return refusal }}).Run(bytes.NewBufferString(rendered)); !errors.Is(err, refusal) {
 		t.Errorf("a refusal gave %v", err)
 	}
-	if _, err := (Judged{Judge: func(string, *corev1.Container) error { return nil }}).Run(bytes.NewBufferString("kind: [")); err == nil {
+	if _, err := (Judged{Judge: func(string, string, runtime.Object) error { return nil }}).Run(bytes.NewBufferString("kind: [")); err == nil {
 		t.Error("a document that is not YAML was passed on")
 	}
 }

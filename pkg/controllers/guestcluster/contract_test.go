@@ -133,6 +133,12 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 	return problems
 }
 
+// judged is the post-renderer the operator installs kube-vip with.
+func judged() guest.Judged {
+	policy := renderPolicy{chart: "kube-vip", namespace: "kube-system", images: config.DefaultPolicy(), kubevip: &kubevipJudge{}}
+	return guest.Judged{Judge: policy.judge}
+}
+
 // renderKubevip renders the kube-vip chart stand-in (kube-vip/helm-charts kube-vip 0.9.9) with the
 // values the operator installs for values, through post, as Helm would install it.
 func renderKubevip(t *testing.T, values string, post postrender.PostRenderer) ([]*unstructured.Unstructured, error) {
@@ -165,8 +171,7 @@ func TestKubevipImageContracts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			judge := &kubevipJudge{}
-			objs, err := renderKubevip(t, c.values, guest.Judged{Judge: judge.judge})
+			objs, err := renderKubevip(t, c.values, judged())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,8 +205,7 @@ func TestKubevipRefusedBeforeInstall(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			judge := &kubevipJudge{}
-			_, err := renderKubevip(t, c.values, guest.Judged{Judge: judge.judge})
+			_, err := renderKubevip(t, c.values, judged())
 			var refused *kubevip.Refusal
 			if !errors.As(err, &refused) {
 				t.Fatalf("rendered with %q: %v; want a refusal", c.values, err)

@@ -49,10 +49,17 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		rel := release(cfg, s.chart, s.name)
 		rel.Credentials = credentials
 		judge := &kubevipJudge{}
-		if s.name == "kube-vip" {
-			rel.PostRenderer = guest.Judged{Judge: judge.judge}
-		}
+		policy := renderPolicy{chart: s.name, namespace: rel.Namespace, images: c.opts.ChartPolicy, kubevip: judge}
+		rel.PostRenderer = guest.Judged{Judge: policy.judge}
 		out, err := client.EnsureRelease(ctx, rel)
+		var rendered *renderRefusal
+		if errors.As(err, &rendered) {
+			msg := p.redact(rendered.Error() + "; nothing was installed")
+			c.countEvent(p, s.event, metrics.StatusError)
+			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonRenderRefused, "guest cluster "+p.cluster+": "+msg)
+			failed = &outcome{reason: ReasonRenderRefused, message: msg}
+			break
+		}
 		var refused *kubevip.Refusal
 		if errors.As(err, &refused) {
 			msg := p.redact(fmt.Sprintf("%s chart %s: %s; nothing was installed", s.name, rel.Version, refused.Message))

@@ -345,6 +345,19 @@ func TestEveryGuestReason(t *testing.T) {
 			install(w)
 			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "32")
 		}, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal " + ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
+		{"a rendered object the chart may not create", func(w *world) {
+			install(w)
+			inner := renderedDaemonSet("ghcr.io/kube-vip/kube-vip:v1.0.0", "32")
+			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
+				if rel.Chart == "kube-vip" {
+					_, err := rel.PostRenderer.Run(bytes.NewBufferString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: kube-system\n"))
+					if err != nil {
+						return "", fmt.Errorf("installing kube-vip: %w", err)
+					}
+				}
+				return inner(rel)
+			}
+		}, v1.KubevipInstalled, ReasonRenderRefused, corev1.ConditionFalse, "Warning " + ReasonRenderRefused, "Pod kube-system/x: a Pod (v1) is not a kind the chart creates"},
 		{"a foreign release of the configured name", func(w *world) {
 			install(w)
 			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
@@ -441,7 +454,7 @@ func hasEvent(events []string, prefix string) bool {
 // and runs the release's post-renderer on it as Helm does.
 func renderedDaemonSet(image, subnet string) func(guest.Release) (guest.Outcome, error) {
 	return func(rel guest.Release) (guest.Outcome, error) {
-		if rel.PostRenderer == nil {
+		if rel.Chart != "kube-vip" {
 			return guest.Installed, nil
 		}
 		manifest := "---\n# Source: kube-vip/templates/daemonset.yaml\napiVersion: apps/v1\nkind: DaemonSet\n" +
