@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -133,6 +134,10 @@ func (in *Installer) configuration(c *Client, namespace string) (*action.Configu
 	if err := cfg.Init(NewRESTClientGetter(c.Config, namespace), namespace, "secret", debug); err != nil {
 		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
 	}
+	// Release records come from the guest: read them within bounds (releasedriver.go).
+	store := storage.Init(newBoundedSecrets(c.Kube.CoreV1().Secrets(namespace)))
+	store.Log = debug
+	cfg.Releases = store
 	return cfg, nil
 }
 

@@ -1,13 +1,18 @@
 package guest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
+	"runtime"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
@@ -75,4 +80,46 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	if err != nil || last.Labels[OwnerLabel] == "" {
 		t.Errorf("the new release = %v, %v; want it labelled %s", last, err, OwnerLabel)
 	}
+}
+
+// TestPlantedReleaseRecordIsReadWithinBounds: a record planted in the guest whose gzip expands to
+// 200 MiB is refused after at most MaxReleaseJSON of it, not read whole; the next pass is no
+// worse off.
+func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.client(t, "token-1")
+	var gz bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < 200; i++ {
+		_, _ = w.Write(zeros)
+	}
+	_ = w.Close()
+	bomb := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.kube-vip.v1", Namespace: "kube-system",
+			Labels: map[string]string{"owner": "helm", "name": "kube-vip", "status": "deployed", "version": "1"}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
+	}
+	if _, err := r.direct.CoreV1().Secrets("kube-system").Create(ctx, bomb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := NewInstaller(t.TempDir(), DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9"}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = in.Ensure(ctx, c, rel)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrReleaseRecordTooLarge) {
+		t.Fatalf("Ensure over a %d KiB record of 200 MiB = %v; want ErrReleaseRecordTooLarge", gz.Len()/1024, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 100<<20 {
+		t.Errorf("reading the planted record allocated %d MiB", grew>>20)
+	}
+	t.Logf("a %d KiB record expanding to 200 MiB: %v (%d MiB allocated)", gz.Len()/1024, err, (after.TotalAlloc-before.TotalAlloc)>>20)
 }
