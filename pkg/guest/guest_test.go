@@ -264,6 +264,17 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	}
 }
 
+// helm is Helm's own view of the guest's kube-system releases, as the Helm CLI has it, to plant
+// and read records beside the operator.
+func (r *rig) helm(t *testing.T) *action.Configuration {
+	t.Helper()
+	cfg := new(action.Configuration)
+	if err := cfg.Init(&restClientGetter{config: r.guest.Config, namespace: "kube-system"}, "kube-system", "secret", t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func envOf(env []corev1.EnvVar) map[string]string {
 	out := map[string]string{}
 	for _, e := range env {
@@ -285,10 +296,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := new(action.Configuration)
-	if err := cfg.Init(&restClientGetter{config: r.guest.Config, namespace: "kube-system"}, "kube-system", "secret", t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	cfg := r.helm(t)
 	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1, Chart: testenv.KubevipChart("0.1.0"),
 		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Now()}}
 	if err := cfg.Releases.Create(stuck); err != nil {

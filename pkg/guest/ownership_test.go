@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
@@ -57,10 +56,7 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(&restClientGetter{config: r.guest.Config, namespace: "kube-system"}, "kube-system", "secret", t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	cfg := r.helm(t)
 	hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-hook-ran\n  namespace: kube-system\n"
 	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99, Chart: testenv.KubevipChart("0.9.9"),
 		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},

@@ -52,39 +52,16 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		policy := renderPolicy{chart: s.name, namespace: rel.Namespace, images: c.opts.ChartPolicy, kubevip: judge}
 		rel.PostRenderer = guest.Judged{Judge: policy.judge}
 		out, err := client.EnsureRelease(ctx, rel)
-		var rendered *renderRefusal
-		if errors.As(err, &rendered) {
-			msg := p.redact(rendered.Error() + "; nothing was installed")
-			c.countEvent(p, s.event, metrics.StatusError)
-			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonRenderRefused, "guest cluster "+p.cluster+": "+msg)
-			failed = &outcome{reason: ReasonRenderRefused, message: msg}
-			break
-		}
-		var refused *kubevip.Refusal
-		if errors.As(err, &refused) {
-			msg := p.redact(fmt.Sprintf("%s chart %s: %s; nothing was installed", s.name, rel.Version, refused.Message))
-			c.countEvent(p, s.event, metrics.StatusError)
-			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonKubevipRefused, "guest cluster "+p.cluster+": "+msg)
-			failed = &outcome{reason: ReasonKubevipRefused, message: msg}
-			break
-		}
-		var foreign *guest.ForeignRelease
-		if errors.As(err, &foreign) {
-			msg := p.redact(foreign.Error())
-			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonForeignRelease, "guest cluster "+p.cluster+": "+msg)
-			failed = &outcome{reason: ReasonForeignRelease, message: msg}
-			break
-		}
-		if errors.Is(err, guest.ErrChartPending) {
-			// The fetch goes on without this worker; the pass is retried with backoff.
-			failed = &outcome{reason: ReasonChartFetching, message: p.redact(fmt.Sprintf("%s: %v", s.name, err))}
-			break
-		}
 		if err != nil {
-			c.countEvent(p, s.event, metrics.StatusError)
-			msg := p.redact(fmt.Sprintf("%s: %v", s.name, err))
-			c.Recorder.Event(p.fip, corev1.EventTypeWarning, ReasonHelmFailed, "guest cluster "+p.cluster+": "+msg)
-			failed = &outcome{reason: ReasonHelmFailed, message: msg}
+			f := installFailure(s.name, rel.Version, err)
+			f.message = p.redact(f.message)
+			if f.counted {
+				c.countEvent(p, s.event, metrics.StatusError)
+			}
+			if f.warn {
+				c.Recorder.Event(p.fip, corev1.EventTypeWarning, f.reason, "guest cluster "+p.cluster+": "+f.message)
+			}
+			failed = &f.outcome
 			break
 		}
 		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, judge.images(s.chart))
@@ -166,4 +143,32 @@ func copyValues(in map[string]interface{}) map[string]interface{} {
 		out[k] = v
 	}
 	return out
+}
+
+// failure is an install or upgrade that did not happen: its outcome, whether it makes a Warning
+// Event and whether it counts as a failed install in the metrics.
+type failure struct {
+	outcome
+	warn, counted bool
+}
+
+// installFailure says why chart (at version) was not installed. A refusal before install names
+// what was refused; a chart still being fetched is no failure (the pass comes back).
+func installFailure(chart, version string, err error) failure {
+	var rendered *renderRefusal
+	var refused *kubevip.Refusal
+	var foreign *guest.ForeignRelease
+	switch {
+	case errors.As(err, &rendered):
+		return failure{outcome{reason: ReasonRenderRefused, message: rendered.Error() + "; nothing was installed"}, true, true}
+	case errors.As(err, &refused):
+		return failure{outcome{reason: ReasonKubevipRefused,
+			message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
+	case errors.As(err, &foreign):
+		return failure{outcome{reason: ReasonForeignRelease, message: foreign.Error()}, true, false}
+	case errors.Is(err, guest.ErrChartPending):
+		// The fetch goes on without this worker; the pass is retried with backoff.
+		return failure{outcome{reason: ReasonChartFetching, message: fmt.Sprintf("%s: %v", chart, err)}, false, false}
+	}
+	return failure{outcome{reason: ReasonHelmFailed, message: fmt.Sprintf("%s: %v", chart, err)}, true, true}
 }
