@@ -48,45 +48,39 @@ func hostAddress(cidr string) error {
 	return nil
 }
 
+// readAlike adds to one release's table the variables chart 0.9.9 renders that v0.6.4 and v1.0.0
+// read the same way (text, or strconv.ParseBool), as both sources show.
+func readAlike(own map[string]func(string) error) map[string]func(string) error {
+	for _, name := range []string{"vip_interface", "vip_address", "prometheus_server"} {
+		own[name] = readText
+	}
+	for _, name := range []string{"vip_arp", "vip_leaderelection", "cp_enable", "svc_enable", "svc_election", "lb_enable"} {
+		own[name] = parseBool
+	}
+	return own
+}
+
 // v064 is the original operator's default image. kube-vip/kube-vip v0.6.4,
 // pkg/kubevip/config_environment.go (ParseEnvironment) and pkg/vip/address.go (NewConfig): with
 // vip_subnet set, netlink.ParseAddr(address + subnet), else the address's full mask.
 var v064 = imageContract{tag: "v0.6.4", source: "kube-vip/kube-vip v0.6.4 pkg/kubevip/config_environment.go, pkg/vip/address.go",
-	read: map[string]func(string) error{
-		"vip_subnet":         func(v string) error { return hostAddress(contractAddr + v) },
-		"vip_cidr":           readText, // BGP only
-		"vip_interface":      readText,
-		"vip_address":        readText,
-		"prometheus_server":  readText,
-		"vip_arp":            parseBool,
-		"vip_leaderelection": parseBool,
-		"cp_enable":          parseBool,
-		"svc_enable":         parseBool,
-		"svc_election":       parseBool,
-		"lb_enable":          parseBool,
-		"lb_port":            func(v string) error { _, err := strconv.ParseInt(v, 10, 32); return err },
-	}}
+	read: readAlike(map[string]func(string) error{
+		"vip_subnet": func(v string) error { return hostAddress(contractAddr + v) },
+		"vip_cidr":   readText, // BGP only
+		"lb_port":    func(v string) error { _, err := strconv.ParseInt(v, 10, 32); return err },
+	})}
 
 // v100 is the default image. kube-vip/kube-vip v1.0.0, pkg/kubevip/config_environment.go and
 // pkg/vip/address.go (NewConfig: utils.FormatIPWithSubnetMask(address, first of vip_subnet split
 // on ","), "32" when unset). vip_cidr is no longer read.
 var v100 = imageContract{tag: "v1.0.0", source: "kube-vip/kube-vip v1.0.0 pkg/kubevip/config_environment.go, pkg/vip/address.go, pkg/utils/utils.go",
-	read: map[string]func(string) error{
+	read: readAlike(map[string]func(string) error{
 		"vip_subnet": func(v string) error {
 			return hostAddress(contractAddr + "/" + strings.Split(v, ",")[0])
 		},
-		"vip_interface":      readText,
-		"vip_address":        readText,
-		"vip_nodename":       readText,
-		"prometheus_server":  readText,
-		"vip_arp":            parseBool,
-		"vip_leaderelection": parseBool,
-		"cp_enable":          parseBool,
-		"svc_enable":         parseBool,
-		"svc_election":       parseBool,
-		"lb_enable":          parseBool,
-		"lb_port":            parsePort,
-	}}
+		"vip_nodename": readText,
+		"lb_port":      parsePort,
+	})}
 
 // check returns every variable of the rendered kube-vip container this release would not read
 // as the chart means it.
