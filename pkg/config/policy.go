@@ -59,6 +59,8 @@ type Policy struct {
 	sources   []source
 	images    []string
 	allowHTTP bool
+	// downloads are where fetches from the upstream sources go on to (downloads.go).
+	downloads []download
 }
 
 // source is one allow-list entry. port is "" for the scheme's default port and "*" for any.
@@ -80,7 +82,7 @@ func (s source) String() string {
 // port is the same (none: the scheme's default; "*": any), and its path is the entry's path or
 // below it.
 func NewPolicy(sources []string, allowHTTP bool, imagePrefixes []string) (Policy, error) {
-	p := Policy{allowHTTP: allowHTTP}
+	p := Policy{allowHTTP: allowHTTP, downloads: upstreamDownloads()}
 	for _, raw := range sources {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -123,8 +125,8 @@ func (p Policy) String() string {
 	for i, s := range p.sources {
 		sources[i] = s.String()
 	}
-	return fmt.Sprintf("chart sources [%s], plain http %t, image prefixes [%s]",
-		strings.Join(sources, " "), p.allowHTTP, strings.Join(p.images, " "))
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, image prefixes [%s]",
+		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP, strings.Join(p.images, " "))
 }
 
 func parseSourceEntry(raw string) (source, error) {
@@ -212,6 +214,16 @@ func (s source) allows(t source) bool {
 	return s.path == "" || t.path == s.path || strings.HasPrefix(t.path, s.path+"/")
 }
 
+// allows reports whether an allowed chart source holds t.
+func (p Policy) allows(t source) bool {
+	for _, s := range p.sources {
+		if s.allows(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // Refusal is a chart the Policy does not allow. Its message names the ConfigMap key and never
 // holds credentials.
 type Refusal struct {
@@ -285,10 +297,8 @@ func (p Policy) checkSource(ch Chart, keys chartKeys) error {
 		return refuse("chart source %s is reached over plain http, which this deployment does not allow "+
 			"(allow-http-chart-sources)", shown)
 	}
-	for _, s := range p.sources {
-		if s.allows(t) {
-			return nil
-		}
+	if p.allows(t) {
+		return nil
 	}
 	return refuse("chart source %s is not in the deployment's allowed chart sources (allowed-chart-sources)", shown)
 }

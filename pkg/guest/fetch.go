@@ -66,6 +66,9 @@ type fetcher struct {
 	// credentialsFile is the registry credentials store, kept empty: credentials come only from
 	// the Release.
 	credentialsFile string
+	// base, when set, replaces the network below the limits and the redirect checks: tests
+	// serve named hosts and default ports from memory through it.
+	base http.RoundTripper
 }
 
 // transport is an HTTP transport with connection timeouts that binds every request to ctx and
@@ -76,9 +79,18 @@ type transport struct {
 	base http.RoundTripper
 }
 
-func (f *fetcher) client(ctx context.Context, max int64) *http.Client {
+func (f *fetcher) client(ctx context.Context, max int64, sc scope) *http.Client {
+	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: f.network()}, Timeout: f.limits.FetchTimeout,
+		CheckRedirect: sc.checkRedirect}
+}
+
+// network is what the limits wrap: the network with connection timeouts, or base in tests.
+func (f *fetcher) network() http.RoundTripper {
+	if f.base != nil {
+		return f.base
+	}
 	dialer := &net.Dialer{Timeout: f.limits.ConnectTimeout}
-	base := &http.Transport{
+	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   f.limits.ConnectTimeout,
@@ -87,28 +99,6 @@ func (f *fetcher) client(ctx context.Context, max int64) *http.Client {
 		IdleConnTimeout:       30 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: base}, Timeout: f.limits.FetchTimeout,
-		CheckRedirect: checkRedirect}
-}
-
-// maxRedirects bounds the redirects one request follows.
-const maxRedirects = 5
-
-// checkRedirect follows a redirect only on the scheme the request started with, so an https
-// source never ends on plain http, and sends the credentials on only to the same scheme, host and
-// port: net/http alone would keep them for another port or scheme of the same host.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme {
-		return fmt.Errorf("refused a redirect from %s to %s", first.Scheme, req.URL.Scheme)
-	}
-	if !strings.EqualFold(req.URL.Host, first.Host) {
-		req.Header.Del("Authorization")
-	}
-	return nil
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -181,11 +171,13 @@ func loadArchive(data []byte) (ch *chart.Chart, err error) {
 }
 
 // download reads the repository's index, picks the version and downloads the archive, checking
-// its digest when the index gives one. Credentials go only to the repository's own host.
+// its digest when the index gives one. The archive must lie within the release's scope, and
+// credentials go only to the repository's own scheme, host and port.
 func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	raw := strings.TrimSuffix(rel.RepoURL, "/")
 	base := redact.URL(raw)
-	index, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes)
+	sc := rel.scope()
+	index, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes, sc)
 	if err != nil {
 		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
 	}
@@ -201,14 +193,18 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("repository %s lists chart %s %s without a download URL", base, rel.Chart, cv.Version)
 	}
 	archiveURL, err := repo.ResolveReferenceURL(raw+"/", cv.URLs[0])
-	if err != nil {
+	parsed, perr := url.Parse(archiveURL)
+	if err != nil || perr != nil {
 		return nil, fmt.Errorf("repository %s lists chart %s %s with a bad URL", base, rel.Chart, cv.Version)
 	}
+	if !sc.allows(parsed) {
+		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, cv.Version, sc.refusal("the archive", parsed))
+	}
 	creds := rel.Credentials
-	if !sameHost(raw, archiveURL) {
+	if !SameOrigin(raw, archiveURL) {
 		creds = nil
 	}
-	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes)
+	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes, sc)
 	if err != nil {
 		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), cv.Version, err)
 	}
@@ -228,8 +224,8 @@ func versionText(v string) string {
 	return v
 }
 
-// get reads url within max bytes.
-func (f *fetcher) get(ctx context.Context, u string, creds *Credentials, max int64) ([]byte, error) {
+// get reads url within max bytes, following redirects within sc.
+func (f *fetcher) get(ctx context.Context, u string, creds *Credentials, max int64, sc scope) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, errors.New("bad URL")
@@ -238,7 +234,7 @@ func (f *fetcher) get(ctx context.Context, u string, creds *Credentials, max int
 	if creds != nil {
 		req.SetBasicAuth(creds.Username, creds.Password)
 	}
-	resp, err := f.client(ctx, max).Do(req)
+	resp, err := f.client(ctx, max, sc).Do(req)
 	if err != nil {
 		return nil, requestError(err)
 	}
@@ -295,18 +291,12 @@ func loadIndex(dir string, data []byte) (*repo.IndexFile, error) {
 	return idx, nil
 }
 
-func sameHost(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
-}
-
 // pull reads a chart from an OCI registry: the newest tag matching the version when it is not
 // exact, then the chart layer. Every request is bound to ctx and every blob to the size limit.
 func (f *fetcher) pull(ctx context.Context, rel Release) ([]byte, error) {
 	ref := strings.TrimPrefix(rel.Ref, "oci://")
 	options := []registry.ClientOption{
-		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes)),
+		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes, rel.scope())),
 		registry.ClientOptCredentialsFile(f.credentialsFile),
 	}
 	if loopbackRegistry(rel.Ref) {

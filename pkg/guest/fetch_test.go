@@ -246,7 +246,7 @@ func noise(n int) []byte {
 }
 
 // TestFetchNeverSendsCredentialsToAnotherHost: the repository's credentials go with the index and
-// an archive on the same host, never to another host the index points at.
+// an archive on the same host, never to another origin the index points at, even an allowed one.
 func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{}
@@ -269,7 +269,8 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 	}))
 	defer repo.Close()
 	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
+		Sources: testPolicy(t, true, repo.URL, other.URL)}
 	if _, err := in.chart(context.Background(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +282,9 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 	}
 }
 
-// TestFetchRedirects: a redirect to another port of the same host gets no credentials, and a
-// redirect to another scheme is refused: an https source never ends on plain http.
+// TestFetchRedirects: a redirect to another port of the same host, allowed as a chart source,
+// gets no credentials, and a redirect to another scheme is refused: an https source never ends
+// on plain http.
 func TestFetchRedirects(t *testing.T) {
 	var mu sync.Mutex
 	var otherAuth []string
@@ -304,7 +306,8 @@ func TestFetchRedirects(t *testing.T) {
 	}))
 	defer repo.Close()
 	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
+		Sources: testPolicy(t, true, "http://127.0.0.1:*", "https://127.0.0.1:*")}
 	_, err := in.fetcher.fetch(context.Background(), rel)
 	if err == nil || !strings.Contains(err.Error(), "has no chart demo") {
 		t.Errorf("fetch through a redirect to another port: %v; want the empty index read", err)

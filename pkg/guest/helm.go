@@ -41,6 +41,9 @@ type Release struct {
 	Update bool
 	// Credentials, when set, authenticate to the chart repository or OCI registry.
 	Credentials *Credentials
+	// Sources decides where the fetch may be redirected and where the index may list the archive;
+	// nil confines both to the chart source's own scheme, host and port.
+	Sources Sources
 	// PostRenderer, when set, sees every object Helm renders before anything is applied, and may
 	// change or refuse it.
 	PostRenderer postrender.PostRenderer

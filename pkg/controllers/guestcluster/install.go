@@ -48,6 +48,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
 		rel.Credentials = credentials
+		rel.Sources = c.opts.ChartPolicy
 		judge := &kubevipJudge{}
 		policy := renderPolicy{chart: s.name, namespace: rel.Namespace, images: c.opts.ChartPolicy, kubevip: judge}
 		rel.PostRenderer = guest.Judged{Judge: policy.judge}
