@@ -82,7 +82,7 @@ func TestAdvisoryMalformedYAMLIsAnErrorNotAPanic(t *testing.T) {
 				t.Fatalf("= %v; want loaded (only helm lint read import-values this way)", err)
 			}
 			// Loaded: it must also survive what Ensure does next.
-			if err := validateValues(ch, map[string]interface{}{}); err != nil {
+			if err := validateValues(context.Background(), ch, map[string]interface{}{}); err != nil {
 				t.Errorf("values check: %v", err)
 			}
 		})
@@ -114,7 +114,7 @@ func TestAdvisorySchemaRecursionIsRefused(t *testing.T) {
 	chain.WriteString(`"d5000":{}}}`)
 	nested := strings.Repeat(`{"properties":{"a":`, 100) + "{}" + strings.Repeat("}}", 100)
 	for name, schema := range map[string]string{"nesting": deep, "nesting within JSON's limit": nested, "reference chain": chain.String()} {
-		err := validateValues(schemaChart(schema), nil)
+		err := validateValues(context.Background(), schemaChart(schema), nil)
 		if err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("%s: %v; want refused", name, err)
 		}
@@ -142,7 +142,7 @@ func TestAdvisorySchemaReferencesOutsideAreNeverFollowed(t *testing.T) {
 		"relative file": `{"properties":{"a":{"$ref":"other.json"}}}`,
 		"meta-schema":   `{"$schema":"` + srv.URL + `/meta.json"}`,
 	} {
-		err := validateValues(schemaChart(schema), nil)
+		err := validateValues(context.Background(), schemaChart(schema), nil)
 		if err == nil {
 			t.Errorf("%s: accepted; want refused", name)
 		}
@@ -152,10 +152,10 @@ func TestAdvisorySchemaReferencesOutsideAreNeverFollowed(t *testing.T) {
 	}
 	// A schema that keeps to itself still works, and still catches bad values.
 	good := `{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/definitions/s"}}}`
-	if err := validateValues(schemaChart(good), nil); err != nil {
+	if err := validateValues(context.Background(), schemaChart(good), nil); err != nil {
 		t.Errorf("a self-contained schema: %v", err)
 	}
-	if err := validateValues(schemaChart(good), map[string]interface{}{"a": 5}); err == nil || !strings.Contains(err.Error(), "do not match") {
+	if err := validateValues(context.Background(), schemaChart(good), map[string]interface{}{"a": 5}); err == nil || !strings.Contains(err.Error(), "do not match") {
 		t.Errorf("values against a self-contained schema = %v; want a mismatch", err)
 	}
 }

@@ -194,7 +194,7 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	if err != nil {
 		return "", err
 	}
-	if err := validateValues(ch, rel.Values); err != nil {
+	if err := validateValues(ctx, ch, rel.Values); err != nil {
 		return "", fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
 	}
 	if last == nil {
