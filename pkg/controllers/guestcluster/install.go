@@ -43,19 +43,22 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		{cfg.Kubevip, "kube-vip", metrics.EventKubevipInstall},
 		{cfg.KubevipCloudProvider, "kube-vip-cloud-provider", metrics.EventKubevipCloudProviderInstall},
 	}
-	var done []string
+	var done, notes []string
 	var failed *outcome
 	for _, s := range steps {
 		rel := release(cfg, s.chart, s.name)
-		rel.Credentials = credentials
 		rel.Sources = c.opts.ChartPolicy
+		var note string
+		if rel.Credentials, note = credentials.forRelease(s.name, rel); note != "" {
+			notes = append(notes, note)
+		}
 		judge := &kubevipJudge{}
 		policy := renderPolicy{chart: s.name, namespace: rel.Namespace, images: c.opts.ChartPolicy, kubevip: judge}
 		rel.PostRenderer = guest.Judged{Judge: policy.judge}
 		out, err := client.EnsureRelease(ctx, rel)
 		if err != nil {
 			f := installFailure(s.name, rel.Version, err)
-			f.message = p.redact(f.message)
+			f.message = p.redact(withNotes(f.message, notes))
 			if f.counted {
 				c.countEvent(p, s.event, metrics.StatusError)
 			}
@@ -85,8 +88,8 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		failed.message += "; the provider installed earlier reads " + ref.String()
 		return *failed, ref, true
 	}
-	return outcome{ok: true, reason: ReasonInstalled, message: fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
-		done[0], done[1], ref)}, ref, true
+	return outcome{ok: true, reason: ReasonInstalled, message: withNotes(fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
+		done[0], done[1], ref), notes)}, ref, true
 }
 
 // release is what the configuration asks of one chart.
