@@ -111,7 +111,7 @@ func (s *settings) flags() []cli.Flag {
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Value: strings.Join(config.DefaultImagePrefixes(), ","), Destination: &s.imagePrefixes,
 			Usage: "image repository prefixes that chart values may name, comma-separated"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
-			Usage: "Secret in --namespace with the keys username and password for the chart repositories and registries"},
+			Usage: "Secret in --namespace with the keys username, password and source (the one chart source, scheme://host[:port], they are sent to)"},
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
 			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,

@@ -9,7 +9,6 @@ import (
 	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
@@ -42,13 +41,10 @@ type Context struct {
 	Namespaces  corecontrollers.NamespaceController
 	Clusters    provcontrollers.ClusterController
 	Management  mgmtcontrollers.ClusterController
-	// Secrets reads one Secret at a time with a GET: no Secret's data is ever cached.
+	// Secrets reads one Secret at a time with a GET by name. The operator never lists or watches
+	// Secrets: those verbs would return every cloud credential and kubeconfig in full, whatever a
+	// client asks for, so its RBAC grants get only.
 	Secrets typedcorev1.SecretsGetter
-	// FleetSecrets and CredentialSecrets are metadata-only informers on the Secrets of the fleet
-	// namespace and of every namespace cloud credentials live in (the fleet one included): they
-	// tell when a kubeconfig rotates or a credential arrives without caching its data.
-	FleetSecrets      cache.SharedIndexInformer
-	CredentialSecrets []cache.SharedIndexInformer
 	// RestConfig builds the clients of watches the shared controller factory does not serve.
 	RestConfig *rest.Config
 
@@ -75,8 +71,8 @@ type GuestOptions struct {
 	// ChartPolicy decides which chart sources and values may be installed; set at deployment
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
 	ChartPolicy config.Policy
-	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username and
-	// password) that authenticates to the chart repositories and OCI registries.
+	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username, password
+	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string
 }
 

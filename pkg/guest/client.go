@@ -6,6 +6,7 @@
 package guest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,13 +38,26 @@ type Client struct {
 	Kube   kubernetes.Interface
 }
 
-// NewClient builds a client from the kubeconfig bytes of the cluster's Secret, for the guest whose
-// management cluster is clusterID (the provisioning cluster's status.clusterName). The kubeconfig
-// is untrusted: it must be what Rancher writes (see CheckKubeconfig), and the client is built from
-// its server, CA data and token alone, so nothing else in it is ever used or run. The error never
-// quotes the kubeconfig: it carries credentials.
-func NewClient(name, clusterID string, kubeconfig []byte, timeout time.Duration) (*Client, error) {
-	kc, err := CheckKubeconfig(kubeconfig, clusterID)
+// Target is one guest cluster as the operator reaches it.
+type Target struct {
+	// Name is the guest cluster's name, for messages.
+	Name string
+	// ClusterID is its management cluster (the provisioning cluster's status.clusterName).
+	ClusterID string
+	// Kubeconfig is the kubeconfig Secret's data: untrusted.
+	Kubeconfig []byte
+	// Rancher are Rancher's own addresses, from its internal-server-url and server-url settings:
+	// the kubeconfig's server must be the cluster proxy URL on one of them.
+	Rancher []string
+}
+
+// NewClient builds a client for the guest t. The kubeconfig is untrusted: it must be what Rancher
+// writes (see CheckKubeconfig), and the client is built from its server, CA data and token alone,
+// so nothing else in it is ever used or run. Every request of the client, Helm's included, ends
+// when pass ends (nil: never), takes at most timeout, and reads at most MaxGuestResponse bytes of
+// answer. The error never quotes the kubeconfig: it carries credentials.
+func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, error) {
+	kc, err := CheckKubeconfig(t.Kubeconfig, t.ClusterID, t.Rancher)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +73,12 @@ func NewClient(name, clusterID string, kubeconfig []byte, timeout time.Duration)
 		Burst:           40,
 		UserAgent:       "kube-fip-operator",
 	}
+	cfg.Wrap(withPass(pass, MaxGuestResponse))
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for guest cluster %s: %s", name, redact.Error(err, kc.Token))
+		return nil, fmt.Errorf("creating a client for guest cluster %s: %s", t.Name, redact.Error(err, kc.Token))
 	}
-	return &Client{Name: name, Config: cfg, Kube: kube}, nil
+	return &Client{Name: t.Name, Config: cfg, Kube: kube}, nil
 }
 
 // Credentials are the secrets of the client's kubeconfig, for redact.Text: the token, and each

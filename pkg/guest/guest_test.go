@@ -57,7 +57,7 @@ func (r *rig) client(t *testing.T, token string) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient("guest001", "c-m-guest001", kc, 5*time.Second)
+	c, err := NewClient(nil, Target{Name: "guest001", ClusterID: "c-m-guest001", Kubeconfig: kc, Rancher: []string{r.proxy.URL}}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,11 +321,11 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 
 func TestNewClientRejectsBadKubeconfigWithoutQuotingIt(t *testing.T) {
 	secret := "super-secret-token-value"
-	_, err := NewClient("x", "c-m-x", []byte("apiVersion: v1\nusers:\n- user: {token: "+secret+"}\n  garbage"), time.Second)
+	_, err := NewClient(nil, Target{Name: "x", ClusterID: "c-m-x", Kubeconfig: []byte("apiVersion: v1\nusers:\n- user: {token: " + secret + "}\n  garbage")}, time.Second)
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("NewClient error = %v; want an error that does not quote the kubeconfig", err)
 	}
-	if _, err := NewClient("x", "c-m-x", nil, time.Second); !errors.Is(err, ErrNoKubeconfig) {
+	if _, err := NewClient(nil, Target{Name: "x", ClusterID: "c-m-x"}, time.Second); !errors.Is(err, ErrNoKubeconfig) {
 		t.Errorf("NewClient(nil) = %v, want ErrNoKubeconfig", err)
 	}
 }

@@ -144,6 +144,23 @@ func (in *Installer) configuration(c *Client, namespace string) (*action.Configu
 	return cfg, nil
 }
 
+// dropRecords deletes every stored record of release name, and nothing else.
+func dropRecords(cfg *action.Configuration, name string) error {
+	history, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range history {
+		if _, err := cfg.Releases.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Ensure makes rel installed in the guest: installed when missing, recovered when stuck pending
 // for longer than InstallTimeout, upgraded when allowed and the chart version or values changed,
 // else left alone.
@@ -169,11 +186,12 @@ func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcom
 	if last != nil {
 		switch {
 		case last.Info.Status == release.StatusPendingInstall || last.Info.Status == release.StatusFailed && last.Version == 1:
-			// Nothing was ever deployed: start over, without running any hook the stuck record
-			// holds (a record read from a guest may be forged).
-			uninstall := action.NewUninstall(cfg)
-			uninstall.DisableHooks = true
-			if _, err := uninstall.Run(rel.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			// Nothing was ever deployed: start over. Only the records go. A record read from a
+			// guest may be forged, so neither its hooks nor its manifest are acted on: an
+			// uninstall would delete whatever the manifest lists, as cluster-owner. Objects a
+			// failed install of this release did create carry its ownership annotations, and the
+			// new install adopts them.
+			if err := dropRecords(cfg, rel.Name); err != nil {
 				return "", fmt.Errorf("removing release %s/%s stuck in %s: %w", rel.Namespace, rel.Name, last.Info.Status, err)
 			}
 			last, outcome = nil, Recovered

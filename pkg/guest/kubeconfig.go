@@ -4,6 +4,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -35,8 +36,8 @@ type Kubeconfig struct {
 
 // CheckKubeconfig parses a guest kubeconfig as untrusted input and keeps only what Rancher writes
 // for a provisioning cluster (rancher/rancher pkg/provisioningv2/kubeconfig): the current
-// context's server, which must be https and Rancher's proxy URL for clusterID
-// (".../k8s/clusters/<clusterID>"), its certificate-authority-data, and its user's token.
+// context's server, which must be Rancher's proxy URL for clusterID on one of Rancher's own
+// addresses (rancher, see RancherServer), its certificate-authority-data, and its user's token.
 // Everything that would make client-go run a program, read a file, skip or bend TLS verification,
 // use a proxy, send a password or act as someone else is refused, before any client exists:
 //   - user: exec and auth-provider plugins, tokenFile, client-certificate and client-key files,
@@ -45,7 +46,7 @@ type Kubeconfig struct {
 //   - cluster: insecure-skip-tls-verify, a certificate-authority file, tls-server-name, proxy-url.
 //
 // Each refusal wraps ErrKubeconfigRefused and names the field, never its value.
-func CheckKubeconfig(kubeconfig []byte, clusterID string) (*Kubeconfig, error) {
+func CheckKubeconfig(kubeconfig []byte, clusterID string, rancher []string) (*Kubeconfig, error) {
 	if len(kubeconfig) == 0 {
 		return nil, ErrNoKubeconfig
 	}
@@ -73,7 +74,7 @@ func CheckKubeconfig(kubeconfig []byte, clusterID string) (*Kubeconfig, error) {
 	if err := checkUser(user); err != nil {
 		return nil, err
 	}
-	if err := checkCluster(cluster, clusterID); err != nil {
+	if err := checkCluster(cluster, clusterID, rancher); err != nil {
 		return nil, err
 	}
 	return &Kubeconfig{Server: cluster.Server, CAData: cluster.CertificateAuthorityData, Token: user.Token}, nil
@@ -107,7 +108,7 @@ func checkUser(u *clientcmdapi.AuthInfo) error {
 	return nil
 }
 
-func checkCluster(c *clientcmdapi.Cluster, clusterID string) error {
+func checkCluster(c *clientcmdapi.Cluster, clusterID string, rancher []string) error {
 	switch {
 	case c.InsecureSkipTLSVerify:
 		return refused("its cluster sets insecure-skip-tls-verify")
@@ -127,7 +128,6 @@ func checkCluster(c *clientcmdapi.Cluster, clusterID string) error {
 	if err != nil || c.Server == "" {
 		return refused("its server is not a URL")
 	}
-	want := ProxyPathPrefix + clusterID
 	switch {
 	case u.Scheme != "https":
 		return refused("its server %s is not https", redact.URL(c.Server))
@@ -135,30 +135,52 @@ func checkCluster(c *clientcmdapi.Cluster, clusterID string) error {
 		return refused("its server %s carries credentials", redact.URL(c.Server))
 	case u.Host == "" || u.Hostname() == "":
 		return refused("its server %s names no host", redact.URL(c.Server))
-	case u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
-		return refused("its server %s has a query or fragment", redact.URL(c.Server))
-	case !proxyPathFor(u, want):
-		return refused("its server %s is not Rancher's cluster proxy URL for cluster %s (a path ending in %s)",
-			redact.URL(c.Server), clusterID, want)
+	case u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || u.RawPath != "":
+		return refused("its server %s has a query, a fragment or escaped characters", redact.URL(c.Server))
 	}
-	return nil
-}
-
-// proxyPathFor says whether u's path is want, under at most a plain prefix of Rancher's own: no
-// second proxy path that the proxy would route to another cluster, no dot or empty segments, no
-// escaped characters.
-func proxyPathFor(u *url.URL, want string) bool {
-	prefix, ok := strings.CutSuffix(u.Path, want)
-	if !ok || u.RawPath != "" || strings.Contains(prefix+"/", ProxyPathPrefix) {
-		return false
+	if len(rancher) == 0 {
+		return fmt.Errorf("%w: Rancher's %s and %s settings are both empty, so no server can be told to be Rancher's",
+			ErrKubeconfigRefused, SettingInternalServerURL, SettingServerURL)
 	}
-	if prefix == "" {
-		return true
-	}
-	for _, segment := range strings.Split(strings.TrimPrefix(prefix, "/"), "/") {
-		if segment == "" || segment == "." || segment == ".." {
-			return false
+	got := canonicalServer(u)
+	for _, base := range rancher {
+		if want, ok := proxyURL(base, clusterID); ok && got == want {
+			return nil
 		}
 	}
-	return strings.HasPrefix(prefix, "/")
+	return refused("its server %s is not Rancher's cluster proxy URL for cluster %s (%s%s on Rancher's %s or %s)",
+		redact.URL(c.Server), clusterID, ProxyPathPrefix, clusterID, SettingInternalServerURL, SettingServerURL)
+}
+
+// Rancher's settings (management.cattle.io/v3 Setting) holding its own address. Rancher writes a
+// provisioning cluster's kubeconfig with internal-server-url (rancher/rancher
+// pkg/provisioningv2/kubeconfig), which it derives from server-url: the address of its in-cluster
+// Service, or server-url itself when there is none.
+const (
+	SettingInternalServerURL = "internal-server-url"
+	SettingServerURL         = "server-url"
+)
+
+// proxyURL is the canonical form of Rancher's cluster proxy URL for clusterID on the Rancher
+// address base; false when base is no https URL.
+func proxyURL(base, clusterID string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(base))
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.RawPath != "" {
+		return "", false
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + ProxyPathPrefix + clusterID
+	return canonicalServer(u), true
+}
+
+// canonicalServer writes u's scheme, host and path in one form, so that two spellings of one
+// address compare equal and nothing else does: the scheme and host lower-cased, a trailing dot of
+// the host and the default port dropped; the path kept exactly, case and all.
+func canonicalServer(u *url.URL) string {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if port := u.Port(); port != "" && port != "443" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return strings.ToLower(u.Scheme) + "://" + host + u.Path
 }

@@ -25,6 +25,17 @@ const (
 	testServer    = "https://rancher.example.com/k8s/clusters/" + testClusterID
 )
 
+// testRancher are the addresses the tests' Rancher has in its settings: internal-server-url and
+// server-url, here three so that a path prefix and a port are covered.
+func testRancher() []string {
+	return []string{"https://rancher.example.com", "https://example.com/rancher/", "https://127.0.0.1:8443"}
+}
+
+// target is the guest of the tests with kubeconfig and cluster id.
+func target(clusterID string, kubeconfig []byte) Target {
+	return Target{Name: "guest", ClusterID: clusterID, Kubeconfig: kubeconfig, Rancher: testRancher()}
+}
+
 func testCA(t *testing.T) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -71,18 +82,21 @@ func TestCheckKubeconfigAcceptsWhatRancherWrites(t *testing.T) {
 		"with a port": with(rancherKubeconfig(ca), func(c *clientcmdapi.Config) {
 			c.Clusters["cluster"].Server = "https://127.0.0.1:8443/k8s/clusters/" + testClusterID
 		}),
+		"with Rancher's host spelled otherwise": with(rancherKubeconfig(ca), func(c *clientcmdapi.Config) {
+			c.Clusters["cluster"].Server = "https://RANCHER.example.com.:443/k8s/clusters/" + testClusterID
+		}),
 		"with unused other contexts":  with(rancherKubeconfig(ca), addUnusedExecUser),
 		"with compression turned off": with(rancherKubeconfig(ca), func(c *clientcmdapi.Config) { c.Clusters["cluster"].DisableCompression = true }),
 	} {
 		t.Run(name, func(t *testing.T) {
-			kc, err := CheckKubeconfig(write(t, cfg), testClusterID)
+			kc, err := CheckKubeconfig(write(t, cfg), testClusterID, testRancher())
 			if err != nil {
 				t.Fatalf("CheckKubeconfig = %v; want it accepted", err)
 			}
 			if kc.Token != testToken || kc.Server != cfg.Clusters["cluster"].Server || string(kc.CAData) != string(cfg.Clusters["cluster"].CertificateAuthorityData) {
 				t.Errorf("CheckKubeconfig kept %s, CA %d bytes; want the server, CA and token", kc.Server, len(kc.CAData))
 			}
-			c, err := NewClient("guest", testClusterID, write(t, cfg), time.Second)
+			c, err := NewClient(nil, target(testClusterID, write(t, cfg)), time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,6 +183,24 @@ func TestCheckKubeconfigRefusesUntrustedFeatures(t *testing.T) {
 		}, "not Rancher's cluster proxy URL"},
 		{"server with escaped path", func(c *clientcmdapi.Config) {
 			cluster(c).Server = "https://rancher.example.com/k8s%2Fclusters%2Fc-m-other123%2F/k8s/clusters/" + testClusterID
+		}, "escaped characters"},
+		{"server on a host Rancher does not name", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://evil.example:8443/k8s/clusters/" + testClusterID
+		}, "not Rancher's cluster proxy URL"},
+		{"server on Rancher's host at another port", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://rancher.example.com:8443/k8s/clusters/" + testClusterID
+		}, "not Rancher's cluster proxy URL"},
+		{"server behind a prefix Rancher does not have", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://rancher.example.com/meta/proxy/other.example/k8s/clusters/" + testClusterID
+		}, "not Rancher's cluster proxy URL"},
+		{"server with the proxy path in other case", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://rancher.example.com/K8S/clusters/" + testClusterID
+		}, "not Rancher's cluster proxy URL"},
+		{"server on a host that only starts like Rancher's", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://rancher.example.com.evil.example/k8s/clusters/" + testClusterID
+		}, "not Rancher's cluster proxy URL"},
+		{"server on a trailing-dot host Rancher does not name", func(c *clientcmdapi.Config) {
+			cluster(c).Server = "https://evil.example./k8s/clusters/" + testClusterID
 		}, "not Rancher's cluster proxy URL"},
 		{"server with a longer cluster id", func(c *clientcmdapi.Config) {
 			cluster(c).Server = "https://rancher.example.com/k8s/clusters/x" + testClusterID
@@ -186,7 +218,7 @@ func TestCheckKubeconfigRefusesUntrustedFeatures(t *testing.T) {
 			cfg := rancherKubeconfig(ca)
 			tc.change(cfg)
 			kc := write(t, cfg)
-			c, err := NewClient("guest", testClusterID, kc, time.Second)
+			c, err := NewClient(nil, target(testClusterID, kc), time.Second)
 			if !errors.Is(err, ErrKubeconfigRefused) || c != nil {
 				t.Fatalf("NewClient = %v, %v; want ErrKubeconfigRefused", c, err)
 			}
@@ -222,7 +254,7 @@ func TestCheckKubeconfigNeedsAUsableContextAndClusterID(t *testing.T) {
 		"cluster id with path": {write(t, rancherKubeconfig(ca)), "c-m-x/../y", ErrKubeconfigRefused},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewClient("guest", tc.clusterID, tc.kubeconfig, time.Second)
+			_, err := NewClient(nil, target(tc.clusterID, tc.kubeconfig), time.Second)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("NewClient = %v, want %v", err, tc.want)
 			}
@@ -234,7 +266,7 @@ func TestCheckKubeconfigNeedsAUsableContextAndClusterID(t *testing.T) {
 }
 
 func TestClientRedactsItsCredentials(t *testing.T) {
-	c, err := NewClient("guest", testClusterID, write(t, rancherKubeconfig(testCA(t))), time.Second)
+	c, err := NewClient(nil, target(testClusterID, write(t, rancherKubeconfig(testCA(t)))), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,5 +282,19 @@ func TestClientRedactsItsCredentials(t *testing.T) {
 	var none *Client
 	if none.Redact("https://u:p4ssw0rd@h/") != "https://REDACTED@h/" {
 		t.Error("a nil client does not redact URLs")
+	}
+}
+
+// TestCheckKubeconfigNeedsRancherAddresses: without Rancher's address settings no server can be
+// trusted, and the refusal names the settings.
+func TestCheckKubeconfigNeedsRancherAddresses(t *testing.T) {
+	_, err := CheckKubeconfig(write(t, rancherKubeconfig(testCA(t))), testClusterID, nil)
+	if !errors.Is(err, ErrKubeconfigRefused) || !strings.Contains(err.Error(), SettingInternalServerURL) || !strings.Contains(err.Error(), SettingServerURL) {
+		t.Errorf("CheckKubeconfig without Rancher's addresses = %v; want a refusal naming both settings", err)
+	}
+	for _, base := range []string{"http://rancher.example.com", "https://", "not a url", "https://u:p@rancher.example.com"} {
+		if _, err := CheckKubeconfig(write(t, rancherKubeconfig(nil)), testClusterID, []string{base}); !errors.Is(err, ErrKubeconfigRefused) {
+			t.Errorf("with Rancher's address %q: %v; want a refusal (it is no https URL of a host)", base, err)
+		}
 	}
 }

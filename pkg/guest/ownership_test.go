@@ -46,7 +46,8 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 }
 
 // TestForgedRecordRunsNoHook: a release record stuck in pending-install, forged in the guest with
-// a pre-delete hook, is recovered without running the hook.
+// a pre-delete hook and a manifest naming objects of others, is recovered without running the
+// hook or deleting anything its manifest names.
 func TestForgedRecordRunsNoHook(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -62,6 +63,16 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
 		Hooks: []*release.Hook{{Name: "forged-hook-ran", Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
 			Events: []release.HookEvent{release.HookPreDelete}}}}
+	victims := []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: "kube-system"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "in-default", Namespace: "default"}},
+	}
+	for _, v := range victims {
+		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + v.Name + "\n  namespace: " + v.Namespace + "\n"
+	}
 	if err := cfg.Releases.Create(forged); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +82,11 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	}
 	if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "forged-hook-ran", metav1.GetOptions{}); err == nil {
 		t.Error("the forged record's pre-delete hook ran")
+	}
+	for _, v := range victims {
+		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("ConfigMap %s/%s, named in the forged record's manifest: %v; want it left alone", v.Namespace, v.Name, err)
+		}
 	}
 	last, err := cfg.Releases.Last("kube-vip")
 	if err != nil || last.Labels[OwnerLabel] == "" {

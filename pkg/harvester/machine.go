@@ -79,24 +79,6 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 	return cp, true, nil
 }
 
-// CredentialRefs lists every cloud credential the cluster or one of its pools refers to, as
-// "namespace/name", for an index from a credential to the clusters waiting for it.
-func CredentialRefs(c *provv1.Cluster, globalNamespace string) []string {
-	var refs []string
-	add := func(ref string) {
-		if ns, name, p := ParseCredentialRef(ref, c.Namespace, globalNamespace); p == nil {
-			refs = append(refs, ns+"/"+name)
-		}
-	}
-	add(c.Spec.CloudCredentialSecretName)
-	if c.Spec.RKEConfig != nil {
-		for _, pool := range c.Spec.RKEConfig.MachinePools {
-			add(pool.CloudCredentialSecretName)
-		}
-	}
-	return refs
-}
-
 // ParseCredentialRef resolves a credential reference as Rancher does (rancher/rancher
 // pkg/controllers/capr/machineprovision GetCloudCredentialSecret): "<globalNamespace>:<name>" is
 // the Secret <name> in globalNamespace (cattle-global-data); anything else is a Secret of that very

@@ -105,14 +105,6 @@ func TestParseCredentialRef(t *testing.T) {
 	}
 }
 
-func TestCredentialRefs(t *testing.T) {
-	c := cluster("cattle-global-data:cc-a", pool("cp", true, MachineConfigKind, "nc", "cc-b"), pool("w", false, MachineConfigKind, "nc", "bad:ref:x"))
-	got := strings.Join(CredentialRefs(c, "cattle-global-data"), ",")
-	if got != "cattle-global-data/cc-a,"+c.Namespace+"/cc-b" {
-		t.Errorf("CredentialRefs = %s", got)
-	}
-}
-
 func TestClusterID(t *testing.T) {
 	const secretValue = "apiVersion: v1\nkind: Config\ntoken: s3cr3t"
 	tests := []struct {

@@ -262,11 +262,12 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	allowed = append(allowed, accesses([]string{"create", "patch"}, "", "events", guestNS, chartNamespace, "fleet-default", "default")...)
 	allowed = append(allowed, accesses(read, "", "configmaps", chartNamespace)...)
 	allowed = append(allowed, accesses([]string{"get", "create", "update"}, "coordination.k8s.io", "leases", chartNamespace)...)
-	allowed = append(allowed, accesses(read, "", "secrets", "fleet-default", "cattle-global-data")...)
+	// Secrets by name only: list and watch would return every one in full.
+	allowed = append(allowed, accesses([]string{"get"}, "", "secrets", "fleet-default", "cattle-global-data")...)
 
 	var denied []access
 	denied = append(denied, accesses([]string{"get", "list"}, "", "secrets", "kube-system", chartNamespace, guestNS, "default", "")...)
-	denied = append(denied, accesses([]string{"create", "update", "delete"}, "", "secrets", "fleet-default", "cattle-global-data")...)
+	denied = append(denied, accesses([]string{"list", "watch", "create", "update", "delete"}, "", "secrets", "fleet-default", "cattle-global-data")...)
 	denied = append(denied, accesses([]string{"create", "update", "patch", "delete"}, "apiextensions.k8s.io", "customresourcedefinitions", "")...)
 	denied = append(denied, accesses([]string{"create", "delete", "update"}, "", "namespaces", "")...)
 	denied = append(denied, accesses([]string{"create", "update", "patch", "delete"}, "provisioning.cattle.io", "clusters", "fleet-default")...)

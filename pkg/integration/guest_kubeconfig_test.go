@@ -82,8 +82,9 @@ func guestMessage(x *v1.FloatingIP) string {
 }
 
 // TestGuestKubeconfigRefused: a kubeconfig Secret that asks for an exec plugin, a token file,
-// insecure TLS, another cluster's proxy URL or a server URL with credentials is refused before any
-// client exists: the FloatingIP says KubeconfigRefused with a Warning Event, the exec plugin never
+// insecure TLS, another cluster's proxy URL, a server that is not Rancher's own address (its
+// internal-server-url setting) or a server URL with credentials is refused before any client
+// exists: the FloatingIP says KubeconfigRefused with a Warning Event, the exec plugin never
 // runs, nothing reaches the guest the URL points at, and no token appears in any Event, condition
 // or log line. Once Rancher's own kubeconfig is back, the guest is configured.
 func TestGuestKubeconfigRefused(t *testing.T) {
@@ -99,7 +100,8 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 	insecure := rancherCluster(t, proxy, "kc-insecure", "c-m-kcinsec1", nil, nil)
 	redirected := rancherCluster(t, proxy, "kc-other", "c-m-kcother1", nil, nil)
 	withCreds := rancherCluster(t, proxy, "kc-creds", "c-m-kccreds1", nil, nil)
-	all := []*guestCluster{victim, execCluster, fileCluster, insecure, redirected, withCreds}
+	elsewhere := rancherCluster(t, proxy, "kc-elsewhere", "c-m-kcelse01", nil, nil)
+	all := []*guestCluster{victim, execCluster, fileCluster, insecure, redirected, withCreds, elsewhere}
 	var namespaces []string
 	for _, gc := range all {
 		f.extraNamespace(gc.id)
@@ -132,6 +134,17 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 	withCreds.setKubeconfig(t, proxy, func(c *clientcmdapi.Config) {
 		c.Clusters["cluster"].Server = strings.Replace(proxy.URL, "https://", "https://admin:"+withCreds.token+"@", 1) + "/k8s/clusters/" + withCreds.id
 	})
+	// A second proxy that Rancher's settings do not name, serving the victim's guest under this
+	// cluster's id: a path and token that look right, on a host that is not Rancher's.
+	foreign, err := testenv.StartClusterProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = foreign.Close() })
+	if err := foreign.Register(elsewhere.id, victim.guest, victim.token); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere.setKubeconfig(t, foreign, func(c *clientcmdapi.Config) { c.AuthInfos["user"].Token = victim.token })
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "2", "kubevipGuestInstall": "disabled"})
 	p, port := f.operator()
@@ -150,6 +163,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 		{insecure, "insecure-skip-tls-verify"},
 		{redirected, "not Rancher's cluster proxy URL for cluster " + redirected.id},
 		{withCreds, "carries credentials"},
+		{elsewhere, "not Rancher's cluster proxy URL for cluster " + elsewhere.id},
 	} {
 		x := f.waitFIPIn(tc.gc.id, tc.gc.name+"-kubevip", 30*time.Second, "KubeconfigRefused", guestReason("KubeconfigRefused"))
 		if msg := guestMessage(x); !strings.Contains(msg, tc.says) || !strings.Contains(msg, tc.gc.name+"-kubeconfig") {
@@ -184,7 +198,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 		t.Errorf("the refusal of a server URL with credentials does not show the URL masked:\n%s", grepLines(texts, "credentials"))
 	}
 
-	// Rancher's own kubeconfig again: the rewrite alone starts a pass, and the guest is configured.
+	// Rancher's own kubeconfig again: the next pass reads it, and the guest is configured.
 	victim.setKubeconfig(t, proxy, nil)
 	victim.waitCIDR(t, "10.171.0.2/32", 30*time.Second)
 	f.waitFIPIn(victim.id, victim.name+"-kubevip", 15*time.Second, "Configured", guestReason("Configured"))

@@ -105,7 +105,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := guestclient.NewClient("stale", harv.id, oldKubeconfig, 5*time.Second)
+	stale, err := guestclient.NewClient(nil, guestclient.Target{Name: "stale", ClusterID: harv.id, Kubeconfig: oldKubeconfig, Rancher: []string{proxy.URL}}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

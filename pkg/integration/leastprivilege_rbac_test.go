@@ -33,6 +33,9 @@ type grant struct {
 	group, resource, verb string
 	namespace, roleName   string
 	clusterScoped         bool
+	// name is an object the rule names, when it names any: the request the authorizer is asked
+	// about must be for one of them.
+	name string
 }
 
 func (g grant) String() string {
@@ -94,8 +97,12 @@ func (r *chartRBAC) grants() []grant {
 			for _, group := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					for _, verb := range rule.Verbs {
-						out = append(out, grant{role: role, namespace: ns, roleName: name, clusterScoped: cluster,
-							group: group, resource: res, verb: verb})
+						g := grant{role: role, namespace: ns, roleName: name, clusterScoped: cluster,
+							group: group, resource: res, verb: verb}
+						if len(rule.ResourceNames) > 0 {
+							g.name = rule.ResourceNames[0]
+						}
+						out = append(out, g)
 					}
 				}
 			}
@@ -111,7 +118,8 @@ func (r *chartRBAC) grants() []grant {
 	return out
 }
 
-// without returns rules minus the one grant, as rules of one group and resource each.
+// without returns rules minus the one grant, as rules of one group and resource each, each kept
+// to the objects its rule names.
 func without(rules []rbacv1.PolicyRule, g *grant) []rbacv1.PolicyRule {
 	if g == nil {
 		return rules
@@ -127,7 +135,7 @@ func without(rules []rbacv1.PolicyRule, g *grant) []rbacv1.PolicyRule {
 					}
 				}
 				if len(verbs) > 0 {
-					out = append(out, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{res}, Verbs: verbs})
+					out = append(out, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{res}, ResourceNames: rule.ResourceNames, Verbs: verbs})
 				}
 			}
 		}

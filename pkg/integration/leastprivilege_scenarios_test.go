@@ -108,7 +108,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 		}},
 		{scenarioFIPConflict, func() error {
 			// The operator's FloatingIP cache stops at the version it has; the FloatingIP moves
-			// on without it. The guest pass a rewritten kubeconfig starts finds the cluster
+			// on without it. The guest pass a relabelled provisioning cluster starts finds the cluster
 			// unprovisioned and writes that status from the stale copy: a conflict, after which
 			// the FloatingIP must be read afresh.
 			e.api.Hold("floatingips")
@@ -123,9 +123,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				return err
 			}
 			e.proxy.SetMode(w.a.id, testenv.ProxyNotProvisioned)
-			if err := touchSecret(e, fleetNS, w.a.name+"-kubeconfig"); err != nil {
-				return err
-			}
+			labelProvisioningCluster(e.t, w.a.name, "kubefip.k8s.binbash.org/test-touched", time.Now().Format("150405.000000"))
 			return poll(timeout, "the guest state written over a stale cache (Provisioning)", stop, func() (bool, error) {
 				a, err := fip(w.a)
 				return err == nil && a.Status.GuestState == "Provisioning", nil
@@ -215,17 +213,6 @@ func (e *lpEnv) configWarnings() int32 {
 		}
 	}
 	return n
-}
-
-// touchSecret rewrites a Secret's annotations, as Rancher does when it rotates a kubeconfig.
-func touchSecret(e *lpEnv, ns, name string) error {
-	s, err := e.kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	s.Annotations = map[string]string{"kubefip.k8s.binbash.org/test-touched": time.Now().Format(time.RFC3339Nano)}
-	_, err = e.kube.CoreV1().Secrets(ns).Update(context.Background(), s, metav1.UpdateOptions{})
-	return err
 }
 
 // takeLowestFree creates, as another writer would, the allocation of the lowest address of w's

@@ -119,7 +119,7 @@ func (e *lpEnv) mayDo(g grant) bool {
 		User:   "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub,
+			Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub, Name: g.name,
 		},
 	}}
 	got, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})

@@ -172,6 +172,11 @@ func startProxy(t *testing.T) *testenv.ClusterProxy {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	restore, err := testenv.PublishRancherAddress(shared.env.Config, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restore() })
 	return p
 }
 

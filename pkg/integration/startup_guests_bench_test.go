@@ -38,6 +38,11 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = proxy.Close() })
+	restore, err := testenv.PublishRancherAddress(shared.env.Config, proxy.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = restore() })
 	servers := make([]*testenv.Guest, benchGuestServers)
 	for i := range servers {
 		g, err := shared.env.StartGuest(fmt.Sprintf("bench-guest-%d", i))

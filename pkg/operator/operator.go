@@ -17,10 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -69,7 +66,7 @@ type Options struct {
 	// plain http, images. Set at deployment level; the zero Policy allows nothing.
 	ChartPolicy config.Policy
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
-	// authenticate to the chart repositories and OCI registries.
+	// authenticate to the one chart source its key source names.
 	ChartCredentialsSecret string
 	// KubeAPIQPS limits the requests per second to the management cluster's API server, shared
 	// by every client of the process; 0 sets no client-side limit (the API server's Priority and
@@ -243,10 +240,7 @@ func (o *Operator) start(ctx context.Context) error {
 	if err := alloc.Register(); err != nil {
 		return err
 	}
-	c, err := o.context(ctx, f, alloc)
-	if err != nil {
-		return err
-	}
+	c := o.context(f, alloc)
 	for _, register := range []controllers.Register{
 		configmap.Register, floatingiprange.Register, floatingip.Register, discovery.Register, guestcluster.Register,
 	} {
@@ -288,34 +282,20 @@ func (o *Operator) start(ctx context.Context) error {
 }
 
 // context is what every controller registers with.
-func (o *Operator) context(ctx context.Context, f *factories, alloc *allocation.Manager) (*controllers.Context, error) {
-	fleetSecrets, err := o.secretMetadata(ctx, o.opts.FleetNamespace)
-	if err != nil {
-		return nil, err
-	}
-	credentialSecrets := []cache.SharedIndexInformer{fleetSecrets}
-	if o.opts.GlobalDataNamespace != o.opts.FleetNamespace {
-		globalSecrets, err := o.secretMetadata(ctx, o.opts.GlobalDataNamespace)
-		if err != nil {
-			return nil, err
-		}
-		credentialSecrets = append(credentialSecrets, globalSecrets)
-	}
+func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers.Context {
 	return &controllers.Context{
 		Namespace:           o.opts.Namespace,
 		FleetNamespace:      o.opts.FleetNamespace,
 		GlobalDataNamespace: o.opts.GlobalDataNamespace,
 
-		FloatingIPs:       f.Kubefip.Kubefip().V1().FloatingIP(),
-		Ranges:            f.Kubefip.Kubefip().V1().FloatingIPRange(),
-		ConfigMaps:        f.Core.Core().V1().ConfigMap(),
-		Namespaces:        f.Core.Core().V1().Namespace(),
-		Clusters:          f.Provisioning.Provisioning().V1().Cluster(),
-		Management:        f.Management.Management().V3().Cluster(),
-		Secrets:           o.client.CoreV1(),
-		FleetSecrets:      fleetSecrets,
-		CredentialSecrets: credentialSecrets,
-		RestConfig:        o.rest,
+		FloatingIPs: f.Kubefip.Kubefip().V1().FloatingIP(),
+		Ranges:      f.Kubefip.Kubefip().V1().FloatingIPRange(),
+		ConfigMaps:  f.Core.Core().V1().ConfigMap(),
+		Namespaces:  f.Core.Core().V1().Namespace(),
+		Clusters:    f.Provisioning.Provisioning().V1().Cluster(),
+		Management:  f.Management.Management().V3().Cluster(),
+		Secrets:     o.client.CoreV1(),
+		RestConfig:  o.rest,
 
 		Alloc:    alloc,
 		Store:    o.store,
@@ -330,22 +310,7 @@ func (o *Operator) context(ctx context.Context, f *factories, alloc *allocation.
 			ChartPolicy:            o.opts.ChartPolicy,
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 		},
-	}, nil
-}
-
-// secretMetadata starts a metadata-only informer on the Secrets of namespace, one of Rancher's:
-// names and resourceVersions tell the controllers when a kubeconfig rotates or a cloud credential
-// arrives, and no Secret's data is ever cached. Each one needed is then read with a GET. Discovery
-// and the guest controller share the informer of the fleet namespace.
-func (o *Operator) secretMetadata(ctx context.Context, namespace string) (cache.SharedIndexInformer, error) {
-	client, err := metadata.NewForConfig(o.rest)
-	if err != nil {
-		return nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
-	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, namespace, nil)
-	informer := factory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
-	go informer.Run(ctx.Done())
-	return informer, nil
 }
 
 // rateLimiter is the one client-side limit every client of the process shares (rest.CopyConfig

@@ -48,12 +48,13 @@ type handler struct {
 	machineConfigs cache.GenericLister
 	waiters        *waiters
 	recorded       *recordedEvents
+	credentials    *credentialRetries
 }
 
 // Register registers the provisioning cluster handler and every watch that wakes it, and starts
 // the two watches outside the shared controller factory.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents()}
+	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries()}
 	h.addIndexers()
 	if err := h.watchUncached(ctx); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)

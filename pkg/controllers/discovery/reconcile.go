@@ -20,8 +20,9 @@ import (
 )
 
 // waitingError says which object a cluster waits for. It is not a failure: the watch on that
-// object brings the cluster back the moment it appears, so it is logged at debug level only and
-// never returned to the controller (which would log it as an error and retry on a timer).
+// object (or, for a cloud credential, the credential retry) brings the cluster back when it
+// appears, so it is logged at debug level only and never returned to the controller (which would
+// log it as an error and retry with its own backoff).
 type waitingError struct{ what string }
 
 func (e *waitingError) Error() string { return "waits for " + e.what }
@@ -222,4 +223,5 @@ func (h *handler) report(key string, c *provv1.Cluster, p *problem.Problem) bool
 func (h *handler) forget(key string) {
 	h.waiters.forget(key)
 	h.recorded.forget(key)
+	h.credentials.forget(key)
 }

@@ -32,14 +32,17 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	secret, err := h.c.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		h.retryCredential(key)
 		return "", waitFor("cloud credential %s", credential)
 	case err != nil:
 		return "", fmt.Errorf("reading cloud credential %s: %w", credential, err)
 	}
 	id, p := harvester.ClusterID(secret.Data)
 	if p != nil {
+		h.retryCredential(key)
 		return "", p.In("cloud credential " + credential)
 	}
+	h.credentials.forget(key)
 
 	h.waiters.add(key, managementDep(id))
 	mc, err := h.c.Management.Cache().Get(id)
@@ -55,6 +58,13 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 			"Harvester management cluster %s (from cloud credential %s) has no spec.displayName to match ranges by", id, credential)
 	}
 	return display, nil
+}
+
+// retryCredential brings the cluster key back to read its credential again: nothing else would
+// tell discovery that a credential arrived or was fixed.
+func (h *handler) retryCredential(key string) {
+	ns, name := splitKey(key)
+	h.c.Clusters.EnqueueAfter(ns, name, h.credentials.next(key))
 }
 
 // network reads the VM network from the control-plane pool's HarvesterConfig.

@@ -3,6 +3,7 @@ package discovery
 import (
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/kv"
 	"github.com/rancher/wrangler/v2/pkg/relatedresource"
@@ -102,4 +103,44 @@ func addTo(m map[string]map[string]struct{}, key, value string) {
 		m[key] = set
 	}
 	set[value] = struct{}{}
+}
+
+// Retry times for a cluster whose cloud credential is missing or unusable. No watch can tell when
+// a credential arrives or is fixed (the operator may not list or watch Secrets), so the cluster
+// reads it again after firstCredentialRetry, doubling up to maxCredentialRetry: a credential that
+// arrives with its cluster is found within seconds, and one missing for good costs one GET every
+// few minutes.
+const (
+	firstCredentialRetry = time.Second
+	maxCredentialRetry   = 2 * time.Minute
+)
+
+// credentialRetries counts, per cluster, the reads of a credential that found it missing or
+// unusable since the cluster last got past it.
+type credentialRetries struct {
+	mu    sync.Mutex
+	tries map[string]int
+}
+
+func newCredentialRetries() *credentialRetries {
+	return &credentialRetries{tries: map[string]int{}}
+}
+
+// next counts one more failed read for the cluster key and returns when to read again.
+func (r *credentialRetries) next(key string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.tries[key]
+	r.tries[key] = n + 1
+	d := firstCredentialRetry
+	for ; n > 0 && d < maxCredentialRetry; n-- {
+		d *= 2
+	}
+	return min(d, maxCredentialRetry)
+}
+
+func (r *credentialRetries) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.tries, key)
 }

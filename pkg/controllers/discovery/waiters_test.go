@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/relatedresource"
 )
@@ -47,5 +48,25 @@ func TestRecordedEvents(t *testing.T) {
 	n.forget("k")
 	if !n.isNew("k", "NoMatchingRange", "m1") {
 		t.Error("a note after forget is not first")
+	}
+}
+
+func TestCredentialRetriesDoubleUpToTheCap(t *testing.T) {
+	r := newCredentialRetries()
+	var got []time.Duration
+	for range 10 {
+		got = append(got, r.next("fleet-default/a"))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, 64 * time.Second, maxCredentialRetry, maxCredentialRetry, maxCredentialRetry}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("retries %v, want %v", got, want)
+	}
+	if d := r.next("fleet-default/b"); d != firstCredentialRetry {
+		t.Errorf("another cluster's first retry is %s, want %s", d, firstCredentialRetry)
+	}
+	r.forget("fleet-default/a")
+	if d := r.next("fleet-default/a"); d != firstCredentialRetry {
+		t.Errorf("after forget the retry is %s, want %s", d, firstCredentialRetry)
 	}
 }

@@ -22,7 +22,6 @@ import (
 // FloatingIP indexes find a cluster's FloatingIPs.
 const (
 	clusterByNamespace       = "discovery.kubefip.k8s.binbash.org/cluster-by-namespace"
-	clusterByCredential      = "discovery.kubefip.k8s.binbash.org/cluster-by-credential"
 	clusterByMachineConfig   = "discovery.kubefip.k8s.binbash.org/cluster-by-machine-config"
 	fipByGuestCluster        = "discovery.kubefip.k8s.binbash.org/floatingip-by-guest-cluster"
 	fipByProvisioningCluster = "discovery.kubefip.k8s.binbash.org/floatingip-by-provisioning-cluster"
@@ -44,9 +43,6 @@ func (h *handler) addIndexers() {
 			return []string{c.Status.ClusterName}, nil
 		}
 		return nil, nil
-	})
-	clusters.AddIndexer(clusterByCredential, func(c *provv1.Cluster) ([]string, error) {
-		return harvester.CredentialRefs(c, h.c.GlobalDataNamespace), nil
 	})
 	clusters.AddIndexer(clusterByMachineConfig, func(c *provv1.Cluster) ([]string, error) {
 		if cp, ok, _ := harvester.ControlPlaneOf(c); ok {
@@ -127,11 +123,9 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 // shared cache, whose start-up waits for every cache to sync: a Rancher without the Harvester node
 // driver has no such CRD, and that must not keep the operator's other controllers from starting.
 //
-// Cloud credentials are read with one GET each, never cached, because they hold Harvester
-// kubeconfigs. To still notice a credential that arrives last without polling, the metadata-only
-// informers on the credential namespaces wake the clusters naming it: they hold names and
-// resourceVersions, never data. Rancher reads a credential named cattle-global-data:<name> there,
-// and a bare name in the cluster's own namespace.
+// Cloud credentials are not watched at all: they hold Harvester kubeconfigs, and a list or watch
+// of Secrets returns them in full. Each is read with one GET by name, and a cluster whose
+// credential is missing or unusable asks again on a timer (credentialRetry).
 func (h *handler) watchUncached(ctx context.Context) error {
 	dyn, err := dynamic.NewForConfig(h.c.RestConfig)
 	if err != nil {
@@ -144,11 +138,6 @@ func (h *handler) watchUncached(ctx context.Context) error {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
 	configFactory.Start(ctx.Done())
-	for _, credentials := range h.c.CredentialSecrets {
-		if _, err := credentials.AddEventHandler(h.enqueueByIndex(clusterByCredential)); err != nil {
-			return fmt.Errorf("watching cloud credentials: %w", err)
-		}
-	}
 	return nil
 }
 

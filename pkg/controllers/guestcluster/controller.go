@@ -15,8 +15,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
@@ -49,14 +49,15 @@ type deps struct {
 	Alloc        heldAddresses
 	Provisioning provcontrollers.ClusterController
 	Management   mgmtcontrollers.ClusterController
-	// Secrets reads the one kubeconfig Secret a pass needs, with a GET.
+	// Secrets reads the one kubeconfig Secret a pass needs, with a GET by name, at every pass: a
+	// kubeconfig Rancher rotated is read at the next pass, and a pass whose token the guest refuses
+	// (401) reads it once more.
 	Secrets typedcorev1.SecretsGetter
-	// SecretMetadata is a metadata-only informer on the Secrets of the fleet namespace: it tells
-	// when Rancher rotates a kubeconfig without caching any Secret's data.
-	SecretMetadata cache.SharedIndexInformer
-	Store          *config.Store
-	Metrics        *metrics.Metrics
-	Recorder       record.EventRecorder
+	// Settings reads Rancher's address settings, which every guest kubeconfig's server must name.
+	Settings settingsGetter
+	Store    *config.Store
+	Metrics  *metrics.Metrics
+	Recorder record.EventRecorder
 }
 
 // controller is the guest queue and its workers.
@@ -64,7 +65,7 @@ type controller struct {
 	deps
 	opts options
 	// connect reaches a guest cluster with its kubeconfig.
-	connect func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error)
+	connect func(pass context.Context, t guest.Target) (guestAPI, error)
 	queue   workqueue.RateLimitingInterface
 }
 
@@ -76,9 +77,13 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cc.RestConfig)
+	if err != nil {
+		return fmt.Errorf("creating the client of Rancher's settings: %w", err)
+	}
 	c := &controller{
-		deps: deps{FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.Clusters,
-			Management: cc.Management, Secrets: cc.Secrets, SecretMetadata: cc.FleetSecrets, Store: cc.Store,
+		deps: deps{Settings: dyn.Resource(SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.Clusters,
+			Management: cc.Management, Secrets: cc.Secrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder},
 		opts:    opts,
 		connect: connectThroughRancher(installer, opts.Timeout),
@@ -90,12 +95,6 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
 	c.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
-	if _, err := c.SecretMetadata.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onSecret,
-		UpdateFunc: func(_, obj interface{}) { c.onSecret(obj) },
-	}); err != nil {
-		return fmt.Errorf("watching kubeconfig Secrets: %w", err)
-	}
 	c.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
 	go func() {
 		<-ctx.Done()

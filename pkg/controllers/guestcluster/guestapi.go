@@ -43,10 +43,11 @@ func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release str
 }
 
 // connectThroughRancher returns how the controller reaches a guest cluster: with its kubeconfig
-// Secret's data, through Rancher's cluster proxy, and installing with installer.
-func connectThroughRancher(installer *guest.Installer, timeout time.Duration) func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error) {
-	return func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error) {
-		client, err := guest.NewClient(cluster, clusterID, kubeconfig, timeout)
+// Secret's data, through Rancher's cluster proxy, every request ending with the pass, and
+// installing with installer.
+func connectThroughRancher(installer *guest.Installer, timeout time.Duration) func(pass context.Context, t guest.Target) (guestAPI, error) {
+	return func(pass context.Context, t guest.Target) (guestAPI, error) {
+		client, err := guest.NewClient(pass, t, timeout)
 		if err != nil {
 			return nil, err
 		}

@@ -14,9 +14,12 @@ func TestKubeconfigOutcomeReasons(t *testing.T) {
 	kubeconfig := []byte("apiVersion: v1\nclusters:\n- name: cluster\n  cluster:\n    server: https://admin:" + token +
 		"@rancher.example.com/k8s/clusters/c-m-abc\ncontexts:\n- name: default\n  context: {cluster: cluster, user: user}\n" +
 		"current-context: default\nusers:\n- name: user\n  user:\n    token: " + token + "\n")
-	_, refused := guest.NewClient("guest", "c-m-abc", kubeconfig, 0)
-	_, invalid := guest.NewClient("guest", "c-m-abc", []byte("{not yaml: ["), 0)
-	_, missing := guest.NewClient("guest", "c-m-abc", nil, 0)
+	target := func(kubeconfig []byte) guest.Target {
+		return guest.Target{Name: "guest", ClusterID: "c-m-abc", Kubeconfig: kubeconfig, Rancher: []string{"https://rancher.example.com"}}
+	}
+	_, refused := guest.NewClient(nil, target(kubeconfig), 0)
+	_, invalid := guest.NewClient(nil, target([]byte("{not yaml: [")), 0)
+	_, missing := guest.NewClient(nil, target(nil), 0)
 	for _, tc := range []struct {
 		err    error
 		reason string

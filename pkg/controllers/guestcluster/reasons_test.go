@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -182,6 +183,7 @@ type world struct {
 	opts       options
 	guest      *fakeGuest
 	kubeconfig []byte // non-nil: the Secret holds it and the real guest.NewClient reads it
+	settings   fakeSettings
 	recorder   *record.FakeRecorder
 	metrics    *metrics.Metrics
 }
@@ -211,6 +213,7 @@ func newWorld() *world {
 		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: config.DefaultPolicy()},
 			FleetNamespace: testFleet, Namespace: "kube-fip"},
 		guest:    &fakeGuest{},
+		settings: fakeSettings{values: map[string]string{guest.SettingInternalServerURL: "https://rancher.example.com"}},
 		recorder: record.NewFakeRecorder(100),
 		metrics:  metrics.New(),
 	}
@@ -234,13 +237,13 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 	}
 	c := &controller{
 		deps: deps{FloatingIPs: w.fips, Ranges: noRanges{}, Alloc: w.held, Provisioning: provClient{byName: w.prov},
-			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Store: config.NewStore(w.cfg),
+			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:  w.opts,
 		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
-		connect: func(cluster, clusterID string, kubeconfig []byte) (guestAPI, error) {
+		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
 			if w.kubeconfig != nil {
-				return connectThroughRancher(nil, time.Second)(cluster, clusterID, kubeconfig)
+				return connectThroughRancher(nil, time.Second)(pass, t)
 			}
 			return w.guest, nil
 		},
@@ -306,6 +309,15 @@ func TestEveryGuestReason(t *testing.T) {
 			v1.GuestConfigured, ReasonKubeconfigInvalid, corev1.ConditionFalse, "Warning KubeconfigInvalid", testCluster + "-kubeconfig"},
 		{"kubeconfig refused", func(w *world) { w.kubeconfig = refusedKubeconfig },
 			v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", testCluster + "-kubeconfig"},
+		{"kubeconfig of another server than Rancher's", func(w *world) {
+			w.kubeconfig = []byte(strings.ReplaceAll(string(refusedKubeconfig), "u:pw@rancher.example.com", "evil.example:8443"))
+		}, v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "not Rancher's cluster proxy URL"},
+		{"kubeconfig while Rancher names no address", func(w *world) {
+			w.kubeconfig = []byte(strings.ReplaceAll(string(refusedKubeconfig), "u:pw@", ""))
+			w.settings.values = map[string]string{guest.SettingServerURL: ""}
+		}, v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "settings are both empty"},
+		{"Rancher's settings unreadable", func(w *world) { w.settings.err = errors.New("settings.management.cattle.io is forbidden") },
+			v1.GuestConfigured, ReasonRancherSettings, corev1.ConditionFalse, "", "reading Rancher's internal-server-url setting"},
 		{"proxy says provisioning", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Provisioning, nil } },
 			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Warning Provisioning", "503"},
 		{"token refused", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Unauthorized, nil } },
@@ -466,4 +478,22 @@ func renderedDaemonSet(image, subnet string) func(guest.Release) (guest.Outcome,
 		}
 		return guest.Installed, nil
 	}
+}
+
+// fakeSettings are Rancher's settings by name, or err for every read.
+type fakeSettings struct {
+	values map[string]string
+	err    error
+}
+
+func (f fakeSettings) Get(_ context.Context, name string, _ metav1.GetOptions, _ ...string) (*unstructured.Unstructured, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	v, ok := f.values[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(SettingResource().GroupResource(), name)
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting",
+		"metadata": map[string]interface{}{"name": name}, "value": v, "default": ""}}, nil
 }

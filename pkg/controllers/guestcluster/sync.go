@@ -181,8 +181,16 @@ func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) 
 			err = errRetry
 		}
 	}()
+	ctx, cancel := context.WithTimeoutCause(ctx, PassTimeout, errPassDeadline)
+	defer cancel()
 	return c.run(ctx, cfg, p)
 }
+
+// PassTimeout bounds one guest pass, every Helm call included: room for both releases' installs,
+// and a minute for the rest. A guest slower than that holds a guest worker no longer.
+const PassTimeout = 2*guest.InstallTimeout + time.Minute
+
+var errPassDeadline = fmt.Errorf("the guest pass took longer than %s", PassTimeout)
 
 // run performs the steps; a non-nil result asks for a retry with backoff.
 func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error {
@@ -216,7 +224,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
-	// One GET of the one Secret this pass needs: Secrets are cached as metadata only.
+	// One GET of the one Secret this pass needs: Secrets are never listed, watched or cached.
 	getCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	secret, err := c.Secrets.Secrets(c.opts.FleetNamespace).Get(getCtx, secretName, metav1.GetOptions{})
 	cancel()
@@ -230,7 +238,13 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))}
 		return errRetry
 	}
-	client, err := c.connect(p.cluster, prov.Status.ClusterName, secret.Data[guest.KubeconfigKey])
+	rancher, err := c.rancherAddresses(ctx)
+	if err != nil {
+		p.state, p.guest = StatePending, outcome{reason: ReasonRancherSettings, message: err.Error()}
+		return errRetry
+	}
+	client, err := c.connect(ctx, guest.Target{Name: p.cluster, ClusterID: prov.Status.ClusterName,
+		Kubeconfig: secret.Data[guest.KubeconfigKey], Rancher: rancher})
 	if err != nil {
 		p.state, p.guest = StateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName)
 		return nil

@@ -8,7 +8,6 @@ import (
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -25,31 +24,13 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	cluster := f.Annotations[v1.AnnotationClusterName]
 	parts := []string{f.Status.IPAddress, f.Annotations[v1.AnnotationFloatingIPRange], cluster, f.Annotations[v1.AnnotationUpdateConfigMap]}
 	if prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, cluster); err == nil {
-		secret := secretNameOf(prov)
-		parts = append(parts, prov.Status.ClusterName, secret, labelState(prov.Labels), c.secretVersion(secret))
+		parts = append(parts, prov.Status.ClusterName, secretNameOf(prov), labelState(prov.Labels))
 	}
 	if mgmt, err := c.Management.Cache().Get(f.Namespace); err == nil {
 		parts = append(parts, rancherState(mgmt), labelState(mgmt.Labels))
 	}
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:12])
-}
-
-// secretVersion is the resourceVersion of the kubeconfig Secret name, from the metadata-only
-// informer; empty when it is not there.
-func (c *controller) secretVersion(name string) string {
-	if c.SecretMetadata == nil {
-		return ""
-	}
-	obj, ok, err := c.SecretMetadata.GetStore().GetByKey(c.opts.FleetNamespace + "/" + name)
-	if err != nil || !ok {
-		return ""
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }
 
 // enqueueIfChanged starts a pass for namespace ns when what one of its guest cluster's
@@ -97,24 +78,6 @@ func (c *controller) onProvisioningCluster(_ string, p *provv1.Cluster) (*provv1
 		c.enqueueIfChanged(p.Status.ClusterName)
 	}
 	return p, nil
-}
-
-// onSecret starts a pass with the new kubeconfig as soon as Rancher rotates it. It sees the
-// Secret's metadata only.
-func (c *controller) onSecret(obj interface{}) {
-	s, err := meta.Accessor(obj)
-	if err != nil || s.GetNamespace() != c.opts.FleetNamespace || !strings.HasSuffix(s.GetName(), "-kubeconfig") {
-		return
-	}
-	clusters, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, p := range clusters {
-		if secretNameOf(p) == s.GetName() && p.Status.ClusterName != "" {
-			c.enqueueIfChanged(p.Status.ClusterName)
-		}
-	}
 }
 
 // secretNameOf is the Secret holding the cluster's kubeconfig: what its status names, else

@@ -30,6 +30,9 @@ func connectDemoGuest(ctx context.Context, env *testenv.Environment, dir string)
 	if err != nil {
 		return "", nil, err
 	}
+	if _, err := testenv.PublishRancherAddress(env.Config, proxy.URL); err != nil {
+		return "", proxy, err
+	}
 	const token = "demo-token"
 	if err := proxy.Register(demoNamespace, g, token); err != nil {
 		return "", proxy, err

@@ -1,0 +1,57 @@
+package guestcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
+)
+
+// ReasonRancherSettings: Rancher's address settings cannot be read, so no guest kubeconfig can be
+// checked against them.
+const ReasonRancherSettings = "RancherSettingsUnreadable"
+
+// SettingResource is Rancher's settings.management.cattle.io (management.cattle.io/v3 Setting,
+// cluster-scoped; its value and default sit at the object's root).
+func SettingResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+}
+
+// settingsGetter reads one Setting by name: the dynamic client in the operator, whose RBAC grants
+// get on the two address settings and nothing else.
+type settingsGetter interface {
+	Get(ctx context.Context, name string, options metav1.GetOptions, subresources ...string) (*unstructured.Unstructured, error)
+}
+
+// rancherAddresses reads Rancher's own addresses, the values of its internal-server-url and
+// server-url settings, as Rancher reads a setting: its value, else its default. A setting that
+// does not exist or is empty adds nothing. They are read at every pass, so that a Rancher moved to
+// another address is followed at once.
+func (c *controller) rancherAddresses(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	var out []string
+	for _, name := range []string{guest.SettingInternalServerURL, guest.SettingServerURL} {
+		s, err := c.Settings.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading Rancher's %s setting: %w", name, err)
+		}
+		value, _, _ := unstructured.NestedString(s.Object, "value")
+		if strings.TrimSpace(value) == "" {
+			value, _, _ = unstructured.NestedString(s.Object, "default")
+		}
+		if value = strings.TrimSpace(value); value != "" {
+			out = append(out, value)
+		}
+	}
+	return out, nil
+}

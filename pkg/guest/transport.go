@@ -1,0 +1,94 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// MaxGuestResponse bounds the body of one answer from a guest cluster. A guest is untrusted: a
+// list of planted objects must fail, not take the operator's memory. The largest answer the
+// operator needs is a list of one release's records, which the release driver bounds at
+// MaxReleaseRecords records of at most MaxReleaseRecord each; a real release stays far below.
+const MaxGuestResponse = 32 << 20
+
+// ErrGuestResponseTooLarge: a guest answered with more than MaxGuestResponse bytes.
+var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more than the operator reads")
+
+// passTransport carries the deadline of one pass into every request of a guest client, Helm's
+// included (its storage driver and uninstall take no context), and bounds each answer's body.
+type passTransport struct {
+	ctx  context.Context
+	max  int64
+	base http.RoundTripper
+}
+
+// withPass wraps base for the pass ctx; a nil ctx bounds the bodies only.
+func withPass(ctx context.Context, max int64) func(http.RoundTripper) http.RoundTripper {
+	return func(base http.RoundTripper) http.RoundTripper {
+		return &passTransport{ctx: ctx, max: max, base: base}
+	}
+}
+
+func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	release := func() {}
+	if t.ctx != nil {
+		if err := t.ctx.Err(); err != nil {
+			return nil, fmt.Errorf("the guest pass is over: %w", context.Cause(t.ctx))
+		}
+		// The request ends with its own context or with the pass, whichever ends first.
+		ctx, cancel := context.WithCancelCause(req.Context())
+		stop := context.AfterFunc(t.ctx, func() { cancel(context.Cause(t.ctx)) })
+		release = func() { stop(); cancel(nil) }
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		release()
+		return nil, fmt.Errorf("%w (%d bytes announced, at most %d)", ErrGuestResponseTooLarge, resp.ContentLength, t.max)
+	}
+	resp.Body = &boundedBody{body: resp.Body, left: t.max, max: t.max, release: release}
+	return resp, nil
+}
+
+// boundedBody fails once more than max bytes were read, rather than ending quietly: a cut list
+// must never be taken for a whole one. Closing it releases the request's context.
+type boundedBody struct {
+	body      io.ReadCloser
+	left, max int64
+	release   func()
+	once      sync.Once
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, b.tooLarge()
+	}
+	return n, err
+}
+
+func (b *boundedBody) tooLarge() error {
+	return fmt.Errorf("%w (more than %d bytes)", ErrGuestResponseTooLarge, b.max)
+}
+
+func (b *boundedBody) Close() error {
+	err := b.body.Close()
+	b.once.Do(b.release)
+	return err
+}
