@@ -132,7 +132,7 @@ func (w *uninstallWorld) createObjects() {
 	_, err := w.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: uninstallRange, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harvester-chart", v1.AnnotationHarvesterNetworkName: "vlan10"}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: "10.77.0.0/28"},
+		Spec: v1.FloatingIPRangeSpec{IPRange: "10.77.0.0/28", AllowedNamespaces: []string{"c-m-chartun1", "c-m-chartun2"}},
 	})
 	if err != nil {
 		w.t.Fatal(err)

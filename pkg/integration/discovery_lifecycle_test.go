@@ -18,7 +18,7 @@ import (
 
 // TestDiscoveryMalformedInputs: each malformed value gets a Warning Event naming the reason —
 // recorded once, not again when the cluster is handled again — and no panic; the operator keeps
-// running, never logs the credential's data, and a fixed credential is picked up at once.
+// running, never logs the credential's data, and a fixed credential is picked up at the next retry.
 func TestDiscoveryMalformedInputs(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-bad")
 	r := newRancher(t)
@@ -75,6 +75,9 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 		if c.credentialRef == "" {
 			c.credentialRef = globalNS + ":cc-" + c.name
 		}
+		// Rancher makes a management cluster for every provisioning cluster; its namespace is
+		// the one whose FloatingIPs get addresses.
+		r.managementCluster(id, c.name)
 		r.cluster(c.name, id, c.credentialRef, c.pool)
 	}
 	for _, c := range cases {
@@ -124,7 +127,8 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 		}
 	}
 
-	// The person fixes the credential: the change alone brings the cluster its FloatingIP.
+	// The person fixes the credential: the next credential retry brings the cluster its
+	// FloatingIP.
 	s, err := r.kube.CoreV1().Secrets(globalNS).Get(bg(), "cc-bad-nokey", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +137,9 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	if _, err := r.kube.CoreV1().Secrets(globalNS).Update(bg(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFIP("c-m-bad00000", "bad-nokey-kubevip", quick)
+	fixed := time.Now()
+	r.waitFIP("c-m-bad00000", "bad-nokey-kubevip", 2*credentialPickup)
+	t.Logf("the fixed credential was read %s after the fix", time.Since(fixed).Round(time.Millisecond))
 }
 
 // TestDiscoveryRestartNeverCreatesASecondFloatingIP: across a restart, a cluster keeps its one

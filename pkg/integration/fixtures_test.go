@@ -88,7 +88,9 @@ func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.Floating
 			v1.AnnotationHarvesterClusterName: "harvester-" + f.ns,
 			v1.AnnotationHarvesterNetworkName: "vlan10",
 		}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude},
+		// The test's FloatingIPs live in its own namespaces (extra ones registered before the
+		// range), which no Rancher guest cluster owns.
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude, AllowedNamespaces: append([]string{f.ns}, f.extra...)},
 	})
 	if err != nil {
 		f.t.Fatalf("creating range %s: %v", name, err)

@@ -66,7 +66,7 @@ func benchmarkLargeRange(b *testing.B, r *rancher, p *testenv.Process, fips kube
 	}
 	if _, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: rangeName},
-		Spec:       v1.FloatingIPRangeSpec{IPRange: cidr},
+		Spec:       v1.FloatingIPRangeSpec{IPRange: cidr, AllowedNamespaces: []string{ns}},
 	}); err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (w *lpWorld) createContended(k int) error {
 	_, err := api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: w.contended, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harv-lp-contended", v1.AnnotationHarvesterNetworkName: "vlan10"}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: fmt.Sprintf("10.%d.%d.0/28", w.e.octet, 128+k)},
+		Spec: v1.FloatingIPRangeSpec{IPRange: fmt.Sprintf("10.%d.%d.0/28", w.e.octet, 128+k), AllowedNamespaces: []string{w.e.ns}},
 	})
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (w *lpWorld) create() error {
 	_, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: w.rangeName, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: w.a.display, v1.AnnotationHarvesterNetworkName: "vlan10"}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: w.cidr},
+		Spec: v1.FloatingIPRangeSpec{IPRange: w.cidr, AllowedNamespaces: []string{w.e.ns}},
 	})
 	if err != nil {
 		return err

@@ -2,10 +2,12 @@ package floatingip
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -30,6 +33,21 @@ type rangeCache struct {
 func (c rangeCache) Get(string) (*v1.FloatingIPRange, error) { return c.r.DeepCopy(), nil }
 func (c rangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
 	return []*v1.FloatingIPRange{c.r.DeepCopy()}, nil
+}
+
+// clusterCache holds the management clusters named.
+type clusterCache struct {
+	mgmtcontrollers.ClusterCache
+	names []string
+}
+
+func guestClusters(names ...string) clusterCache { return clusterCache{names: names} }
+
+func (c clusterCache) Get(name string) (*mgmtv3.Cluster, error) {
+	if slices.Contains(c.names, name) {
+		return &mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	}
+	return nil, apierrors.NewNotFound(mgmtv3.Resource("clusters"), name)
 }
 
 type rangeController struct {
@@ -88,7 +106,7 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 			}}
 			fips := &fipStore{}
 			recorder := record.NewFakeRecorder(10)
-			h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+			h := &handler{ctx: t.Context(), fips: fips, ranges: cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
 				Allocations: failingAllocations{err: tc.err}, Ranges: rangeController{cache: cache},
 			}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
@@ -140,7 +158,7 @@ func TestHolderNotYetSeenIsOnlyRequeued(t *testing.T) {
 	fips := &fipStore{}
 	recorder := record.NewFakeRecorder(10)
 	exists := apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), "10.0.0.3")
-	h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+	h := &handler{ctx: t.Context(), fips: fips, ranges: cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
 		Allocations: failingAllocations{err: exists}, Ranges: rangeController{cache: cache},
 	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -38,6 +39,8 @@ const Finalizer = "wrangler.cattle.io/" + HandlerName
 type handler struct {
 	ctx      context.Context
 	fips     kubefipcontrollers.FloatingIPController
+	ranges   kubefipcontrollers.FloatingIPRangeCache
+	clusters mgmtcontrollers.ClusterCache
 	alloc    *allocation.Manager
 	metrics  *metrics.Metrics
 	recorder record.EventRecorder
@@ -45,11 +48,15 @@ type handler struct {
 
 // Register registers the FloatingIP handlers.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder}
+	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.Management.Cache(), alloc: c.Alloc,
+		metrics: c.Metrics, recorder: c.Recorder}
 	// The remove handler first: it puts the finalizer on before the change handler claims an
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
 	c.FloatingIPs.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
 	c.FloatingIPs.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	// A management cluster arriving makes its namespace a guest cluster's: its FloatingIPs are
+	// judged again.
+	c.Management.OnChange(ctx, HandlerName, h.OnManagementClusterChange)
 	return nil
 }
 
@@ -90,6 +97,10 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	}
 	if rangeName == "" {
 		return h.refuse(f, status, ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
+	}
+
+	if msg, ok := h.namespaceAllowed(f, rangeName); !ok {
+		return h.refuse(f, status, ReasonNamespaceNotAllowed, msg)
 	}
 
 	claim := h.alloc.Claim

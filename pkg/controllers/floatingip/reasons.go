@@ -22,6 +22,9 @@ const (
 	ReasonExcluded       = "Excluded"
 	ReasonReserved       = "Reserved"
 	ReasonInvalidAddress = "InvalidAddress"
+	// ReasonNamespaceNotAllowed: the FloatingIP is in a namespace of no Rancher guest cluster,
+	// and its range does not list the namespace in spec.allowedNamespaces.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 )
 
 // explain turns a failed claim into a condition reason and a message a person can act on. An empty

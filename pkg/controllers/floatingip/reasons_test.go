@@ -87,15 +87,22 @@ func (s *specStore) Update(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 
 // TestEveryReason: each condition reason the FloatingIP handler can set, from the request that
 // leads to it, with the Event it records.
+// in moves f to namespace ns.
+func in(ns string, f *v1.FloatingIP) *v1.FloatingIP {
+	f.Namespace = ns
+	return f
+}
+
 func TestEveryReason(t *testing.T) {
 	ranges := namedRanges{cache: namedRangeCache{byName: map[string]*v1.FloatingIPRange{
 		"r":       {ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29", Exclude: []string{"10.0.0.5"}}},
 		"full":    {ObjectMeta: metav1.ObjectMeta{Name: "full", UID: "full-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.1.0.7/32"}},
 		"invalid": {ObjectMeta: metav1.ObjectMeta{Name: "invalid", UID: "invalid-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.2.0.0/33"}},
+		"team":    {ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "team-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.3.0.0/29", AllowedNamespaces: []string{"team-a"}}},
 	}}}
 	fips := &specStore{}
 	recorder := record.NewFakeRecorder(100)
-	h := &handler{ctx: t.Context(), fips: fips, alloc: allocation.NewManager(allocation.Deps{
+	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
 		Allocations: &allocationStore{objects: map[string]*v1.FloatingIPAllocation{}}, Ranges: ranges,
 	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 
@@ -127,6 +134,12 @@ func TestEveryReason(t *testing.T) {
 		{"last address", fip("j", "full", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.1.0.7"},
 		{"full range", fip("k", "full", ""), ReasonRangeExhausted, corev1.ConditionFalse, "Warning", "no free address"},
 		{"not an address", fip("l", "r", "ten"), ReasonInvalidAddress, corev1.ConditionFalse, "Warning", "not an IP address"},
+		{"namespace of no guest", in("team-b", fip("m", "r", "")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
+			"namespace team-b belongs to no Rancher guest cluster (no management cluster team-b) and FloatingIPRange r does not list it"},
+		{"guest-like namespace without its cluster", in("c-m-2", fip("n", "r", "10.0.0.2")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
+			"no management cluster c-m-2"},
+		{"namespace of another range", in("team-a", fip("o", "r", "")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning", "FloatingIPRange r"},
+		{"namespace the range allows", in("team-a", fip("p", "team", "")), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.3.0.1"},
 	} {
 		before := len(fips.written)
 		if _, err := h.OnFloatingIPChange("c-m-1/"+tc.f.Name, tc.f); err != nil {
@@ -147,6 +160,27 @@ func TestEveryReason(t *testing.T) {
 		default:
 			t.Errorf("%s: no Event", tc.name)
 		}
+	}
+
+	// A FloatingIP that holds an address keeps it when its namespace stops being allowed (an
+	// upgrade, a range edited), and gets no other one.
+	ranges.cache.byName["team"].Spec.AllowedNamespaces = nil
+	p := in("team-a", fip("p", "team", "10.3.0.1"))
+	if _, err := h.OnFloatingIPChange("team-a/p", p); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonAllocated {
+		t.Errorf("a holder whose namespace is no longer allowed: Allocated %s %q; want it kept", c.Reason, c.Message)
+	}
+	q := in("team-a", fip("q", "team", "10.3.0.2"))
+	if _, err := h.OnFloatingIPChange("team-a/q", q); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonNamespaceNotAllowed {
+		t.Errorf("a new FloatingIP in a namespace no longer allowed: Allocated %s %q; want %s", c.Reason, c.Message, ReasonNamespaceNotAllowed)
+	}
+	for len(recorder.Events) > 0 {
+		<-recorder.Events
 	}
 
 	// Deleting a FloatingIP releases its address, once.

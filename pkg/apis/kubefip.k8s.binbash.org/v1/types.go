@@ -99,6 +99,11 @@ type FloatingIPRangeSpec struct {
 	// Region is unused: the operator neither reads nor writes it. It is kept for compatibility with
 	// the original kube-fip-operator's CRD, so that ranges created for it keep the value.
 	Region string `json:"region,omitempty"`
+	// AllowedNamespaces lists namespaces, other than those of Rancher guest clusters, whose
+	// FloatingIPs may take addresses from this range. A FloatingIP in a c-m-* namespace of a
+	// Rancher management cluster may always; one anywhere else gets no address unless its range
+	// lists its namespace here.
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
 }
 
 // FloatingIPRangeStatus is the record of the pool's allocations and its counts.

@@ -249,6 +249,11 @@ func (in *FloatingIPRangeSpec) DeepCopyInto(out *FloatingIPRangeSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AllowedNamespaces != nil {
+		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -67,10 +67,11 @@ func (FloatingIPRange) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIPRangeSpec and its fields.
 func (FloatingIPRangeSpec) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":        "FloatingIPRangeSpec describes the pool.",
-		"iprange": "IPRange is the pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64. The IPv4 network and broadcast addresses and the IPv6 subnet-router anycast address are never handed out.",
-		"exclude": "Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) inside the pool that are never handed out.",
-		"region":  "Region is unused: the operator neither reads nor writes it. It is kept for compatibility with the original kube-fip-operator's CRD, so that ranges created for it keep the value.",
+		"":                  "FloatingIPRangeSpec describes the pool.",
+		"iprange":           "IPRange is the pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64. The IPv4 network and broadcast addresses and the IPv6 subnet-router anycast address are never handed out.",
+		"exclude":           "Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) inside the pool that are never handed out.",
+		"region":            "Region is unused: the operator neither reads nor writes it. It is kept for compatibility with the original kube-fip-operator's CRD, so that ranges created for it keep the value.",
+		"allowedNamespaces": "AllowedNamespaces lists namespaces, other than those of Rancher guest clusters, whose FloatingIPs may take addresses from this range. A FloatingIP in a c-m-* namespace of a Rancher management cluster may always; one anywhere else gets no address unless its range lists its namespace here.",
 	}
 }
 
