@@ -253,12 +253,20 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if !c.probe(ctx, client, p, secretName) {
 		return errRetry
 	}
-	c.disableHarvesterKubevip(ctx, client, p)
+	install := cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
+	if !install {
+		c.disableHarvesterKubevip(ctx, client, p)
+	}
 
 	target := guest.DefaultConfigMap()
-	if cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels)) {
+	if install {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
+		if k.ok {
+			// Harvester's kube-vip serves the guest's Services until the operator's own is in
+			// place: a refused or failed install must not leave the guest with none.
+			c.disableHarvesterKubevip(ctx, client, p)
+		}
 		if !found {
 			// Where the provider will read is not known until it is installed.
 			p.state, p.guest = StateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message}
