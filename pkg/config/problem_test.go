@@ -187,6 +187,13 @@ func TestURLCredentialsMasked(t *testing.T) {
 			t.Errorf("%s: credentials not masked: %v", key, problems)
 		}
 	}
+	// ... a token in a fragment as well ...
+	for _, v := range []string{"https://example.com/charts#t0ken", "https://example.com/charts?x=1#t0ken"} {
+		_, problems := Parse(map[string]string{KeyKubevipChartRepoURL: v}, Default())
+		if len(problems) == 0 || strings.Contains(problems[0].Error(), "t0ken") {
+			t.Errorf("%s: fragment not masked: %v", v, problems)
+		}
+	}
 	// ... and String masks them in a hand-built Config.
 	c := Default()
 	c.Kubevip.RepoURL = "https://user:t0ken@charts.example.com/kv?access_token=t0ken"

@@ -106,7 +106,8 @@ func truncate(s string) string { return redact.Shorten(s, maxEcho, "...") }
 // parser place the '@' in the path and the password would show. The user name
 // is masked too, since tokens are often passed as the user name. An '@' that
 // really is in the path gets masked along with the host, which only costs
-// readability. The query goes because tokens are passed there as well.
+// readability. The query and the fragment go because tokens are passed there as
+// well.
 func redactURL(s string) string {
 	scheme := strings.Index(s, "://")
 	if scheme < 0 {
@@ -117,6 +118,8 @@ func redactURL(s string) string {
 	}
 	if q := strings.Index(s, "?"); q > scheme {
 		s = s[:q+1] + "xxxxx"
+	} else if f := strings.Index(s, "#"); f > scheme {
+		s = s[:f+1] + "xxxxx"
 	}
 	return s
 }

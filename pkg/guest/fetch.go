@@ -77,10 +77,13 @@ type transport struct {
 	ctx  context.Context
 	max  int64
 	base http.RoundTripper
+	// scope is where the fetch may go: every request is checked, not only redirects, so that a
+	// registry's token service (the realm it names) lies within it too.
+	scope scope
 }
 
 func (f *fetcher) client(ctx context.Context, max int64, sc scope) *http.Client {
-	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: f.network()}, Timeout: f.limits.FetchTimeout,
+	return &http.Client{Transport: &transport{ctx: ctx, max: max, base: f.network(), scope: sc}, Timeout: f.limits.FetchTimeout,
 		CheckRedirect: sc.checkRedirect}
 }
 
@@ -102,6 +105,9 @@ func (f *fetcher) network() http.RoundTripper {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.scope.allows(req.URL) {
+		return nil, t.scope.refusal("a request to", req.URL)
+	}
 	resp, err := t.base.RoundTrip(req.WithContext(t.ctx))
 	if err != nil {
 		return nil, err

@@ -21,6 +21,9 @@ type ObjectJudge func(apiVersion, kind string, obj runtime.Object) error
 // judge changed is rendered again. The other documents pass byte for byte.
 type Judged struct {
 	Judge ObjectJudge
+	// Done, when set, judges the objects together once each was judged alone (a binding of a
+	// role the release does not render, say); an error refuses the whole release.
+	Done func() error
 }
 
 // Refused is the judge's refusal of a rendered object, as the install returns it.
@@ -47,6 +50,11 @@ func (j Judged) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 			out.WriteString(doc)
 		}
 		out.WriteString("\n")
+	}
+	if j.Done != nil {
+		if err := j.Done(); err != nil {
+			return nil, &Refused{Err: err}
+		}
 	}
 	return out, nil
 }

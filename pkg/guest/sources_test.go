@@ -340,3 +340,34 @@ func TestSameOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryTokenServiceOutsideTheSourcesIsRefused: a registry names its token service itself
+// (the Bearer realm of its 401), and oras-go follows any public realm with the registry's
+// credentials. Every request of a fetch is checked against the allowed sources, so a realm on
+// another host is refused and gets nothing, credentials least of all.
+func TestRegistryTokenServiceOutsideTheSourcesIsRefused(t *testing.T) {
+	hosts := newWebHosts()
+	hosts.handle([]string{"https://ghcr.io"}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="https://tokens.evil.example/token",service="ghcr.io",scope="repository:kube-vip/kube-vip:pull"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	hosts.handle([]string{"https://tokens.evil.example"}, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"token":"t"}`))
+	})
+	in := memoryInstaller(t, hosts)
+	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: config.DefaultPolicy(),
+		Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
+	_, err := in.fetcher.fetch(context.Background(), rel)
+	if err == nil || !strings.Contains(err.Error(), "tokens.evil.example") {
+		t.Fatalf("pull from a registry whose token service is elsewhere: %v; want a refusal naming the host", err)
+	}
+	if strings.Contains(err.Error(), "S3CRET") {
+		t.Errorf("the refusal quotes the password: %v", err)
+	}
+	if got := hosts.requests("https://tokens.evil.example/token"); got != nil {
+		t.Errorf("the token service outside the sources was asked %d times (Authorization %q)", len(got), got)
+	}
+	if hosts.requests("https://ghcr.io/v2/kube-vip/kube-vip/tags/list") == nil && len(hosts.auth) == 0 {
+		t.Error("the registry itself was never asked: the test proves nothing")
+	}
+}

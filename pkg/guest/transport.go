@@ -19,7 +19,7 @@ const MaxGuestResponse = 32 << 20
 var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more than the operator reads")
 
 // passTransport carries the deadline of one pass into every request of a guest client, Helm's
-// included (its storage driver and uninstall take no context), and bounds each answer's body.
+// included (its storage driver takes no context), and bounds each answer's body.
 type passTransport struct {
 	ctx  context.Context
 	max  int64

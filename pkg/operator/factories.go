@@ -29,7 +29,7 @@ func (o *Operator) newFactories() (*factories, error) {
 		DefaultWorkers: o.opts.Threads,
 		CacheOptions: &cache.SharedCacheFactoryOptions{
 			// Least privilege: ConfigMaps are read only in the operator's namespace. No Secret is
-			// cached here: kubeconfigs are read with one GET each (see secretMetadata).
+			// cached, listed or watched anywhere: each one needed is read with a GET by name.
 			KindNamespace: map[schema.GroupVersionKind]string{
 				corev1.SchemeGroupVersion.WithKind("ConfigMap"): o.opts.Namespace,
 			},

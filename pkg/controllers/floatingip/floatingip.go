@@ -99,7 +99,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return h.refuse(f, status, ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
 	}
 
-	if msg, ok := h.namespaceAllowed(f, rangeName); !ok {
+	if msg, ok := h.namespaceAllowed(f, rangeName, want); !ok {
 		return h.refuse(f, status, ReasonNamespaceNotAllowed, msg)
 	}
 

@@ -2,6 +2,7 @@ package floatingip
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -20,9 +21,10 @@ const GuestNamespacePrefix = "c-m-"
 // Rancher guest cluster (c-m-* with a management cluster of that name), or in one the range lists
 // in spec.allowedNamespaces. Anyone who may create FloatingIPs somewhere could otherwise drain
 // every range or squat on the addresses meant for guests. A FloatingIP that already holds an
-// address of the range keeps it, so that an upgrade takes nothing away; it gets no other one.
+// address of the range keeps that address, so that an upgrade takes nothing away; it gets no
+// other one.
 // When the range does not exist the claim says so.
-func (h *handler) namespaceAllowed(f *v1.FloatingIP, rangeName string) (string, bool) {
+func (h *handler) namespaceAllowed(f *v1.FloatingIP, rangeName string, want netip.Addr) (string, bool) {
 	if strings.HasPrefix(f.Namespace, GuestNamespacePrefix) {
 		if _, err := h.clusters.Get(f.Namespace); err == nil {
 			return "", true
@@ -35,7 +37,7 @@ func (h *handler) namespaceAllowed(f *v1.FloatingIP, rangeName string) (string, 
 	if err == nil && slices.Contains(r.Spec.AllowedNamespaces, f.Namespace) {
 		return "", true
 	}
-	if len(h.alloc.HeldBy(rangeName, string(f.UID))) > 0 {
+	if held := h.alloc.HeldBy(rangeName, string(f.UID)); len(held) > 0 && (!want.IsValid() || slices.Contains(held, want)) {
 		return "", true
 	}
 	return fmt.Sprintf("namespace %s belongs to no Rancher guest cluster (no management cluster %s) and FloatingIPRange %s "+

@@ -172,6 +172,13 @@ func TestEveryReason(t *testing.T) {
 	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonAllocated {
 		t.Errorf("a holder whose namespace is no longer allowed: Allocated %s %q; want it kept", c.Reason, c.Message)
 	}
+	moved := in("team-a", fip("p", "team", "10.3.0.4"))
+	if _, err := h.OnFloatingIPChange("team-a/p", moved); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonNamespaceNotAllowed {
+		t.Errorf("the holder asking for another address: Allocated %s %q; want %s", c.Reason, c.Message, ReasonNamespaceNotAllowed)
+	}
 	q := in("team-a", fip("q", "team", "10.3.0.2"))
 	if _, err := h.OnFloatingIPChange("team-a/q", q); err != nil {
 		t.Fatal(err)

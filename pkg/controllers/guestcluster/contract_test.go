@@ -129,8 +129,8 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 
 // judged is the post-renderer the operator installs kube-vip with.
 func judged() guest.Judged {
-	policy := renderPolicy{chart: "kube-vip", namespace: "kube-system", images: config.DefaultPolicy(), kubevip: &kubevipJudge{}}
-	return guest.Judged{Judge: policy.judge}
+	policy := newRenderPolicy("kube-vip", "kube-system", config.DefaultPolicy(), &kubevipJudge{})
+	return guest.Judged{Judge: policy.judge, Done: policy.done}
 }
 
 // renderKubevip renders the kube-vip chart stand-in (kube-vip/helm-charts kube-vip 0.9.9) with the

@@ -53,8 +53,8 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 			notes = append(notes, note)
 		}
 		judge := &kubevipJudge{}
-		policy := renderPolicy{chart: s.name, namespace: rel.Namespace, images: c.opts.ChartPolicy, kubevip: judge}
-		rel.PostRenderer = guest.Judged{Judge: policy.judge}
+		policy := newRenderPolicy(s.name, rel.Namespace, c.opts.ChartPolicy, judge)
+		rel.PostRenderer = guest.Judged{Judge: policy.judge, Done: policy.done}
 		out, err := client.EnsureRelease(ctx, rel)
 		if err != nil {
 			f := installFailure(s.name, rel.Version, err)

@@ -2,6 +2,7 @@ package guestcluster
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,17 +26,29 @@ type renderPolicy struct {
 	namespace string
 	images    config.Policy
 	kubevip   *kubevipJudge
+	// roles are the roles the release renders, and refs the roles its bindings name, each by
+	// "<kind> <namespace>/<name>": a binding may grant only a role of the release's own.
+	roles map[string]bool
+	refs  []roleRef
+}
+
+// roleRef is one binding's role, as done checks it.
+type roleRef struct{ binding, role string }
+
+// newRenderPolicy is the policy of one install or upgrade of chart in namespace.
+func newRenderPolicy(chart, namespace string, images config.Policy, kubevip *kubevipJudge) *renderPolicy {
+	return &renderPolicy{chart: chart, namespace: namespace, images: images, kubevip: kubevip, roles: map[string]bool{}}
 }
 
 // workloadKind is the one workload each chart renders.
-func (r renderPolicy) workloadKind() string {
+func (r *renderPolicy) workloadKind() string {
 	if r.chart == "kube-vip" {
 		return "DaemonSet"
 	}
 	return "Deployment"
 }
 
-func (r renderPolicy) judge(apiVersion, kind string, obj runtime.Object) error {
+func (r *renderPolicy) judge(apiVersion, kind string, obj runtime.Object) error {
 	refuse := func(format string, args ...interface{}) error {
 		return &renderRefusal{fmt.Sprintf("the %s chart rendered %s %s: %s", r.chart, kind, nameOf(obj), fmt.Sprintf(format, args...))}
 	}
@@ -49,12 +62,20 @@ func (r renderPolicy) judge(apiVersion, kind string, obj runtime.Object) error {
 			return refuse("the kube-vip chart creates no ConfigMap")
 		}
 	case *rbacv1.ClusterRole:
+		r.roles["ClusterRole /"+o.Name] = true
 		return rules(o.Rules, refuse)
 	case *rbacv1.Role:
+		r.roles["Role "+r.namespace+"/"+o.Name] = true
 		return rules(o.Rules, refuse)
 	case *rbacv1.ClusterRoleBinding:
+		r.refs = append(r.refs, roleRef{binding: kind + " " + nameOf(obj), role: o.RoleRef.Kind + " /" + o.RoleRef.Name})
 		return binding(o.Name, o.RoleRef, o.Subjects, r.namespace, refuse)
 	case *rbacv1.RoleBinding:
+		scope := r.namespace
+		if o.RoleRef.Kind == "ClusterRole" {
+			scope = ""
+		}
+		r.refs = append(r.refs, roleRef{binding: kind + " " + r.namespace + "/" + o.Name, role: o.RoleRef.Kind + " " + scope + "/" + o.RoleRef.Name})
 		return binding(o.Name, o.RoleRef, o.Subjects, r.namespace, refuse)
 	case *appsv1.DaemonSet:
 		if r.workloadKind() != kind {
@@ -77,7 +98,7 @@ func (r renderPolicy) judge(apiVersion, kind string, obj runtime.Object) error {
 
 // pod allows one container of an allowed image, no init or ephemeral containers, no host paths,
 // no privilege; host network and NET_ADMIN/NET_RAW only for kube-vip.
-func (r renderPolicy) pod(workload string, spec *corev1.PodSpec, refuse func(string, ...interface{}) error) error {
+func (r *renderPolicy) pod(workload string, spec *corev1.PodSpec, refuse func(string, ...interface{}) error) error {
 	host := r.chart == "kube-vip"
 	switch {
 	case len(spec.Containers) != 1:
@@ -101,9 +122,17 @@ func (r renderPolicy) pod(workload string, spec *corev1.PodSpec, refuse func(str
 	if !r.images.ImageAllowed(c.Image) {
 		return refuse("containers[%s].image %s is not under the deployment's allowed image prefixes", c.Name, c.Image)
 	}
+	for _, port := range c.Ports {
+		if port.HostPort != 0 && !host {
+			return refuse("containers[%s].ports hostPort %d: not allowed", c.Name, port.HostPort)
+		}
+	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.Privileged != nil && *sc.Privileged {
 			return refuse("containers[%s].securityContext.privileged: not allowed", c.Name)
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 && !host {
+			return refuse("containers[%s].securityContext.runAsUser 0: not allowed", c.Name)
 		}
 		if sc.Capabilities != nil {
 			for _, add := range sc.Capabilities.Add {
@@ -143,6 +172,18 @@ func binding(name string, ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespa
 	for _, s := range subjects {
 		if s.Kind != rbacv1.ServiceAccountKind || (s.Namespace != "" && s.Namespace != namespace) {
 			return refuse("subject %s %s/%s is not a ServiceAccount of the release", s.Kind, s.Namespace, s.Name)
+		}
+	}
+	return nil
+}
+
+// done refuses a binding of a role the release does not render itself: a binding named like a
+// role of the cluster's (cluster-admin, say) passes the name rule alone.
+func (r *renderPolicy) done() error {
+	for _, ref := range r.refs {
+		if !r.roles[ref.role] {
+			return &renderRefusal{fmt.Sprintf("the %s chart rendered %s: its roleRef %s is not a role the release creates",
+				r.chart, ref.binding, strings.Replace(ref.role, " /", " ", 1))}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,9 +48,9 @@ func TestRenderedObjectsAreJudged(t *testing.T) {
 	cfg := config.Default()
 	rel := release(cfg, cfg.KubevipCloudProvider, "kube-vip-cloud-provider")
 	provider := testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
-	own := renderPolicy{chart: "kube-vip-cloud-provider", namespace: "kube-system", images: config.DefaultPolicy()}
+	own := newRenderPolicy("kube-vip-cloud-provider", "kube-system", config.DefaultPolicy(), nil)
 	if _, err := charts.Render(provider, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values,
-		PostRenderer: guest.Judged{Judge: own.judge}}); err != nil {
+		PostRenderer: guest.Judged{Judge: own.judge, Done: own.done}}); err != nil {
 		t.Errorf("the provider chart as installed: %v", err)
 	}
 	if _, err := charts.Render(provider, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values,
@@ -61,7 +62,7 @@ func TestRenderedObjectsAreJudged(t *testing.T) {
 // TestRenderPolicyRBAC: the charts' roles and bindings pass; a binding to another role (say
 // cluster-admin), to a user, or a role over every resource is refused.
 func TestRenderPolicyRBAC(t *testing.T) {
-	p := renderPolicy{chart: "kube-vip", namespace: "kube-system", images: config.DefaultPolicy()}
+	p := newRenderPolicy("kube-vip", "kube-system", config.DefaultPolicy(), nil)
 	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: KubevipNameOverride, Namespace: "kube-system"}
 	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: KubevipNameOverride}
 	meta := metav1.ObjectMeta{Name: KubevipNameOverride}
@@ -94,6 +95,63 @@ func TestRenderPolicyRBAC(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Errorf("%v; want a refusal saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestRenderPolicyBindsOnlyItsOwnRoles: a binding that keeps the name rule but names a role the
+// release does not render (a ClusterRoleBinding cluster-admin of the ClusterRole cluster-admin) is
+// refused once the release is seen whole; the chart's own role and binding pass.
+func TestRenderPolicyBindsOnlyItsOwnRoles(t *testing.T) {
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: KubevipNameOverride, Namespace: "kube-system"}
+	judgeAll := func(objs ...runtime.Object) error {
+		p := newRenderPolicy("kube-vip", "kube-system", config.DefaultPolicy(), nil)
+		for _, o := range objs {
+			kinds, _, err := scheme.Scheme.ObjectKinds(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.judge(kinds[0].GroupVersion().String(), kinds[0].Kind, o); err != nil {
+				return err
+			}
+		}
+		return p.done()
+	}
+	own := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: KubevipNameOverride}}
+	ownBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: KubevipNameOverride},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: KubevipNameOverride}, Subjects: []rbacv1.Subject{sa}}
+	if err := judgeAll(ownBinding, own); err != nil {
+		t.Errorf("the chart's role and binding, binding first: %v", err)
+	}
+	admin := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: []rbacv1.Subject{sa}}
+	if err := judgeAll(own, ownBinding, admin); err == nil || !strings.Contains(err.Error(), "roleRef ClusterRole cluster-admin is not a role the release creates") {
+		t.Errorf("a binding of cluster-admin named cluster-admin: %v; want it refused", err)
+	}
+	viaRoleBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admin", Namespace: "kube-system"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}, Subjects: []rbacv1.Subject{sa}}
+	if err := judgeAll(viaRoleBinding); err == nil || !strings.Contains(err.Error(), "roleRef ClusterRole admin is not a role") {
+		t.Errorf("a RoleBinding of the ClusterRole admin named admin: %v; want it refused", err)
+	}
+}
+
+// TestRenderPolicyProviderRunsUnprivileged: the provider's one container may not ask for a host
+// port or to run as root, which kube-vip-cloud-provider's chart never does.
+func TestRenderPolicyProviderRunsUnprivileged(t *testing.T) {
+	root := int64(0)
+	for name, change := range map[string]func(*corev1.Container){
+		"hostPort":    func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}} },
+		"runAsUser 0": func(c *corev1.Container) { c.SecurityContext = &corev1.SecurityContext{RunAsUser: &root} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := corev1.Container{Name: "provider", Image: "docker.io/kubevip/kube-vip-cloud-provider:v0.0.12"}
+			change(&c)
+			p := newRenderPolicy("kube-vip-cloud-provider", "kube-system", config.DefaultPolicy(), nil)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-cloud-provider", Namespace: "kube-system"}}
+			d.Spec.Template.Spec.Containers = []corev1.Container{c}
+			if err := p.judge("apps/v1", "Deployment", d); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%v; want a refusal naming %s", err, name)
 			}
 		})
 	}
