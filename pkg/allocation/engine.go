@@ -40,6 +40,9 @@ type engine struct {
 	mu     sync.Mutex
 	idx    allocIndex
 	ranges map[string]*rangeState
+	// byPrefix finds the ranges whose CIDR holds an address without walking every range: each
+	// range is listed under its own (masked) prefix, and an address has at most 129 prefixes.
+	byPrefix map[netip.Prefix]map[string]struct{}
 	// placeholders are reservations without an object behind them, by when they lapse: an address
 	// another writer created first, until the informer brings its object (it may have been deleted
 	// before this process saw it), and an address proposed to a FloatingIP about to be created,
@@ -65,7 +68,8 @@ const placeholderLifetime = 30 * time.Second
 const proposalLifetime = 5 * time.Minute
 
 func newEngine() *engine {
-	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, placeholders: map[netip.Addr]placeholder{}}
+	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, byPrefix: map[netip.Prefix]map[string]struct{}{},
+		placeholders: map[netip.Addr]placeholder{}}
 }
 
 func (g *engine) notifyLocked(rng string) {
@@ -149,29 +153,38 @@ func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
 		g.releaseLocked(replaced)
 	}
 	delete(g.placeholders, e.addr)
-	for name, st := range g.ranges {
-		if st.pool == nil {
-			continue
-		}
-		err := st.pool.Check(e.addr)
-		if err == nil {
-			_, _ = st.pool.Confirm(e.addr, e.owner)
-		} else if name == e.rng {
+	if st := g.ranges[e.rng]; st != nil && st.pool != nil {
+		if err := st.pool.Check(e.addr); err != nil {
 			st.orphans[e.addr] = why(err)
+		}
+	}
+	for _, st := range g.holdingLocked(e.addr) {
+		if st.pool.Check(e.addr) == nil {
+			_, _ = st.pool.Confirm(e.addr, e.owner)
 		}
 	}
 	g.notifyLocked(e.rng)
 }
 
+// holdingLocked returns the states of the ranges whose CIDR holds addr and whose pool is valid.
+func (g *engine) holdingLocked(addr netip.Addr) []*rangeState {
+	var out []*rangeState
+	for bits := addr.BitLen(); bits >= 0; bits-- {
+		for name := range g.byPrefix[netip.PrefixFrom(addr, bits).Masked()] {
+			if st := g.ranges[name]; st != nil && st.pool != nil {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
 // releaseLocked frees e's address in every pool where e's owner holds it.
 func (g *engine) releaseLocked(e *allocEntry) {
-	for name, st := range g.ranges {
-		if name == e.rng {
-			delete(st.orphans, e.addr)
-		}
-		if st.pool == nil {
-			continue
-		}
+	if st := g.ranges[e.rng]; st != nil {
+		delete(st.orphans, e.addr)
+	}
+	for _, st := range g.holdingLocked(e.addr) {
 		if h, ok := st.pool.Holder(e.addr); ok && h.UID == e.owner.UID {
 			st.pool.Release(e.addr)
 		}

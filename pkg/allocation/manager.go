@@ -56,6 +56,11 @@ type Manager struct {
 	opts   Options
 	g      *engine
 	synced cache.InformerSynced
+	// ranges finds overlapping ranges; the range informer keeps it current once Register has
+	// run (rangesFed). Without it (a Manager in a unit test), it is rebuilt from the cache at each
+	// use.
+	ranges    *rangeIndex
+	rangesFed bool
 }
 
 // NewManager returns a Manager. Register must be called before the caches start.
@@ -63,7 +68,7 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.OrphanGracePeriod <= 0 {
 		o.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
-	return &Manager{deps: d, opts: o, g: newEngine()}
+	return &Manager{deps: d, opts: o, g: newEngine(), ranges: newRangeIndex()}
 }
 
 // OnRangeChanged sets what hears of every range whose allocations changed (to refresh its status
@@ -87,6 +92,14 @@ func (m *Manager) Register() error {
 	if err != nil {
 		return fmt.Errorf("watching FloatingIPAllocations: %w", err)
 	}
+	if _, err := m.deps.Ranges.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.rangeSeen,
+		UpdateFunc: func(_, obj interface{}) { m.rangeSeen(obj) },
+		DeleteFunc: m.rangeGone,
+	}); err != nil {
+		return fmt.Errorf("watching FloatingIPRanges: %w", err)
+	}
+	m.rangesFed = true
 	m.synced = reg.HasSynced
 	return nil
 }
@@ -188,11 +201,19 @@ func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.
 	if orphans := m.orphansLocked(r, st); len(orphans) > 0 {
 		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
-	others, err := m.deps.Ranges.Cache().List(labels.Everything())
-	if err != nil {
-		return nil
+	ranges := m.ranges
+	if !m.rangesFed {
+		others, err := m.deps.Ranges.Cache().List(labels.Everything())
+		if err != nil {
+			return nil
+		}
+		ranges = newRangeIndex()
+		for _, o := range others {
+			ranges.set(o)
+		}
 	}
-	return overlap(r, st.pool, others)
+	ranges.set(r)
+	return overlap(r, ranges.overlapping(r, st.pool))
 }
 
 // orphansLocked are the range's allocations its spec does not cover, and the legacy record's
@@ -365,6 +386,22 @@ func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
 		out = out[:max]
 	}
 	return out
+}
+
+// rangeSeen and rangeGone keep the overlap index as the range informer sees the ranges.
+func (m *Manager) rangeSeen(obj interface{}) {
+	if r, ok := obj.(*v1.FloatingIPRange); ok {
+		m.ranges.set(r)
+	}
+}
+
+func (m *Manager) rangeGone(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if r, ok := obj.(*v1.FloatingIPRange); ok {
+		m.ranges.remove(r.Name)
+	}
 }
 
 // Forget drops what the manager keeps of a deleted range.

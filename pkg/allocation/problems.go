@@ -48,24 +48,24 @@ type Orphan struct {
 	Why        string
 }
 
-// overlap returns the problem of r overlapping an older range among others, or nil. It is checked
-// on every use rather than kept, since it changes when another range changes.
-func overlap(r *v1.FloatingIPRange, pool *ipam.Pool, others []*v1.FloatingIPRange) *problem.Problem {
-	if pool == nil {
-		return nil
-	}
-	for _, o := range others {
+// overlap returns the problem of r overlapping an older range among those whose pools share an
+// address with r's (rangeIndex.overlapping), or nil: the oldest of them is named. It is decided on
+// every use rather than kept, since it changes when another range changes.
+func overlap(r *v1.FloatingIPRange, overlapping []*v1.FloatingIPRange) *problem.Problem {
+	var oldest *v1.FloatingIPRange
+	for _, o := range overlapping {
 		if o.Name == r.Name || o.DeletionTimestamp != nil || !younger(r, o) {
 			continue
 		}
-		op, err := ipam.NewPool(o.Spec.IPRange, o.Spec.Exclude)
-		if err != nil || !pool.Overlaps(op) {
-			continue
+		if oldest == nil || younger(oldest, o) {
+			oldest = o
 		}
-		return problem.New(ReasonOverlap,
-			"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, o.Name, o.Spec.IPRange)
 	}
-	return nil
+	if oldest == nil {
+		return nil
+	}
+	return problem.New(ReasonOverlap,
+		"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, oldest.Name, oldest.Spec.IPRange)
 }
 
 // younger reports whether a was created after b (by name when at the same second), so that of two

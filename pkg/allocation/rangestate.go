@@ -17,6 +17,9 @@ import (
 type rangeState struct {
 	uid  types.UID
 	spec string
+	// prefix is the range's CIDR, masked, under which engine.byPrefix lists it; invalid when
+	// the definition is.
+	prefix netip.Prefix
 	// pool is nil when the definition is invalid; invalid then says why.
 	pool    *ipam.Pool
 	invalid error
@@ -44,6 +47,7 @@ func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 // allocations are held by their owners, those of other ranges that this one could hand out are
 // held as foreign, so that no worker here tries them.
 func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
+	g.unlistLocked(name)
 	st := &rangeState{orphans: map[netip.Addr]string{}}
 	g.ranges[name] = st
 	p, err := ipam.NewPool(cidr, exclude)
@@ -52,6 +56,10 @@ func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
 		return st
 	}
 	st.pool = p
+	if pfx, err := netip.ParsePrefix(cidr); err == nil {
+		st.prefix = pfx.Masked()
+		addTo(g.byPrefix, st.prefix, name)
+	}
 	for addr, e := range g.idx.byRange[name] {
 		if err := p.Claim(addr, e.owner); err != nil {
 			st.orphans[addr] = why(err)
@@ -98,5 +106,13 @@ func why(err error) string {
 func (g *engine) forgetRange(name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.unlistLocked(name)
 	delete(g.ranges, name)
+}
+
+// unlistLocked takes range name out of byPrefix, under the prefix its current state has.
+func (g *engine) unlistLocked(name string) {
+	if st := g.ranges[name]; st != nil && st.prefix.IsValid() {
+		dropFrom(g.byPrefix, st.prefix, name)
+	}
 }

@@ -185,11 +185,7 @@ func TestStaticRequestsOutsideTheRange(t *testing.T) {
 	f.createFIP("norange", "does-not-exist", "")
 	f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
 
-	x := f.getFIP("outside")
-	x.Spec.IPAddress = "10.132.0.7"
-	if _, err := f.api.FloatingIP().Update(x); err != nil {
-		t.Fatal(err)
-	}
+	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
 	f.waitFIP("outside", 30*time.Second, "10.132.0.7 after the fix", func(x *v1.FloatingIP) bool {
 		return allocated(x) && x.Status.IPAddress == "10.132.0.7"
 	})
@@ -207,12 +203,10 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 	f.waitFIP("mover", 30*time.Second, "10.133.0.2", allocated)
 	f.waitFIP("sitter", 30*time.Second, "10.133.0.3", allocated)
 
-	x := f.getFIP("mover")
-	x.Spec.IPAddress = "10.133.0.3"
-	if _, err := f.api.FloatingIP().Update(x); err != nil {
-		t.Fatal(err)
-	}
-	x = f.waitFIP("mover", 30*time.Second, "IPConflict while keeping its old address", reasonIs("IPConflict"))
+	// The operator may write mover's status at any moment: the edit is retried on a conflict, as
+	// a person's kubectl edit would be.
+	f.editFIPIn(f.ns, "mover", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.133.0.3" })
+	x := f.waitFIP("mover", 30*time.Second, "IPConflict while keeping its old address", reasonIs("IPConflict"))
 	if x.Status.IPAddress != "10.133.0.2" {
 		t.Errorf("after a refused move mover shows %q, want it to keep 10.133.0.2", x.Status.IPAddress)
 	}
@@ -220,11 +214,7 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 		t.Errorf("the refused move lost the old address: %+v", held)
 	}
 
-	x = f.getFIP("mover")
-	x.Spec.IPAddress = "10.133.0.9"
-	if _, err := f.api.FloatingIP().Update(x); err != nil {
-		t.Fatal(err)
-	}
+	f.editFIPIn(f.ns, "mover", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.133.0.9" })
 	f.waitFIP("mover", 30*time.Second, "10.133.0.9", func(x *v1.FloatingIP) bool {
 		return allocated(x) && x.Status.IPAddress == "10.133.0.9"
 	})

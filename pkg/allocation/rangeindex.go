@@ -1,0 +1,138 @@
+package allocation
+
+import (
+	"net/netip"
+	"sync"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+)
+
+// rangeIndex finds the ranges whose CIDR overlaps a range's without looking at the others, so
+// that deciding an overlap costs the same with one range or a thousand. Two CIDRs overlap only
+// when one holds the other: the ranges holding r's CIDR are those at one of its at most 129
+// ancestor prefixes (exact), the ranges inside it are those registered under it (under). Each
+// range's pool is built once per definition and kept, so an overlap check never parses an
+// exclude list again.
+type rangeIndex struct {
+	mu      sync.Mutex
+	entries map[string]*indexedRange
+	exact   map[netip.Prefix]map[string]struct{}
+	under   map[netip.Prefix]map[string]struct{}
+}
+
+// indexedRange is what the index keeps of one range.
+type indexedRange struct {
+	r      *v1.FloatingIPRange
+	prefix netip.Prefix
+	spec   string
+	// pool is built on first need; nil with poolErr set when the definition is invalid.
+	pool    *ipam.Pool
+	poolErr error
+}
+
+func newRangeIndex() *rangeIndex {
+	return &rangeIndex{entries: map[string]*indexedRange{},
+		exact: map[netip.Prefix]map[string]struct{}{}, under: map[netip.Prefix]map[string]struct{}{}}
+}
+
+// set records r as it is now; an unchanged definition keeps its pool.
+func (x *rangeIndex) set(r *v1.FloatingIPRange) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.entries[r.Name]; e != nil && e.spec == specKey(r) && e.r.UID == r.UID {
+		e.r = r
+		return
+	}
+	x.removeLocked(r.Name)
+	e := &indexedRange{r: r, spec: specKey(r)}
+	x.entries[r.Name] = e
+	p, err := netip.ParsePrefix(r.Spec.IPRange)
+	if err != nil {
+		return // an invalid range overlaps nothing; its own status says why
+	}
+	e.prefix = p.Masked()
+	addTo(x.exact, e.prefix, r.Name)
+	for bits := e.prefix.Bits(); bits >= 0; bits-- {
+		addTo(x.under, netip.PrefixFrom(e.prefix.Addr(), bits).Masked(), r.Name)
+	}
+}
+
+// remove forgets the range name.
+func (x *rangeIndex) remove(name string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(name)
+}
+
+func (x *rangeIndex) removeLocked(name string) {
+	e := x.entries[name]
+	if e == nil {
+		return
+	}
+	delete(x.entries, name)
+	if !e.prefix.IsValid() {
+		return
+	}
+	dropFrom(x.exact, e.prefix, name)
+	for bits := e.prefix.Bits(); bits >= 0; bits-- {
+		dropFrom(x.under, netip.PrefixFrom(e.prefix.Addr(), bits).Masked(), name)
+	}
+}
+
+// overlapping returns the other ranges whose pools share an address with pool, r's own: at most
+// 129 map lookups and one pool comparison per range whose CIDR actually meets r's.
+func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.FloatingIPRange {
+	p, err := netip.ParsePrefix(r.Spec.IPRange)
+	if err != nil || pool == nil {
+		return nil
+	}
+	p = p.Masked()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	seen := map[string]struct{}{}
+	var out []*v1.FloatingIPRange
+	check := func(names map[string]struct{}) {
+		for name := range names {
+			if _, ok := seen[name]; ok || name == r.Name {
+				continue
+			}
+			seen[name] = struct{}{}
+			e := x.entries[name]
+			if e.pool == nil && e.poolErr == nil {
+				e.pool, e.poolErr = ipam.NewPool(e.r.Spec.IPRange, e.r.Spec.Exclude)
+			}
+			if e.pool != nil && pool.Overlaps(e.pool) {
+				out = append(out, e.r)
+			}
+		}
+	}
+	for bits := p.Bits(); bits >= 0; bits-- {
+		check(x.exact[netip.PrefixFrom(p.Addr(), bits).Masked()])
+	}
+	check(x.under[p])
+	return out
+}
+
+// size is the number of ranges indexed.
+func (x *rangeIndex) size() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.entries)
+}
+
+func addTo[K comparable](m map[K]map[string]struct{}, key K, name string) {
+	set, ok := m[key]
+	if !ok {
+		set = map[string]struct{}{}
+		m[key] = set
+	}
+	set[name] = struct{}{}
+}
+
+func dropFrom[K comparable](m map[K]map[string]struct{}, key K, name string) {
+	delete(m[key], name)
+	if len(m[key]) == 0 {
+		delete(m, key)
+	}
+}
