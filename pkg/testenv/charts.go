@@ -12,10 +12,16 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
-// The stand-in charts: see charts/README.md for the upstream version each one mirrors.
+// The stand-in charts: see charts/README.md for the upstream version each one mirrors. Each keeps
+// its chart file as Chart.standin.yaml, so that no directory of the repository but the product's
+// two charts is a chart to Rancher's Git repository indexing (it takes every directory holding a
+// Chart.yaml); it is loaded as Chart.yaml.
 //
 //go:embed all:charts
 var standInCharts embed.FS
+
+// standInChartFile is the stand-ins' name for Chart.yaml.
+const standInChartFile = "Chart.standin.yaml"
 
 // loadStandIn loads the stand-in chart in charts/<dir>.
 func loadStandIn(dir string) (*chart.Chart, error) {
@@ -29,7 +35,11 @@ func loadStandIn(dir string) (*chart.Chart, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(p, root+"/"), Data: data})
+		name := strings.TrimPrefix(p, root+"/")
+		if name == standInChartFile {
+			name = "Chart.yaml"
+		}
+		files = append(files, &loader.BufferedFile{Name: name, Data: data})
 		return nil
 	})
 	if err != nil {
