@@ -112,37 +112,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.ContentLength > t.max {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%w (%d bytes announced, at most %d)", ErrTooLarge, resp.ContentLength, t.max)
+	if err := capBody(resp, t.max, ErrTooLarge, nil); err != nil {
+		return nil, err
 	}
-	resp.Body = &limitedBody{body: resp.Body, left: t.max}
 	return resp, nil
 }
-
-// limitedBody fails once more than its limit has been read, rather than ending quietly: a cut
-// index or archive must never be taken for a whole one.
-type limitedBody struct {
-	body io.ReadCloser
-	left int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, ErrTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.body.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, ErrTooLarge
-	}
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.body.Close() }
 
 // fetch reads the archive of the chart rel names, within the limits and ctx, and checks that it
 // loads.

@@ -50,27 +50,41 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		release()
 		return nil, err
 	}
-	if resp.ContentLength > t.max {
-		resp.Body.Close()
-		release()
-		return nil, fmt.Errorf("%w (%d bytes announced, at most %d)", ErrGuestResponseTooLarge, resp.ContentLength, t.max)
+	if err := capBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
+		return nil, err
 	}
-	resp.Body = &boundedBody{body: resp.Body, left: t.max, max: t.max, release: release}
 	return resp, nil
 }
 
-// boundedBody fails once more than max bytes were read, rather than ending quietly: a cut list
-// must never be taken for a whole one. Closing it releases the request's context.
-type boundedBody struct {
-	body      io.ReadCloser
-	left, max int64
-	release   func()
-	once      sync.Once
+// capBody bounds resp's body at max bytes, for the guest and the chart transports alike: an
+// announced length over max fails at once, and reading past max fails with tooLarge rather than
+// ending quietly, so that a cut list, index or archive is never taken for a whole one. release,
+// when set, runs once: at the failure, or when the body is closed.
+func capBody(resp *http.Response, max int64, tooLarge error, release func()) error {
+	if release == nil {
+		release = func() {}
+	}
+	if resp.ContentLength > max {
+		resp.Body.Close()
+		release()
+		return fmt.Errorf("%w (%d bytes announced, at most %d)", tooLarge, resp.ContentLength, max)
+	}
+	resp.Body = &cappedBody{body: resp.Body, left: max, err: fmt.Errorf("%w (more than %d bytes)", tooLarge, max), release: release}
+	return nil
 }
 
-func (b *boundedBody) Read(p []byte) (int, error) {
+// cappedBody is a body that fails with err once more than its limit has been read.
+type cappedBody struct {
+	body    io.ReadCloser
+	left    int64
+	err     error
+	release func()
+	once    sync.Once
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, b.tooLarge()
+		return 0, b.err
 	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
@@ -78,16 +92,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.left -= int64(n)
 	if b.left < 0 {
-		return n, b.tooLarge()
+		return n, b.err
 	}
 	return n, err
 }
 
-func (b *boundedBody) tooLarge() error {
-	return fmt.Errorf("%w (more than %d bytes)", ErrGuestResponseTooLarge, b.max)
-}
-
-func (b *boundedBody) Close() error {
+func (b *cappedBody) Close() error {
 	err := b.body.Close()
 	b.once.Do(b.release)
 	return err
