@@ -50,6 +50,7 @@ func TestConfigMapFromValues(t *testing.T) {
 		config.KeyOperateGuestClusterInterval: "600",
 		config.KeyMetricsPort:                 "9090",
 		config.KeyTraceIPAMData:               "true",
+		config.KeyAddressRetention:            "36h",
 		config.KeyKubevipUpdate:               "true",
 	} {
 		if data[key] != want {
@@ -59,6 +60,8 @@ func TestConfigMapFromValues(t *testing.T) {
 	switch {
 	case cfg.OperateGuestClusterInterval != 600*time.Second:
 		t.Errorf("interval %s", cfg.OperateGuestClusterInterval)
+	case cfg.AddressRetention != 36*time.Hour:
+		t.Errorf("address retention %s", cfg.AddressRetention)
 	case cfg.MetricsPort != 9090 || !cfg.TraceIPAMData || !cfg.KubevipUpdate:
 		t.Errorf("metricsPort %d, traceIpamData %v, kubevipUpdate %v", cfg.MetricsPort, cfg.TraceIPAMData, cfg.KubevipUpdate)
 	case cfg.KubevipGuestInstall != config.InstallEnabled || cfg.LogLevel.String() != "debug":
@@ -67,6 +70,29 @@ func TestConfigMapFromValues(t *testing.T) {
 		t.Errorf("kube-vip chart %s", cfg.Kubevip)
 	case cfg.KubevipCloudProvider.Ref != "oci://registry.example.com/charts/kube-vip-cloud-provider" || cfg.KubevipCloudProvider.Version != "0.2.2":
 		t.Errorf("kube-vip-cloud-provider chart %s", cfg.KubevipCloudProvider)
+	}
+}
+
+// TestConfigMapAddressRetention: config.addressRetention reaches kube-fip-config as written,
+// whether as a duration or, as YAML turns a bare number into, an integer number of seconds; 0
+// turns retention off.
+func TestConfigMapAddressRetention(t *testing.T) {
+	for _, tc := range []struct {
+		value interface{}
+		data  string
+		want  time.Duration
+	}{
+		{"90m", "90m", 90 * time.Minute},
+		{3600, "3600", time.Hour},
+		{0, "0", 0},
+		{"0s", "0s", 0},
+		{"8760h", "8760h", config.MaxAddressRetention},
+	} {
+		data, cfg := renderConfig(t, map[string]interface{}{"config": map[string]interface{}{"addressRetention": tc.value}})
+		if data[config.KeyAddressRetention] != tc.data || cfg.AddressRetention != tc.want {
+			t.Errorf("config.addressRetention %#v: %s %q, retention %s; want %q, %s",
+				tc.value, config.KeyAddressRetention, data[config.KeyAddressRetention], cfg.AddressRetention, tc.data, tc.want)
+		}
 	}
 }
 

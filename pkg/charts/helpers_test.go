@@ -45,6 +45,7 @@ func allSwitchesOn() map[string]interface{} {
 			"operateGuestClusterInterval":      600,
 			"metricsPort":                      9090,
 			"traceIpamData":                    true,
+			"addressRetention":                 "36h",
 			"kubevipGuestInstall":              "enabled",
 			"kubevipUpdate":                    true,
 			"kubevipChartRef":                  "oci://registry.example.com/charts/kube-vip",

@@ -20,6 +20,7 @@ const (
 	KeyOperateGuestClusterInterval      = "operateGuestClusterInterval"
 	KeyMetricsPort                      = "metricsPort"
 	KeyTraceIPAMData                    = "traceIpamData"
+	KeyAddressRetention                 = "addressRetention"
 	KeyKubevipGuestInstall              = "kubevipGuestInstall"
 	KeyKubevipUpdate                    = "kubevipUpdate"
 	KeyKubevipNamespace                 = "kubevipNamespace"
@@ -37,6 +38,15 @@ const (
 // MaxOperateGuestClusterInterval caps operateGuestClusterInterval; see the
 // package comment for why.
 const MaxOperateGuestClusterInterval = 24 * time.Hour
+
+// addressRetention (Config.AddressRetention) is how long the address of a deleted guest cluster
+// stays retained for it, so that a cluster created again under the same Rancher provisioning
+// namespace and name gets the same address back; 0 turns retention off. These are its default
+// and its cap; see the package comment.
+const (
+	DefaultAddressRetention = 24 * time.Hour
+	MaxAddressRetention     = 8760 * time.Hour // one year
+)
 
 // The chart and image pair installed into guest clusters by default: one reviewed change moves
 // them, with the data-plane test (the real kube-vip and kube-vip-cloud-provider serving the
@@ -127,6 +137,7 @@ type Config struct {
 	OperateGuestClusterInterval time.Duration
 	MetricsPort                 int
 	TraceIPAMData               bool
+	AddressRetention            time.Duration
 	KubevipGuestInstall         InstallMode
 	KubevipUpdate               bool
 	KubevipNamespace            string
@@ -144,6 +155,7 @@ func Default() Config {
 		OperateGuestClusterInterval: 480 * time.Second,
 		MetricsPort:                 8080,
 		TraceIPAMData:               false,
+		AddressRetention:            DefaultAddressRetention,
 		KubevipGuestInstall:         InstallClusterLabel,
 		KubevipUpdate:               false,
 		KubevipNamespace:            "kube-system",
@@ -193,11 +205,12 @@ func (c Config) Equal(o Config) bool {
 // String renders the config for debug logs. Chart values are shown only as
 // their size and top-level keys, because they may hold secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("%s=%s %s=%s %s=%d %s=%t %s=%s %s=%t %s=%q kubevip={%s} kubevipCloudProvider={%s}",
+	return fmt.Sprintf("%s=%s %s=%s %s=%d %s=%t %s=%s %s=%s %s=%t %s=%q kubevip={%s} kubevipCloudProvider={%s}",
 		KeyLogLevel, c.LogLevel,
 		KeyOperateGuestClusterInterval, c.OperateGuestClusterInterval,
 		KeyMetricsPort, c.MetricsPort,
 		KeyTraceIPAMData, c.TraceIPAMData,
+		KeyAddressRetention, c.AddressRetention,
 		KeyKubevipGuestInstall, c.KubevipGuestInstall,
 		KeyKubevipUpdate, c.KubevipUpdate,
 		KeyKubevipNamespace, c.KubevipNamespace,

@@ -14,7 +14,7 @@ func TestDefault(t *testing.T) {
 	checkValid(t, d)
 	if d.LogLevel != logrus.InfoLevel || d.OperateGuestClusterInterval != 480*time.Second || d.MetricsPort != 8080 ||
 		d.TraceIPAMData || d.KubevipGuestInstall != InstallClusterLabel || d.KubevipUpdate ||
-		d.KubevipNamespace != "kube-system" {
+		d.KubevipNamespace != "kube-system" || d.AddressRetention != 24*time.Hour {
 		t.Errorf("scalar defaults changed: %v", d)
 	}
 	wantKV := Chart{
@@ -47,7 +47,7 @@ func TestDefault(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	want := []string{
-		"logLevel", "operateGuestClusterInterval", "metricsPort", "traceIpamData", "kubevipGuestInstall",
+		"logLevel", "operateGuestClusterInterval", "metricsPort", "traceIpamData", "addressRetention", "kubevipGuestInstall",
 		"kubevipUpdate", "kubevipNamespace", "kubevipReleaseName", "kubevipChartRepoUrl", "kubevipChartRef",
 		"kubevipChartVersion", "kubevipChartValues", "kubevipCloudProviderReleaseName",
 		"kubevipCloudProviderChartRef", "kubevipCloudProviderChartVersion", "kubevipCloudProviderChartValues",
@@ -123,7 +123,7 @@ func TestString(t *testing.T) {
 	c, _ := Parse(data, Default())
 	s := c.String()
 	for _, want := range []string{
-		"logLevel=debug", "operateGuestClusterInterval=1m0s", "metricsPort=9090", "kubevipGuestInstall=enabled",
+		"logLevel=debug", "operateGuestClusterInterval=1m0s", "metricsPort=9090", "addressRetention=1h30m0s", "kubevipGuestInstall=enabled",
 		`kubevipNamespace="kube-vip-prev"`, `releaseName="kv-prev"`, `version="0.8.0"`,
 		`keys "image,registry"`, `releaseName="kvcp-prev"`,
 	} {

@@ -17,6 +17,7 @@
 //	operateGuestClusterInterval       whole seconds, 1..86400              480
 //	metricsPort                       1..65535                             8080
 //	traceIpamData                     bool                                 false
+//	addressRetention                  duration or whole seconds, 0..8760h  24h
 //	kubevipGuestInstall               enabled|disabled|clusterlabel        clusterlabel
 //	kubevipUpdate                     bool                                 false
 //	kubevipNamespace                  DNS-1123 label                       kube-system
@@ -32,7 +33,14 @@
 //
 // The interval is capped at one day because a longer period means guest
 // clusters silently drift for days; anyone who wants that should disable the
-// feature instead. Booleans accept what strconv.ParseBool accepts, in any case.
+// feature instead. addressRetention is how long the address of a deleted guest
+// cluster stays retained for it, so that a cluster created again under the same
+// Rancher provisioning namespace and name gets the same address back. It is a Go
+// duration (24h, 90m, 30s; units are case-sensitive, so "1M" is refused rather
+// than read as a minute) or, like the interval, a bare whole number of seconds;
+// 0 turns retention off, and it is capped at one year so that a slip of a unit
+// cannot hold an address for good. Booleans accept what strconv.ParseBool
+// accepts, in any case.
 // Scalar values are trimmed of surrounding white space, because block scalars
 // in ConfigMap manifests commonly add a trailing newline. Chart values are
 // kept verbatim in Chart.ValuesYAML; a YAML document with no content (only
@@ -50,8 +58,9 @@
 //     stays in force, and a Problem is reported. If previous itself holds no
 //     valid value for the key (say, a hand-built Config), the default is used,
 //     so the result of Parse is always a valid Config. Pass Default(), not a
-//     zero Config, the first time: the zero logrus.Level is PanicLevel, which
-//     is valid and would be kept.
+//     zero Config, the first time: the zero logrus.Level is PanicLevel and the
+//     zero addressRetention turns retention off; both are valid and would be
+//     kept.
 //   - except kubevipGuestInstall: an invalid value makes it disabled until it
 //     is fixed, because keeping the previous value would widen the scope after
 //     a restart (the previous value is then the default, clusterlabel). A typo

@@ -19,15 +19,18 @@ func FuzzParse(f *testing.F) {
 	}{
 		{0, "debug", 1, "60", "x", "y", 0},
 		{2, "abc", 3, "tRuE", "loglevel", "info", 1},
-		{4, "sometimes", 6, "Kube-System", "", "", 2},
-		{8, "ftp://user:pw@x", 9, "docker.io/foo", "kubevipChartValue", "a: b", 0},
-		{10, "v1.2.3-rc.1", 11, "a: b\n c: d", "metricPort", "1", 1},
-		{11, "- a\n- b", 15, "{x: 1}: y", "k", "v", 2},
-		{11, "x: *a", 15, ".nan", "kubevipChartRef", "oci://h/p", 0},
-		{9, "oci://ghcr.io/kv", 13, "oci://a:b@c/d", "", "", 1},
+		{5, "sometimes", 7, "Kube-System", "", "", 2},
+		{9, "ftp://user:pw@x", 10, "docker.io/foo", "kubevipChartValue", "a: b", 0},
+		{11, "v1.2.3-rc.1", 12, "a: b\n c: d", "metricPort", "1", 1},
+		{12, "- a\n- b", 16, "{x: 1}: y", "k", "v", 2},
+		{12, "x: *a", 16, ".nan", "kubevipChartRef", "oci://h/p", 0},
+		{10, "oci://ghcr.io/kv", 14, "oci://a:b@c/d", "", "", 1},
 		{1, "0", 1, "-5", "operateGuestClusterInterval ", "1.5", 2},
-		{2, "70000", 7, strings.Repeat("a", 54), strings.Repeat("é", 80), "\xff", 0},
-		{15, "a: &x [*x, *x]\nb: *x", 12, "kv.1", "\x00", "\x00", 1},
+		{2, "70000", 8, strings.Repeat("a", 54), strings.Repeat("é", 80), "\xff", 0},
+		{16, "a: &x [*x, *x]\nb: *x", 13, "kv.1", "\x00", "\x00", 1},
+		{4, "90m", 4, "-1h", "addressRetension", "24h", 2},
+		{4, "31536001", 1, "8760h", "addressRetention ", "0", 1},
+		{4, "9999999999999999999h", 4, " 0\n", "", "", 0},
 	}
 	for _, s := range seeds {
 		f.Add(s.k1, s.v1, s.k2, s.v2, s.key, s.val, s.prevKind)

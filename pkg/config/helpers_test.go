@@ -17,6 +17,7 @@ func previousData() map[string]string {
 		KeyOperateGuestClusterInterval:      "60",
 		KeyMetricsPort:                      "9090",
 		KeyTraceIPAMData:                    "true",
+		KeyAddressRetention:                 "90m",
 		KeyKubevipGuestInstall:              "enabled",
 		KeyKubevipUpdate:                    "true",
 		KeyKubevipNamespace:                 "kube-vip-prev",
@@ -62,6 +63,9 @@ func checkValid(t *testing.T, c Config) {
 	}
 	if d := c.OperateGuestClusterInterval; d < time.Second || d > MaxOperateGuestClusterInterval || d%time.Second != 0 {
 		t.Errorf("OperateGuestClusterInterval %v out of range", d)
+	}
+	if d := c.AddressRetention; d < 0 || d > MaxAddressRetention {
+		t.Errorf("AddressRetention %v out of range", d)
 	}
 	if c.MetricsPort < 1 || c.MetricsPort > 65535 {
 		t.Errorf("MetricsPort %d out of range", c.MetricsPort)

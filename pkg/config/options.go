@@ -63,6 +63,44 @@ func getInterval(c Config) string {
 	return strconv.FormatInt(int64(d/time.Second), 10)
 }
 
+// setRetention accepts a Go duration (24h, 90m, 30s) or, like operateGuestClusterInterval, a
+// bare whole number of seconds. Units are case-sensitive, as in Go: "1M" is refused rather than
+// read as one minute by someone who meant a month.
+func setRetention(c *Config, v string) error {
+	v = strings.TrimSpace(v)
+	maxSeconds := int64(MaxAddressRetention / time.Second)
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 || n > maxSeconds {
+			return retentionError()
+		}
+		d = time.Duration(n) * time.Second
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return retentionError()
+		}
+	}
+	if d < 0 || d > MaxAddressRetention {
+		return retentionError()
+	}
+	c.AddressRetention = d
+	return nil
+}
+
+func retentionError() error {
+	return fmt.Errorf("must be a duration such as 24h, 90m or 30s, or a whole number of seconds, "+
+		"from 0 (no retention) to %dh (one year)", MaxAddressRetention/time.Hour)
+}
+
+func getRetention(c Config) string {
+	d := c.AddressRetention
+	if d < 0 || d > MaxAddressRetention {
+		return ""
+	}
+	return d.String()
+}
+
 func setMetricsPort(c *Config, v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 1 || n > 65535 {

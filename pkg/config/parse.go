@@ -73,6 +73,7 @@ func allOptions() []option {
 		{key: KeyOperateGuestClusterInterval, set: setInterval, get: getInterval},
 		{key: KeyMetricsPort, set: setMetricsPort, get: getMetricsPort},
 		boolOption(KeyTraceIPAMData, func(c *Config) *bool { return &c.TraceIPAMData }),
+		{key: KeyAddressRetention, set: setRetention, get: getRetention},
 		{key: KeyKubevipGuestInstall, set: setInstallMode, get: getInstallMode, onInvalid: installModeOnInvalid},
 		boolOption(KeyKubevipUpdate, func(c *Config) *bool { return &c.KubevipUpdate }),
 		textOption(KeyKubevipNamespace, checkNamespace, func(c *Config) *string { return &c.KubevipNamespace }),

@@ -48,6 +48,26 @@ func keyTests() []keyTest {
 			invalid: []string{"0", "-5", "1.5", "abc", "480s", "86401", "99999999999999999999999"},
 		},
 		{
+			key:   KeyAddressRetention,
+			field: func(c Config) interface{} { return c.AddressRetention },
+			valid: []validCase{
+				{"24h", 24 * time.Hour}, {"90m", 90 * time.Minute}, {"30s", 30 * time.Second}, {"1h30m", 90 * time.Minute},
+				{"1.5h", 90 * time.Minute}, {"250ms", 250 * time.Millisecond},
+				// Off.
+				{"0", time.Duration(0)}, {"0s", time.Duration(0)}, {"0h0m", time.Duration(0)}, {"-0", time.Duration(0)},
+				// A bare whole number is seconds, as for operateGuestClusterInterval.
+				{"3600", time.Hour}, {"1", time.Second}, {"31536000", MaxAddressRetention},
+				// The cap itself, in several spellings.
+				{"8760h", MaxAddressRetention}, {"525600m", MaxAddressRetention}, {"8760h0m0s", MaxAddressRetention},
+				// Blanks around the value, as block scalars leave them.
+				{" 12h\n", 12 * time.Hour}, {"\t600 ", 10 * time.Minute}, {"48h\n", 48 * time.Hour},
+			},
+			invalid: []string{
+				"soon", "-1h", "-1", "-30s", "8761h", "8760h0m1s", "31536001", "9999999999999999999h",
+				"99999999999999999999", "1d", "1w", "24H", "1M", "1.5", "1h 30m", "h", "24h!", "0x10", "1e3",
+			},
+		},
+		{
 			key:     KeyMetricsPort,
 			field:   func(c Config) interface{} { return c.MetricsPort },
 			valid:   []validCase{{"1", 1}, {"8080", 8080}, {"65535", 65535}, {"9100\n", 9100}},
@@ -262,6 +282,7 @@ func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
 		want.KubevipGuestInstall = InstallDisabled // the narrowest mode, never the default
 		if name == "zero" {
 			want.LogLevel = logrus.PanicLevel // the zero Level is a valid level
+			want.AddressRetention = 0         // and the zero retention (off) a valid retention
 		}
 		if !got.Equal(want) {
 			t.Errorf("%s previous: got %v, want Default()", name, got)
@@ -283,5 +304,42 @@ func TestParseDoesNotShareValuesWithPrevious(t *testing.T) {
 	d.Kubevip.Values["image"] = "changed"
 	if reflect.DeepEqual(Default().Kubevip.Values["image"], "changed") {
 		t.Error("Default shares its Values map between calls")
+	}
+}
+
+// TestAddressRetention: an invalid addressRetention is reported with the accepted forms and limits,
+// and the previous retention stays in force, including "off"; a removed or blank key reverts to
+// the default of one day.
+func TestAddressRetention(t *testing.T) {
+	_, problems := Parse(map[string]string{KeyAddressRetention: " 8761h\n"}, Default())
+	want := `kube-fip-config key "addressRetention": invalid value "8761h": must be a duration such as 24h, 90m or 30s, ` +
+		`or a whole number of seconds, from 0 (no retention) to 8760h (one year)`
+	if len(problems) != 1 || problems[0].Error() != want || problems[0].Fallback != "the previous value stays in force" {
+		t.Fatalf("got %v, want %q", problems, want)
+	}
+
+	off, problems := Parse(map[string]string{KeyAddressRetention: "0"}, Default())
+	if len(problems) != 0 || off.AddressRetention != 0 {
+		t.Fatalf("0: retention %v, problems %v", off.AddressRetention, problems)
+	}
+	steps := []struct {
+		name string
+		data map[string]string
+		prev Config
+		want time.Duration
+	}{
+		{"first start, invalid", map[string]string{KeyAddressRetention: "-1h"}, Default(), DefaultAddressRetention},
+		{"off, then invalid", map[string]string{KeyAddressRetention: "-1h"}, off, 0},
+		{"off, then too large", map[string]string{KeyAddressRetention: "31536001"}, off, 0},
+		{"90m, then invalid", map[string]string{KeyAddressRetention: "1d"}, previousConfig(t), 90 * time.Minute},
+		{"off, then removed", map[string]string{}, off, DefaultAddressRetention},
+		{"off, then blank", map[string]string{KeyAddressRetention: " \n"}, off, DefaultAddressRetention},
+		{"90m, then 36h", map[string]string{KeyAddressRetention: "36h"}, previousConfig(t), 36 * time.Hour},
+	}
+	for _, s := range steps {
+		got, _ := Parse(s.data, s.prev)
+		if got.AddressRetention != s.want {
+			t.Errorf("%s: retention %v, want %v", s.name, got.AddressRetention, s.want)
+		}
 	}
 }
