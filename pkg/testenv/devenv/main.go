@@ -111,15 +111,11 @@ func run(operatorBinary, namespace string, metricsPort int) error {
 // stableKubeconfig copies the environment's kubeconfig to a fixed place under the user cache so
 // the printed path stays the same from one run to the next.
 func stableKubeconfig(src string) (string, error) {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache")
+	cache, err := testenv.CacheDir()
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(cache, "kube-fip-operator", "run")
+	dir := filepath.Join(cache, "run")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
