@@ -28,9 +28,20 @@ var ErrHolderUnknown = errors.New("the address is held by an allocation not yet 
 // errTooManyCollisions: every address tried was taken by another writer first.
 var errTooManyCollisions = errors.New("too many addresses taken by other writers during one claim")
 
-// allocationCreator is the one call a claim makes: create-if-absent at the API server.
-type allocationCreator interface {
+// allocationWriter is what a claim writes: create-if-absent at the API server, and the update that
+// hands a retained address back to its cluster.
+type allocationWriter interface {
 	Create(*v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error)
+	Update(*v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error)
+	Get(name string, opts metav1.GetOptions) (*v1.FloatingIPAllocation, error)
+}
+
+// Claimant is who claims an address: a FloatingIP, and the Rancher provisioning cluster it was
+// created for, if any, whose retained address it may take back.
+type Claimant struct {
+	ipam.Owner
+	// Cluster is the provisioning cluster; empty for a FloatingIP discovery did not create.
+	Cluster v1.ClusterReference
 }
 
 // engine is the index of allocation objects and one ipam pool per range, kept in step. One mutex
@@ -40,14 +51,15 @@ type engine struct {
 	mu     sync.Mutex
 	idx    allocIndex
 	ranges map[string]*rangeState
-	// byPrefix finds the ranges whose CIDR holds an address without walking every range: each
-	// range is listed under its own (masked) prefix, and an address has at most 129 prefixes.
-	byPrefix map[netip.Prefix]map[string]struct{}
+	// byPrefix finds the ranges of a space whose CIDR holds an address without walking every
+	// range: each range is listed under its space and its own (masked) prefix, and an address has
+	// at most 129 prefixes.
+	byPrefix prefixSets
 	// placeholders are reservations without an object behind them, by when they lapse: an address
 	// another writer created first, until the informer brings its object (it may have been deleted
 	// before this process saw it), and an address proposed to a FloatingIP about to be created,
 	// until that FloatingIP claims it.
-	placeholders map[netip.Addr]placeholder
+	placeholders map[slot]placeholder
 	// changed, when set, hears of every range whose allocations changed; called under mu, so it
 	// must not block or call back.
 	changed func(rangeName string)
@@ -68,12 +80,12 @@ const placeholderLifetime = 30 * time.Second
 const proposalLifetime = 5 * time.Minute
 
 func newEngine() *engine {
-	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, byPrefix: map[netip.Prefix]map[string]struct{}{},
-		placeholders: map[netip.Addr]placeholder{}}
+	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, byPrefix: prefixSets{},
+		placeholders: map[slot]placeholder{}}
 }
 
 func (g *engine) notifyLocked(rng string) {
-	if g.changed != nil {
+	if g.changed != nil && rng != "" {
 		g.changed(rng)
 	}
 }
@@ -84,32 +96,31 @@ func proposer(namespace, name string) ipam.Owner {
 	return ipam.Owner{Namespace: namespace, Name: name, UID: "proposal:" + namespace + "/" + name}
 }
 
-// proposeLocked reserves the lowest free address of rng for the FloatingIP namespace/name until
+// proposeLocked reserves the lowest free address of st for the FloatingIP namespace/name until
 // now+proposalLifetime; a second proposal to the same FloatingIP returns the first.
-func (g *engine) proposeLocked(rng, namespace, name string, now time.Time) (netip.Addr, error) {
-	st := g.ranges[rng]
-	if st == nil || st.pool == nil {
-		return netip.Addr{}, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
-	}
+func (g *engine) proposeLocked(rng string, st *rangeState, namespace, name string, now time.Time) (netip.Addr, error) {
 	owner := proposer(namespace, name)
 	addr, err := st.pool.ReserveNext(owner)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	g.placeholders[addr] = placeholder{rng: rng, owner: owner, expires: now.Add(proposalLifetime)}
+	g.placeholders[slot{Addr: addr, Space: st.hash}] = placeholder{rng: rng, owner: owner, expires: now.Add(proposalLifetime)}
 	return addr, nil
 }
 
-// withdrawLocked drops the proposal of addr to owner, if there is one.
+// withdrawLocked drops the proposal of addr to owner in rng, if there is one.
 func (g *engine) withdrawLocked(rng string, addr netip.Addr, owner ipam.Owner) {
-	ph, ok := g.placeholders[addr]
+	st := g.ranges[rng]
+	if st == nil || st.pool == nil {
+		return
+	}
+	s := slot{Addr: addr, Space: st.hash}
+	ph, ok := g.placeholders[s]
 	if !ok || ph.owner.UID != owner.UID {
 		return
 	}
-	delete(g.placeholders, addr)
-	if st := g.ranges[rng]; st != nil && st.pool != nil {
-		st.pool.Unreserve(addr, owner)
-	}
+	delete(g.placeholders, s)
+	st.pool.Unreserve(addr, owner)
 }
 
 // unknownHolder stands for the holder of an address whose object this process has not seen: a
@@ -118,59 +129,102 @@ func unknownHolder(addr netip.Addr) ipam.Owner {
 	return ipam.Owner{Name: "unknown holder", UID: "unknown:" + addr.String()}
 }
 
-// newAllocation is the object whose creation claims addr in rng for owner.
-func newAllocation(addr netip.Addr, rng string, owner ipam.Owner) *v1.FloatingIPAllocation {
+// newAllocation is the object whose creation claims addr of space in rng for owner.
+func newAllocation(space v1.AddressSpace, addr netip.Addr, rng string, owner ipam.Owner) *v1.FloatingIPAllocation {
 	family := "IPv4"
 	if addr.Is6() {
 		family = "IPv6"
 	}
-	return &v1.FloatingIPAllocation{
+	a := &v1.FloatingIPAllocation{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: v1.AllocationName(addr),
+			Name: v1.AllocationName(space, addr),
 			Labels: map[string]string{
-				v1.LabelRange:          v1.RangeLabelValue(rng),
-				v1.LabelIPFamily:       family,
-				v1.LabelOwnerNamespace: owner.Namespace,
+				v1.LabelRange:            v1.RangeLabelValue(rng),
+				v1.LabelIPFamily:         family,
+				v1.LabelAddress:          v1.AllocationAddressText(addr),
+				v1.LabelSpace:            space.Hash(),
+				v1.LabelHarvesterCluster: v1.LabelValue(space.HarvesterClusterName),
+				v1.LabelHarvesterNetwork: v1.LabelValue(space.HarvesterNetworkName),
 			},
 		},
 		Spec: v1.FloatingIPAllocationSpec{
 			Address: addr.String(),
 			Range:   rng,
-			Owner:   v1.FloatingIPReference{Namespace: owner.Namespace, Name: owner.Name, UID: types.UID(owner.UID)},
+			Space:   space,
 		},
 	}
+	setHolder(a, owner)
+	return a
 }
 
-// indexLocked applies an allocation the API server has: index, then every pool. The owning range's
-// pool confirms it for its owner; every other pool that could hand the address out holds it as
-// foreign, so the name, not the range, keeps one address with one owner.
+// setHolder makes a held by owner, no longer retained.
+func setHolder(a *v1.FloatingIPAllocation, owner ipam.Owner) {
+	a.Spec.Owner = v1.FloatingIPReference{Namespace: owner.Namespace, Name: owner.Name, UID: types.UID(owner.UID)}
+	a.Spec.Retained = nil
+	a.Labels[v1.LabelOwnerNamespace] = owner.Namespace
+	a.Labels[v1.LabelState] = StateHeld
+	delete(a.Labels, v1.LabelRetainedFor)
+}
+
+// setRetained makes a retained for cluster until then; spec.owner keeps its last holder.
+func setRetained(a *v1.FloatingIPAllocation, cluster v1.ClusterReference, until time.Time) {
+	a.Spec.Retained = &v1.Retention{Cluster: cluster, Until: metav1.NewTime(until.UTC().Truncate(time.Second))}
+	if a.Labels == nil {
+		a.Labels = map[string]string{}
+	}
+	a.Labels[v1.LabelState] = StateRetained
+	a.Labels[v1.LabelRetainedFor] = v1.LabelValue(cluster.Name)
+}
+
+// The values of v1.LabelState.
+const (
+	StateHeld     = "Held"
+	StateRetained = "Retained"
+)
+
+// indexLocked applies an allocation the API server has.
 func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
-	e, replaced, changed := g.idx.upsert(a)
-	if !changed {
+	before, after, changed := g.idx.upsert(a)
+	if changed {
+		g.holderChangedLocked(before, after)
+	}
+}
+
+// holderChangedLocked brings the pools in step with a slot whose holder went from before to after
+// (either may be nil; both the same entry when another object of the slot came or went). The
+// holder's range confirms it for its owner; every other range of the space that could hand the
+// address out holds it as foreign, so that the name, not the range, keeps one address of a space
+// with one owner.
+func (g *engine) holderChangedLocked(before, after *allocEntry) {
+	if before == after {
 		return
 	}
-	if replaced != nil {
-		g.releaseLocked(replaced)
+	if before != nil {
+		g.releaseLocked(before)
 	}
-	delete(g.placeholders, e.addr)
-	if st := g.ranges[e.rng]; st != nil && st.pool != nil {
-		if err := st.pool.Check(e.addr); err != nil {
-			st.orphans[e.addr] = why(err)
+	if after == nil {
+		return
+	}
+	delete(g.placeholders, after.slot)
+	if st := g.ranges[after.rng]; st != nil && st.pool != nil {
+		if err := st.pool.Check(after.addr()); err != nil {
+			st.orphans[after.addr()] = why(err)
 		}
 	}
-	for _, st := range g.holdingLocked(e.addr) {
-		if st.pool.Check(e.addr) == nil {
-			_, _ = st.pool.Confirm(e.addr, e.owner)
+	for _, st := range g.holdingLocked(after.slot) {
+		if st.pool.Check(after.addr()) == nil {
+			_, _ = st.pool.Confirm(after.addr(), after.owner)
 		}
 	}
-	g.notifyLocked(e.rng)
+	g.notifyLocked(after.rng)
 }
 
-// holdingLocked returns the states of the ranges whose CIDR holds addr and whose pool is valid.
-func (g *engine) holdingLocked(addr netip.Addr) []*rangeState {
+// holdingLocked returns the states of the ranges of s's space whose CIDR holds s's address and
+// whose pool is valid.
+func (g *engine) holdingLocked(s slot) []*rangeState {
 	var out []*rangeState
-	for bits := addr.BitLen(); bits >= 0; bits-- {
-		for name := range g.byPrefix[netip.PrefixFrom(addr, bits).Masked()] {
+	for bits := s.Addr.BitLen(); bits >= 0; bits-- {
+		for name := range g.byPrefix[spacePrefix{space: s.Space, prefix: netip.PrefixFrom(s.Addr, bits).Masked()}] {
 			if st := g.ranges[name]; st != nil && st.pool != nil {
 				out = append(out, st)
 			}
@@ -182,11 +236,11 @@ func (g *engine) holdingLocked(addr netip.Addr) []*rangeState {
 // releaseLocked frees e's address in every pool where e's owner holds it.
 func (g *engine) releaseLocked(e *allocEntry) {
 	if st := g.ranges[e.rng]; st != nil {
-		delete(st.orphans, e.addr)
+		delete(st.orphans, e.addr())
 	}
-	for _, st := range g.holdingLocked(e.addr) {
-		if h, ok := st.pool.Holder(e.addr); ok && h.UID == e.owner.UID {
-			st.pool.Release(e.addr)
+	for _, st := range g.holdingLocked(e.slot) {
+		if h, ok := st.pool.Holder(e.addr()); ok && h.UID == e.owner.UID {
+			st.pool.Release(e.addr())
 		}
 	}
 	g.notifyLocked(e.rng)
@@ -196,13 +250,13 @@ func (g *engine) releaseLocked(e *allocEntry) {
 func (g *engine) expirePlaceholders(now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for addr, ph := range g.placeholders {
+	for s, ph := range g.placeholders {
 		if now.Before(ph.expires) {
 			continue
 		}
-		delete(g.placeholders, addr)
+		delete(g.placeholders, s)
 		if st := g.ranges[ph.rng]; st != nil && st.pool != nil {
-			st.pool.Unreserve(addr, ph.owner)
+			st.pool.Unreserve(s.Addr, ph.owner)
 		}
 	}
 }
@@ -224,26 +278,48 @@ func (g *engine) onDelete(obj interface{}) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if e := g.idx.remove(name, object); e != nil {
-		g.releaseLocked(e)
+	g.removeLocked(name, object)
+}
+
+// removeLocked drops the object name (under object, or any UID when empty) from the index.
+func (g *engine) removeLocked(name string, object types.UID) {
+	if before, after, removed := g.idx.remove(name, object); removed {
+		g.holderChangedLocked(before, after)
 	}
 }
 
-// claimLoop claims an address in rng for owner by creating its allocation object. want, when
-// valid, is a static request: exactly one create, and AlreadyExists with another owner is a
-// *ipam.TakenError naming the holder. soft makes want a proposal (see Manager.Propose) that is
-// replaced by the lowest free address if another owner holds it. Without want the lowest free address is tried, then the next after each
+// pick is what reserve decided: an address to create, one the owner holds already (done), or a
+// retained address to take back (takeBack).
+type pick struct {
+	addr     netip.Addr
+	done     bool
+	takeBack *allocEntry
+}
+
+// claimLoop claims an address in rng for c by creating its allocation object. want, when valid, is
+// a static request: exactly one create, and AlreadyExists with another owner is a *ipam.TakenError
+// naming the holder. soft makes want a proposal (see Manager.Propose) that is replaced by the
+// lowest free address if another owner holds it. Without want the address retained for c's
+// cluster in rng is taken back, else the lowest free address is tried, then the next after each
 // collision with another writer. An address the owner already holds in rng is returned as it is.
-func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string, owner ipam.Owner, want netip.Addr, soft bool) (netip.Addr, error) {
-	for pick := 0; pick < maxCollisions; pick++ {
+func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, c Claimant, want netip.Addr, soft bool) (netip.Addr, error) {
+	owner := c.Owner
+	for try := 0; try < maxCollisions; try++ {
 		if err := ctx.Err(); err != nil {
 			return netip.Addr{}, err
 		}
-		addr, done, err := g.reserve(rng, owner, want, soft)
-		if err != nil || done {
-			return addr, err
+		p, space, err := g.reserve(rng, c, want, soft)
+		if err != nil || p.done {
+			return p.addr, err
 		}
-		created, err := c.Create(newAllocation(addr, rng, owner))
+		if p.takeBack != nil {
+			if ok, err := g.takeBack(w, p.takeBack, owner); ok || err != nil {
+				return p.addr, err
+			}
+			continue // the object changed meanwhile: decide again
+		}
+		addr := p.addr
+		created, err := w.Create(newAllocation(space, addr, rng, owner))
 		switch {
 		case err == nil:
 			g.mu.Lock()
@@ -262,7 +338,7 @@ func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string,
 					return netip.Addr{}, ErrHolderUnknown
 				}
 				if !soft {
-					return netip.Addr{}, &ipam.TakenError{Addr: addr, Holder: holder}
+					return netip.Addr{}, g.takenError(rng, addr)
 				}
 			}
 			want = netip.Addr{}
@@ -278,44 +354,120 @@ func (g *engine) claimLoop(ctx context.Context, c allocationCreator, rng string,
 	return netip.Addr{}, errTooManyCollisions
 }
 
-// reserve picks and reserves the address to create, under the lock. done is true when the owner
-// already holds what it asks for.
-func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft bool) (addr netip.Addr, done bool, err error) {
+// takeBack hands the retained address of e to owner: an update guarded by the object's
+// resourceVersion, so that of two writers one wins and no moment leaves the address free. ok is
+// false when the object is no longer e as the index knew it; the claim then decides again.
+func (g *engine) takeBack(w allocationWriter, e *allocEntry, owner ipam.Owner) (ok bool, err error) {
+	a, err := w.Get(e.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		g.mu.Lock()
+		g.removeLocked(e.name, e.object)
+		g.mu.Unlock()
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading retained allocation %s: %w", e.name, err)
+	}
+	if a.UID != e.object || a.Spec.Retained == nil {
+		g.mu.Lock()
+		g.indexLocked(a)
+		g.mu.Unlock()
+		return false, nil
+	}
+	a = a.DeepCopy()
+	if a.Labels == nil {
+		a.Labels = map[string]string{}
+	}
+	setHolder(a, owner)
+	updated, err := w.Update(a)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("taking back retained allocation %s: %w", e.name, err)
+	}
+	g.mu.Lock()
+	g.indexLocked(updated)
+	g.mu.Unlock()
+	return true, nil
+}
+
+// reserve decides what to claim, under the lock, and reserves an address to create in the pool.
+func (g *engine) reserve(rng string, c Claimant, want netip.Addr, soft bool) (p pick, space v1.AddressSpace, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	owner := c.Owner
 	st := g.ranges[rng]
 	if st == nil || st.pool == nil {
-		return netip.Addr{}, false, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
+		return pick{}, space, fmt.Errorf("%w: %s", ErrRangeNotFound, rng)
 	}
-	p := st.pool
+	space = st.space
+	pool := st.pool
 	if soft && want.IsValid() {
 		g.withdrawLocked(rng, want, proposer(owner.Namespace, owner.Name))
 	}
 	if held := g.idx.heldBy(owner.UID, rng); len(held) > 0 && (!want.IsValid() || slices.Contains(held, want)) {
 		if want.IsValid() {
-			return want, true, nil
+			return pick{addr: want, done: true}, space, nil
 		}
-		return held[0], true, nil
+		return pick{addr: held[0], done: true}, space, nil
+	}
+	if e := g.retainedForLocked(c, rng); e != nil && (!want.IsValid() || soft || want == e.addr()) {
+		return pick{addr: e.addr(), takeBack: e}, space, nil
 	}
 	if want.IsValid() {
-		if e := g.idx.byAddr[want]; e != nil && e.owner.UID != owner.UID {
+		if e := g.idx.holder(slot{Addr: want, Space: st.hash}); e != nil && e.owner.UID != owner.UID {
 			if !soft {
-				return netip.Addr{}, false, &ipam.TakenError{Addr: want, Holder: e.owner}
+				return pick{}, space, takenBy(want, e)
 			}
 			want = netip.Addr{}
 		}
 	}
 	if want.IsValid() {
-		err := p.Reserve(want, owner)
+		err := pool.Reserve(want, owner)
 		if err == nil {
-			return want, false, nil
+			return pick{addr: want}, space, nil
 		}
 		if !soft {
-			return netip.Addr{}, false, err
+			return pick{}, space, err
 		}
 	}
-	addr, err = p.ReserveNext(owner)
-	return addr, false, err
+	addr, err := pool.ReserveNext(owner)
+	return pick{addr: addr}, space, err
+}
+
+// retainedForLocked returns the address retained in rng for c's cluster that c may take back, or
+// nil: a FloatingIP of the cluster, other than the one that held it last.
+func (g *engine) retainedForLocked(c Claimant, rng string) *allocEntry {
+	if c.Cluster.Name == "" {
+		return nil
+	}
+	for _, e := range g.idx.byOwner[retainedOwner(c.Cluster).UID] {
+		if e.rng == rng && e.last.UID != c.UID {
+			return e
+		}
+	}
+	return nil
+}
+
+// takenBy is the error of a static request for an address e holds.
+func takenBy(addr netip.Addr, e *allocEntry) error {
+	if e.retained != nil {
+		return &RetainedError{Addr: addr, Cluster: e.retained.cluster, Until: e.retained.until, Allocation: e.name}
+	}
+	return &ipam.TakenError{Addr: addr, Holder: e.owner}
+}
+
+// takenError is takenBy for the holder of addr in rng's space, as the index knows it now.
+func (g *engine) takenError(rng string, addr netip.Addr) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.ranges[rng]; st != nil {
+		if e := g.idx.holder(slot{Addr: addr, Space: st.hash}); e != nil {
+			return takenBy(addr, e)
+		}
+	}
+	return ErrHolderUnknown
 }
 
 // collided records that addr was created by someone else first and reports the holder if known.
@@ -323,18 +475,17 @@ func (g *engine) reserve(rng string, owner ipam.Owner, want netip.Addr, soft boo
 func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var p *ipam.Pool
-	if st := g.ranges[rng]; st != nil {
-		p = st.pool
+	st := g.ranges[rng]
+	if st == nil || st.pool == nil {
+		return ipam.Owner{}, false
 	}
-	if p != nil {
-		p.Unreserve(addr, owner)
-	}
-	if e := g.idx.byAddr[addr]; e != nil {
+	st.pool.Unreserve(addr, owner)
+	s := slot{Addr: addr, Space: st.hash}
+	if e := g.idx.holder(s); e != nil {
 		return e.owner, true
 	}
-	if p != nil && p.Reserve(addr, unknownHolder(addr)) == nil {
-		g.placeholders[addr] = placeholder{rng: rng, owner: unknownHolder(addr), expires: time.Now().Add(placeholderLifetime)}
+	if st.pool.Reserve(addr, unknownHolder(addr)) == nil {
+		g.placeholders[s] = placeholder{rng: rng, owner: unknownHolder(addr), expires: time.Now().Add(placeholderLifetime)}
 	}
 	return ipam.Owner{}, false
 }

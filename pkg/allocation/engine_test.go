@@ -48,16 +48,77 @@ func (f *fakeAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllo
 	out := a.DeepCopy()
 	out.UID = types.UID(fmt.Sprintf("alloc-%d", f.serial))
 	out.CreationTimestamp = metav1.NewTime(time.Unix(int64(f.serial), 0))
+	out.ResourceVersion = fmt.Sprint(f.serial)
 	f.objects[a.Name] = out
 	return out.DeepCopy(), nil
 }
+
+// Get and Update are the API server's side of taking back a retained address: an update is
+// refused with a conflict unless it carries the stored resourceVersion.
+func (f *fakeAllocations) Get(name string, _ metav1.GetOptions) (*v1.FloatingIPAllocation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.objects[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(v1.Resource("floatingipallocations"), name)
+	}
+	return a.DeepCopy(), nil
+}
+
+func (f *fakeAllocations) Update(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.objects[a.Name]
+	switch {
+	case !ok:
+		return nil, apierrors.NewNotFound(v1.Resource("floatingipallocations"), a.Name)
+	case old.ResourceVersion != a.ResourceVersion:
+		return nil, apierrors.NewConflict(v1.Resource("floatingipallocations"), a.Name, errors.New("the object has been modified"))
+	}
+	f.serial++
+	out := a.DeepCopy()
+	out.UID, out.CreationTimestamp = old.UID, old.CreationTimestamp
+	out.ResourceVersion = fmt.Sprint(f.serial)
+	f.objects[a.Name] = out
+	return out.DeepCopy(), nil
+}
+
+// Delete is the release: refused with a conflict when the precondition's UID is not the stored
+// object's.
+func (f *fakeAllocations) Delete(name string, opts *metav1.DeleteOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.objects[name]
+	switch {
+	case !ok:
+		return apierrors.NewNotFound(v1.Resource("floatingipallocations"), name)
+	case opts != nil && opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID != old.UID,
+		opts != nil && opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil && *opts.Preconditions.ResourceVersion != old.ResourceVersion:
+		return apierrors.NewConflict(v1.Resource("floatingipallocations"), name, errors.New("precondition failed"))
+	}
+	delete(f.objects, name)
+	return nil
+}
+
+// nameOf is the allocation name of addr in the space of ranges without annotations, the space of
+// every range in these tests unless it says otherwise; at is its slot.
+func nameOf(addr string) string {
+	return v1.AllocationName(v1.AddressSpace{}, netip.MustParseAddr(addr))
+}
+
+func at(addr string) slot {
+	return slot{Addr: netip.MustParseAddr(addr), Space: v1.AddressSpace{}.Hash()}
+}
+
+// who is the claimant of FloatingIP n, made by hand (no provisioning cluster).
+func who(n string) Claimant { return Claimant{Owner: fipOwner(n)} }
 
 func fipOwner(n string) ipam.Owner {
 	return ipam.Owner{Namespace: "c-m-" + n, Name: n + "-kubevip", UID: "uid-" + n}
 }
 
 func allocationObject(addr, rng string, owner ipam.Owner, object string) *v1.FloatingIPAllocation {
-	a := newAllocation(netip.MustParseAddr(addr), rng, owner)
+	a := newAllocation(v1.AddressSpace{}, netip.MustParseAddr(addr), rng, owner)
 	a.UID = types.UID(object)
 	return a
 }
@@ -116,7 +177,7 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			a, err := g.claimLoop(context.Background(), api, "r", fipOwner(fmt.Sprint(i)), netip.Addr{}, false)
+			a, err := g.claimLoop(context.Background(), api, "r", who(fmt.Sprint(i)), netip.Addr{}, false)
 			if err != nil {
 				t.Errorf("worker %d: %v", i, err)
 			}
@@ -135,7 +196,7 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 		t.Errorf("%d objects, %d confirmed, %d held with reservations; want %d of each", len(api.objects), p.Held(), holders(p, "10.0.0.0/24"), workers)
 	}
 	// Claiming again moves nothing and creates nothing.
-	again, err := g.claimLoop(context.Background(), api, "r", fipOwner("7"), netip.Addr{}, false)
+	again, err := g.claimLoop(context.Background(), api, "r", who("7"), netip.Addr{}, false)
 	if err != nil || again != got[7] || len(api.objects) != workers {
 		t.Errorf("a second claim of worker 7 = %v, %v with %d objects; want %v, no create", again, err, len(api.objects), got[7])
 	}
@@ -151,48 +212,48 @@ func TestClaimAlreadyExists(t *testing.T) {
 	other := fipOwner("other")
 
 	// Another replica created .1 for other; this process has not seen it yet.
-	if _, err := api.Create(newAllocation(netip.MustParseAddr("10.0.0.1"), "r", other)); err != nil {
+	if _, err := api.Create(newAllocation(v1.AddressSpace{}, netip.MustParseAddr("10.0.0.1"), "r", other)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.Is(err, ErrHolderUnknown) {
+	if _, err := g.claimLoop(ctx, api, "r", who("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.Is(err, ErrHolderUnknown) {
 		t.Fatalf("static claim of an unseen holder's address: %v, want ErrHolderUnknown", err)
 	}
-	a, err := g.claimLoop(ctx, api, "r", fipOwner("b"), netip.Addr{}, false)
+	a, err := g.claimLoop(ctx, api, "r", who("b"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
 		t.Fatalf("dynamic claim next to an unseen holder = %v, %v; want 10.0.0.2", a, err)
 	}
 
 	// The informer brings the object: now the holder is named.
-	g.onAdd(api.objects["10.0.0.1"])
+	g.onAdd(api.objects[nameOf("10.0.0.1")])
 	var taken *ipam.TakenError
-	if _, err := g.claimLoop(ctx, api, "r", fipOwner("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.As(err, &taken) || taken.Holder.UID != other.UID {
+	if _, err := g.claimLoop(ctx, api, "r", who("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.As(err, &taken) || taken.Holder.UID != other.UID {
 		t.Fatalf("static claim of other's address: %v, want a TakenError naming other", err)
 	}
 	// A soft proposal of a taken address is replaced.
-	if a, err := g.claimLoop(ctx, api, "r", fipOwner("c"), netip.MustParseAddr("10.0.0.1"), true); err != nil || a != netip.MustParseAddr("10.0.0.3") {
+	if a, err := g.claimLoop(ctx, api, "r", who("c"), netip.MustParseAddr("10.0.0.1"), true); err != nil || a != netip.MustParseAddr("10.0.0.3") {
 		t.Fatalf("soft claim of a taken address = %v, %v; want 10.0.0.3", a, err)
 	}
 
 	// Another replica claimed .4 for d already: d's own claim finds it and succeeds.
 	d := fipOwner("d")
-	if _, err := api.Create(newAllocation(netip.MustParseAddr("10.0.0.4"), "r", d)); err != nil {
+	if _, err := api.Create(newAllocation(v1.AddressSpace{}, netip.MustParseAddr("10.0.0.4"), "r", d)); err != nil {
 		t.Fatal(err)
 	}
-	g.onAdd(api.objects["10.0.0.4"])
-	if a, err := g.claimLoop(ctx, api, "r", d, netip.Addr{}, false); err != nil || a != netip.MustParseAddr("10.0.0.4") {
+	g.onAdd(api.objects[nameOf("10.0.0.4")])
+	if a, err := g.claimLoop(ctx, api, "r", Claimant{Owner: d}, netip.Addr{}, false); err != nil || a != netip.MustParseAddr("10.0.0.4") {
 		t.Fatalf("claim of what another replica claimed for the same owner = %v, %v", a, err)
 	}
 
 	// Exhaustion: .5 and .6 left.
 	for _, n := range []string{"e", "f"} {
-		if _, err := g.claimLoop(ctx, api, "r", fipOwner(n), netip.Addr{}, false); err != nil {
+		if _, err := g.claimLoop(ctx, api, "r", who(n), netip.Addr{}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := g.claimLoop(ctx, api, "r", fipOwner("g"), netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
+	if _, err := g.claimLoop(ctx, api, "r", who("g"), netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
 		t.Fatalf("claim in a full range: %v, want ErrExhausted", err)
 	}
-	if _, err := g.claimLoop(ctx, api, "nope", fipOwner("g"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
+	if _, err := g.claimLoop(ctx, api, "nope", who("g"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
 		t.Fatalf("claim in an unknown range: %v", err)
 	}
 }
@@ -202,7 +263,7 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 	g := engineWithRange(t, "r", "fd00:10::/64")
 	api := newFakeAllocations()
 	api.fail = apierrors.NewServiceUnavailable("etcd is away")
-	if _, err := g.claimLoop(context.Background(), api, "r", fipOwner("a"), netip.Addr{}, false); !apierrors.IsServiceUnavailable(err) {
+	if _, err := g.claimLoop(context.Background(), api, "r", who("a"), netip.Addr{}, false); !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("claim during an outage: %v", err)
 	}
 	// The failed create was of the lowest address, so that is the one reservation to give back.
@@ -210,11 +271,11 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 		t.Errorf("after a failed create fd00:10::1 is still held by %v", h)
 	}
 	api.fail = nil
-	a, err := g.claimLoop(context.Background(), api, "r", fipOwner("a"), netip.Addr{}, false)
+	a, err := g.claimLoop(context.Background(), api, "r", who("a"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("fd00:10::1") {
 		t.Errorf("claim after the outage = %v, %v", a, err)
 	}
-	if _, ok := api.objects["fd00-0010-0000-0000-0000-0000-0000-0001"]; !ok {
+	if _, ok := api.objects[nameOf("fd00:10::1")]; !ok {
 		t.Errorf("no object named after the IPv6 address: %v", api.objects)
 	}
 }
@@ -228,12 +289,12 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 
 	g.onAdd(first)
 	g.onUpdate(first, first) // a resync: nothing changes
-	if e := g.idx.byAddr[netip.MustParseAddr("10.0.0.5")]; e == nil || e.owner.UID != a.UID || len(g.idx.byOwner[a.UID]) != 1 {
+	if e := g.idx.holder(at("10.0.0.5")); e == nil || e.owner.UID != a.UID || len(g.idx.byOwner[a.UID]) != 1 {
 		t.Fatalf("after add and resync: %+v, %d entries of a", e, len(g.idx.byOwner[a.UID]))
 	}
 	// A delete of another object under the same name (an older one) leaves the entry alone.
 	g.onDelete(allocationObject("10.0.0.5", "r", a, "obj-0"))
-	if g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] == nil {
+	if g.idx.holder(at("10.0.0.5")) == nil {
 		t.Fatal("the delete of an older object removed the current one")
 	}
 	// Deleted and re-created for b while unseen: the new object replaces the entry and the pool.
@@ -242,14 +303,14 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 		t.Fatalf("after re-creation the pool holder is %v, a holds %d", h, len(g.idx.byOwner[a.UID]))
 	}
 	// A tombstone without the final object removes by name.
-	g.onDelete(cache.DeletedFinalStateUnknown{Key: "10.0.0.5"})
-	if _, held := g.ranges["r"].pool.Holder(netip.MustParseAddr("10.0.0.5")); g.idx.byAddr[netip.MustParseAddr("10.0.0.5")] != nil || held {
+	g.onDelete(cache.DeletedFinalStateUnknown{Key: nameOf("10.0.0.5")})
+	if _, held := g.ranges["r"].pool.Holder(netip.MustParseAddr("10.0.0.5")); g.idx.holder(at("10.0.0.5")) != nil || held {
 		t.Fatal("a tombstone did not release the address")
 	}
 	// A tombstone with the final object removes only that object.
 	g.onAdd(allocationObject("10.0.0.6", "r", a, "obj-3"))
-	g.onDelete(cache.DeletedFinalStateUnknown{Key: "10.0.0.6", Obj: allocationObject("10.0.0.6", "r", a, "obj-9")})
-	if g.idx.byAddr[netip.MustParseAddr("10.0.0.6")] == nil {
+	g.onDelete(cache.DeletedFinalStateUnknown{Key: nameOf("10.0.0.6"), Obj: allocationObject("10.0.0.6", "r", a, "obj-9")})
+	if g.idx.holder(at("10.0.0.6")) == nil {
 		t.Fatal("a tombstone of another object removed the entry")
 	}
 
@@ -257,14 +318,20 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 	// is indexed by name and flagged.
 	odd := allocationObject("10.0.0.7", "r", a, "obj-4")
 	odd.Name = "not-an-address"
+	wrongSpace := allocationObject("10.0.0.10", "r", a, "obj-6")
+	wrongSpace.Spec.Space = v1.AddressSpace{HarvesterClusterName: "elsewhere"}
+	g.onAdd(wrongSpace)
+	if g.idx.odd[nameOf("10.0.0.10")] == "" || g.idx.holder(at("10.0.0.10")) == nil {
+		t.Errorf("an object whose spec.space is not its name's must be indexed by its name and flagged: %v", g.idx.odd)
+	}
 	g.onAdd(odd)
 	mismatch := allocationObject("10.0.0.8", "r", b, "obj-5")
 	mismatch.Spec.Address = "10.0.0.9"
 	g.onAdd(mismatch)
-	if g.idx.odd["not-an-address"] == "" || g.idx.odd["10.0.0.8"] == "" {
+	if g.idx.odd["not-an-address"] == "" || g.idx.odd[nameOf("10.0.0.8")] == "" {
 		t.Errorf("odd objects not flagged: %v", g.idx.odd)
 	}
-	if g.idx.byAddr[netip.MustParseAddr("10.0.0.8")] == nil || g.idx.byAddr[netip.MustParseAddr("10.0.0.9")] != nil {
+	if g.idx.holder(at("10.0.0.8")) == nil || g.idx.holder(at("10.0.0.9")) != nil {
 		t.Error("a mismatched object must hold the address of its name, not of its spec")
 	}
 	g.onDelete(odd)
@@ -287,7 +354,7 @@ func TestRangeRebuild(t *testing.T) {
 	if len(orphans) != 2 || orphans[0].Addr != "10.0.0.5" || orphans[0].Why != "excluded" || orphans[1].Addr != "10.0.0.20" || orphans[1].Why != "outside the range" {
 		t.Fatalf("orphans = %v; want the excluded 10.0.0.5 and the outside 10.0.0.20", orphans)
 	}
-	a, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", fipOwner("d"), netip.Addr{}, false)
+	a, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", who("d"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
 		t.Fatalf("first claim = %v, %v; want 10.0.0.2, past the other range's 10.0.0.1", a, err)
 	}
@@ -298,7 +365,7 @@ func TestRangeRebuild(t *testing.T) {
 		t.Error("an invalid range was accepted")
 	}
 	g.forgetRange("r")
-	if _, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", fipOwner("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
+	if _, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", who("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
 		t.Errorf("claim in a forgotten range: %v", err)
 	}
 	if len(g.idx.byRange["r"]) != 3 {

@@ -1,8 +1,18 @@
+// Package allocation makes address claims atomic at the API server. Every held address is one
+// cluster-scoped FloatingIPAllocation object named after the address and its address space (the
+// Harvester cluster and network of its range): creating it is the claim, so the API server lets
+// exactly one FloatingIP hold an address in a space whatever the number of workers, operator
+// replicas or overlapping ranges; deleting it, guarded by its UID, is the release. An index fed by
+// the objects' informer keeps one ipam pool per range, so that a claim finds the lowest free
+// address without a scan, and workers reserve their picks in memory, so that they create different
+// objects at the same time with no lock held across an API call.
 package allocation
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,61 +22,124 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
+// slot is an address in one address space, named by the space's hash: what one allocation holds.
+type slot = v1.AllocationSlot
+
 // allocEntry is one FloatingIPAllocation as the index knows it.
 type allocEntry struct {
-	addr    netip.Addr // from the object's name, which the API server keeps unique
-	object  types.UID  // the allocation's own UID: the precondition of its release
+	name string
+	slot slot // from the object's name, which the API server keeps unique
+	// legacy: the name is the bare address of a release before address spaces; slot.Space was
+	// taken from the range's space when the object was indexed.
+	legacy bool
+	object types.UID // the allocation's own UID: the precondition of its release
+	// version is the object's resourceVersion as last seen: the precondition of releasing a
+	// retained address whose time is up, which must not release it once it was taken back.
+	version string
 	rng     string
-	owner   ipam.Owner
-	created time.Time
+	space   v1.AddressSpace
+	// owner holds the address: the FloatingIP, or for a retained address retainedOwner(cluster).
+	owner ipam.Owner
+	// last is the FloatingIP of spec.owner: the holder, or the last one of a retained address.
+	last     ipam.Owner
+	retained *retention
+	created  time.Time
 }
 
+// retention is for whom and until when a retained address is kept.
+type retention struct {
+	cluster v1.ClusterReference
+	until   time.Time
+}
+
+func (e *allocEntry) addr() netip.Addr { return e.slot.Addr }
+
+// retainedOwner stands for a provisioning cluster a retained address is kept for.
+func retainedOwner(c v1.ClusterReference) ipam.Owner {
+	return ipam.Owner{Namespace: c.Namespace, Name: c.Name, UID: retainedUIDPrefix + c.Namespace + "/" + c.Name}
+}
+
+const retainedUIDPrefix = "retained:"
+
 // allocIndex is the in-memory copy of every FloatingIPAllocation, fed by the informer in its order
-// and by the manager's own successful creates. Not safe for concurrent use: the engine's mutex
+// and by the manager's own successful writes. Not safe for concurrent use: the engine's mutex
 // guards it.
+//
+// Each slot has one holder: its only object, or, while two objects name one (space, address) — an
+// object of an earlier release and its successor during the upgrade, or two releases that ran at
+// once — the one created first. Only holders are in byOwner and byRange.
 type allocIndex struct {
-	byAddr  map[netip.Addr]*allocEntry
-	byOwner map[string][]*allocEntry // by owner UID
-	byRange map[string]map[netip.Addr]*allocEntry
+	byName  map[string]*allocEntry
+	bySlot  map[slot][]*allocEntry // holder first
+	byOwner map[string][]*allocEntry
+	byRange map[string]map[slot]*allocEntry
+	// spaces counts each range's holders by the space they hold in: a range whose annotations
+	// changed while it held addresses holds them in its former space until they are released.
+	spaces map[string]map[string]int
+	// retained counts each range's retained holders.
+	retained map[string]int
 	// odd names the objects that do not hold what they seem to: a name that is no address, or a
-	// spec.address other than the name's. The first are not indexed, the second are (by name).
+	// spec that disagrees with the name. The first are not indexed, the second are (by name).
 	odd map[string]string
+	// legacySpace tells the space hash of a range, for an object named by its bare address.
+	legacySpace func(rangeName string) string
 }
 
 func newAllocIndex() allocIndex {
 	return allocIndex{
-		byAddr:  map[netip.Addr]*allocEntry{},
-		byOwner: map[string][]*allocEntry{},
-		byRange: map[string]map[netip.Addr]*allocEntry{},
-		odd:     map[string]string{},
+		byName:   map[string]*allocEntry{},
+		bySlot:   map[slot][]*allocEntry{},
+		byOwner:  map[string][]*allocEntry{},
+		byRange:  map[string]map[slot]*allocEntry{},
+		spaces:   map[string]map[string]int{},
+		retained: map[string]int{},
+		odd:      map[string]string{},
 	}
 }
 
-// entryOf reads an allocation. A name that is no address gives no entry; a spec.address that
-// differs from the name's gives the name's entry and a reason to flag the object.
-func entryOf(a *v1.FloatingIPAllocation) (*allocEntry, string) {
-	addr, ok := v1.AddressOfAllocationName(a.Name)
+// entryOf reads an allocation. A name that is no address gives no entry; a spec that disagrees
+// with the name gives the name's entry and a reason to flag the object.
+func (x *allocIndex) entryOf(a *v1.FloatingIPAllocation) (*allocEntry, string) {
+	s, ok := v1.ParseAllocationName(a.Name)
 	if !ok {
-		return nil, fmt.Sprintf("the name %q is not an address as AllocationName writes it", a.Name)
+		return nil, fmt.Sprintf("the name %q is not an address and space as AllocationName writes them", a.Name)
 	}
 	e := &allocEntry{
-		addr:    addr,
+		name:    a.Name,
+		slot:    s,
 		object:  a.UID,
+		version: a.ResourceVersion,
 		rng:     a.Spec.Range,
-		owner:   ipam.Owner{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: string(a.Spec.Owner.UID)},
+		space:   a.Spec.Space,
+		last:    ipam.Owner{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: string(a.Spec.Owner.UID)},
 		created: a.CreationTimestamp.Time,
 	}
-	if spec, err := netip.ParseAddr(a.Spec.Address); err != nil || spec != addr {
-		return e, fmt.Sprintf("spec.address %q is not the address %s its name holds", a.Spec.Address, addr)
+	e.owner = e.last
+	if r := a.Spec.Retained; r != nil {
+		e.retained = &retention{cluster: r.Cluster, until: r.Until.Time}
+		e.owner = retainedOwner(r.Cluster)
+	}
+	if s.Space == "" {
+		e.legacy = true
+		if x.legacySpace != nil {
+			e.slot.Space = x.legacySpace(a.Spec.Range)
+		} else {
+			e.slot.Space = v1.AddressSpace{}.Hash()
+		}
+	}
+	switch spec, err := netip.ParseAddr(a.Spec.Address); {
+	case err != nil || spec != s.Addr:
+		return e, fmt.Sprintf("spec.address %q is not the address %s its name holds", a.Spec.Address, s.Addr)
+	case !e.legacy && a.Spec.Space.Hash() != s.Space:
+		return e, fmt.Sprintf("spec.space %s is not the space %s its name holds", a.Spec.Space, s.Space)
 	}
 	return e, ""
 }
 
-// upsert indexes a, replacing an entry of the same address with another object UID (deleted and
-// re-created unseen). It returns the entry now indexed and the one it replaced; changed is false
-// when a was already indexed under its UID or gives no entry.
-func (x *allocIndex) upsert(a *v1.FloatingIPAllocation) (e, replaced *allocEntry, changed bool) {
-	e, why := entryOf(a)
+// upsert indexes a, replacing what the index knew under its name. It returns the holder of a's
+// slot before and after; changed is false when nothing the index keeps changed.
+func (x *allocIndex) upsert(a *v1.FloatingIPAllocation) (before, after *allocEntry, changed bool) {
+	e, why := x.entryOf(a)
 	if why != "" {
 		x.odd[a.Name] = why
 	} else {
@@ -75,57 +148,129 @@ func (x *allocIndex) upsert(a *v1.FloatingIPAllocation) (e, replaced *allocEntry
 	if e == nil {
 		return nil, nil, false
 	}
-	if old := x.byAddr[e.addr]; old != nil {
-		if old.object == e.object {
-			return old, nil, false
+	if old := x.byName[a.Name]; old != nil {
+		if same(old, e) {
+			old.version = e.version
+			return nil, nil, false
 		}
-		x.drop(old)
-		replaced = old
+		before = x.holder(old.slot)
+		x.unlink(old)
+	} else {
+		before = x.holder(e.slot)
 	}
-	x.byAddr[e.addr] = e
-	x.byOwner[e.owner.UID] = append(x.byOwner[e.owner.UID], e)
-	if x.byRange[e.rng] == nil {
-		x.byRange[e.rng] = map[netip.Addr]*allocEntry{}
-	}
-	x.byRange[e.rng][e.addr] = e
-	return e, replaced, true
+	x.link(e)
+	return before, x.holder(e.slot), true
+}
+
+// same reports whether two readings of one object name agree on everything the index keeps.
+func same(a, b *allocEntry) bool {
+	return a.object == b.object && a.slot == b.slot && a.rng == b.rng && a.owner == b.owner && a.last == b.last &&
+		(a.retained == nil) == (b.retained == nil) && (a.retained == nil || *a.retained == *b.retained)
 }
 
 // remove drops the allocation named name if the index holds it under object; an empty object
-// matches any (a tombstone without the final object). It returns the entry removed.
-func (x *allocIndex) remove(name string, object types.UID) *allocEntry {
-	addr, ok := v1.AddressOfAllocationName(name)
-	if !ok {
-		delete(x.odd, name)
-		return nil
-	}
-	e := x.byAddr[addr]
-	if e == nil || object != "" && e.object != object {
-		return nil
-	}
+// matches any (a tombstone without the final object). It returns the holder of its slot before and
+// after, and whether anything was removed.
+func (x *allocIndex) remove(name string, object types.UID) (before, after *allocEntry, removed bool) {
 	delete(x.odd, name)
-	x.drop(e)
-	return e
+	e := x.byName[name]
+	if e == nil || object != "" && e.object != object {
+		return nil, nil, false
+	}
+	before = x.holder(e.slot)
+	x.unlink(e)
+	return before, x.holder(e.slot), true
 }
 
-func (x *allocIndex) drop(e *allocEntry) {
-	delete(x.byAddr, e.addr)
-	owned := x.byOwner[e.owner.UID]
-	for i, o := range owned {
-		if o == e {
-			owned = append(owned[:i:i], owned[i+1:]...)
-			break
+// holder is the entry holding s, or nil.
+func (x *allocIndex) holder(s slot) *allocEntry {
+	if list := x.bySlot[s]; len(list) > 0 {
+		return list[0]
+	}
+	return nil
+}
+
+// link adds e, keeping its slot's entries oldest first; the holder is listed by owner and range.
+func (x *allocIndex) link(e *allocEntry) {
+	prev := x.holder(e.slot)
+	list := append(x.bySlot[e.slot], e)
+	slices.SortStableFunc(list, func(a, b *allocEntry) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+	x.bySlot[e.slot] = list
+	x.byName[e.name] = e
+	if now := list[0]; now != prev {
+		if prev != nil {
+			x.unlist(prev)
+		}
+		x.list(now)
+	}
+}
+
+// unlink drops e; the next entry of its slot, if any, becomes the holder.
+func (x *allocIndex) unlink(e *allocEntry) {
+	delete(x.byName, e.name)
+	list := x.bySlot[e.slot]
+	i := slices.Index(list, e)
+	if i < 0 {
+		return
+	}
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
+		delete(x.bySlot, e.slot)
+	} else {
+		x.bySlot[e.slot] = list
+	}
+	if i == 0 {
+		x.unlist(e)
+		if len(list) > 0 {
+			x.list(list[0])
 		}
 	}
+}
+
+func (x *allocIndex) list(e *allocEntry) {
+	x.byOwner[e.owner.UID] = append(x.byOwner[e.owner.UID], e)
+	if x.byRange[e.rng] == nil {
+		x.byRange[e.rng] = map[slot]*allocEntry{}
+	}
+	x.byRange[e.rng][e.slot] = e
+	if x.spaces[e.rng] == nil {
+		x.spaces[e.rng] = map[string]int{}
+	}
+	x.spaces[e.rng][e.slot.Space]++
+	if e.retained != nil {
+		x.retained[e.rng]++
+	}
+}
+
+func (x *allocIndex) unlist(e *allocEntry) {
+	owned := slices.DeleteFunc(x.byOwner[e.owner.UID], func(o *allocEntry) bool { return o == e })
 	if len(owned) == 0 {
 		delete(x.byOwner, e.owner.UID)
 	} else {
 		x.byOwner[e.owner.UID] = owned
 	}
 	if inRange := x.byRange[e.rng]; inRange != nil {
-		delete(inRange, e.addr)
+		delete(inRange, e.slot)
 		if len(inRange) == 0 {
 			delete(x.byRange, e.rng)
+		}
+	}
+	if counts := x.spaces[e.rng]; counts != nil {
+		if counts[e.slot.Space]--; counts[e.slot.Space] <= 0 {
+			delete(counts, e.slot.Space)
+		}
+		if len(counts) == 0 {
+			delete(x.spaces, e.rng)
+		}
+	}
+	if e.retained != nil {
+		if x.retained[e.rng]--; x.retained[e.rng] <= 0 {
+			delete(x.retained, e.rng)
 		}
 	}
 }
@@ -135,10 +280,31 @@ func (x *allocIndex) heldBy(uid, rng string) []netip.Addr {
 	var out []netip.Addr
 	for _, e := range x.byOwner[uid] {
 		if e.rng == rng {
-			out = append(out, e.addr)
+			out = append(out, e.addr())
 		}
 	}
 	return out
+}
+
+// otherSpaces returns how many addresses rng holds in spaces other than hash.
+func (x *allocIndex) otherSpaces(rng, hash string) (n int, space string) {
+	for s, c := range x.spaces[rng] {
+		if s != hash {
+			n += c
+			space = s
+		}
+	}
+	return n, space
+}
+
+// spaceNamed is the space of hash as rng's allocations record it.
+func (x *allocIndex) spaceNamed(rng, hash string) v1.AddressSpace {
+	for _, e := range x.byRange[rng] {
+		if e.slot.Space == hash {
+			return e.space
+		}
+	}
+	return v1.AddressSpace{}
 }
 
 // deletedAllocation reads what an informer's delete notification carries: the object, or a

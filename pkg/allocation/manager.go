@@ -1,14 +1,8 @@
-// Package allocation makes address claims atomic at the API server. Every held address is one
-// cluster-scoped FloatingIPAllocation object named after the address: creating it is the claim, so
-// the API server lets exactly one FloatingIP hold an address whatever the number of workers,
-// operator replicas or overlapping ranges; deleting it, guarded by its UID, is the release. An
-// index fed by the objects' informer keeps one ipam pool per range, so that a claim finds the
-// lowest free address without a scan, and workers reserve their picks in memory, so that they
-// create different objects at the same time with no lock held across an API call.
 package allocation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -18,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -68,7 +61,22 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.OrphanGracePeriod <= 0 {
 		o.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
-	return &Manager{deps: d, opts: o, g: newEngine(), ranges: newRangeIndex()}
+	m := &Manager{deps: d, opts: o, g: newEngine(), ranges: newRangeIndex()}
+	m.g.idx.legacySpace = m.spaceOfRange
+	return m
+}
+
+// spaceOfRange is the space hash of range name as the cache has it; the space of ranges without
+// annotations when the range is unknown.
+func (m *Manager) spaceOfRange(name string) string {
+	if m.deps.Ranges == nil {
+		return v1.AddressSpace{}.Hash()
+	}
+	r, err := m.deps.Ranges.Cache().Get(name)
+	if err != nil {
+		return v1.AddressSpace{}.Hash()
+	}
+	return v1.SpaceOf(r).Hash()
 }
 
 // OnRangeChanged sets what hears of every range whose allocations changed (to refresh its status
@@ -109,21 +117,22 @@ func (m *Manager) WaitForIndex(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), m.synced)
 }
 
-// Claim makes owner hold an address of range rangeName: want when valid, else the owner's address
-// there or the lowest free one. It returns the address and any other addresses the owner still
-// holds in that range (the old one after a change of address), for the caller to release once its
-// own object records the new one. The allocation object exists when Claim returns.
-func (m *Manager) Claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, owner, want, false)
+// Claim makes c hold an address of range rangeName: want when valid, else c's address there, the
+// address retained there for c's cluster, or the lowest free one. It returns the address and any
+// other addresses c still holds in that range (the old one after a change of address), for the
+// caller to release once its own object records the new one. The allocation object exists when
+// Claim returns.
+func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr) (netip.Addr, []netip.Addr, error) {
+	return m.claim(ctx, rangeName, c, want, false)
 }
 
-// ClaimProposed is Claim for an address Propose proposed to the owner: the proposal, or the lowest
-// free address when another owner took the proposal meanwhile.
-func (m *Manager) ClaimProposed(ctx context.Context, rangeName string, owner ipam.Owner, proposed netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, owner, proposed, true)
+// ClaimProposed is Claim for an address Propose proposed to c: the proposal, or the lowest free
+// address when another owner took the proposal meanwhile.
+func (m *Manager) ClaimProposed(ctx context.Context, rangeName string, c Claimant, proposed netip.Addr) (netip.Addr, []netip.Addr, error) {
+	return m.claim(ctx, rangeName, c, proposed, true)
 }
 
-func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner, want netip.Addr, soft bool) (netip.Addr, []netip.Addr, error) {
+func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr, soft bool) (netip.Addr, []netip.Addr, error) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if apierrors.IsNotFound(err) {
 		return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
@@ -133,24 +142,29 @@ func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner,
 	}
 	m.g.mu.Lock()
 	st := m.g.stateLocked(r)
-	held := m.g.idx.heldBy(owner.UID, rangeName)
+	held := m.g.idx.heldBy(c.UID, rangeName)
 	holds := len(held) > 0 && (!want.IsValid() || slices.Contains(held, want))
 	var notReady *problem.Problem
+	var taken error
 	if !holds {
 		notReady = m.problemLocked(r, st)
-	}
-	m.g.mu.Unlock()
-	if notReady != nil {
-		// Holding an address stays valid when the range has a problem; only new claims are refused.
-		if want.IsValid() && !soft {
-			if holder, ok := m.HolderOf(want); ok && holder.Owner.UID != owner.UID {
-				return netip.Addr{}, nil, &ipam.TakenError{Addr: want, Holder: holder.Owner}
+		if notReady != nil && want.IsValid() && !soft {
+			// Holding an address stays valid when the range has a problem; only new claims are
+			// refused, and a request for an address someone holds is told who.
+			if e := m.g.idx.holder(slot{Addr: want, Space: st.hash}); e != nil && e.owner.UID != c.UID {
+				taken = takenBy(want, e)
 			}
 		}
+	}
+	m.g.mu.Unlock()
+	if taken != nil {
+		return netip.Addr{}, nil, taken
+	}
+	if notReady != nil {
 		return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *notReady}
 	}
 	start := time.Now()
-	addr, err := m.g.claimLoop(ctx, m.deps.Allocations, rangeName, owner, want, soft)
+	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, soft)
 	if err != nil {
 		return netip.Addr{}, nil, err
 	}
@@ -158,7 +172,7 @@ func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner,
 		m.deps.Metrics.AllocationClaimSeconds.Observe(time.Since(start).Seconds())
 	}
 	var others []netip.Addr
-	for _, a := range m.HeldBy(rangeName, owner.UID) {
+	for _, a := range m.HeldBy(rangeName, c.UID) {
 		if a != addr {
 			others = append(others, a)
 		}
@@ -166,24 +180,36 @@ func (m *Manager) claim(ctx context.Context, rangeName string, owner ipam.Owner,
 	return addr, others, nil
 }
 
-// Propose reserves the lowest free address of range rangeName for the FloatingIP namespace/name
-// that is about to be created, so that it is created with its address in spec.ipaddress and needs
-// no write of its own to record it. The reservation keeps other proposals and claims of this
-// process off the address until the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it
-// lapses. It proposes nothing (false) when the range cannot hand out an address now.
-func (m *Manager) Propose(rangeName, namespace, name string) (netip.Addr, bool) {
+// Propose picks the address of range rangeName for the FloatingIP namespace/name that is about to
+// be created for provisioning cluster cluster, so that it is created with its address in
+// spec.ipaddress and needs no write of its own to record it. An address retained for the cluster
+// in the range's space comes first, with the range it is held in; else the lowest free address is
+// reserved: the reservation keeps other proposals and claims of this process off the address until
+// the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it lapses. It proposes nothing
+// (false) when the range cannot hand out an address now.
+func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if err != nil || r.DeletionTimestamp != nil {
-		return netip.Addr{}, false
+		return "", netip.Addr{}, false
 	}
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
 	st := m.g.stateLocked(r)
-	if m.problemLocked(r, st) != nil {
-		return netip.Addr{}, false
+	if cluster.Name != "" {
+		for _, e := range m.g.idx.byOwner[retainedOwner(cluster).UID] {
+			if e.slot.Space != st.hash {
+				continue
+			}
+			if held, err := m.deps.Ranges.Cache().Get(e.rng); err == nil && held.DeletionTimestamp == nil {
+				return e.rng, e.addr(), true
+			}
+		}
 	}
-	addr, err := m.g.proposeLocked(rangeName, namespace, name, time.Now())
-	return addr, err == nil
+	if m.problemLocked(r, st) != nil {
+		return "", netip.Addr{}, false
+	}
+	addr, err := m.g.proposeLocked(rangeName, st, namespace, name, time.Now())
+	return rangeName, addr, err == nil
 }
 
 // Withdraw drops the proposal of addr to the FloatingIP namespace/name, whose create failed.
@@ -200,6 +226,9 @@ func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.
 	}
 	if orphans := m.orphansLocked(r, st); len(orphans) > 0 {
 		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+	}
+	if n, former := m.g.idx.otherSpaces(r.Name, st.hash); n > 0 {
+		return &problem.Problem{Reason: ReasonSpaceChangePending, Message: spaceChangeMessage(st.space, m.g.idx.spaceNamed(r.Name, former), n)}
 	}
 	ranges := m.ranges
 	if !m.rangesFed {
@@ -236,21 +265,21 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 	m.g.mu.Lock()
 	var entries []*allocEntry
 	for _, e := range m.g.idx.byOwner[uid] {
-		if e.rng == rangeName && (len(addrs) == 0 || slices.Contains(addrs, e.addr)) {
+		if e.rng == rangeName && (len(addrs) == 0 || slices.Contains(addrs, e.addr())) {
 			entries = append(entries, e)
 		}
 	}
 	m.g.mu.Unlock()
-	slices.SortFunc(entries, func(a, b *allocEntry) int { return a.addr.Compare(b.addr) })
+	slices.SortFunc(entries, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
 	var released []netip.Addr
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return released, err
 		}
 		if err := m.deleteAllocation(e); err != nil {
-			return released, fmt.Errorf("releasing %s in FloatingIPRange %s: %w", e.addr, rangeName, err)
+			return released, fmt.Errorf("releasing %s in FloatingIPRange %s: %w", e.addr(), rangeName, err)
 		}
-		released = append(released, e.addr)
+		released = append(released, e.addr())
 	}
 	if len(addrs) == 0 {
 		if err := m.dropLegacyKeys(rangeName, uid); err != nil {
@@ -264,16 +293,30 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 // the index. NotFound and a failed precondition (the name now holds another object) both mean
 // e's object is gone.
 func (m *Manager) deleteAllocation(e *allocEntry) error {
+	return m.deleteAllocationAt(e, "")
+}
+
+// errChanged: the object changed since it was judged; it is judged again on the next pass.
+var errChanged = errors.New("the allocation changed since it was judged")
+
+// deleteAllocationAt is deleteAllocation guarded by the object's resourceVersion too, when given:
+// the object must not have changed since it was judged.
+func (m *Manager) deleteAllocationAt(e *allocEntry, version string) error {
 	object := e.object
-	err := m.deps.Allocations.Delete(v1.AllocationName(e.addr), &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &object}})
+	pre := &metav1.Preconditions{UID: &object}
+	if version != "" {
+		pre.ResourceVersion = &version
+	}
+	err := m.deps.Allocations.Delete(e.name, &metav1.DeleteOptions{Preconditions: pre})
+	if apierrors.IsConflict(err) && version != "" {
+		return errChanged
+	}
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
-	if gone := m.g.idx.remove(v1.AllocationName(e.addr), object); gone != nil {
-		m.g.releaseLocked(gone)
-	}
+	m.g.removeLocked(e.name, object)
 	return nil
 }
 
@@ -309,27 +352,12 @@ func (m *Manager) HeldBy(rangeName, uid string) []netip.Addr {
 	return out
 }
 
-// Holder is who holds an address, and in which range.
-type Holder struct {
-	Range string
-	Owner ipam.Owner
-}
-
-// HolderOf returns who holds addr, in any range.
-func (m *Manager) HolderOf(addr netip.Addr) (Holder, bool) {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	e := m.g.idx.byAddr[addr.WithZone("").Unmap()]
-	if e == nil {
-		return Holder{}, false
-	}
-	return Holder{Range: e.rng, Owner: e.owner}, true
-}
-
 // Summary is what the range controller shows of a range.
 type Summary struct {
-	Capacity  *big.Int
+	Capacity *big.Int
+	// Used counts the addresses held by FloatingIPs, Retained those kept for deleted clusters.
 	Used      int
+	Retained  int
 	Available *big.Int
 	// Problem keeps the range from handing out addresses; nil when it can.
 	Problem *problem.Problem
@@ -346,6 +374,8 @@ func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	defer m.g.mu.Unlock()
 	st := m.g.stateLocked(r)
 	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: m.countLocked(r)}
+	sum.Retained = m.g.idx.retained[r.Name]
+	sum.Used -= sum.Retained
 	if st.pool != nil {
 		sum.Capacity.Set(st.pool.Capacity())
 		sum.Available.Sub(sum.Capacity, big.NewInt(int64(st.pool.Held())))
@@ -374,8 +404,8 @@ func (m *Manager) Count(r *v1.FloatingIPRange) int {
 func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
 	m.g.mu.Lock()
 	var out []Orphan
-	for addr, e := range m.g.idx.byRange[r.Name] {
-		out = append(out, Orphan{Addr: addr.String(), Allocation: v1.Allocation{Namespace: e.owner.Namespace, Name: e.owner.Name, UID: types.UID(e.owner.UID)}})
+	for _, e := range m.g.idx.byRange[r.Name] {
+		out = append(out, Orphan{Addr: e.addr().String(), Allocation: holderOf(e)})
 	}
 	m.g.mu.Unlock()
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
@@ -407,4 +437,15 @@ func (m *Manager) rangeGone(obj interface{}) {
 // Forget drops what the manager keeps of a deleted range.
 func (m *Manager) Forget(rangeName string) {
 	m.g.forgetRange(rangeName)
+}
+
+// cachedAllocations reads an allocation from the informer's cache: the operator may list and
+// watch allocations, not get them one by one. A cache that lags makes the update that follows a
+// read fail with a conflict, which is retried.
+type cachedAllocations struct {
+	kubefipcontrollers.FloatingIPAllocationController
+}
+
+func (c cachedAllocations) Get(name string, _ metav1.GetOptions) (*v1.FloatingIPAllocation, error) {
+	return c.Cache().Get(name)
 }

@@ -3,7 +3,9 @@ package allocation
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
+	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
@@ -18,6 +20,9 @@ const (
 	ReasonInvalidRange        = "InvalidRange"
 	ReasonOverlap             = "Overlap"
 	ReasonOrphanedAllocations = "OrphanedAllocations"
+	// ReasonSpaceChangePending: the range's annotations put it in another address space while it
+	// holds addresses in its former one.
+	ReasonSpaceChangePending = "SpaceChangePending"
 )
 
 // Reasons of the Warning condition of a range that is valid but almost certainly not what was
@@ -38,6 +43,19 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("FloatingIPRange %s cannot hand out addresses (%s): %s", e.Range, e.Problem.Reason, e.Problem.Message)
+}
+
+// RetainedError reports a request for an address retained for a deleted guest cluster.
+type RetainedError struct {
+	Addr    netip.Addr
+	Cluster v1.ClusterReference
+	Until   time.Time
+	// Allocation is the FloatingIPAllocation whose deletion releases the address at once.
+	Allocation string
+}
+
+func (e *RetainedError) Error() string {
+	return fmt.Sprintf("%s is retained for guest cluster %s/%s until %s", e.Addr, e.Cluster.Namespace, e.Cluster.Name, e.Until.UTC().Format(time.RFC3339))
 }
 
 // Orphan is an allocation of a range that its spec does not cover (after a shrink or a new
@@ -75,6 +93,11 @@ func younger(a, b *v1.FloatingIPRange) bool {
 		return b.CreationTimestamp.Before(&a.CreationTimestamp)
 	}
 	return a.Name > b.Name
+}
+
+func spaceChangeMessage(space, former v1.AddressSpace, held int) string {
+	return fmt.Sprintf("the annotations put this range in address space %s (Harvester cluster/network), but it still holds %d addresses in its former space %s; it moves once they are released, and hands out no new address until then",
+		space, held, former)
 }
 
 func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {

@@ -23,7 +23,7 @@ func TestProposals(t *testing.T) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		o := fipOwner(n)
-		a, err := g.proposeLocked("r", o.Namespace, o.Name, now)
+		a, err := g.proposeLocked("r", g.ranges["r"], o.Namespace, o.Name, now)
 		if err != nil {
 			t.Fatalf("proposing to %s: %v", n, err)
 		}
@@ -38,40 +38,40 @@ func TestProposals(t *testing.T) {
 	if again := propose("a"); again != a {
 		t.Fatalf("a second proposal to a = %v, want the first, %v", again, a)
 	}
-	if got, err := g.claimLoop(ctx, api, "r", fipOwner("x"), netip.Addr{}, false); err != nil || got != addr("10.0.0.3") {
+	if got, err := g.claimLoop(ctx, api, "r", who("x"), netip.Addr{}, false); err != nil || got != addr("10.0.0.3") {
 		t.Fatalf("dynamic claim beside two proposals = %v, %v; want 10.0.0.3", got, err)
 	}
 
 	// a claims its proposal: exactly one create, of the proposed name.
 	creates := 0
 	api.before = func(*v1.FloatingIPAllocation) { creates++ }
-	if got, err := g.claimLoop(ctx, api, "r", fipOwner("a"), a, true); err != nil || got != a || creates != 1 {
+	if got, err := g.claimLoop(ctx, api, "r", who("a"), a, true); err != nil || got != a || creates != 1 {
 		t.Fatalf("claiming the proposal = %v, %v after %d creates; want %v after 1", got, err, creates, a)
 	}
-	if _, ok := g.placeholders[a]; ok {
+	if _, ok := g.placeholders[at(a.String())]; ok {
 		t.Error("the claimed proposal is still a placeholder")
 	}
 
 	// Another replica gave b's proposal to y, and this process has seen it: b gets the lowest free.
 	y := fipOwner("y")
-	if _, err := api.Create(newAllocation(b, "r", y)); err != nil {
+	if _, err := api.Create(newAllocation(v1.AddressSpace{}, b, "r", y)); err != nil {
 		t.Fatal(err)
 	}
-	g.onAdd(api.objects[b.String()])
-	if got, err := g.claimLoop(ctx, api, "r", fipOwner("b"), b, true); err != nil || got != addr("10.0.0.4") {
+	g.onAdd(api.objects[nameOf(b.String())])
+	if got, err := g.claimLoop(ctx, api, "r", who("b"), b, true); err != nil || got != addr("10.0.0.4") {
 		t.Fatalf("claiming a proposal y took = %v, %v; want 10.0.0.4", got, err)
 	}
 
 	// Taken by a holder not seen yet — perhaps c itself, claimed by another replica: wait for it.
 	c := propose("c")
-	if _, err := api.Create(newAllocation(c, "r", fipOwner("c"))); err != nil {
+	if _, err := api.Create(newAllocation(v1.AddressSpace{}, c, "r", fipOwner("c"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.claimLoop(ctx, api, "r", fipOwner("c"), c, true); !errors.Is(err, ErrHolderUnknown) {
+	if _, err := g.claimLoop(ctx, api, "r", who("c"), c, true); !errors.Is(err, ErrHolderUnknown) {
 		t.Fatalf("claiming a proposal an unseen holder took: %v, want ErrHolderUnknown", err)
 	}
-	g.onAdd(api.objects[c.String()])
-	if got, err := g.claimLoop(ctx, api, "r", fipOwner("c"), c, true); err != nil || got != c {
+	g.onAdd(api.objects[nameOf(c.String())])
+	if got, err := g.claimLoop(ctx, api, "r", who("c"), c, true); err != nil || got != c {
 		t.Fatalf("claiming the proposal another replica claimed for c = %v, %v; want %v", got, err, c)
 	}
 

@@ -8,23 +8,24 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
-// rangeIndex finds the ranges whose CIDR overlaps a range's without looking at the others, so
-// that deciding an overlap costs the same with one range or a thousand. Two CIDRs overlap only
-// when one holds the other: the ranges holding r's CIDR are those at one of its at most 129
-// ancestor prefixes (exact), the ranges inside it are those registered under it (under). Each
-// range's pool is built once per definition and kept, so an overlap check never parses an
-// exclude list again.
+// rangeIndex finds the ranges of one address space whose CIDR overlaps a range's without looking
+// at the others, so that deciding an overlap costs the same with one range or a thousand. Ranges
+// of different spaces never overlap: they are separate networks. Two CIDRs overlap only when one
+// holds the other: the ranges holding r's CIDR are those at one of its at most 129 ancestor
+// prefixes (exact), the ranges inside it are those registered under it (under). Each range's pool
+// is built once per definition and kept, so an overlap check never parses an exclude list again.
 type rangeIndex struct {
 	mu      sync.Mutex
 	entries map[string]*indexedRange
-	exact   map[netip.Prefix]map[string]struct{}
-	under   map[netip.Prefix]map[string]struct{}
+	exact   prefixSets
+	under   prefixSets
 }
 
 // indexedRange is what the index keeps of one range.
 type indexedRange struct {
 	r      *v1.FloatingIPRange
-	prefix netip.Prefix
+	key    spacePrefix
+	listed bool
 	spec   string
 	// pool is built on first need; nil with poolErr set when the definition is invalid.
 	pool    *ipam.Pool
@@ -32,8 +33,7 @@ type indexedRange struct {
 }
 
 func newRangeIndex() *rangeIndex {
-	return &rangeIndex{entries: map[string]*indexedRange{},
-		exact: map[netip.Prefix]map[string]struct{}{}, under: map[netip.Prefix]map[string]struct{}{}}
+	return &rangeIndex{entries: map[string]*indexedRange{}, exact: prefixSets{}, under: prefixSets{}}
 }
 
 // set records r as it is now; an unchanged definition keeps its pool.
@@ -51,11 +51,16 @@ func (x *rangeIndex) set(r *v1.FloatingIPRange) {
 	if err != nil {
 		return // an invalid range overlaps nothing; its own status says why
 	}
-	e.prefix = p.Masked()
-	addTo(x.exact, e.prefix, r.Name)
-	for bits := e.prefix.Bits(); bits >= 0; bits-- {
-		addTo(x.under, netip.PrefixFrom(e.prefix.Addr(), bits).Masked(), r.Name)
+	e.key, e.listed = spacePrefix{space: v1.SpaceOf(r).Hash(), prefix: p.Masked()}, true
+	x.exact.add(e.key, r.Name)
+	for bits := e.key.prefix.Bits(); bits >= 0; bits-- {
+		x.under.add(ancestor(e.key, bits), r.Name)
 	}
+}
+
+// ancestor is key's prefix shortened to bits, in the same space.
+func ancestor(key spacePrefix, bits int) spacePrefix {
+	return spacePrefix{space: key.space, prefix: netip.PrefixFrom(key.prefix.Addr(), bits).Masked()}
 }
 
 // remove forgets the range name.
@@ -71,23 +76,23 @@ func (x *rangeIndex) removeLocked(name string) {
 		return
 	}
 	delete(x.entries, name)
-	if !e.prefix.IsValid() {
+	if !e.listed {
 		return
 	}
-	dropFrom(x.exact, e.prefix, name)
-	for bits := e.prefix.Bits(); bits >= 0; bits-- {
-		dropFrom(x.under, netip.PrefixFrom(e.prefix.Addr(), bits).Masked(), name)
+	x.exact.drop(e.key, name)
+	for bits := e.key.prefix.Bits(); bits >= 0; bits-- {
+		x.under.drop(ancestor(e.key, bits), name)
 	}
 }
 
-// overlapping returns the other ranges whose pools share an address with pool, r's own: at most
-// 129 map lookups and one pool comparison per range whose CIDR actually meets r's.
+// overlapping returns the other ranges of r's space whose pools share an address with pool, r's
+// own: at most 129 map lookups and one pool comparison per range whose CIDR actually meets r's.
 func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.FloatingIPRange {
 	p, err := netip.ParsePrefix(r.Spec.IPRange)
 	if err != nil || pool == nil {
 		return nil
 	}
-	p = p.Masked()
+	key := spacePrefix{space: v1.SpaceOf(r).Hash(), prefix: p.Masked()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	seen := map[string]struct{}{}
@@ -107,10 +112,10 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 			}
 		}
 	}
-	for bits := p.Bits(); bits >= 0; bits-- {
-		check(x.exact[netip.PrefixFrom(p.Addr(), bits).Masked()])
+	for bits := key.prefix.Bits(); bits >= 0; bits-- {
+		check(x.exact[ancestor(key, bits)])
 	}
-	check(x.under[p])
+	check(x.under[key])
 	return out
 }
 
@@ -119,20 +124,4 @@ func (x *rangeIndex) size() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.entries)
-}
-
-func addTo[K comparable](m map[K]map[string]struct{}, key K, name string) {
-	set, ok := m[key]
-	if !ok {
-		set = map[string]struct{}{}
-		m[key] = set
-	}
-	set[name] = struct{}{}
-}
-
-func dropFrom[K comparable](m map[K]map[string]struct{}, key K, name string) {
-	delete(m[key], name)
-	if len(m[key]) == 0 {
-		delete(m, key)
-	}
 }

@@ -17,6 +17,9 @@ import (
 type rangeState struct {
 	uid  types.UID
 	spec string
+	// space is the range's address space, as its annotations say; hash is its Hash.
+	space v1.AddressSpace
+	hash  string
 	// prefix is the range's CIDR, masked, under which engine.byPrefix lists it; invalid when
 	// the definition is.
 	prefix netip.Prefix
@@ -28,8 +31,9 @@ type rangeState struct {
 	orphans map[netip.Addr]string
 }
 
+// specKey is everything of r a pool is built from: its CIDR, its excludes and its space.
 func specKey(r *v1.FloatingIPRange) string {
-	return r.Spec.IPRange + "|" + strings.Join(r.Spec.Exclude, ",")
+	return r.Spec.IPRange + "|" + strings.Join(r.Spec.Exclude, ",") + "|" + v1.SpaceOf(r).Hash()
 }
 
 // stateLocked returns the state of r, (re)built when r is new to the engine, was re-created or its
@@ -38,17 +42,17 @@ func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 	if st := g.ranges[r.Name]; st != nil && st.uid == r.UID && st.spec == specKey(r) {
 		return st
 	}
-	st := g.buildLocked(r.Name, r.Spec.IPRange, r.Spec.Exclude)
+	st := g.buildLocked(r.Name, v1.SpaceOf(r), r.Spec.IPRange, r.Spec.Exclude)
 	st.uid, st.spec = r.UID, specKey(r)
 	return st
 }
 
 // buildLocked builds the state of range name from its definition and the index: the range's own
-// allocations are held by their owners, those of other ranges that this one could hand out are
-// held as foreign, so that no worker here tries them.
-func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
+// allocations are held by their owners, those of other ranges of its space that this one could
+// hand out are held as foreign, so that no worker here tries them.
+func (g *engine) buildLocked(name string, space v1.AddressSpace, cidr string, exclude []string) *rangeState {
 	g.unlistLocked(name)
-	st := &rangeState{orphans: map[netip.Addr]string{}}
+	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]string{}}
 	g.ranges[name] = st
 	p, err := ipam.NewPool(cidr, exclude)
 	if err != nil {
@@ -58,16 +62,16 @@ func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
 	st.pool = p
 	if pfx, err := netip.ParsePrefix(cidr); err == nil {
 		st.prefix = pfx.Masked()
-		addTo(g.byPrefix, st.prefix, name)
+		g.byPrefix.add(spacePrefix{space: st.hash, prefix: st.prefix}, name)
 	}
-	for addr, e := range g.idx.byRange[name] {
-		if err := p.Claim(addr, e.owner); err != nil {
-			st.orphans[addr] = why(err)
+	for _, e := range g.idx.byRange[name] {
+		if err := p.Claim(e.addr(), e.owner); err != nil {
+			st.orphans[e.addr()] = why(err)
 		}
 	}
-	for addr, e := range g.idx.byAddr {
-		if e.rng != name && p.Check(addr) == nil {
-			_, _ = p.Confirm(addr, e.owner)
+	for s, list := range g.idx.bySlot {
+		if s.Space == st.hash && list[0].rng != name && p.Check(s.Addr) == nil {
+			_, _ = p.Confirm(s.Addr, list[0].owner)
 		}
 	}
 	return st
@@ -76,10 +80,16 @@ func (g *engine) buildLocked(name, cidr string, exclude []string) *rangeState {
 // orphanList returns the orphans of st, lowest address first.
 func (st *rangeState) orphanList(idx *allocIndex, name string) []Orphan {
 	out := make([]Orphan, 0, len(st.orphans))
+	held := map[netip.Addr]*allocEntry{}
+	if len(st.orphans) > 0 {
+		for _, e := range idx.byRange[name] {
+			held[e.addr()] = e
+		}
+	}
 	for addr, w := range st.orphans {
 		o := Orphan{Addr: addr.String(), Why: w}
-		if e := idx.byRange[name][addr]; e != nil {
-			o.Allocation = v1.Allocation{Namespace: e.owner.Namespace, Name: e.owner.Name, UID: types.UID(e.owner.UID)}
+		if e := held[addr]; e != nil {
+			o.Allocation = holderOf(e)
 		}
 		out = append(out, o)
 	}
@@ -87,6 +97,15 @@ func (st *rangeState) orphanList(idx *allocIndex, name string) []Orphan {
 		return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr))
 	})
 	return out
+}
+
+// holderOf names e's holder for a message: the FloatingIP, or the cluster a retained address is
+// kept for.
+func holderOf(e *allocEntry) v1.Allocation {
+	if e.retained != nil {
+		return v1.Allocation{Namespace: e.retained.cluster.Namespace, Name: e.retained.cluster.Name + " (retained)"}
+	}
+	return v1.Allocation{Namespace: e.owner.Namespace, Name: e.owner.Name, UID: types.UID(e.owner.UID)}
 }
 
 // why says in a few words why a pool cannot hold an address.
@@ -113,6 +132,31 @@ func (g *engine) forgetRange(name string) {
 // unlistLocked takes range name out of byPrefix, under the prefix its current state has.
 func (g *engine) unlistLocked(name string) {
 	if st := g.ranges[name]; st != nil && st.prefix.IsValid() {
-		dropFrom(g.byPrefix, st.prefix, name)
+		g.byPrefix.drop(spacePrefix{space: st.hash, prefix: st.prefix}, name)
+	}
+}
+
+// spacePrefix is a prefix within one address space, by the space's hash.
+type spacePrefix struct {
+	space  string
+	prefix netip.Prefix
+}
+
+// prefixSets lists range names under space prefixes.
+type prefixSets map[spacePrefix]map[string]struct{}
+
+func (m prefixSets) add(key spacePrefix, name string) {
+	set, ok := m[key]
+	if !ok {
+		set = map[string]struct{}{}
+		m[key] = set
+	}
+	set[name] = struct{}{}
+}
+
+func (m prefixSets) drop(key spacePrefix, name string) {
+	delete(m[key], name)
+	if len(m[key]) == 0 {
+		delete(m, key)
 	}
 }

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -25,6 +26,11 @@ type RepairReport struct {
 	// Adopted are addresses held without an allocation object — in a range's legacy record, or
 	// only in a FloatingIP — that now have one.
 	Adopted []string
+	// Renamed are allocations of a release before address spaces, named by their bare address,
+	// now held by an object named for their space.
+	Renamed []string
+	// Expired are retained addresses whose retention ended.
+	Expired []string
 }
 
 // Log writes what the report says.
@@ -35,11 +41,18 @@ func (r RepairReport) Log() {
 	for _, x := range r.Adopted {
 		logrus.Infof("repair: recorded %s, held by a FloatingIP its range did not record", x)
 	}
+	for _, x := range r.Renamed {
+		logrus.Infof("repair: %s is now named for its address space", x)
+	}
+	for _, x := range r.Expired {
+		logrus.Infof("repair: released %s, whose retention ended", x)
+	}
 }
 
 // candidate is an address some FloatingIP holds with no allocation object for it yet.
 type candidate struct {
 	addr    netip.Addr
+	space   v1.AddressSpace
 	rng     string
 	owner   ipam.Owner
 	created time.Time
@@ -82,7 +95,7 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 		for addr, key := range idx.holder {
 			a := r.Status.Allocations[key]
 			if f := byUID[string(a.UID)]; f != nil {
-				cands = append(cands, candidate{addr: addr, rng: r.Name, owner: OwnerOf(f), created: f.CreationTimestamp.Time, record: true})
+				cands = append(cands, candidate{addr: addr, space: v1.SpaceOf(r), rng: r.Name, owner: OwnerOf(f), created: f.CreationTimestamp.Time, record: true})
 			}
 		}
 	}
@@ -95,6 +108,7 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}
+	report.Renamed = m.migrate(ctx)
 	for _, r := range ranges {
 		released, err := m.shrinkLegacy(r, byUID)
 		report.Released = append(report.Released, released...)
@@ -102,7 +116,9 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 			logrus.Warnf("repair: %v; tried again on the next pass", err)
 		}
 	}
-	report.Released = append(report.Released, m.reap(ctx)...)
+	released, expired := m.reap(ctx)
+	report.Released = append(report.Released, released...)
+	report.Expired = expired
 	return report, nil
 }
 
@@ -131,16 +147,16 @@ func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
 	}
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
-	if len(m.g.idx.heldBy(string(f.UID), rng)) > 0 || m.g.idx.byAddr[addr] != nil {
+	st := m.g.stateLocked(r)
+	if len(m.g.idx.heldBy(string(f.UID), rng)) > 0 || m.g.idx.holder(slot{Addr: addr, Space: st.hash}) != nil {
 		return candidate{}, false
 	}
 	// As a claim would: only an address the range can hand out, and an address only asked for
 	// (not yet shown as held) only from a range that hands out addresses now.
-	st := m.g.stateLocked(r)
 	if st.pool == nil || st.pool.Check(addr) != nil || f.Status.IPAddress == "" && m.problemLocked(r, st) != nil {
 		return candidate{}, false
 	}
-	return candidate{addr: addr, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
+	return candidate{addr: addr, space: st.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
 }
 
 // adopt creates an object for each candidate, the first of each address in order winning; it
@@ -158,11 +174,11 @@ func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
 		}
 		return strings.Compare(a.owner.Namespace+"/"+a.owner.Name, b.owner.Namespace+"/"+b.owner.Name)
 	})
-	seen := map[netip.Addr]bool{}
+	seen := map[slot]bool{}
 	var first []candidate
 	for _, c := range cands {
-		if !seen[c.addr] {
-			seen[c.addr] = true
+		if s := (slot{Addr: c.addr, Space: c.space.Hash()}); !seen[s] {
+			seen[s] = true
 			first = append(first, c)
 		}
 	}
@@ -200,12 +216,12 @@ func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
 // adoptOne creates c's object unless the index already has one for its address.
 func (m *Manager) adoptOne(c candidate) bool {
 	m.g.mu.Lock()
-	known := m.g.idx.byAddr[c.addr] != nil
+	known := m.g.idx.holder(slot{Addr: c.addr, Space: c.space.Hash()}) != nil
 	m.g.mu.Unlock()
 	if known {
 		return false
 	}
-	created, err := m.deps.Allocations.Create(newAllocation(c.addr, c.rng, c.owner))
+	created, err := m.deps.Allocations.Create(newAllocation(c.space, c.addr, c.rng, c.owner))
 	if err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			logrus.Warnf("repair: recording %s/%s for %s/%s: %v", c.rng, c.addr, c.owner.Namespace, c.owner.Name, err)
@@ -228,6 +244,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 	keep := map[string]v1.Allocation{}
 	var released []string
 	idx := indexRecord(r.Status.Allocations)
+	hash := v1.SpaceOf(r).Hash()
 	m.g.mu.Lock()
 	for _, key := range sortedKeys(r.Status.Allocations) {
 		a := r.Status.Allocations[key]
@@ -236,7 +253,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 			continue
 		}
 		if addr, ok := canonical(key); ok {
-			if e := m.g.idx.byAddr[addr]; e != nil || idx.holder[addr] != key {
+			if e := m.g.idx.holder(slot{Addr: addr, Space: hash}); e != nil || idx.holder[addr] != key {
 				// Held by an object (its holder's or, for a loser, another's) or a second
 				// spelling of an address: the object decides, the controller flags the loser.
 				continue
@@ -260,13 +277,26 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 }
 
 // reap deletes the allocations, older than the grace period, whose FloatingIP is gone: not in the
-// cache, and not found (or found re-created, with another UID) when read afresh.
-func (m *Manager) reap(ctx context.Context) []string {
+// cache, and not found (or found re-created, with another UID) when read afresh. A retained
+// address has no FloatingIP: it is released once its retention ends.
+func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 	now := time.Now()
 	m.g.mu.Lock()
 	var suspects []*allocEntry
-	for _, e := range m.g.idx.byAddr {
-		if now.Sub(e.created) < m.opts.OrphanGracePeriod {
+	type judged struct {
+		e       *allocEntry
+		version string
+	}
+	var ended []judged
+	for _, list := range m.g.idx.bySlot {
+		e := list[0]
+		switch {
+		case e.retained != nil:
+			if !now.Before(e.retained.until) {
+				ended = append(ended, judged{e: e, version: e.version})
+			}
+			continue
+		case now.Sub(e.created) < m.opts.OrphanGracePeriod:
 			continue
 		}
 		if owners, err := m.deps.FloatingIPs.Cache().GetByIndex(ByUIDIndex, e.owner.UID); err == nil && len(owners) > 0 {
@@ -275,8 +305,23 @@ func (m *Manager) reap(ctx context.Context) []string {
 		suspects = append(suspects, e)
 	}
 	m.g.mu.Unlock()
-	slices.SortFunc(suspects, func(a, b *allocEntry) int { return a.addr.Compare(b.addr) })
-	var released []string
+	slices.SortFunc(suspects, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	slices.SortFunc(ended, func(a, b judged) int { return a.e.addr().Compare(b.e.addr()) })
+	for _, j := range ended {
+		if ctx.Err() != nil {
+			break
+		}
+		e := j.e
+		// Guarded by the version judged: a retained address taken back meanwhile is the same
+		// object, and must stay.
+		if err := m.deleteAllocationAt(e, j.version); err != nil {
+			if !errors.Is(err, errChanged) {
+				logrus.Warnf("repair: releasing retained %s/%s: %v", e.rng, e.addr(), err)
+			}
+			continue
+		}
+		expired = append(expired, fmt.Sprintf("%s/%s %s/%s", e.rng, e.addr(), e.retained.cluster.Namespace, e.retained.cluster.Name))
+	}
 	for _, e := range suspects {
 		if ctx.Err() != nil {
 			break
@@ -290,12 +335,12 @@ func (m *Manager) reap(ctx context.Context) []string {
 			continue
 		}
 		if err := m.deleteAllocation(e); err != nil {
-			logrus.Warnf("repair: releasing %s/%s: %v", e.rng, e.addr, err)
+			logrus.Warnf("repair: releasing %s/%s: %v", e.rng, e.addr(), err)
 			continue
 		}
-		released = append(released, fmt.Sprintf("%s/%s %s/%s", e.rng, e.addr, e.owner.Namespace, e.owner.Name))
+		released = append(released, fmt.Sprintf("%s/%s %s/%s", e.rng, e.addr(), e.owner.Namespace, e.owner.Name))
 	}
-	return released
+	return released, expired
 }
 
 // Run keeps the allocations true until ctx ends: every half grace period it reaps the allocations
@@ -312,7 +357,8 @@ func (m *Manager) Run(ctx context.Context, auditEvery func() time.Duration, afte
 			return
 		case <-reap.C:
 			m.g.expirePlaceholders(time.Now())
-			RepairReport{Released: m.reap(ctx)}.Log()
+			released, expired := m.reap(ctx)
+			RepairReport{Released: released, Expired: expired}.Log()
 		case <-audit.C:
 			report, err := m.Repair(ctx)
 			if err != nil {
@@ -328,8 +374,8 @@ func (m *Manager) Run(ctx context.Context, auditEvery func() time.Duration, afte
 // Table renders every allocation, one a line by range and address, for traceIpamData.
 func (m *Manager) Table() string {
 	m.g.mu.Lock()
-	entries := make([]*allocEntry, 0, len(m.g.idx.byAddr))
-	for _, e := range m.g.idx.byAddr {
+	entries := make([]*allocEntry, 0, len(m.g.idx.byName))
+	for _, e := range m.g.idx.byName {
 		entries = append(entries, e)
 	}
 	m.g.mu.Unlock()
@@ -337,7 +383,7 @@ func (m *Manager) Table() string {
 		if c := strings.Compare(a.rng, b.rng); c != 0 {
 			return c
 		}
-		return a.addr.Compare(b.addr)
+		return a.addr().Compare(b.addr())
 	})
 	var b strings.Builder
 	rng := ""
@@ -346,7 +392,13 @@ func (m *Manager) Table() string {
 			rng = e.rng
 			fmt.Fprintf(&b, "range %s:\n", rng)
 		}
-		fmt.Fprintf(&b, "  %s %s/%s uid=%s\n", e.addr, e.owner.Namespace, e.owner.Name, e.owner.UID)
+		switch {
+		case e.retained != nil:
+			fmt.Fprintf(&b, "  %s retained for %s/%s until %s (space %s)\n", e.addr(),
+				e.retained.cluster.Namespace, e.retained.cluster.Name, e.retained.until.UTC().Format(time.RFC3339), e.slot.Space)
+		default:
+			fmt.Fprintf(&b, "  %s %s/%s uid=%s (space %s)\n", e.addr(), e.owner.Namespace, e.owner.Name, e.owner.UID, e.slot.Space)
+		}
 	}
 	return b.String()
 }
@@ -354,6 +406,14 @@ func (m *Manager) Table() string {
 // OwnerOf is the FloatingIP as the holder of its addresses.
 func OwnerOf(f *v1.FloatingIP) ipam.Owner {
 	return ipam.Owner{Namespace: f.Namespace, Name: f.Name, UID: string(f.UID)}
+}
+
+// ClaimantOf is the FloatingIP as a claimant: its owner, and the provisioning cluster discovery
+// created it for, whose retained address it may take back.
+func ClaimantOf(f *v1.FloatingIP) Claimant {
+	c := Claimant{Owner: OwnerOf(f)}
+	c.Cluster, _ = v1.ProvisioningClusterOf(f)
+	return c
 }
 
 func sortedKeys[T any](m map[string]T) []string {

@@ -18,7 +18,7 @@ import (
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New()
-	m.SetRange(metrics.RangeLabels{Name: "r", CIDR: "10.0.0.0/24", HarvesterCluster: "h", HarvesterNetwork: "n"}, 254, 1, 253)
+	m.SetRange(metrics.RangeLabels{Name: "r", CIDR: "10.0.0.0/24", HarvesterCluster: "h", HarvesterNetwork: "n"}, 254, 1, 1, 252)
 	m.AllocationConflicts.WithLabelValues("r").Inc()
 	m.GuestClusterStatus.WithLabelValues("g", "h").Set(metrics.GuestClusterUp)
 	m.GuestClusterEvents.WithLabelValues("g", "h", metrics.EventAPIConnection, metrics.StatusSuccess).Inc()

@@ -12,7 +12,7 @@ import (
 // allocationRules are the regular expressions of allocationValidation's CEL rules, run here with
 // Go's RE2, the engine CEL's matches() uses.
 type allocationRules struct {
-	ipv6Name, ipv6Chars, leadingZero, ipv4, mapped *regexp.Regexp
+	ipv6Name, ipv6Chars, leadingZero, ipv4, mapped, suffix *regexp.Regexp
 }
 
 func newAllocationRules() allocationRules {
@@ -22,6 +22,7 @@ func newAllocationRules() allocationRules {
 		leadingZero: regexp.MustCompile(`(^|:)0[0-9a-f]`),
 		ipv4:        regexp.MustCompile(canonicalIPv4),
 		mapped:      regexp.MustCompile("^(" + mappedAddress + ")"),
+		suffix:      regexp.MustCompile(spaceSuffix),
 	}
 }
 
@@ -34,8 +35,11 @@ func (r allocationRules) admits(name, address string) bool {
 	if strings.Contains(address, ":") {
 		return r.ipv6Chars.MatchString(address) && !r.leadingZero.MatchString(address) && r.ipv6Name.MatchString(name)
 	}
-	return r.ipv4.MatchString(address) && name == address
+	return r.ipv4.MatchString(address) && strings.HasPrefix(name, address+".") && len(name) == len(address)+11 && r.suffix.MatchString(name)
 }
+
+// site is the space the tests name their allocations in.
+var site = v1.AddressSpace{HarvesterClusterName: "harvester1", HarvesterNetworkName: "default/vlan10"}
 
 // TestAllocationRulesAdmitWhatTheOperatorWrites: every object the operator would create — the
 // name from v1.AllocationName, the address in netip's canonical form — passes the CEL rules.
@@ -44,8 +48,8 @@ func TestAllocationRulesAdmitWhatTheOperatorWrites(t *testing.T) {
 	for _, text := range []string{"10.0.0.5", "0.0.0.0", "255.255.255.255", "100.64.0.10", "fd00::5",
 		"fd00:10::", "::", "::1", "2001:db8:0:1::ffff", "fe80::1", "::ffff:1", "ffff::"} {
 		addr := netip.MustParseAddr(text)
-		if !rules.admits(v1.AllocationName(addr), addr.String()) {
-			t.Errorf("the rules refuse %s named %s", addr, v1.AllocationName(addr))
+		if !rules.admits(v1.AllocationName(site, addr), addr.String()) {
+			t.Errorf("the rules refuse %s named %s", addr, v1.AllocationName(site, addr))
 		}
 	}
 }
@@ -53,14 +57,20 @@ func TestAllocationRulesAdmitWhatTheOperatorWrites(t *testing.T) {
 func TestAllocationRulesRefuse(t *testing.T) {
 	rules := newAllocationRules()
 	for _, tc := range []struct{ name, address string }{
-		{"10.0.0.6", "10.0.0.5"},
-		{"010.0.0.5", "010.0.0.5"},
-		{"fd00--5", "fd00::5"},
-		{"FD00-0000-0000-0000-0000-0000-0000-0005", "fd00::5"},
-		{"fd00-0000-0000-0000-0000-0000-0000-0005", "FD00::5"},
-		{"fd00-0000-0000-0000-0000-0000-0000-0005", "fd00::0005"},
-		{"10.0.0.1", "::ffff:10.0.0.1"},
-		{"0000-0000-0000-0000-0000-ffff-0a00-0001", "::ffff:a00:1"},
+		{"10.0.0.6." + site.Hash(), "10.0.0.5"},
+		{"010.0.0.5." + site.Hash(), "010.0.0.5"},
+		{"10.0.0.5", "10.0.0.5"}, // a name of the releases before address spaces
+		{"fd00-0000-0000-0000-0000-0000-0000-0005", "fd00::5"},
+		{"10.0.0.5." + strings.ToUpper(site.Hash()), "10.0.0.5"},
+		{"10.0.0.5.." + site.Hash()[1:], "10.0.0.5"},
+		{"10.0.0.5." + site.Hash() + "0", "10.0.0.5"},
+		{"10.0.0.55" + site.Hash()[1:], "10.0.0.5"},
+		{"fd00--5." + site.Hash(), "fd00::5"},
+		{"FD00-0000-0000-0000-0000-0000-0000-0005." + site.Hash(), "fd00::5"},
+		{"fd00-0000-0000-0000-0000-0000-0000-0005." + site.Hash(), "FD00::5"},
+		{"fd00-0000-0000-0000-0000-0000-0000-0005." + site.Hash(), "fd00::0005"},
+		{"10.0.0.1." + site.Hash(), "::ffff:10.0.0.1"},
+		{"0000-0000-0000-0000-0000-ffff-0a00-0001." + site.Hash(), "::ffff:a00:1"},
 		{"range-a", "10.0.0.5"},
 	} {
 		if rules.admits(tc.name, tc.address) {
@@ -79,8 +89,8 @@ func FuzzAllocationRules(f *testing.F) {
 		if !ok || addr.Is4In6() {
 			return
 		}
-		if !rules.admits(v1.AllocationName(addr), addr.String()) {
-			t.Fatalf("the rules refuse %s named %s", addr, v1.AllocationName(addr))
+		if !rules.admits(v1.AllocationName(site, addr), addr.String()) {
+			t.Fatalf("the rules refuse %s named %s", addr, v1.AllocationName(site, addr))
 		}
 	})
 }

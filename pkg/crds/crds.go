@@ -73,6 +73,9 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIPRange{}),
+			wide: []apiextv1.CustomResourceColumnDefinition{
+				{Name: "Retained", Type: "integer", JSONPath: ".status.retained", Priority: 1},
+			},
 			obj:    v1.FloatingIPRange{},
 			mutate: rangeValidation,
 		},
@@ -103,12 +106,17 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 				NonNamespace: true,
 				ShortNames:   []string{"fipalloc", "fipallocs"},
 				Categories:   []string{Category},
-				// JSONPath cannot join namespace/name: OWNER is the FloatingIP's name, its
-				// namespace is a wide column.
+				// JSONPath cannot join namespace/name: OWNER is the FloatingIP's name (the last
+				// one, for a retained address), its namespace is a wide column. RETAINED-FOR and
+				// UNTIL are empty while a FloatingIP holds the address.
 				Columns: []apiextv1.CustomResourceColumnDefinition{
 					{Name: "Address", Type: "string", JSONPath: ".spec.address"},
+					{Name: "Harvester", Type: "string", JSONPath: ".spec.space.harvesterClusterName"},
+					{Name: "Network", Type: "string", JSONPath: ".spec.space.harvesterNetworkName"},
 					{Name: "Range", Type: "string", JSONPath: ".spec.range"},
 					{Name: "Owner", Type: "string", JSONPath: ".spec.owner.name"},
+					{Name: "Retained-For", Type: "string", JSONPath: ".spec.retained.cluster.name"},
+					{Name: "Until", Type: "date", JSONPath: ".spec.retained.until"},
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIPAllocation{}),

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -102,8 +101,12 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 		removeWithoutFinalizers(t, f, "", name)
 		// Lost with the rest: an allocation is not backed up, it is made again from the
 		// restored FloatingIPs.
-		for addr := range f.held(name) {
-			if err := f.api.FloatingIPAllocation().Delete(v1.AllocationName(netip.MustParseAddr(addr)), nil); err != nil {
+		list, err := f.api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range list.Items {
+			if err := f.api.FloatingIPAllocation().Delete(a.Name, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

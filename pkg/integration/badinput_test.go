@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,11 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 	f.waitRange(rangeName, 30*time.Second, "the legacy record emptied", func(r *kubefipv1.FloatingIPRange) bool {
 		return len(r.Status.Allocations) == 0
 	})
-	alloc, err := f.api.FloatingIPAllocation().Get("fd00-0079-0000-0000-0000-0000-0000-0001", metav1.GetOptions{})
+	r, err := f.api.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := f.api.FloatingIPAllocation().Get(kubefipv1.AllocationName(kubefipv1.SpaceOf(r), netip.MustParseAddr("fd00:79::1")), metav1.GetOptions{})
 	if err != nil || alloc.Spec.Owner.UID != holder.UID || alloc.Spec.Address != "fd00:79::1" {
 		t.Fatalf("allocation of fd00:79::1: %+v, %v; want it held by holder (%s)", alloc, err, holder.UID)
 	}

@@ -185,8 +185,12 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 	})
 	for addr, a := range f.held("disc-restart") {
 		if a.UID == goneFIP.UID {
-			t.Errorf("%s is still recorded for the deleted %s/%s", addr, a.Namespace, a.Name)
+			t.Errorf("%s is still held by the deleted %s/%s", addr, a.Namespace, a.Name)
 		}
+	}
+	// Deleted while the operator was down, the cluster still gets its address retained.
+	if kept, ok := retainedIn(t, f.api, "disc-restart")[goneFIP.Status.IPAddress]; !ok || kept.Spec.Retained.Cluster.Name != gone.name {
+		t.Errorf("%s of the cluster deleted meanwhile is not retained for it: %+v", goneFIP.Status.IPAddress, kept.Spec)
 	}
 	// The restarted operator handled both clusters, found their FloatingIPs and created no other.
 	waitDecision(t, p, auto.name, "has its FloatingIP")
@@ -212,6 +216,8 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-remove")
 	r := newRancher(t)
+	// Without retention, the address is released with the FloatingIP.
+	f.operatorConfig(map[string]string{"addressRetention": "0"})
 	f.operator()
 	f.createRangeFor("disc-remove", "10.166.0.0/29", "harv-remove", "vlan10")
 	one := guest{name: "rm-one", id: "c-m-rmone", harvester: "c-m-harvrm", display: "harv-remove", network: vlan("vlan10")}

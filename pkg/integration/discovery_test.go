@@ -127,7 +127,7 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 			time.Since(start).Round(time.Millisecond), o.steps[last])
 
 		want := map[string]string{v1.AnnotationClusterName: g.name, v1.AnnotationFloatingIPRange: "disc-order-vlan10",
-			v1.AnnotationUpdateConfigMap: "true", discovery.AnnotationProvisioningCluster: fleetNS + "/" + g.name}
+			v1.AnnotationUpdateConfigMap: "true", v1.AnnotationProvisioningCluster: fleetNS + "/" + g.name}
 		for k, v := range want {
 			if x.Annotations[k] != v {
 				t.Errorf("%s: annotation %s = %q, want %q", o.name, k, x.Annotations[k], v)

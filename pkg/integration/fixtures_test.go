@@ -61,6 +61,10 @@ func (f *fixture) cleanup() {
 		}
 	}
 	for _, name := range f.ranges {
+		// A retained address holds its range for a day: let it go, as a person would.
+		for _, a := range retainedIn(f.t, f.api, name) {
+			_ = f.api.FloatingIPAllocation().Delete(a.Name, nil)
+		}
 		if left := f.deleteRangeAndWait(name); left != "" {
 			f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s:\n%s\ncleanup operator's output ends:\n%s",
 				name, f.ns, left, lastLines(p.Logs(), 60))
@@ -264,8 +268,9 @@ func message(conds []genericcondition.GenericCondition, typ condition.Cond) stri
 	return c.Message
 }
 
-// held returns the addresses held in range rangeName, read from the FloatingIPAllocation objects:
-// address → holder, as the range's status recorded them before those objects existed.
+// held returns the addresses FloatingIPs hold in range rangeName, read from the
+// FloatingIPAllocation objects: address → holder, as the range's status recorded them before those
+// objects existed. Addresses retained for deleted clusters are not held: see retainedIn.
 func (f *fixture) held(rangeName string) map[string]v1.Allocation {
 	f.t.Helper()
 	return heldIn(f.t, f.api, rangeName)
@@ -279,11 +284,11 @@ func heldIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.Alloca
 	}
 	out := map[string]v1.Allocation{}
 	for _, a := range list.Items {
-		addr, ok := v1.AddressOfAllocationName(a.Name)
-		if !ok || a.Spec.Range != rangeName {
+		s, ok := v1.ParseAllocationName(a.Name)
+		if !ok || a.Spec.Range != rangeName || a.Spec.Retained != nil {
 			continue
 		}
-		out[addr.String()] = v1.Allocation{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: a.Spec.Owner.UID}
+		out[s.Addr.String()] = v1.Allocation{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: a.Spec.Owner.UID}
 	}
 	return out
 }
@@ -406,4 +411,21 @@ func (f *fixture) waitFIPIn(ns, name string, timeout time.Duration, what string,
 	f.t.Helper()
 	g := &fixture{t: f.t, ns: ns, api: f.api}
 	return g.waitFIP(name, timeout, what, cond)
+}
+
+// retainedIn returns the addresses of range rangeName retained for deleted guest clusters: address →
+// allocation.
+func retainedIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.FloatingIPAllocation {
+	t.Helper()
+	list, err := api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.FloatingIPAllocation{}
+	for _, a := range list.Items {
+		if a.Spec.Range == rangeName && a.Spec.Retained != nil {
+			out[a.Spec.Address] = a
+		}
+	}
+	return out
 }

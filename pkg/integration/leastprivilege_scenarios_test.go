@@ -154,10 +154,10 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 			if err := e.r.prov.Delete(fleetNS, w.a.name, nil); err != nil {
 				return err
 			}
-			return poll(timeout, "the deleted cluster's FloatingIP gone and its address released", stop, func() (bool, error) {
+			return poll(timeout, "the deleted cluster's FloatingIP gone and its address retained", stop, func() (bool, error) {
 				_, err := fip(w.a)
 				r, errR := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
-				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1, nil
+				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1 && r.Status.Retained == 1, nil
 			})
 		}},
 		{scenarioAllocationConflict, func() error {
@@ -170,7 +170,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 			if err != nil {
 				return err
 			}
-			defer func() { _ = e.r.fips.FloatingIPAllocation().Delete(v1.AllocationName(taken), nil) }()
+			defer func() { _ = e.r.fips.FloatingIPAllocation().Delete(taken, nil) }()
 			name := w.rangeName + "-late"
 			if _, err := e.r.fips.FloatingIP().Create(&v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns,
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: w.rangeName}}}); err != nil {
@@ -179,7 +179,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 			w.late = append(w.late, name)
 			return poll(timeout, "a FloatingIP allocated past an address another writer took", stop, func() (bool, error) {
 				x, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
-				return err == nil && allocated(x) && x.Status.IPAddress != taken.String(), nil
+				return err == nil && allocated(x) && !strings.HasPrefix(taken, x.Status.IPAddress+"."), nil
 			})
 		}},
 		{scenarioAllocationWatch, func() error {
@@ -216,20 +216,27 @@ func (e *lpEnv) configWarnings() int32 {
 }
 
 // takeLowestFree creates, as another writer would, the allocation of the lowest address of w's
-// range that nobody holds, for an owner the operator does not know, and returns the address.
-func (e *lpEnv) takeLowestFree(w *lpWorld) (netip.Addr, error) {
-	held := heldIn(e.t, e.r.fips, w.rangeName)
+// range that nobody holds, for an owner the operator does not know, and returns its name.
+func (e *lpEnv) takeLowestFree(w *lpWorld) (string, error) {
+	r, err := e.r.fips.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	space := v1.SpaceOf(r)
+	held, retained := heldIn(e.t, e.r.fips, w.rangeName), retainedIn(e.t, e.r.fips, w.rangeName)
 	pfx := netip.MustParsePrefix(w.cidr)
 	for a := pfx.Addr().Next(); pfx.Contains(a); a = a.Next() {
-		if _, ok := held[a.String()]; ok {
+		_, isHeld := held[a.String()]
+		if _, isRetained := retained[a.String()]; isHeld || isRetained {
 			continue
 		}
+		name := v1.AllocationName(space, a)
 		_, err := e.r.fips.FloatingIPAllocation().Create(&v1.FloatingIPAllocation{
-			ObjectMeta: metav1.ObjectMeta{Name: v1.AllocationName(a), Labels: map[string]string{v1.LabelRange: v1.RangeLabelValue(w.rangeName)}},
-			Spec: v1.FloatingIPAllocationSpec{Address: a.String(), Range: w.rangeName,
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelRange: v1.RangeLabelValue(w.rangeName)}},
+			Spec: v1.FloatingIPAllocationSpec{Address: a.String(), Range: w.rangeName, Space: space,
 				Owner: v1.FloatingIPReference{Namespace: e.ns, Name: "another-writer", UID: "another-writer-uid"}},
 		})
-		return a, err
+		return name, err
 	}
-	return netip.Addr{}, fmt.Errorf("range %s has no free address", w.rangeName)
+	return "", fmt.Errorf("range %s has no free address", w.rangeName)
 }

@@ -281,7 +281,7 @@ func restConfigOf(t *testing.T, path string) *rest.Config {
 // acquired and renewed, caches synced, discovery of two Harvester guest clusters (cloud
 // credentials in cattle-global-data and in fleet-default), allocation, the guest's ConfigMap
 // written through the cluster proxy, a configuration reload, Events created and aggregated, and a
-// deleted cluster's FloatingIP removed and its address released.
+// deleted cluster's FloatingIP removed and its address retained for the cluster.
 func TestLeastPrivilegeUnderChartRBAC(t *testing.T) {
 	begin := time.Now()
 	e := newLPEnv(t, "kube-fip-lp-suite", "s", 181)

@@ -22,8 +22,9 @@ func newAllocation(addr netip.Addr, rangeName string, owner *kubefipv1.FloatingI
 	}
 	return &kubefipv1.FloatingIPAllocation{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: kubefipv1.AllocationName(addr),
+			Name: kubefipv1.AllocationName(kubefipv1.AddressSpace{}, addr),
 			Labels: map[string]string{
+				kubefipv1.LabelAddress:        kubefipv1.AllocationAddressText(addr),
 				kubefipv1.LabelRange:          kubefipv1.RangeLabelValue(rangeName),
 				kubefipv1.LabelIPFamily:       family,
 				kubefipv1.LabelOwnerNamespace: owner.Namespace,
@@ -56,7 +57,7 @@ func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
 			t.Fatalf("creating the allocation of %s: %v", addr, err)
 		}
 		t.Cleanup(func() { _ = c.Delete(a.Name, &metav1.DeleteOptions{}) })
-		if want := kubefipv1.AllocationName(addr); a.Name != want || a.Spec.Address != text {
+		if want := kubefipv1.AllocationName(kubefipv1.AddressSpace{}, addr); a.Name != want || a.Spec.Address != text {
 			t.Errorf("created %s with spec.address %s, want %s with %s", a.Name, a.Spec.Address, want, text)
 		}
 
@@ -69,16 +70,37 @@ func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
 		if a, err = c.Update(a); err != nil {
 			t.Fatalf("updating the labels of %s: %v", addr, err)
 		}
-		for field, change := range map[string]func(*kubefipv1.FloatingIPAllocationSpec){
-			"range":     func(s *kubefipv1.FloatingIPAllocationSpec) { s.Range = "schema-alloc-other" },
-			"owner.uid": func(s *kubefipv1.FloatingIPAllocationSpec) { s.Owner.UID = schemaOwner("a2").UID },
+		for field, tc := range map[string]struct {
+			change func(*kubefipv1.FloatingIPAllocationSpec)
+			want   string
+		}{
+			"range":   {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Range = "schema-alloc-other" }, "are immutable"},
+			"address": {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Address = "10.214.0.6" }, "metadata.name must be the address"},
+			"space": {func(s *kubefipv1.FloatingIPAllocationSpec) {
+				s.Space = kubefipv1.AddressSpace{HarvesterClusterName: "elsewhere"}
+			}, "are immutable"},
+			"owner.uid": {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Owner.UID = schemaOwner("a2").UID }, "spec.owner changes only when a retained address is taken back"},
 		} {
-			moved := a.DeepCopy()
-			change(&moved.Spec)
-			_, err := c.Update(moved)
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec is immutable") {
-				t.Errorf("changing spec.%s of %s: error %v, want Invalid naming the immutable spec", field, a.Name, err)
+			if field == "address" && addr.Is6() {
+				continue
 			}
+			moved := a.DeepCopy()
+			tc.change(&moved.Spec)
+			_, err := c.Update(moved)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("changing spec.%s of %s: error %v, want Invalid saying %q", field, a.Name, err, tc.want)
+			}
+		}
+		// Retained for a deleted cluster, the holder stays; taken back, the holder changes.
+		kept := a.DeepCopy()
+		kept.Spec.Retained = &kubefipv1.Retention{Cluster: kubefipv1.ClusterReference{Namespace: "fleet-default", Name: "demo"}, Until: metav1.Now()}
+		if a, err = c.Update(kept); err != nil {
+			t.Fatalf("retaining %s: %v", addr, err)
+		}
+		back := a.DeepCopy()
+		back.Spec.Retained, back.Spec.Owner = nil, kubefipv1.FloatingIPReference{Namespace: "c-m-schema05", Name: "a3", UID: schemaOwner("a3").UID}
+		if a, err = c.Update(back); err != nil {
+			t.Fatalf("taking back %s: %v", addr, err)
 		}
 		got, err := c.Get(a.Name, metav1.GetOptions{})
 		if err != nil {
@@ -98,25 +120,34 @@ func TestSchemaAllocationRejects(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(shared.env.Config).Resource(gvr)
 	owner := map[string]any{"namespace": "c-m-schema04", "name": "r1", "uid": string(schemaOwner("r1").UID)}
 	const nameRule = "metadata.name must be the address"
+	hash := "." + kubefipv1.AddressSpace{}.Hash()
 	for _, tc := range []struct {
 		why, name string
 		spec      map[string]any
 		want      string
 	}{
-		{"another IPv4 address", "10.214.1.6", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"another IPv4 address", "10.214.1.6" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
 		{"a name that is no address", "schema-alloc", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
-		{"a compressed IPv6 name", "fd00--5", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"IPv6 groups without leading zeros", "fd00-0-0-0-0-0-0-5", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"an upper-case IPv6 name", "FD00-0000-0000-0000-0000-0000-0000-0005", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, "metadata.name"},
-		{"an IPv4 name for an IPv6 address", "10.214.1.5", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"a mapped address", "0000-0000-0000-0000-0000-ffff-0ad6-0105", map[string]any{"address": "::ffff:10.214.1.5", "range": "r", "owner": owner}, "IPv4-mapped"},
-		{"a leading zero", "010.214.1.5", map[string]any{"address": "010.214.1.5", "range": "r", "owner": owner}, "spec.address"},
-		{"an upper-case address", "fd00-0000-0000-0000-0000-0000-0000-000a", map[string]any{"address": "FD00::A", "range": "r", "owner": owner}, "canonical form"},
-		{"a CIDR", "10.214.1.5", map[string]any{"address": "10.214.1.5/32", "range": "r", "owner": owner}, "spec.address"},
-		{"no owner", "10.214.1.5", map[string]any{"address": "10.214.1.5", "range": "r"}, "spec.owner"},
-		{"an owner without UID", "10.214.1.5", map[string]any{"address": "10.214.1.5", "range": "r",
+		{"the bare address of the releases before address spaces", "10.214.1.5", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"a bare IPv6 address", "fd00-0000-0000-0000-0000-0000-0000-0005", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"a short space hash", "10.214.1.5" + hash[:8], map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"an upper-case space hash", "10.214.1.5" + strings.ToUpper(hash), map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, "metadata.name"},
+		{"a compressed IPv6 name", "fd00--5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"IPv6 groups without leading zeros", "fd00-0-0-0-0-0-0-5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"an upper-case IPv6 name", "FD00-0000-0000-0000-0000-0000-0000-0005" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, "metadata.name"},
+		{"an IPv4 name for an IPv6 address", "10.214.1.5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"a mapped address", "0000-0000-0000-0000-0000-ffff-0ad6-0105" + hash, map[string]any{"address": "::ffff:10.214.1.5", "range": "r", "owner": owner}, "IPv4-mapped"},
+		{"a leading zero", "010.214.1.5" + hash, map[string]any{"address": "010.214.1.5", "range": "r", "owner": owner}, "spec.address"},
+		{"an upper-case address", "fd00-0000-0000-0000-0000-0000-0000-000a" + hash, map[string]any{"address": "FD00::A", "range": "r", "owner": owner}, "canonical form"},
+		{"a CIDR", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5/32", "range": "r", "owner": owner}, "spec.address"},
+		{"no owner", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r"}, "spec.owner"},
+		{"an owner without UID", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r",
 			"owner": map[string]any{"namespace": "c-m-schema04", "name": "r1"}}, "spec.owner.uid"},
-		{"no range", "10.214.1.5", map[string]any{"address": "10.214.1.5", "owner": owner}, "spec.range"},
+		{"no range", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "owner": owner}, "spec.range"},
+		{"a retention for nobody", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
+			"retained": map[string]any{"until": "2026-11-25T00:00:00Z", "cluster": map[string]any{"namespace": "fleet-default"}}}, "spec.retained.cluster.name"},
+		{"a retention without an end", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
+			"retained": map[string]any{"cluster": map[string]any{"namespace": "fleet-default", "name": "demo"}}}, "spec.retained.until"},
 	} {
 		t.Run(tc.why, func(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]any{

@@ -151,9 +151,10 @@ func expectInvalid(t *testing.T, err error, field string) {
 // checks its columns: those kubectl shows by default, and those it adds with -o wide.
 func TestPrinterColumns(t *testing.T) {
 	for resource, want := range map[string]struct{ columns, wide []string }{
-		"floatingipranges":      {columns: []string{"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"}},
-		"floatingips":           {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}},
-		"floatingipallocations": {columns: []string{"Name", "Address", "Range", "Owner", "Age"}, wide: []string{"Owner-Namespace"}},
+		"floatingipranges": {columns: []string{"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"}, wide: []string{"Retained"}},
+		"floatingips":      {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}},
+		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
+			wide: []string{"Owner-Namespace"}},
 	} {
 		cfg := rest.CopyConfig(shared.env.Config)
 		cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
@@ -431,7 +432,7 @@ func TestSchemaCategory(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"FloatingIPRange /schema-category", "FloatingIP c-m-schema03/schema-category",
-		"FloatingIPAllocation /10.213.13.17"} {
+		"FloatingIPAllocation /" + a.Name} {
 		if !found[want] {
 			t.Errorf("kubectl get kubefip would not list %s", want)
 		}

@@ -52,6 +52,8 @@ type Metrics struct {
 	RangeCapacity  *prometheus.GaugeVec
 	RangeReserved  *prometheus.GaugeVec
 	RangeAvailable *prometheus.GaugeVec
+	// RangeRetained counts the addresses kept for deleted guest clusters, apart from those held.
+	RangeRetained *prometheus.GaugeVec
 	// AllocationConflicts counts FloatingIPs refused an address another one holds.
 	AllocationConflicts *prometheus.CounterVec
 	// AllocationClaimSeconds is the time one new claim took, collisions with other writers
@@ -89,6 +91,10 @@ func New() *Metrics {
 			Name: "kubefipoperator_fipranges_available",
 			Help: "Number of addresses of a FloatingIPRange still free.",
 		}, rangeLabels()),
+		RangeRetained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_fipranges_retained",
+			Help: "Number of addresses of a FloatingIPRange kept for deleted guest clusters until they come back or their retention ends.",
+		}, rangeLabels()),
 		AllocationConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubefipoperator_allocation_conflicts_total",
 			Help: "FloatingIPs refused an address because another FloatingIP holds it.",
@@ -125,7 +131,7 @@ func New() *Metrics {
 		}, []string{LabelStatus}),
 	}
 	m.Registry.MustRegister(
-		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.AllocationConflicts, m.AllocationClaimSeconds,
+		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds,
 		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
 		m.ConfigReloads,
 		collectors.NewGoCollector(),
@@ -148,10 +154,12 @@ func (l RangeLabels) labels() prometheus.Labels {
 	}
 }
 
-// SetRange records a range's counts.
-func (m *Metrics) SetRange(l RangeLabels, capacity, reserved, available float64) {
+// SetRange records a range's counts: reserved are the addresses FloatingIPs hold, retained those
+// kept for deleted guest clusters.
+func (m *Metrics) SetRange(l RangeLabels, capacity, reserved, retained, available float64) {
 	m.RangeCapacity.With(l.labels()).Set(capacity)
 	m.RangeReserved.With(l.labels()).Set(reserved)
+	m.RangeRetained.With(l.labels()).Set(retained)
 	m.RangeAvailable.With(l.labels()).Set(available)
 }
 
@@ -162,6 +170,7 @@ func (m *Metrics) DeleteRange(name string) {
 	m.RangeCapacity.DeletePartialMatch(match)
 	m.RangeReserved.DeletePartialMatch(match)
 	m.RangeAvailable.DeletePartialMatch(match)
+	m.RangeRetained.DeletePartialMatch(match)
 	m.AllocationConflicts.DeletePartialMatch(match)
 }
 

@@ -64,12 +64,13 @@ func TestServerEndpointsReadinessAndPortChange(t *testing.T) {
 	s.SetReady(true)
 	waitFor(t, base+"/readyz", http.StatusOK)
 
-	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/29", HarvesterCluster: "h1", HarvesterNetwork: "vlan10"}, 6, 2, 4)
+	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/29", HarvesterCluster: "h1", HarvesterNetwork: "vlan10"}, 6, 2, 1, 3)
 	body := waitFor(t, base+"/metrics", http.StatusOK)
 	for _, want := range []string{
 		`kubefipoperator_fipranges_capacity{fiprange="10.0.0.0/29",fiprangename="r1",harvesterclustername="h1",harvesternetworkname="vlan10"} 6`,
 		`kubefipoperator_fipranges_reserved{fiprange="10.0.0.0/29",fiprangename="r1",harvesterclustername="h1",harvesternetworkname="vlan10"} 2`,
-		`kubefipoperator_fipranges_available{fiprange="10.0.0.0/29",fiprangename="r1",harvesterclustername="h1",harvesternetworkname="vlan10"} 4`,
+		`kubefipoperator_fipranges_available{fiprange="10.0.0.0/29",fiprangename="r1",harvesterclustername="h1",harvesternetworkname="vlan10"} 3`,
+		`kubefipoperator_fipranges_retained{fiprange="10.0.0.0/29",fiprangename="r1",harvesterclustername="h1",harvesternetworkname="vlan10"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -86,9 +87,9 @@ func TestServerEndpointsReadinessAndPortChange(t *testing.T) {
 
 func TestDeleteRangeAndGuestClusterRemoveEverySeries(t *testing.T) {
 	m := New()
-	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/29"}, 6, 1, 5)
-	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/28"}, 14, 1, 13) // after a CIDR edit
-	m.SetRange(RangeLabels{Name: "r2", CIDR: "10.0.1.0/29"}, 6, 0, 6)
+	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/29"}, 6, 1, 1, 4)
+	m.SetRange(RangeLabels{Name: "r1", CIDR: "10.0.0.0/28"}, 14, 1, 0, 13) // after a CIDR edit
+	m.SetRange(RangeLabels{Name: "r2", CIDR: "10.0.1.0/29"}, 6, 0, 0, 6)
 	m.GuestClusterStatus.WithLabelValues("c1", "h1").Set(GuestClusterUp)
 	m.GuestClusterEvents.WithLabelValues("c1", "h1", EventAPIConnection, StatusSuccess).Inc()
 	m.GuestClusterStatus.WithLabelValues("c2", "h1").Set(GuestClusterDown)
@@ -98,6 +99,9 @@ func TestDeleteRangeAndGuestClusterRemoveEverySeries(t *testing.T) {
 
 	if n := testutil.CollectAndCount(m.RangeCapacity); n != 1 {
 		t.Errorf("capacity series after deleting r1 = %d, want 1 (r2)", n)
+	}
+	if n := testutil.CollectAndCount(m.RangeRetained); n != 1 {
+		t.Errorf("retained series after deleting r1 = %d, want 1 (r2)", n)
 	}
 	if n := testutil.CollectAndCount(m.GuestClusterStatus); n != 1 {
 		t.Errorf("guest status series after deleting c1 = %d, want 1 (c2)", n)

@@ -30,11 +30,6 @@ import (
 // It never changes.
 const HandlerName = "kube-fip-discovery"
 
-// AnnotationProvisioningCluster marks a FloatingIP discovery created with its provisioning cluster
-// ("fleet-default/demo"), so that the FloatingIP is found and deleted when that cluster is gone,
-// even when the operator was down while it was deleted.
-const AnnotationProvisioningCluster = "kubefip.k8s.binbash.org/provisioning-cluster"
-
 // Event reasons of discovery's own actions; the reasons of problems are in pkg/harvester.
 const (
 	ReasonFloatingIPCreated = "FloatingIPCreated"

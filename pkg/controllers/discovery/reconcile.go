@@ -178,24 +178,28 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 		Name:      c.Name + "-kubevip",
 		Namespace: p.namespace,
 		Annotations: map[string]string{
-			v1.AnnotationClusterName:      c.Name,
-			v1.AnnotationFloatingIPRange:  p.selection.Range,
-			v1.AnnotationUpdateConfigMap:  "true",
-			AnnotationProvisioningCluster: key,
+			v1.AnnotationClusterName:         c.Name,
+			v1.AnnotationFloatingIPRange:     p.selection.Range,
+			v1.AnnotationUpdateConfigMap:     "true",
+			v1.AnnotationProvisioningCluster: key,
 		},
 		// The FloatingIP controller's own finalizer, set at birth: that controller would otherwise
 		// add it with an update of its own before claiming the address, one more write per cluster.
 		Finalizers: []string{floatingip.Finalizer},
 	}}
 	var proposal netip.Addr
-	if addr, ok := h.c.Alloc.Propose(p.selection.Range, fip.Namespace, fip.Name); ok {
-		proposal = addr
+	rangeName := p.selection.Range
+	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
+	retained := h.c.Alloc.RetainedFor(cluster)
+	if rng, addr, ok := h.c.Alloc.Propose(p.selection.Range, fip.Namespace, fip.Name, cluster); ok {
+		proposal, rangeName = addr, rng
+		fip.Annotations[v1.AnnotationFloatingIPRange] = rng
 		fip.Spec.IPAddress = addr.String()
 		fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
 	}
 	if _, err := h.c.FloatingIPs.Create(fip); err != nil {
 		if proposal.IsValid() {
-			h.c.Alloc.Withdraw(p.selection.Range, proposal, fip.Namespace, fip.Name)
+			h.c.Alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -204,7 +208,12 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 	}
 	h.forget(key)
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
-		fip.Namespace, fip.Name, p.selection.Range, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
+		fip.Namespace, fip.Name, rangeName, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
+	for _, r := range retained {
+		if r.Range == rangeName && r.Addr == proposal {
+			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
+		}
+	}
 	h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
 	return nil
 }

@@ -3,7 +3,10 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
+	"strings"
+	"time"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
@@ -46,10 +49,21 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 	}
 	sort.Strings(names)
 	var errs []error
+	retention := h.c.Store.Get().AddressRetention
 	for _, name := range names {
 		f := targets[name]
 		if f.DeletionTimestamp != nil {
 			continue
+		}
+		var kept []netip.Addr
+		if cluster, ok := v1.ProvisioningClusterOf(f); ok && retention > 0 && cluster.Namespace+"/"+cluster.Name == key {
+			// Kept for a cluster re-created under this name, before the finalizer would release.
+			retained, err := h.c.Alloc.Retain(h.ctx, string(f.UID), cluster, time.Now().Add(retention))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("retaining the addresses of FloatingIP %s of removed guest cluster %s: %w", name, key, err))
+				continue
+			}
+			kept = retained
 		}
 		// The UID precondition deletes exactly the FloatingIP seen, never a newer one of that name.
 		uid := f.UID
@@ -62,7 +76,10 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 			continue
 		}
 		msg := "deleted FloatingIP " + name + " of the removed guest cluster"
-		if f.Status.IPAddress != "" {
+		switch {
+		case len(kept) > 0:
+			msg += fmt.Sprintf("; %s is retained for a cluster re-created as %s for %s", joinAddrs(kept), key, retention)
+		case f.Status.IPAddress != "":
 			msg += "; its finalizer releases " + f.Status.IPAddress
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
@@ -71,4 +88,12 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func joinAddrs(addrs []netip.Addr) string {
+	parts := make([]string, len(addrs))
+	for i, a := range addrs {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, ", ")
 }

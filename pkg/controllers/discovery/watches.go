@@ -58,7 +58,7 @@ func (h *handler) addIndexers() {
 		return nil, nil
 	})
 	fips.AddIndexer(fipByProvisioningCluster, func(f *v1.FloatingIP) ([]string, error) {
-		if key := f.Annotations[AnnotationProvisioningCluster]; key != "" {
+		if key := f.Annotations[v1.AnnotationProvisioningCluster]; key != "" {
 			return []string{key}, nil
 		}
 		return nil, nil
@@ -98,8 +98,8 @@ func (h *handler) clustersOfRange(_, _ string, obj runtime.Object) ([]relatedres
 // (deleted while the operator was down) is found at start and deleted.
 func (h *handler) clustersOfFloatingIP(namespace, _ string, obj runtime.Object) ([]relatedresource.Key, error) {
 	keys, err := h.clustersByIndex(clusterByNamespace, namespace)
-	if f, ok := obj.(*v1.FloatingIP); ok && f.Annotations[AnnotationProvisioningCluster] != "" {
-		keys = append(keys, relatedresource.FromString(f.Annotations[AnnotationProvisioningCluster]))
+	if f, ok := obj.(*v1.FloatingIP); ok && f.Annotations[v1.AnnotationProvisioningCluster] != "" {
+		keys = append(keys, relatedresource.FromString(f.Annotations[v1.AnnotationProvisioningCluster]))
 	}
 	return keys, err
 }

@@ -107,7 +107,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if proposed(f, want) {
 		claim = h.alloc.ClaimProposed
 	}
-	addr, others, err := claim(h.ctx, rangeName, allocation.OwnerOf(f), want)
+	addr, others, err := claim(h.ctx, rangeName, allocation.ClaimantOf(f), want)
 	if err != nil {
 		reason, msg, retry := explain(err, rangeName, want)
 		if reason == "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
@@ -18,6 +19,8 @@ const (
 	ReasonRangeNotReady  = "RangeNotReady"
 	ReasonRangeExhausted = "RangeExhausted"
 	ReasonIPConflict     = "IPConflict"
+	// ReasonIPRetained: the address asked for is kept for a deleted guest cluster.
+	ReasonIPRetained     = "IPRetained"
 	ReasonOutOfRange     = "OutOfRange"
 	ReasonExcluded       = "Excluded"
 	ReasonReserved       = "Reserved"
@@ -34,7 +37,11 @@ const (
 func explain(err error, rangeName string, want netip.Addr) (reason, msg string, retry error) {
 	var taken *ipam.TakenError
 	var notReady *allocation.NotReadyError
+	var retained *allocation.RetainedError
 	switch {
+	case errors.As(err, &retained):
+		return ReasonIPRetained, fmt.Sprintf("%s is retained in FloatingIPRange %s for guest cluster %s/%s, deleted, until %s; it is allocated here once released, or at once if FloatingIPAllocation %s is deleted",
+			want, rangeName, retained.Cluster.Namespace, retained.Cluster.Name, retained.Until.UTC().Format(time.RFC3339), retained.Allocation), nil
 	case errors.Is(err, allocation.ErrRangeNotFound):
 		return ReasonRangeNotFound, fmt.Sprintf("FloatingIPRange %s does not exist; the address is allocated as soon as it does", rangeName), nil
 	case errors.As(err, &notReady):

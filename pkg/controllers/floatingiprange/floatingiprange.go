@@ -126,6 +126,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	status := r.Status.DeepCopy()
 	status.Capacity = sum.Capacity.String()
 	status.Used = int64(sum.Used)
+	status.Retained = int64(sum.Retained)
 	status.Available = sum.Available.String()
 	specChanged := status.ObservedGeneration != r.Generation
 	status.ObservedGeneration = r.Generation
@@ -173,7 +174,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 // countsOnly tells whether the new status differs from the old in its counts alone.
 func countsOnly(old, updated *v1.FloatingIPRangeStatus) bool {
 	a, b := *old, *updated
-	a.Used, a.Available, a.Capacity = b.Used, b.Available, b.Capacity
+	a.Used, a.Retained, a.Available, a.Capacity = b.Used, b.Retained, b.Available, b.Capacity
 	return equality.Semantic.DeepEqual(&a, &b)
 }
 
@@ -235,7 +236,7 @@ func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 	h.mu.Unlock()
 	capacity, _ := new(big.Float).SetInt(sum.Capacity).Float64()
 	available, _ := new(big.Float).SetInt(sum.Available).Float64()
-	h.metrics.SetRange(l, capacity, float64(sum.Used), available)
+	h.metrics.SetRange(l, capacity, float64(sum.Used), float64(sum.Retained), available)
 }
 
 // OnRangeRemove keeps the finalizer while addresses are still allocated, saying so on the range.

@@ -138,7 +138,7 @@ func TestEveryRangeReason(t *testing.T) {
 			h, api, events := rangeHandler(t, tc.ranges...)
 			r := api.byName[tc.ranges[0].Name]
 			if tc.claim != "" {
-				if _, _, err := h.alloc.Claim(context.Background(), r.Name, ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}, netip.MustParseAddr(tc.claim)); err != nil {
+				if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}}, netip.MustParseAddr(tc.claim)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -197,7 +197,7 @@ func TestDeletionBlocked(t *testing.T) {
 	r := newRange("busy", "10.7.0.0/29", 0)
 	h, api, events := rangeHandler(t, r)
 	owner := ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}
-	if _, _, err := h.alloc.Claim(context.Background(), r.Name, owner, netip.Addr{}); err != nil {
+	if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: owner}, netip.Addr{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.OnRangeRemove(r.Name, r.DeepCopy())

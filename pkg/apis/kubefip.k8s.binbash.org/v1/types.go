@@ -111,9 +111,12 @@ type FloatingIPRangeStatus struct {
 	// Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold
 	// more than 64 bits of addresses).
 	Capacity string `json:"capacity,omitempty"`
-	// Used is the number of addresses held.
+	// Used is the number of addresses held by FloatingIPs.
 	Used int64 `json:"used"`
-	// Available is Capacity minus Used, in decimal.
+	// Retained is the number of addresses kept for deleted guest clusters, until they come back
+	// or their retention ends.
+	Retained int64 `json:"retained,omitempty"`
+	// Available is Capacity minus Used and Retained, in decimal.
 	Available string `json:"available,omitempty"`
 	// Allocations is the record of held addresses written by releases before FloatingIPAllocation
 	// objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and
@@ -148,6 +151,25 @@ const (
 	// LabelOwnerNamespace is the namespace of the FloatingIP holding the address; a namespace name is
 	// a DNS label, so it always fits a label value.
 	LabelOwnerNamespace = "kubefip.k8s.binbash.org/owner-namespace"
+	// LabelAddress is the held address as AllocationAddressText writes it (10.135.10.201, or an
+	// IPv6 address expanded with - for :), on a FloatingIPAllocation.
+	LabelAddress = "kubefip.k8s.binbash.org/address"
+	// LabelSpace is the short hash of the address space (AddressSpace.Hash), the suffix of the
+	// allocation's name.
+	LabelSpace = "kubefip.k8s.binbash.org/space"
+	// LabelHarvesterCluster and LabelHarvesterNetwork carry LabelValue of the space's two names.
+	LabelHarvesterCluster = "kubefip.k8s.binbash.org/harvester-cluster"
+	LabelHarvesterNetwork = "kubefip.k8s.binbash.org/harvester-network"
+	// LabelState is Held or Retained on a FloatingIPAllocation.
+	LabelState = "kubefip.k8s.binbash.org/state"
+	// LabelRetainedFor carries LabelValue of the provisioning cluster's name a retained address is
+	// kept for.
+	LabelRetainedFor = "kubefip.k8s.binbash.org/retained-for"
+	// AnnotationProvisioningCluster marks a FloatingIP discovery created with its Rancher
+	// provisioning cluster ("fleet-default/demo"): the FloatingIP is found and deleted when that
+	// cluster is gone, even when the operator was down meanwhile, and the address retained for the
+	// cluster goes back to the next FloatingIP of a cluster of that name.
+	AnnotationProvisioningCluster = "kubefip.k8s.binbash.org/provisioning-cluster"
 	// AnnotationProposedAddress marks a FloatingIP's spec.ipaddress as the discovery controller's
 	// proposal rather than a person's request: the operator may replace a proposal that was taken.
 	AnnotationProposedAddress = "kubefip.k8s.binbash.org/proposed-address"
@@ -157,10 +179,11 @@ const (
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
-// FloatingIPAllocation records that one address is held by one FloatingIP. Its name is the address
-// (10.135.10.201; an IPv6 address fully expanded with - for :, fd00-0010-0000-0000-0000-0000-0000-0005):
-// creating it is the claim, so the API server lets exactly one object, and so one FloatingIP, hold
-// an address; deleting it is the release. Its spec never changes.
+// FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or
+// retained for a deleted guest cluster. Its name is the address and the space's hash
+// (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the
+// claim, so the API server lets exactly one object hold an address in a space; deleting it is the
+// release. Its address, range and space never change.
 type FloatingIPAllocation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -177,8 +200,43 @@ type FloatingIPAllocationSpec struct {
 	Address string `json:"address" wrangler:"required"`
 	// Range is the FloatingIPRange the address was handed out from.
 	Range string `json:"range" wrangler:"required"`
-	// Owner is the FloatingIP holding the address.
+	// Space is the address space the address is held in: the Harvester cluster and VM network of
+	// the range (its harvesterClusterName and harvesterNetworkName annotations). The same address
+	// may be held once in each space; the object's name encodes the space.
+	Space AddressSpace `json:"space,omitempty"`
+	// Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP
+	// that held it last.
 	Owner FloatingIPReference `json:"owner" wrangler:"required"`
+	// Retained, when set, keeps the address for a guest cluster that was deleted: the next
+	// FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space
+	// gets it back. Nobody else gets it until the time is up or this object is deleted.
+	Retained *Retention `json:"retained,omitempty"`
+}
+
+// AddressSpace is one Harvester cluster's VM network, as a FloatingIPRange's annotations name
+// it. Ranges without the annotations share the space whose two names are empty.
+type AddressSpace struct {
+	// HarvesterClusterName is the range's harvesterClusterName annotation.
+	HarvesterClusterName string `json:"harvesterClusterName,omitempty"`
+	// HarvesterNetworkName is the range's harvesterNetworkName annotation.
+	HarvesterNetworkName string `json:"harvesterNetworkName,omitempty"`
+}
+
+// Retention is for whom, and until when, an address is kept.
+type Retention struct {
+	// Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and
+	// created again under the same namespace and name gets a new c-m-* id but the same reference.
+	Cluster ClusterReference `json:"cluster" wrangler:"required"`
+	// Until is when the address is released if no FloatingIP of the cluster took it back.
+	Until metav1.Time `json:"until" wrangler:"required"`
+}
+
+// ClusterReference names a Rancher provisioning cluster (provisioning.cattle.io/v1 Cluster).
+type ClusterReference struct {
+	// Namespace is the provisioning cluster's namespace, normally fleet-default.
+	Namespace string `json:"namespace" wrangler:"required"`
+	// Name is the provisioning cluster's name.
+	Name string `json:"name" wrangler:"required"`
 }
 
 // FloatingIPReference names one FloatingIP object; one re-created under the same name is another

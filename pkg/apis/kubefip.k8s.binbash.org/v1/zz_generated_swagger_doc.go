@@ -18,6 +18,15 @@ limitations under the License.
 
 package v1
 
+// SwaggerDoc returns the documentation of AddressSpace and its fields.
+func (AddressSpace) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                     "AddressSpace is one Harvester cluster's VM network, as a FloatingIPRange's annotations name it. Ranges without the annotations share the space whose two names are empty.",
+		"harvesterClusterName": "HarvesterClusterName is the range's harvesterClusterName annotation.",
+		"harvesterNetworkName": "HarvesterNetworkName is the range's harvesterNetworkName annotation.",
+	}
+}
+
 // SwaggerDoc returns the documentation of Allocation and its fields.
 func (Allocation) SwaggerDoc() map[string]string {
 	return map[string]string{
@@ -25,6 +34,15 @@ func (Allocation) SwaggerDoc() map[string]string {
 		"namespace": "Namespace is the FloatingIP's namespace, the guest cluster's c-m-xxxxxxxx namespace.",
 		"name":      "Name is the FloatingIP's name.",
 		"uid":       "UID is the FloatingIP's UID: a FloatingIP re-created under the same name is another holder.",
+	}
+}
+
+// SwaggerDoc returns the documentation of ClusterReference and its fields.
+func (ClusterReference) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":          "ClusterReference names a Rancher provisioning cluster (provisioning.cattle.io/v1 Cluster).",
+		"namespace": "Namespace is the provisioning cluster's namespace, normally fleet-default.",
+		"name":      "Name is the provisioning cluster's name.",
 	}
 }
 
@@ -40,7 +58,7 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIPAllocation and its fields.
 func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":     "FloatingIPAllocation records that one address is held by one FloatingIP. Its name is the address (10.135.10.201; an IPv6 address fully expanded with - for :, fd00-0010-0000-0000-0000-0000-0000-0005): creating it is the claim, so the API server lets exactly one object, and so one FloatingIP, hold an address; deleting it is the release. Its spec never changes.",
+		"":     "FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or retained for a deleted guest cluster. Its name is the address and the space's hash (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the claim, so the API server lets exactly one object hold an address in a space; deleting it is the release. Its address, range and space never change.",
 		"spec": "Spec is the address, the range it was handed out from and its holder. It is immutable: an address changes hands by deleting this object and creating another.",
 	}
 }
@@ -48,10 +66,12 @@ func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIPAllocationSpec and its fields.
 func (FloatingIPAllocationSpec) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":        "FloatingIPAllocationSpec is what an allocation records.",
-		"address": "Address is the held address in canonical form, for example 10.135.10.201 or fd00:10::5. It is the address the object's name encodes.",
-		"range":   "Range is the FloatingIPRange the address was handed out from.",
-		"owner":   "Owner is the FloatingIP holding the address.",
+		"":         "FloatingIPAllocationSpec is what an allocation records.",
+		"address":  "Address is the held address in canonical form, for example 10.135.10.201 or fd00:10::5. It is the address the object's name encodes.",
+		"range":    "Range is the FloatingIPRange the address was handed out from.",
+		"space":    "Space is the address space the address is held in: the Harvester cluster and VM network of the range (its harvesterClusterName and harvesterNetworkName annotations). The same address may be held once in each space; the object's name encodes the space.",
+		"owner":    "Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP that held it last.",
+		"retained": "Retained, when set, keeps the address for a guest cluster that was deleted: the next FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space gets it back. Nobody else gets it until the time is up or this object is deleted.",
 	}
 }
 
@@ -80,8 +100,9 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":                   "FloatingIPRangeStatus is the record of the pool's allocations and its counts.",
 		"capacity":           "Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold more than 64 bits of addresses).",
-		"used":               "Used is the number of addresses held.",
-		"available":          "Available is Capacity minus Used, in decimal.",
+		"used":               "Used is the number of addresses held by FloatingIPs.",
+		"retained":           "Retained is the number of addresses kept for deleted guest clusters, until they come back or their retention ends.",
+		"available":          "Available is Capacity minus Used and Retained, in decimal.",
 		"allocations":        "Allocations is the record of held addresses written by releases before FloatingIPAllocation objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and then removes it, so it is empty once a range is migrated; the held addresses are listed by kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready (with a reason when the range is invalid or overlaps another) and the deletion and shrink guards.",
@@ -117,5 +138,14 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"guestInputs":        "GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its kubeconfig Secret. A change of any of them starts a new pass; anything else does not.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.",
+	}
+}
+
+// SwaggerDoc returns the documentation of Retention and its fields.
+func (Retention) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":        "Retention is for whom, and until when, an address is kept.",
+		"cluster": "Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and created again under the same namespace and name gets a new c-m-* id but the same reference.",
+		"until":   "Until is when the address is released if no FloatingIP of the cluster took it back.",
 	}
 }

@@ -1,0 +1,125 @@
+package allocation
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// Retain keeps every address the FloatingIP uid holds for the provisioning cluster until then,
+// instead of releasing it: each allocation is updated in place, guarded by its resourceVersion, so
+// that no moment leaves the address free. The next FloatingIP of that cluster in the same space
+// takes it back (Claim); nobody else gets it until the time is up or the allocation is deleted.
+// It returns the addresses retained; those the FloatingIP no longer holds are left alone, so that
+// it can be retried.
+func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterReference, until time.Time) ([]netip.Addr, error) {
+	m.g.mu.Lock()
+	entries := slices.Clone(m.g.idx.byOwner[uid])
+	m.g.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	var retained []netip.Addr
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return retained, err
+		}
+		a, err := cachedAllocations{m.deps.Allocations}.Get(e.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return retained, fmt.Errorf("reading allocation %s: %w", e.name, err)
+		}
+		if a.UID != e.object || string(a.Spec.Owner.UID) != uid || a.Spec.Retained != nil {
+			continue
+		}
+		a = a.DeepCopy()
+		setRetained(a, cluster, until)
+		updated, err := m.deps.Allocations.Update(a)
+		if err != nil {
+			return retained, fmt.Errorf("retaining %s for guest cluster %s/%s: %w", e.addr(), cluster.Namespace, cluster.Name, err)
+		}
+		m.g.mu.Lock()
+		m.g.indexLocked(updated)
+		m.g.mu.Unlock()
+		retained = append(retained, e.addr())
+	}
+	return retained, nil
+}
+
+// Retained is an address kept for a deleted guest cluster.
+type Retained struct {
+	Range   string
+	Addr    netip.Addr
+	Cluster v1.ClusterReference
+	Until   time.Time
+}
+
+// RetainedFor returns the addresses retained for the provisioning cluster, lowest first.
+func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Retained {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	var out []Retained
+	for _, e := range m.g.idx.byOwner[retainedOwner(cluster).UID] {
+		out = append(out, Retained{Range: e.rng, Addr: e.addr(), Cluster: e.retained.cluster, Until: e.retained.until})
+	}
+	slices.SortFunc(out, func(a, b Retained) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// migrate gives every allocation of a release before address spaces, named by its bare address, a
+// successor named for its range's space, with the same holder, and then deletes it: the successor
+// exists before the old object goes, so the address is never free. It returns what it renamed.
+func (m *Manager) migrate(ctx context.Context) []string {
+	m.g.mu.Lock()
+	var legacy []*allocEntry
+	for _, e := range m.g.idx.byName {
+		if e.legacy {
+			legacy = append(legacy, e)
+		}
+	}
+	m.g.mu.Unlock()
+	slices.SortFunc(legacy, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	var renamed []string
+	for _, e := range legacy {
+		if ctx.Err() != nil {
+			break
+		}
+		space := v1.AddressSpace{}
+		if r, err := m.deps.Ranges.Cache().Get(e.rng); err == nil {
+			space = v1.SpaceOf(r)
+		}
+		next := newAllocation(space, e.addr(), e.rng, e.last)
+		created, err := m.deps.Allocations.Create(next)
+		switch {
+		case err == nil:
+			m.g.mu.Lock()
+			m.g.indexLocked(created)
+			m.g.mu.Unlock()
+		case apierrors.IsAlreadyExists(err):
+			existing, gerr := cachedAllocations{m.deps.Allocations}.Get(next.Name, metav1.GetOptions{})
+			if gerr != nil || existing.Spec.Owner.UID != next.Spec.Owner.UID {
+				// Another holder has the address in this space: the two releases ran at once.
+				// The old object stays, and its FloatingIP is told of the conflict.
+				logrus.Warnf("repair: %s of %s/%s cannot be named for its space: %s holds it there", e.name, e.last.Namespace, e.last.Name, next.Name)
+				continue
+			}
+		default:
+			logrus.Warnf("repair: naming %s for its address space: %v", e.name, err)
+			continue
+		}
+		if err := m.deleteAllocation(e); err != nil {
+			logrus.Warnf("repair: deleting %s, now named %s: %v", e.name, next.Name, err)
+			continue
+		}
+		renamed = append(renamed, fmt.Sprintf("%s/%s %s -> %s", e.rng, e.addr(), e.name, next.Name))
+	}
+	return renamed
+}
