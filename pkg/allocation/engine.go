@@ -168,7 +168,8 @@ func setHolder(a *v1.FloatingIPAllocation, owner ipam.Owner) {
 
 // setRetained makes a retained for cluster until then; spec.owner keeps its last holder.
 func setRetained(a *v1.FloatingIPAllocation, cluster v1.ClusterReference, until time.Time) {
-	a.Spec.Retained = &v1.Retention{Cluster: cluster, Until: metav1.NewTime(until.UTC().Truncate(time.Second))}
+	// Rounded up to the second the API keeps: a retention never ends before its time.
+	a.Spec.Retained = &v1.Retention{Cluster: cluster, Until: metav1.NewTime(until.UTC().Add(time.Second - time.Nanosecond).Truncate(time.Second))}
 	if a.Labels == nil {
 		a.Labels = map[string]string{}
 	}

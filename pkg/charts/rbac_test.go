@@ -48,7 +48,7 @@ func wantClusterGrants() []string {
 	watch := []string{"list", "watch"}
 	var out []string
 	out = append(out, grantsOf("kubefip.k8s.binbash.org", []string{"floatingipranges"}, "list", "watch", "update")...)
-	out = append(out, grantsOf("kubefip.k8s.binbash.org", []string{"floatingipallocations"}, "list", "watch", "create", "delete")...)
+	out = append(out, grantsOf("kubefip.k8s.binbash.org", []string{"floatingipallocations"}, "list", "watch", "create", "update", "delete")...)
 	out = append(out, grantsOf("kubefip.k8s.binbash.org", []string{"floatingips"}, "get", "list", "watch", "create", "update", "delete")...)
 	out = append(out, grantsOf("kubefip.k8s.binbash.org", []string{"floatingipranges/status", "floatingips/status"}, "update")...)
 	out = append(out, grantsOf("", []string{"namespaces"}, watch...)...)

@@ -256,7 +256,7 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	allowed = append(allowed, accesses(watch, "rke-machine-config.cattle.io", "harvesterconfigs", "", "fleet-default")...)
 	allowed = append(allowed, accesses([]string{"get", "list", "watch", "create", "update", "delete"}, "kubefip.k8s.binbash.org", "floatingips", "", guestNS)...)
 	allowed = append(allowed, accesses([]string{"list", "watch", "update"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
-	allowed = append(allowed, accesses([]string{"list", "watch", "create", "delete"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
+	allowed = append(allowed, accesses([]string{"list", "watch", "create", "update", "delete"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
 	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
 	allowed = append(allowed, accesses([]string{"update"}, "kubefip.k8s.binbash.org", "floatingipranges/status", "")...)
 	allowed = append(allowed, accesses([]string{"create", "patch"}, "", "events", guestNS, chartNamespace, "fleet-default", "default")...)
@@ -279,8 +279,9 @@ func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	denied = append(denied, accesses([]string{"create", "escalate", "bind"}, "rbac.authorization.k8s.io", "clusterroles", "")...)
 	denied = append(denied, accesses([]string{"list", "create"}, "", "pods", chartNamespace)...)
 	denied = append(denied, accesses([]string{"get", "create", "patch", "delete"}, "kubefip.k8s.binbash.org", "floatingipranges", "")...)
-	// Allocations are immutable: an address is released by deleting its object, never rewritten.
-	denied = append(denied, accesses([]string{"get", "update", "patch"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
+	// An address is released by deleting its object; an update (guarded by its resourceVersion)
+	// only retains it for a deleted cluster or hands it back. Allocations are read from the cache.
+	denied = append(denied, accesses([]string{"get", "patch"}, "kubefip.k8s.binbash.org", "floatingipallocations", "")...)
 	denied = append(denied, accesses([]string{"patch"}, "kubefip.k8s.binbash.org", "floatingips/status", guestNS)...)
 	denied = append(denied, accesses([]string{"create"}, "events.k8s.io", "events", guestNS)...)
 

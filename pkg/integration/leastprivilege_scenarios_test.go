@@ -194,6 +194,23 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 				return false, nil
 			})
 		}},
+		{scenarioRelease, func() error {
+			// Unlike a deleted cluster's, the address of a FloatingIP a person deletes is not
+			// retained: its finalizer deletes the allocation.
+			name := w.late[len(w.late)-1]
+			x, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if err := e.r.fips.FloatingIP().Delete(e.ns, name, nil); err != nil {
+				return err
+			}
+			return poll(timeout, "the address of a FloatingIP deleted by hand released", stop, func() (bool, error) {
+				_, err := e.r.fips.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
+				_, held := heldIn(e.t, e.r.fips, w.rangeName)[x.Status.IPAddress]
+				return apierrors.IsNotFound(err) && !held, nil
+			})
+		}},
 		{scenarioRenewal, func() error {
 			return poll(timeout, "the leader Lease renewed", stop, func() (bool, error) {
 				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})

@@ -36,6 +36,7 @@ const (
 	scenarioDeletion           = "cluster-deletion"
 	scenarioAllocationConflict = "alloc-conflict" // another writer took the address a claim picked
 	scenarioAllocationWatch    = "alloc-watch"    // the operator learns others' claims by watching
+	scenarioRelease            = "release"        // a FloatingIP deleted by hand lets its address go
 	scenarioRenewal            = "lease-renewal"
 	scenarioNoRefusal          = "no-refusal"
 )

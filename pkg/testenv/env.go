@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,13 +34,33 @@ type Environment struct {
 	guests []*Guest
 }
 
-// Start brings up etcd and kube-apiserver and installs the CRDs. Stop it when done.
+// Start brings up etcd and kube-apiserver and installs the CRDs of the working tree's CRD chart
+// and Rancher's. Stop it when done.
 func Start() (*Environment, error) {
-	assets, err := AssetsDir()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	root, err := RepoRoot()
+	return start(func(env *envtest.Environment) {
+		env.CRDDirectoryPaths = []string{filepath.Join(root, "charts", "kube-fip-operator-crd", "templates")}
+		env.ErrorIfCRDPathMissing = true
+	})
+}
+
+// StartWithCRDs is Start with the given kubefip CRDs instead of the working tree's chart, and
+// Rancher's CRDs as Start installs them: a control plane as a cluster running another release has
+// it. Stop it when done.
+func StartWithCRDs(crds []*apiextv1.CustomResourceDefinition) (*Environment, error) {
+	return start(func(env *envtest.Environment) {
+		for _, def := range crds {
+			env.CRDs = append(env.CRDs, def.DeepCopy())
+		}
+	})
+}
+
+// start brings up a control plane with Rancher's CRDs and those crds adds.
+func start(crds func(*envtest.Environment)) (*Environment, error) {
+	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +78,11 @@ func Start() (*Environment, error) {
 
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "kube-fip-operator-crd", "templates")},
 		CRDs:                     rancher,
-		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	crds(env)
 	// The binaries are found through BinaryAssetsDirectory; KUBEBUILDER_ASSETS would win over it.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}

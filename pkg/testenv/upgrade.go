@@ -10,15 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 )
 
@@ -108,51 +105,6 @@ func decodeCRDs(name string, data []byte) ([]*apiextv1.CustomResourceDefinition,
 		out = append(out, def)
 	}
 	return out, nil
-}
-
-// StartWithCRDs is Start with the given kubefip CRDs instead of the working tree's chart, and
-// Rancher's CRDs as Start installs them: a control plane as a cluster running another release has
-// it. Stop it when done.
-func StartWithCRDs(crds []*apiextv1.CustomResourceDefinition) (*Environment, error) {
-	assets, err := AssetsDir()
-	if err != nil {
-		return nil, err
-	}
-	rancher, err := RancherCRDs()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "kube-fip-testenv-")
-	if err != nil {
-		return nil, err
-	}
-	ctrllog.SetLogger(logr.Discard())
-
-	all := make([]*apiextv1.CustomResourceDefinition, 0, len(crds)+len(rancher))
-	for _, def := range crds {
-		all = append(all, def.DeepCopy())
-	}
-	all = append(all, rancher...)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDs:                     all,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
-
-	cfg, err := env.Start()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting the test control plane: %w", err)
-	}
-	e := &Environment{Config: cfg, env: env, assets: assets, dir: dir}
-	if e.Kubeconfig, err = writeKubeconfig(&env.ControlPlane, filepath.Join(dir, "kubeconfig")); err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
-	return e, nil
 }
 
 // UpgradeCRDs replaces each CRD on the API server with its definition in crds, as `helm upgrade`
