@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The ConfigMap kube-vip-cloud-provider reads when its Deployment names none, and the one key of
-// it the operator owns.
+// The ConfigMap kube-vip-cloud-provider reads when its Deployment names none, and its global
+// pool's key, which the operator writes (see also addresses.go).
 const (
 	KubevipConfigMapNamespace = "kube-system"
 	KubevipConfigMap          = "kubevip"
@@ -88,52 +87,23 @@ func CIDR(addr netip.Addr) string {
 	return netip.PrefixFrom(addr, addr.BitLen()).String()
 }
 
-// ConfigMapResult says what EnsureConfigMap did.
+// ConfigMapResult says what EnsureConfigMap or EnsureAddresses did.
 type ConfigMapResult int
 
 const (
 	ConfigMapUnchanged ConfigMapResult = iota
 	ConfigMapCreated
 	ConfigMapUpdated
-	// ConfigMapLeftAlone: it exists with another value and updateConfigMap is not "true".
+	// ConfigMapLeftAlone: it exists with another value and updateConfigMap is not "true", or
+	// (EnsureAddresses) a key the operator wants holds a person's value.
 	ConfigMapLeftAlone
 )
 
-// EnsureConfigMap makes the ConfigMap ref carry cidr-global for addr: created when missing; when
-// present, changed only if update is true. Only the operator's key is written, with a merge patch,
-// so keys a person added survive.
+// EnsureConfigMap makes the ConfigMap ref carry cidr-global for addr and nothing else of the
+// operator's: EnsureAddresses with addr as the one global address.
 func (c *Client) EnsureConfigMap(ctx context.Context, ref ConfigMapRef, addr netip.Addr, update bool) (ConfigMapResult, error) {
-	want := CIDR(addr)
-	namespace := ref.Namespace
-	cms := c.Kube.CoreV1().ConfigMaps(namespace)
-	cm, err := cms.Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: namespace},
-			Data:       map[string]string{GlobalCIDRKey: want},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return ConfigMapUnchanged, fmt.Errorf("creating %s: %w", ref, err)
-		}
-		return ConfigMapCreated, nil
-	}
-	if err != nil {
-		return ConfigMapUnchanged, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	if cm.Data[GlobalCIDRKey] == want {
-		return ConfigMapUnchanged, nil
-	}
-	if !update {
-		return ConfigMapLeftAlone, nil
-	}
-	patch, err := json.Marshal(map[string]interface{}{"data": map[string]string{GlobalCIDRKey: want}})
-	if err != nil {
-		return ConfigMapUnchanged, err
-	}
-	if _, err := cms.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return ConfigMapUnchanged, fmt.Errorf("updating %s: %w", ref, err)
-	}
-	return ConfigMapUpdated, nil
+	res, err := c.EnsureAddresses(ctx, ref, Addresses{Global: []netip.Addr{addr}}, update)
+	return res.Result, err
 }
 
 // DaemonSetResult says what DisableHarvesterKubevip did.
