@@ -95,6 +95,9 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIP{}),
+			wide: []apiextv1.CustomResourceColumnDefinition{
+				{Name: "Guest-Addresses", Type: "string", JSONPath: ".status.guestAddresses", Priority: 1},
+			},
 			obj:    v1.FloatingIP{},
 			mutate: floatingIPValidation,
 		},

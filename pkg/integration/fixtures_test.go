@@ -46,6 +46,9 @@ func newFixture(t *testing.T, ns string) *fixture {
 // cleanup deletes the fixture's FloatingIPs and ranges with an operator of its own (the finalizers
 // need one) and waits until they are gone, so that the next test starts on a clean API server.
 func (f *fixture) cleanup() {
+	// The cleanup deletes FloatingIPs of guest clusters whose Rancher objects are gone: their
+	// addresses are released, not retained for a day.
+	f.retentionOff()
 	p, err := testenv.StartOperator(shared.operator, nil, nil, "--kubeconfig", shared.env.Kubeconfig,
 		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(freePort(f.t)))
 	if err != nil {
@@ -428,4 +431,25 @@ func retainedIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.Fl
 		}
 	}
 	return out
+}
+
+// retentionOff sets addressRetention to 0 in the fixture's kube-fip-config, keeping its other keys.
+func (f *fixture) retentionOff() {
+	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	cms := kube.CoreV1().ConfigMaps(f.ns)
+	cm, err := cms.Get(bg(), "kube-fip-config", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: map[string]string{"addressRetention": "0"}}
+		_, err = cms.Create(bg(), cm, metav1.CreateOptions{})
+	case err == nil:
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["addressRetention"] = "0"
+		_, err = cms.Update(bg(), cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		f.t.Errorf("cleanup: turning address retention off: %v", err)
+	}
 }

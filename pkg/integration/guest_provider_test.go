@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"net/netip"
 	"strings"
 	"testing"
@@ -268,9 +270,10 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	}
 }
 
-// TestGuestTwoFloatingIPsForOneCluster: of two FloatingIPs naming one cluster the older one is
-// configured; the younger one carries a condition naming it and is never written to the guest. A
-// watch on the guest's ConfigMap shows its value never changes while passes run.
+// TestGuestTwoFloatingIPsForOneCluster: two FloatingIPs naming one cluster are both written to its
+// guest, in one sorted cidr-global, and both are Configured. A watch on the guest's ConfigMap shows
+// its value never flips while passes run; removing one FloatingIP removes its address, and a key a
+// person added stays throughout.
 func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	f := newFixture(t, "c-m-twofips")
 	proxy := startProxy(t)
@@ -279,8 +282,13 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 	f.createRange("twofips", "10.157.0.0/28")
-	f.createFIPIn(gc.id, "twofips-kubevip", "twofips", "10.157.0.2")
-	gc.waitCIDR(t, "10.157.0.2/32", 30*time.Second)
+	f.createFIPIn(gc.id, "twofips-kubevip", "twofips", "10.157.0.9")
+	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
+	mine := map[string]interface{}{"data": map[string]string{"range-team-a": "10.157.1.0-10.157.1.9"}}
+	patch, _ := json.Marshal(mine)
+	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Patch(bg(), "kubevip", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -299,15 +307,22 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 		close(seen)
 	}()
 
-	second := f.fip("twofips-second", "twofips", "10.157.0.9")
+	second := f.fip("twofips-second", "twofips", "10.157.0.2")
 	second.Namespace = gc.id
 	second.Annotations[v1.AnnotationClusterName] = "twofips"
 	if _, err := f.api.FloatingIP().Create(second); err != nil {
 		t.Fatal(err)
 	}
-	x := f.waitFIPIn(gc.id, "twofips-second", 30*time.Second, "ClusterHasOtherFloatingIP", guestReason("ClusterHasOtherFloatingIP"))
-	if c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured); !strings.Contains(c.Message, gc.id+"/twofips-kubevip") {
-		t.Errorf("the condition does not name the FloatingIP in use: %q", c.Message)
+	const both = "10.157.0.2/32,10.157.0.9/32" // sorted, whichever FloatingIP is older
+	gc.waitCIDR(t, both, 30*time.Second)
+	for _, name := range []string{"twofips-kubevip", "twofips-second"} {
+		x := f.waitFIPIn(gc.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
+			c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
+			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == "10.157.0.2,10.157.0.9"
+		})
+		if x.Status.GuestState != "Configured" {
+			t.Errorf("%s: guest state %q", name, x.Status.GuestState)
+		}
 	}
 	// Let at least three more passes of the cluster run (counted by the operator), then look at
 	// every value the ConfigMap had.
@@ -325,13 +340,24 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	}
 	start := passes()
 	eventually(t, 30*time.Second, "three more passes", func() bool { return passes() >= start+3 })
+
+	// The second one goes: its address leaves the guest.
+	if err := f.api.FloatingIP().Delete(gc.id, "twofips-second", nil); err != nil {
+		t.Fatal(err)
+	}
+	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
 	cancel()
+	var values []string
 	for v := range seen {
-		if v != "10.157.0.2/32" {
-			t.Errorf("the guest ConfigMap changed to %q", v)
+		if len(values) == 0 || values[len(values)-1] != v {
+			values = append(values, v)
 		}
 	}
-	if got := gc.kubevipCIDR(t); got != "10.157.0.2/32" {
-		t.Errorf("cidr-global = %s", got)
+	if strings.Join(values, " ") != "10.157.0.9/32 "+both+" 10.157.0.9/32" {
+		t.Errorf("the guest's cidr-global went %q; want one address, both, then one again", values)
+	}
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(bg(), "kubevip", metav1.GetOptions{})
+	if err != nil || cm.Data["range-team-a"] != "10.157.1.0-10.157.1.9" {
+		t.Errorf("the person's key did not survive: %v, %v", cm.Data, err)
 	}
 }

@@ -152,7 +152,7 @@ func expectInvalid(t *testing.T, err error, field string) {
 func TestPrinterColumns(t *testing.T) {
 	for resource, want := range map[string]struct{ columns, wide []string }{
 		"floatingipranges": {columns: []string{"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"}, wide: []string{"Retained"}},
-		"floatingips":      {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}},
+		"floatingips":      {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}, wide: []string{"Guest-Addresses"}},
 		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
 			wide: []string{"Owner-Namespace"}},
 	} {

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -28,7 +26,6 @@ import (
 // nothing.
 func TestTwoSitesShareAPrivateRange(t *testing.T) {
 	f := newFixture(t, "kube-fip-space-sites")
-	f.releaseRetainedAtEnd()
 	r := newRancher(t)
 	f.operator()
 
@@ -154,7 +151,6 @@ func TestTwoSitesShareAPrivateRange(t *testing.T) {
 // not get it.
 func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	f := newFixture(t, "kube-fip-sticky-back")
-	f.releaseRetainedAtEnd()
 	r := newRancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "1h"})
 	p, port := f.operator()
@@ -292,7 +288,6 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 // With addressRetention 0 a deleted cluster's address is released at once and never retained.
 func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	f := newFixture(t, "kube-fip-retain-end")
-	f.releaseRetainedAtEnd()
 	r := newRancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "5s"})
 	p, _ := f.operator()
@@ -401,34 +396,6 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	})
 }
 
-// releaseRetainedAtEnd turns retention off and deletes the addresses retained in the fixture's
-// ranges when the test ends: a retained address holds up its range's deletion as a held one does,
-// and the fixture's cleanup deletes the ranges. Called right after newFixture, it runs after the
-// test's operator stopped and its Rancher objects are gone, just before the fixture's cleanup.
-func (f *fixture) releaseRetainedAtEnd() {
-	f.t.Cleanup(func() {
-		kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-		if cm, err := kube.CoreV1().ConfigMaps(f.ns).Get(bg(), "kube-fip-config", metav1.GetOptions{}); err == nil {
-			cm.Data = map[string]string{"addressRetention": "0"}
-			if _, err := kube.CoreV1().ConfigMaps(f.ns).Update(bg(), cm, metav1.UpdateOptions{}); err != nil {
-				f.t.Errorf("cleanup: turning retention off: %v", err)
-			}
-		}
-		list, err := f.api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelState + "=" + allocation.StateRetained})
-		if err != nil {
-			f.t.Errorf("cleanup: listing retained allocations: %v", err)
-			return
-		}
-		for _, a := range list.Items {
-			if slices.Contains(f.ranges, a.Spec.Range) {
-				uid := a.UID
-				if err := f.api.FloatingIPAllocation().Delete(a.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
-					f.t.Errorf("cleanup: deleting retained allocation %s: %v", a.Name, err)
-				}
-			}
-		}
-	})
-}
 
 // setRetention sets addressRetention in the fixture's kube-fip-config and waits until the running
 // operator has it in force: its Reloaded Event on the ConfigMap names the value as Go prints it.

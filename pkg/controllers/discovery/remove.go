@@ -3,10 +3,7 @@ package discovery
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
-	"strings"
-	"time"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
@@ -55,16 +52,8 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		if f.DeletionTimestamp != nil {
 			continue
 		}
-		var kept []netip.Addr
-		if cluster, ok := v1.ProvisioningClusterOf(f); ok && retention > 0 && cluster.Namespace+"/"+cluster.Name == key {
-			// Kept for a cluster re-created under this name, before the finalizer would release.
-			retained, err := h.c.Alloc.Retain(h.ctx, string(f.UID), cluster, time.Now().Add(retention))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("retaining the addresses of FloatingIP %s of removed guest cluster %s: %w", name, key, err))
-				continue
-			}
-			kept = retained
-		}
+		cluster, ours := v1.ProvisioningClusterOf(f)
+		retains := ours && retention > 0 && cluster.Namespace+"/"+cluster.Name == key
 		// The UID precondition deletes exactly the FloatingIP seen, never a newer one of that name.
 		uid := f.UID
 		err := h.c.FloatingIPs.Delete(f.Namespace, f.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -77,9 +66,11 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		msg := "deleted FloatingIP " + name + " of the removed guest cluster"
 		switch {
-		case len(kept) > 0:
-			msg += fmt.Sprintf("; %s is retained for a cluster re-created as %s for %s", joinAddrs(kept), key, retention)
-		case f.Status.IPAddress != "":
+		case f.Status.IPAddress == "":
+		case retains:
+			// The FloatingIP's finalizer keeps it for the cluster's return (see floatingip).
+			msg += fmt.Sprintf("; its finalizer retains %s for a cluster re-created as %s, for %s", f.Status.IPAddress, key, retention)
+		default:
 			msg += "; its finalizer releases " + f.Status.IPAddress
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
@@ -88,12 +79,4 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func joinAddrs(addrs []netip.Addr) string {
-	parts := make([]string, len(addrs))
-	for i, a := range addrs {
-		parts[i] = a.String()
-	}
-	return strings.Join(parts, ", ")
 }

@@ -15,16 +15,20 @@ import (
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -41,6 +45,10 @@ type handler struct {
 	fips     kubefipcontrollers.FloatingIPController
 	ranges   kubefipcontrollers.FloatingIPRangeCache
 	clusters mgmtcontrollers.ClusterCache
+	// prov are Rancher's provisioning clusters: a FloatingIP of one that is gone retains its
+	// address for a cluster re-created under the same name.
+	prov     provcontrollers.ClusterCache
+	store    *config.Store
 	alloc    *allocation.Manager
 	metrics  *metrics.Metrics
 	recorder record.EventRecorder
@@ -49,7 +57,10 @@ type handler struct {
 // Register registers the FloatingIP handlers.
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.Management.Cache(), alloc: c.Alloc,
-		metrics: c.Metrics, recorder: c.Recorder}
+		metrics: c.Metrics, recorder: c.Recorder, store: c.Store}
+	if c.Clusters != nil {
+		h.prov = c.Clusters.Cache()
+	}
 	// The remove handler first: it puts the finalizer on before the change handler claims an
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
 	c.FloatingIPs.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
@@ -221,7 +232,23 @@ func (h *handler) writeStatus(f *v1.FloatingIP, status *v1.FloatingIPStatus) (*v
 }
 
 // OnFloatingIPRemove releases the FloatingIP's addresses; the finalizer stays until that worked.
+// The FloatingIP discovery made for a provisioning cluster that is gone retains them instead, for
+// addressRetention, for a cluster re-created under the same name — whoever deleted it: discovery,
+// or the namespace's deletion while the operator was down.
 func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	if cluster, ok := v1.ProvisioningClusterOf(f); ok && h.clusterGone(cluster, f.Namespace) {
+		if retention := h.store.Get().AddressRetention; retention > 0 {
+			kept, err := h.alloc.Retain(h.ctx, string(f.UID), cluster, time.Now().Add(retention))
+			if err != nil {
+				return f, err
+			}
+			for _, a := range kept {
+				msg := fmt.Sprintf("%s is retained for a cluster re-created as %s/%s for %s", a, cluster.Namespace, cluster.Name, retention)
+				logrus.Infof("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
+				h.recorder.Event(f, corev1.EventTypeNormal, ReasonRetained, msg)
+			}
+		}
+	}
 	for _, name := range rangesOf(f) {
 		if _, err := h.release(f, name); err != nil {
 			return f, err
@@ -241,6 +268,22 @@ func (h *handler) release(f *v1.FloatingIP, name string, addrs ...netip.Addr) ([
 		h.recorder.Event(f, corev1.EventTypeNormal, ReasonReleased, msg)
 	}
 	return released, nil
+}
+
+// clusterGone tells whether the provisioning cluster a FloatingIP of namespace was made for is
+// gone: deleted, being deleted, or re-created for another namespace already.
+func (h *handler) clusterGone(cluster v1.ClusterReference, namespace string) bool {
+	if h.prov == nil {
+		return false
+	}
+	c, err := h.prov.Get(cluster.Namespace, cluster.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		return false
+	}
+	return c.DeletionTimestamp != nil || c.Status.ClusterName != namespace
 }
 
 // rangesOf names every range f may hold an address in: the one it asks for and the one its status

@@ -12,8 +12,11 @@ import (
 
 // Condition reasons of a FloatingIP.
 const (
-	ReasonAllocated      = "Allocated"
-	ReasonReleased       = "Released"
+	ReasonAllocated = "Allocated"
+	ReasonReleased  = "Released"
+	// ReasonRetained: the FloatingIP of a deleted guest cluster went, and its address is kept for
+	// a cluster re-created under the same name.
+	ReasonRetained       = "Retained"
 	ReasonRangeNotSet    = "RangeNotSet"
 	ReasonRangeNotFound  = "RangeNotFound"
 	ReasonRangeNotReady  = "RangeNotReady"

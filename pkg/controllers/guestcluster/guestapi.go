@@ -16,7 +16,8 @@ type guestAPI interface {
 	Credentials() []string
 	Check(ctx context.Context) (guest.Connection, error)
 	DisableHarvesterKubevip(ctx context.Context) (guest.DaemonSetResult, error)
-	EnsureConfigMap(ctx context.Context, ref guest.ConfigMapRef, addr netip.Addr, update bool) (guest.ConfigMapResult, error)
+	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
+	EnsureAddresses(ctx context.Context, ref guest.ConfigMapRef, want guest.Addresses, update bool) (guest.AddressesResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
 	EnsureRelease(ctx context.Context, rel guest.Release) (guest.Outcome, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.

@@ -131,10 +131,11 @@ func (h holds) HeldBy(_, uid string) []netip.Addr { return h[uid] }
 type fakeGuest struct {
 	check     func() (guest.Connection, error)
 	daemonSet guest.DaemonSetResult
-	configMap func() (guest.ConfigMapResult, error)
+	configMap func() (guest.AddressesResult, error)
 	release   func(rel guest.Release) (guest.Outcome, error)
 	provider  func() (guest.ConfigMapRef, error)
 	wroteTo   []guest.ConfigMapRef
+	wrote     []guest.Addresses
 }
 
 func (g *fakeGuest) Credentials() []string { return []string{"guest-token-abcdef"} }
@@ -150,12 +151,13 @@ func (g *fakeGuest) DisableHarvesterKubevip(context.Context) (guest.DaemonSetRes
 	return g.daemonSet, nil
 }
 
-func (g *fakeGuest) EnsureConfigMap(_ context.Context, ref guest.ConfigMapRef, _ netip.Addr, _ bool) (guest.ConfigMapResult, error) {
+func (g *fakeGuest) EnsureAddresses(_ context.Context, ref guest.ConfigMapRef, want guest.Addresses, _ bool) (guest.AddressesResult, error) {
 	g.wroteTo = append(g.wroteTo, ref)
+	g.wrote = append(g.wrote, want)
 	if g.configMap != nil {
 		return g.configMap()
 	}
-	return guest.ConfigMapCreated, nil
+	return guest.AddressesResult{Result: guest.ConfigMapCreated}, nil
 }
 
 func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Outcome, error) {
@@ -330,10 +332,12 @@ func TestEveryGuestReason(t *testing.T) {
 		{"panic in the pass", func(w *world) { w.guest.check = panicking },
 			v1.GuestConfigured, ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
 		{"ConfigMap write fails", func(w *world) {
-			w.guest.configMap = func() (guest.ConfigMapResult, error) { return 0, errors.New("etcd is full") }
+			w.guest.configMap = func() (guest.AddressesResult, error) { return guest.AddressesResult{}, errors.New("etcd is full") }
 		}, v1.GuestConfigured, ReasonConfigMapFailed, corev1.ConditionFalse, "Warning ConfigMapFailed", "etcd is full"},
 		{"ConfigMap left alone", func(w *world) {
-			w.guest.configMap = func() (guest.ConfigMapResult, error) { return guest.ConfigMapLeftAlone, nil }
+			w.guest.configMap = func() (guest.AddressesResult, error) {
+				return guest.AddressesResult{Result: guest.ConfigMapLeftAlone, LeftAlone: []string{guest.GlobalCIDRKey}}, nil
+			}
 		}, v1.GuestConfigured, ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
 		{"configured", nil, v1.GuestConfigured, StateConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
 		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = guest.DaemonSetDisabled },
@@ -411,20 +415,56 @@ func TestEveryGuestReason(t *testing.T) {
 	}
 }
 
-// TestYoungerFloatingIPIsToldWhoWrites: of two FloatingIPs naming one cluster, only the oldest
-// is written to the guest; the other says which one is.
-func TestYoungerFloatingIPIsToldWhoWrites(t *testing.T) {
+// TestEveryFloatingIPOfTheClusterIsWritten: the FloatingIPs naming one cluster are written to
+// the guest in one pass — a second global address, an IPv6 one, one for a guest namespace — and
+// each shows the outcome; one with an invalid guest namespace, or without an address, stays out
+// with a reason of its own.
+func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 	w := newWorld()
-	younger := w.fips.objects[0].DeepCopy()
-	younger.Name, younger.UID, younger.CreationTimestamp = "second", types.UID("second-uid"), metav1.Now()
-	w.fips.objects = append(w.fips.objects, younger)
-	f, _ := w.pass(t, "second")
-	reason, status, message := reasonOf(f, v1.GuestConfigured)
-	if reason != ReasonOtherFloatingIP || status != corev1.ConditionFalse || !strings.Contains(message, testNS+"/"+testCluster+"-kubevip") {
-		t.Errorf("the younger FloatingIP: %s/%s %q; want %s naming the older one", status, reason, message, ReasonOtherFloatingIP)
+	add := func(name, addr string, annotations map[string]string) {
+		x := w.fips.objects[0].DeepCopy()
+		x.Name, x.UID, x.CreationTimestamp = name, types.UID(name+"-uid"), metav1.Now()
+		x.Status.IPAddress = addr
+		for k, v := range annotations {
+			x.Annotations[k] = v
+		}
+		w.fips.objects = append(w.fips.objects, x)
+		if addr != "" {
+			w.held[string(x.UID)] = []netip.Addr{netip.MustParseAddr(addr)}
+		}
 	}
-	if len(w.guest.wroteTo) != 1 {
-		t.Errorf("%d ConfigMap writes; want the oldest FloatingIP's one", len(w.guest.wroteTo))
+	add("second", "10.0.0.9", nil)
+	add("six", "fd00::9", nil)
+	add("ingress", "10.0.0.10", map[string]string{v1.AnnotationGuestNamespace: "ingress-nginx"})
+	add("bad-ns", "10.0.0.11", map[string]string{v1.AnnotationGuestNamespace: "Not_A_Namespace"})
+	add("pending", "", nil)
+	f, _ := w.pass(t, "second")
+	if len(w.guest.wrote) != 1 {
+		t.Fatalf("%d ConfigMap writes; want one for the whole cluster", len(w.guest.wrote))
+	}
+	got := w.guest.wrote[0]
+	want := guest.Addresses{
+		Global:     []netip.Addr{netip.MustParseAddr(testAddr), netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("fd00::9")},
+		Namespaced: map[string][]netip.Addr{"ingress-nginx": {netip.MustParseAddr("10.0.0.10")}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("wrote %v; want %v", got, want)
+	}
+	reason, status, message := reasonOf(f, v1.GuestConfigured)
+	if reason != StateConfigured || status != corev1.ConditionTrue || !strings.Contains(message, "cidr-global "+testAddr+"/32,10.0.0.9/32,fd00::9/128, cidr-ingress-nginx 10.0.0.10/32") {
+		t.Errorf("the second FloatingIP: %s/%s %q; want Configured naming every pool", status, reason, message)
+	}
+	if f.Status.GuestAddresses != testAddr+",10.0.0.9,fd00::9,10.0.0.10 (ingress-nginx)" {
+		t.Errorf("guestAddresses = %q", f.Status.GuestAddresses)
+	}
+	var bad *v1.FloatingIP
+	for _, x := range w.fips.written {
+		if x.Name == "bad-ns" {
+			bad = x
+		}
+	}
+	if reason, _, _ := reasonOf(bad, v1.GuestConfigured); bad == nil || reason != ReasonInvalidGuestNamespace {
+		t.Errorf("a FloatingIP with an invalid guest namespace: %s; want %s", reason, ReasonInvalidGuestNamespace)
 	}
 }
 

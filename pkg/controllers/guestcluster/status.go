@@ -32,6 +32,9 @@ func (c *controller) record(p *pass) error {
 		status := f.Status.DeepCopy()
 		status.GuestState = p.state
 		status.GuestInputs = p.inputs
+		if p.written != "" {
+			status.GuestAddresses = p.written
+		}
 		changed := v1.SetCondition(status, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
 		if p.kubevip != nil {
 			v1.SetCondition(status, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,10 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -48,7 +52,9 @@ const (
 	ReasonInstalled           = "Installed"
 	ReasonNotWanted           = "NotWanted"
 	ReasonHarvesterKubevip    = "HarvesterKubevipDisabled"
-	ReasonOtherFloatingIP     = "ClusterHasOtherFloatingIP"
+	// ReasonInvalidGuestNamespace: the FloatingIP's guest-namespace annotation names no namespace
+	// a pool can be written for.
+	ReasonInvalidGuestNamespace = "InvalidGuestNamespace"
 )
 
 // pass is one run of the guest operations for one FloatingIP; its outcome becomes the
@@ -65,6 +71,15 @@ type pass struct {
 	inputs string
 	// credentials are the secrets of the guest's kubeconfig, masked in every message of the pass.
 	credentials []string
+	// want is what the guest's ConfigMap gets from every FloatingIP of the cluster; written is
+	// its rendering for the FloatingIPs' status once it is in place, and leftAlone the keys a
+	// person wrote that the pass did not touch.
+	want      guest.Addresses
+	written   string
+	leftAlone []string
+	// target and keys are the ConfigMap the pass wrote and what it wanted there.
+	target guest.ConfigMapRef
+	keys   map[string]string
 }
 
 type outcome struct {
@@ -74,9 +89,11 @@ type outcome struct {
 }
 
 // sync runs one pass for the guest cluster whose management cluster (and namespace) is ns, and
-// says when to run the next. One cluster gets one pass at a time, from one FloatingIP: the oldest
-// of those naming the cluster. Any other one is told so and never written to the guest, so the
-// guest's ConfigMap never flips between two addresses.
+// says when to run the next. One cluster gets one pass at a time, led by the oldest FloatingIP
+// naming it, and the pass writes the addresses of all of them at once: the global ones into
+// cidr-global, those with a guest namespace into that namespace's pool. Every FloatingIP then
+// shows the pass's outcome, unless it had its own reason to stay out (no address held, a guest
+// namespace that cannot be).
 func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error) {
 	fips, err := c.clusterFloatingIPs(ns)
 	if err != nil {
@@ -88,7 +105,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	}
 	cfg := c.Store.Get()
 	var primary *pass
-	var passes []*pass
+	var passes, members []*pass
 	for _, f := range fips {
 		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f), inputs: c.inputsOf(f)}
 		passes = append(passes, p)
@@ -97,19 +114,23 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		case err != nil || prov.Status.ClusterName != ns:
 			p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
 				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)}
+			continue
 		case primary == nil:
 			p.prov, primary = prov, p
-		default:
-			p.state, p.guest = StatePending, outcome{reason: ReasonOtherFloatingIP, message: fmt.Sprintf(
-				"guest cluster %s takes its address from FloatingIP %s/%s, the oldest one naming it; this one is never written to the guest",
-				p.cluster, ns, primary.fip.Name)}
 		}
+		members = append(members, p)
 	}
 	var retry error
 	if primary != nil {
+		// The pass runs as the oldest FloatingIP, for all of them.
+		lead := *primary
+		lead.want = c.guestAddresses(members)
 		start := time.Now()
-		retry = c.runSafely(ctx, cfg, primary)
+		retry = c.runSafely(ctx, cfg, &lead)
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
+		for _, m := range members {
+			m.share(&lead)
+		}
 	} else {
 		retry = errRetry // the provisioning cluster may not be in the cache yet
 	}
@@ -195,10 +216,9 @@ var errPassDeadline = fmt.Errorf("the guest pass took longer than %s", PassTimeo
 // run performs the steps; a non-nil result asks for a retry with backoff.
 func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error {
 	f := p.fip
-	// Only an address the range records for this very object goes to a guest: a duplicate or a
+	// Only an address the range records for its very FloatingIP goes to a guest: a duplicate or a
 	// not yet allocated FloatingIP never does.
-	addr, ok := c.heldAddress(f)
-	if !ok {
+	if len(p.want.Global) == 0 && len(p.want.Namespaced) == 0 {
 		p.state, p.guest = StatePending, outcome{reason: ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing is written to the guest cluster"}
 		// The caches may lag the allocation that woke this pass: look again soon (cheap: no guest
 		// is contacted until the address is held).
@@ -276,7 +296,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	} else {
 		p.kubevip = &outcome{ok: false, reason: ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
-	err = c.writeConfigMap(ctx, client, p, target, addr)
+	err = c.writeConfigMap(ctx, client, p, target)
 	if err == nil && p.kubevip != nil && (p.kubevip.reason == ReasonHelmFailed || p.kubevip.reason == ReasonChartFetching) {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
@@ -347,24 +367,109 @@ func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAP
 }
 
 // writeConfigMap puts the address where the provider reads it.
-func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target guest.ConfigMapRef, addr netip.Addr) error {
+func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target guest.ConfigMapRef) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
-	res, err := client.EnsureConfigMap(ctx, target, addr, update)
-	switch {
-	case err != nil:
+	res, err := client.EnsureAddresses(ctx, target, p.want, update)
+	p.keys, _ = p.want.Keys() // guestAddresses let only valid entries in
+	p.target, p.leftAlone = target, res.LeftAlone
+	has := describeKeys(p.keys)
+	if err != nil {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusError)
 		p.state, p.guest = StateError, outcome{reason: ReasonConfigMapFailed, message: err.Error()}
 		return errRetry
-	case res == guest.ConfigMapLeftAlone:
+	}
+	if res.Result == guest.ConfigMapCreated || res.Result == guest.ConfigMapUpdated {
+		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
+		c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
+	}
+	p.written = guestAddressesText(p.want)
+	if slices.Contains(res.LeftAlone, guest.GlobalCIDRKey) {
 		p.state, p.guest = StateConfigured, outcome{reason: ReasonConfigMapNotUpdated,
 			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)}
 		return nil
-	case res == guest.ConfigMapCreated || res == guest.ConfigMapUpdated:
-		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s %s", p.cluster, target, guest.GlobalCIDRKey, guest.CIDR(addr))
 	}
-	p.state, p.guest = StateConfigured, outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s %s", target, guest.GlobalCIDRKey, guest.CIDR(addr))}
+	p.state, p.guest = StateConfigured, outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s", target, has)}
 	return nil
+}
+
+// describeKeys names the keys written and their values: "cidr-global 10.0.0.5/32", the global
+// pool first.
+func describeKeys(keys map[string]string) string {
+	names := slices.Sorted(maps.Keys(keys))
+	if i := slices.Index(names, guest.GlobalCIDRKey); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, guest.GlobalCIDRKey)
+	}
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, k+" "+keys[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// guestAddressesText renders want for a FloatingIP's status: the global addresses, then each
+// namespace's followed by the namespace in parentheses.
+func guestAddressesText(want guest.Addresses) string {
+	var parts []string
+	add := func(addrs []netip.Addr, suffix string) {
+		sorted := slices.Clone(addrs)
+		slices.SortFunc(sorted, netip.Addr.Compare)
+		for _, a := range slices.Compact(sorted) {
+			parts = append(parts, a.String()+suffix)
+		}
+	}
+	add(want.Global, "")
+	for _, ns := range slices.Sorted(maps.Keys(want.Namespaced)) {
+		add(want.Namespaced[ns], " ("+ns+")")
+	}
+	return strings.Join(parts, ",")
+}
+
+// guestAddresses collects what the guest's ConfigMap gets from the cluster's FloatingIPs: the
+// address each holds, in the global pool or in its guest namespace's. A FloatingIP that holds no
+// address, or names a guest namespace no pool can be written for, is left out with a reason of
+// its own.
+func (c *controller) guestAddresses(members []*pass) guest.Addresses {
+	want := guest.Addresses{Namespaced: map[string][]netip.Addr{}}
+	for _, m := range members {
+		addr, ok := c.heldAddress(m.fip)
+		if !ok {
+			m.state, m.guest = StatePending, outcome{reason: ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing of it is written to the guest cluster"}
+			continue
+		}
+		ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
+		if !named {
+			want.Global = append(want.Global, addr)
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == guest.GlobalPool {
+			m.state, m.guest = StateError, outcome{reason: ReasonInvalidGuestNamespace, message: fmt.Sprintf(
+				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
+				v1.AnnotationGuestNamespace, ipam.Quote(ns), guest.GlobalPool)}
+			continue
+		}
+		want.Namespaced[ns] = append(want.Namespaced[ns], addr)
+	}
+	return want
+}
+
+// share gives m the outcome of the pass lead ran for its cluster, unless m stayed out of it with
+// a reason of its own, or its guest namespace's pool was a person's and left alone.
+func (m *pass) share(lead *pass) {
+	if m.guest.reason != "" {
+		return
+	}
+	m.state, m.guest, m.kubevip, m.credentials, m.written = lead.state, lead.guest, lead.kubevip, lead.credentials, lead.written
+	ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
+	if !named || lead.state != StateConfigured || lead.keys == nil {
+		return
+	}
+	// A namespace's pool is judged on its own: cidr-global left alone does not keep it out.
+	if key := guest.CIDRKey(ns); slices.Contains(lead.leftAlone, key) {
+		m.guest = outcome{reason: ReasonConfigMapNotUpdated, message: fmt.Sprintf(
+			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)}
+	} else {
+		m.guest = outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s", lead.target, describeKeys(lead.keys))}
+	}
 }
 
 func errText(err error) string {

@@ -29,6 +29,11 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	if mgmt, err := c.Management.Cache().Get(f.Namespace); err == nil {
 		parts = append(parts, rancherState(mgmt), labelState(mgmt.Labels))
 	}
+	if ns, ok := f.Annotations[v1.AnnotationGuestNamespace]; ok {
+		// Only when set, so that the inputs of a FloatingIP without it stay those of earlier
+		// releases, and an upgrade starts no pass.
+		parts = append(parts, "guest-namespace", ns)
+	}
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:12])
 }

@@ -59,6 +59,11 @@ type FloatingIPStatus struct {
 	// GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected,
 	// Configured or Error.
 	GuestState string `json:"guestState,omitempty"`
+	// GuestAddresses are every address the guest cluster's kube-vip-cloud-provider ConfigMap got
+	// from the FloatingIPs naming the cluster, this one's and the others', in the last pass that
+	// wrote it: "10.0.0.5,fd00::5" for the global pool, a namespace's after it in parentheses
+	// ("10.0.0.6 (ingress-nginx)").
+	GuestAddresses string `json:"guestAddresses,omitempty"`
 	// GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and
 	// updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its
 	// kubeconfig Secret. A change of any of them starts a new pass; anything else does not.
@@ -170,6 +175,10 @@ const (
 	// cluster is gone, even when the operator was down meanwhile, and the address retained for the
 	// cluster goes back to the next FloatingIP of a cluster of that name.
 	AnnotationProvisioningCluster = "kubefip.k8s.binbash.org/provisioning-cluster"
+	// AnnotationGuestNamespace, on a FloatingIP, names one namespace of its guest cluster: the address
+	// is written to the guest as that namespace's pool (cidr-<namespace>), which its Services take
+	// before the global one, instead of into cidr-global.
+	AnnotationGuestNamespace = "kubefip.k8s.binbash.org/guest-namespace"
 	// AnnotationProposedAddress marks a FloatingIP's spec.ipaddress as the discovery controller's
 	// proposal rather than a person's request: the operator may replace a proposal that was taken.
 	AnnotationProposedAddress = "kubefip.k8s.binbash.org/proposed-address"

@@ -135,6 +135,7 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"range":              "Range is the FloatingIPRange the address is held in.",
 		"clusterName":        "ClusterName is the Rancher guest cluster the address is for.",
 		"guestState":         "GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected, Configured or Error.",
+		"guestAddresses":     "GuestAddresses are every address the guest cluster's kube-vip-cloud-provider ConfigMap got from the FloatingIPs naming the cluster, this one's and the others', in the last pass that wrote it: \"10.0.0.5,fd00::5\" for the global pool, a namespace's after it in parentheses (\"10.0.0.6 (ingress-nginx)\").",
 		"guestInputs":        "GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its kubeconfig Secret. A change of any of them starts a new pass; anything else does not.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.",
