@@ -188,6 +188,18 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 // the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it lapses. It proposes nothing
 // (false) when the range cannot hand out an address now.
 func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
+	return m.propose(rangeName, namespace, name, cluster, false)
+}
+
+// ProposeOwnFamily is Propose for a FloatingIP of a dual-stack guest cluster, which holds an
+// address of each family in one space: an address retained for the cluster is taken back only if
+// it is of the family of rangeName's CIDR, so that each FloatingIP gets back the address of its
+// own family and never the one the other FloatingIP is to get.
+func (m *Manager) ProposeOwnFamily(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
+	return m.propose(rangeName, namespace, name, cluster, true)
+}
+
+func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) (string, netip.Addr, bool) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if err != nil || r.DeletionTimestamp != nil {
 		return "", netip.Addr{}, false
@@ -197,7 +209,7 @@ func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterR
 	st := m.g.stateLocked(r)
 	if cluster.Name != "" {
 		for _, e := range m.g.idx.byOwner[retainedOwner(cluster).UID] {
-			if e.slot.Space != st.hash {
+			if e.slot.Space != st.hash || (ownFamily && (!st.prefix.IsValid() || e.addr().Is4() != st.prefix.Addr().Is4())) {
 				continue
 			}
 			if held, err := m.deps.Ranges.Cache().Get(e.rng); err == nil && held.DeletionTimestamp == nil {

@@ -168,6 +168,39 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	}
 }
 
+// TestProposeOwnFamily: the two addresses retained for a dual-stack cluster, one of each family in
+// one space, go back each to the FloatingIP of its own family; Propose, for a single-stack cluster,
+// offers the first retained in the space, with its range, whatever the range asked for.
+func TestProposeOwnFamily(t *testing.T) {
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	m := benchManager([]*v1.FloatingIPRange{
+		siteRange("site-v4", "10.9.0.0/29", "harvester1", old),
+		siteRange("site-v6", "fd00:9::/125", "harvester1", old),
+	})
+	cluster := v1.ClusterReference{Namespace: "fleet-default", Name: "demo"}
+	held := map[string]netip.Addr{}
+	for _, rng := range []string{"site-v6", "site-v4"} { // the IPv6 one retained first
+		c := Claimant{Owner: fipOwner(rng), Cluster: cluster}
+		addr, _, err := m.Claim(ctx, rng, c, netip.Addr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept, err := m.Retain(ctx, c.UID, cluster, time.Now().Add(time.Hour)); err != nil || len(kept) != 1 {
+			t.Fatalf("Retain in %s = %v, %v", rng, kept, err)
+		}
+		held[rng] = addr
+	}
+	for _, rng := range []string{"site-v4", "site-v6"} {
+		if got, addr, ok := m.ProposeOwnFamily(rng, "c-m-new", "demo-kubevip", cluster); !ok || got != rng || addr != held[rng] {
+			t.Errorf("ProposeOwnFamily(%s) = %s %v %v; want %s %v", rng, got, addr, ok, rng, held[rng])
+		}
+	}
+	if got, addr, ok := m.Propose("site-v4", "c-m-new", "demo-kubevip", cluster); !ok || got != "site-v6" || addr != held["site-v6"] {
+		t.Errorf("Propose(site-v4) = %s %v %v; want the first retained, site-v6 %v", got, addr, ok, held["site-v6"])
+	}
+}
+
 // TestLegacyNamesAreRenamed: an allocation of a release before address spaces, named by its bare
 // address, gets a successor named for its range's space before it is deleted: at every step one
 // object holds the address, and nobody else can claim it.

@@ -72,6 +72,35 @@ func FuzzParseCredentialRef(f *testing.F) {
 	})
 }
 
+// FuzzParseStack: whatever cluster-cidr and service-cidr hold, as strings or decoded JSON, the
+// answer is dual-stack only when both list a CIDR of each family, with a short note or none —
+// never a panic.
+func FuzzParseStack(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"10.42.0.0/16,fd00:42::/56", "fd00:43::/112,10.43.0.0/16"}, {"10.42.0.0/16", "10.43.0.0/16"},
+		{`["10.42.0.0/16","fd00:42::/56"]`, `[" ","fd00:43::/112, 10.43.0.0/16"]`}, {"42", "{}"}, {"", ","},
+		{"10.42.0.0/16,fd00:42::/56", "not a cidr,10.43.0.0/16"}, {"\x00/\xff", strings.Repeat("10.0.0.0/8,", 200)},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, cluster, service string) {
+		check := func(config map[string]interface{}) {
+			s := ParseStack(config)
+			if len(s.Note) > 600 || (s.DualStack && s.Note != "") {
+				t.Fatalf("%q / %q: %+v", cluster, service, s)
+			}
+			if s.DualStack && (!strings.Contains(cluster, ".") || !strings.Contains(cluster, ":") || !strings.Contains(service, ".") || !strings.Contains(service, ":")) {
+				t.Fatalf("%q / %q: dual-stack without an address of each family in each", cluster, service)
+			}
+		}
+		check(map[string]interface{}{ClusterCIDRKey: cluster, ServiceCIDRKey: service})
+		var c, s interface{}
+		if json.Unmarshal([]byte(cluster), &c) == nil && json.Unmarshal([]byte(service), &s) == nil {
+			check(map[string]interface{}{ClusterCIDRKey: c, ServiceCIDRKey: s})
+		}
+	})
+}
+
 func checkOutcome(t *testing.T, input string, c Choice, p *problem.Problem) {
 	t.Helper()
 	if p != nil {

@@ -37,6 +37,9 @@ const (
 	// ReasonRangeNetworkMismatch: ranges exist for the Harvester cluster but none for the network;
 	// the first by name is used.
 	ReasonRangeNetworkMismatch = "RangeNetworkMismatch"
+	// ReasonNoRangeForFamily: the cluster is dual-stack, but its network has no range of one of the
+	// two families; the other family's FloatingIP is made all the same.
+	ReasonNoRangeForFamily = "NoRangeForFamily"
 )
 
 // maxQuoted bounds how much of a value a message repeats: enough to recognise it, never a wall of

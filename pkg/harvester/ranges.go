@@ -8,12 +8,18 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
-// Range is what range selection needs of a FloatingIPRange: its name and its harvesterClusterName
-// and harvesterNetworkName annotations.
+// Range is what range selection needs of a FloatingIPRange: its name, its harvesterClusterName
+// and harvesterNetworkName annotations, and the family of its iprange (FamilyOfCIDR).
 type Range struct {
 	Name             string
 	HarvesterCluster string
 	HarvesterNetwork string
+	Family           Family
+}
+
+// of reports whether the range belongs to the Harvester cluster; no range belongs to none.
+func (r Range) of(harvesterCluster string) bool {
+	return harvesterCluster != "" && strings.TrimSpace(r.HarvesterCluster) == harvesterCluster
 }
 
 // Selection is the range a guest cluster's FloatingIP is allocated from.
@@ -34,7 +40,7 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 	var names []string
 	matching := ""
 	for _, r := range ranges {
-		if strings.TrimSpace(r.HarvesterCluster) != harvesterCluster || harvesterCluster == "" {
+		if !r.of(harvesterCluster) {
 			continue
 		}
 		names = append(names, r.Name)
@@ -50,6 +56,29 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 	}
 	sort.Strings(names)
 	return Selection{Range: names[0], Candidates: len(names)}, true
+}
+
+// SelectFamilyRange picks the range of the second address of a dual-stack guest cluster, of
+// family f: among the ranges of the Harvester cluster that name the network and whose iprange is
+// of that family, the first by name. Unlike SelectRange it takes no range of another network: the
+// first-by-name fallback is there for the original operator's ranges, which named no network and
+// had no dual-stack, and an address off the guest's network is of no use to kube-vip.
+func SelectFamilyRange(ranges []Range, harvesterCluster string, network Network, f Family) (string, bool) {
+	best := ""
+	for _, r := range ranges {
+		if f != 0 && r.Family == f && r.of(harvesterCluster) && network.Matches(r.HarvesterNetwork) && (best == "" || r.Name < best) {
+			best = r.Name
+		}
+	}
+	return best, best != ""
+}
+
+// NoRangeForFamily is the problem of a dual-stack guest cluster whose network has no range of
+// family f: the FloatingIPs of the other family are made, this one once such a range exists.
+func NoRangeForFamily(harvesterCluster string, network Network, f Family) *problem.Problem {
+	return problem.New(ReasonNoRangeForFamily,
+		"the cluster is dual-stack (cluster-cidr and service-cidr list IPv4 and IPv6), but no %s FloatingIPRange of Harvester cluster %s is annotated harvesterNetworkName=%s; its %s FloatingIP is created as soon as one is",
+		f, clip(harvesterCluster), clip(network.String()), f)
 }
 
 // Explain says, for the Events, why no range was found or why the one chosen does not name the

@@ -1,6 +1,9 @@
 package harvester
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSelectRange(t *testing.T) {
 	vlan10 := Network{Namespace: "default", Name: "vlan10"}
@@ -50,6 +53,67 @@ func TestSelectRange(t *testing.T) {
 				t.Errorf("in reverse order SelectRange = %+v, want %+v", again, got)
 			}
 		})
+	}
+}
+
+func TestSelectFamilyRange(t *testing.T) {
+	vlan10 := Network{Namespace: "default", Name: "vlan10"}
+	ranges := []Range{
+		{Name: "v4-b", HarvesterCluster: "harv1", HarvesterNetwork: "vlan10", Family: IPv4},
+		{Name: "v4-a", HarvesterCluster: "harv1", HarvesterNetwork: "default/vlan10", Family: IPv4},
+		{Name: "v6", HarvesterCluster: " harv1 ", HarvesterNetwork: "vlan10", Family: IPv6},
+		{Name: "a-v6-other-network", HarvesterCluster: "harv1", HarvesterNetwork: "vlan20", Family: IPv6},
+		{Name: "a-v6-other-cluster", HarvesterCluster: "harv2", HarvesterNetwork: "vlan10", Family: IPv6},
+		{Name: "a-invalid", HarvesterCluster: "harv1", HarvesterNetwork: "vlan10"},
+		{Name: "a-v6-harv3-unannotated", HarvesterCluster: "harv3", Family: IPv6},
+		{Name: "a-v4-harv3", HarvesterCluster: "harv3", HarvesterNetwork: "vlan10", Family: IPv4},
+		{Name: "a-v6-unowned", HarvesterNetwork: "vlan10", Family: IPv6},
+	}
+	tests := []struct {
+		name    string
+		cluster string
+		network Network
+		family  Family
+		want    string
+	}{
+		{name: "IPv4 on the network: first by name", cluster: "harv1", network: vlan10, family: IPv4, want: "v4-a"},
+		{name: "IPv6 on the network", cluster: "harv1", network: vlan10, family: IPv6, want: "v6"},
+		{name: "IPv6 on a network given bare", cluster: "harv1", network: Network{Name: "vlan20"}, family: IPv6, want: "a-v6-other-network"},
+		{name: "no IPv4 range on that network", cluster: "harv1", network: Network{Name: "vlan20"}, family: IPv4},
+		{name: "no fallback to a range naming no network", cluster: "harv3", network: vlan10, family: IPv6},
+		{name: "the other Harvester cluster", cluster: "harv2", network: vlan10, family: IPv6, want: "a-v6-other-cluster"},
+		{name: "no Harvester cluster", cluster: "", network: vlan10, family: IPv6},
+		{name: "no family", cluster: "harv1", network: vlan10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := SelectFamilyRange(ranges, tt.cluster, tt.network, tt.family)
+			if got != tt.want || ok != (tt.want != "") {
+				t.Fatalf("SelectFamilyRange = %q, %v; want %q", got, ok, tt.want)
+			}
+			reversed := make([]Range, len(ranges))
+			for i, r := range ranges {
+				reversed[len(ranges)-1-i] = r
+			}
+			if again, _ := SelectFamilyRange(reversed, tt.cluster, tt.network, tt.family); again != got {
+				t.Errorf("in reverse order SelectFamilyRange = %q, want %q", again, got)
+			}
+		})
+	}
+	// SelectRange does not look at families: a dual-stack cluster's first FloatingIP comes from the
+	// range a single-stack cluster's would.
+	if sel, _ := SelectRange(ranges, "harv1", vlan10); sel.Range != "a-invalid" {
+		t.Errorf("SelectRange = %+v; want a-invalid, the first by name on the network whatever its family", sel)
+	}
+}
+
+func TestNoRangeForFamily(t *testing.T) {
+	p := NoRangeForFamily("harv1", Network{Namespace: "default", Name: "vlan10"}, IPv6)
+	if p.Reason != ReasonNoRangeForFamily || !strings.Contains(p.Message, "no IPv6 FloatingIPRange of Harvester cluster harv1 is annotated harvesterNetworkName=default/vlan10") {
+		t.Errorf("NoRangeForFamily = %v", p)
+	}
+	if long := NoRangeForFamily(strings.Repeat("h", 5000), Network{Name: strings.Repeat("n", 5000)}, IPv4); len(long.Message) > 600 {
+		t.Errorf("a %d-character message", len(long.Message))
 	}
 }
 

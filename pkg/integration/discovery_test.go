@@ -67,6 +67,7 @@ var discoveryReasons = map[string]bool{
 	harvester.ReasonNoControlPlanePool: true, harvester.ReasonNoMachineConfigRef: true, harvester.ReasonNoCloudCredential: true,
 	harvester.ReasonInvalidCloudCredential: true, harvester.ReasonInvalidHarvesterCluster: true, harvester.ReasonInvalidNetwork: true,
 	harvester.ReasonNetworkWithoutNamespace: true, harvester.ReasonNoMatchingRange: true, harvester.ReasonRangeNetworkMismatch: true,
+	harvester.ReasonNoRangeForFamily: true,
 }
 
 func vlan(name string) map[string]interface{} {

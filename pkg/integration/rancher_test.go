@@ -10,6 +10,7 @@ import (
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+	rkev1 "github.com/rancher/rancher/pkg/apis/rke.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,6 +219,7 @@ type guest struct {
 	harvester string                 // the Harvester cluster's management cluster id
 	display   string                 // the Harvester cluster's display name
 	network   map[string]interface{} // the HarvesterConfig's network fields
+	config    map[string]interface{} // the provisioning cluster's machineGlobalConfig, if any
 }
 
 func (g guest) credentialName() string { return "cc-" + g.name }
@@ -248,6 +250,9 @@ func (r *rancher) steps(g guest) map[string]func() error {
 			c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: fleetNS}}
 			c.Spec.CloudCredentialSecretName = globalNS + ":" + g.credentialName()
 			c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{harvesterPool(g.configName())}}
+			if g.config != nil {
+				c.Spec.RKEConfig.MachineGlobalConfig = rkev1.GenericMap{Data: g.config}
+			}
 			_, err := r.addCluster(c, g.id)
 			return err
 		},

@@ -4,7 +4,9 @@
 // Its handler finds the cluster's c-m- namespace, its control-plane machine pool, the pool's cloud
 // credential and through it the Harvester management cluster, the pool's HarvesterConfig and its VM
 // network, picks the FloatingIPRange, and creates the FloatingIP <cluster>-kubevip; the FloatingIP
-// controllers allocate the address from there.
+// controllers allocate the address from there. A dual-stack cluster (cluster-cidr and service-cidr
+// of its machineGlobalConfig list both families) also gets <cluster>-kubevip-ipv4 or -ipv6, for the
+// family the first one is not of, from a range of that family on its network.
 //
 // Every other object the decision depends on wakes the provisioning clusters waiting for it, so
 // whichever object appears last triggers the decision at once, with no timer and no start-up

@@ -38,12 +38,31 @@ type resolvedCluster struct {
 	config    string
 	network   harvester.Choice
 	selection harvester.Selection
+	// ranges are the ranges the selection was made from.
+	ranges []harvester.Range
+}
+
+// newFloatingIP is a FloatingIP discovery is to create: its name and range, and whether it is one
+// of the two of a dual-stack cluster.
+type newFloatingIP struct {
+	name, rng string
+	dualStack bool
+}
+
+// floatingIPName names the FloatingIPs discovery creates: <cluster>-kubevip, and for the second
+// address of a dual-stack cluster <cluster>-kubevip-ipv4 or <cluster>-kubevip-ipv6, by its family.
+// The fixed names make every create idempotent.
+func floatingIPName(cluster string, second harvester.Family) string {
+	if second == 0 {
+		return cluster + "-kubevip"
+	}
+	return cluster + "-kubevip-" + strings.ToLower(second.String())
 }
 
 // OnClusterChange decides whether the provisioning cluster needs a FloatingIP and creates it.
 // Imported, custom and non-Harvester clusters, clusters outside the fleet namespace and clusters
-// whose namespace is not a c-m- namespace are passed over without a word. What each pass decided
-// is logged at debug level.
+// whose namespace is not a c-m- namespace are passed over without a word. A dual-stack cluster
+// gets a FloatingIP of each family. What each pass decided is logged at debug level.
 func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
 	if namespace, _ := splitKey(key); namespace != h.c.FleetNamespace {
 		return c, nil
@@ -56,7 +75,7 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 }
 
 // decide is one pass of OnClusterChange, and says what it decided.
-func (h *handler) decide(key string, c *provv1.Cluster) (string, error) {
+func (h *handler) decide(key string, c *provv1.Cluster) (decision string, err error) {
 	if c == nil || c.DeletionTimestamp != nil {
 		return "removed", h.remove(key, c)
 	}
@@ -67,7 +86,26 @@ func (h *handler) decide(key string, c *provv1.Cluster) (string, error) {
 		h.forget(key)
 		return "no guest cluster namespace (yet)", nil
 	}
-	if h.hasFloatingIP(target, c.Name) {
+	stack := harvester.StackOf(c)
+	if stack.Note != "" {
+		// Why CIDR keys that say something of dual-stack were not taken for it: debug level only.
+		defer func() { decision += " (" + stack.Note + ")" }()
+	}
+	var held heldFamilies
+	if stack.DualStack {
+		if held, err = h.familiesHeld(target, c.Name); err != nil {
+			return "", err
+		}
+		switch {
+		case held.complete():
+			h.forget(key)
+			return "has its FloatingIPs of both families (dual-stack)", nil
+		case held.unknown != "":
+			// Its family decides which FloatingIP is missing; it becomes known when the
+			// FloatingIP holds an address, whose update brings the cluster back.
+			return fmt.Sprintf("dual-stack: waits for the address family of FloatingIP %s/%s (no range of a known family, no address)", target, held.unknown), nil
+		}
+	} else if h.hasFloatingIP(target, c.Name) {
 		h.forget(key)
 		return "has its FloatingIP", nil
 	}
@@ -85,19 +123,136 @@ func (h *handler) decide(key string, c *provv1.Cluster) (string, error) {
 		return "", err
 	case p == nil:
 		return "not provisioned on Harvester", nil
+	case stack.DualStack:
+		return h.createDualStack(key, c, p, held)
 	}
-	return "FloatingIP created", h.create(key, c, p)
+	created, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, 0), rng: p.selection.Range})
+	if created {
+		h.forget(key)
+	}
+	return "FloatingIP created", err
+}
+
+// createDualStack creates what a dual-stack cluster lacks. With no FloatingIP yet it gets
+// <cluster>-kubevip from the range SelectRange picks, as every cluster does, whatever that range's
+// family; then, for the family it holds no address of, <cluster>-kubevip-ipv4 or -ipv6 from a range
+// of that family on its network. So a cluster that was single-stack, or was not seen as dual-stack,
+// keeps its address and gains the other. A family without such a range is a Warning Event; the
+// waiter on the Harvester cluster's ranges (resolve) brings the cluster back when one appears.
+func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedCluster, held heldFamilies) (string, error) {
+	var done []string
+	if len(held.byFamily) == 0 {
+		first := p.familyOf(p.selection.Range)
+		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, 0), rng: p.selection.Range, dualStack: true}); err != nil {
+			return "", err
+		}
+		if first == 0 {
+			return fmt.Sprintf("dual-stack: FloatingIP created; FloatingIPRange %s has no IPv4 or IPv6 CIDR, so the family of the second address is not known yet", p.selection.Range), nil
+		}
+		held.byFamily[first] = floatingIPName(c.Name, 0)
+		done = append(done, first.String()+" FloatingIP created")
+	}
+	for _, f := range []harvester.Family{harvester.IPv4, harvester.IPv6} {
+		if held.byFamily[f] != "" {
+			continue
+		}
+		rng, ok := harvester.SelectFamilyRange(p.ranges, p.harvester, p.network.Network, f)
+		if !ok {
+			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
+			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
+				f, harvester.Clip(p.harvester), p.network.Network, harvester.ReasonNoRangeForFamily))
+			continue
+		}
+		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
+			return "", err
+		}
+		held.byFamily[f] = floatingIPName(c.Name, f)
+		done = append(done, f.String()+" FloatingIP created")
+	}
+	if held.complete() {
+		h.forget(key)
+	}
+	return "dual-stack: " + strings.Join(done, "; "), nil
+}
+
+// familyOf is the family of the range name among those the selection was made from.
+func (p *resolvedCluster) familyOf(name string) harvester.Family {
+	for _, r := range p.ranges {
+		if r.Name == name {
+			return r.Family
+		}
+	}
+	return 0
 }
 
 // hasFloatingIP reports whether the guest cluster already has a FloatingIP in its namespace: the
 // one discovery names <cluster>-kubevip, or any other annotated with the cluster's name (made by
 // hand, or by the original operator).
 func (h *handler) hasFloatingIP(namespace, cluster string) bool {
-	if _, err := h.c.FloatingIPs.Cache().Get(namespace, cluster+"-kubevip"); err == nil {
+	if _, err := h.c.FloatingIPs.Cache().Get(namespace, floatingIPName(cluster, 0)); err == nil {
 		return true
 	}
 	fips, err := h.c.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
 	return err == nil && len(fips) > 0
+}
+
+// heldFamilies is what the FloatingIPs of a dual-stack cluster hold: by family, the name of one
+// FloatingIP of it, and the name of one whose family is not known.
+type heldFamilies struct {
+	byFamily map[harvester.Family]string
+	unknown  string
+}
+
+func (f heldFamilies) complete() bool {
+	return f.byFamily[harvester.IPv4] != "" && f.byFamily[harvester.IPv6] != ""
+}
+
+// familiesHeld finds the families a dual-stack cluster's FloatingIPs hold: those discovery names,
+// and any other annotated with the cluster's name, as hasFloatingIP counts them. A FloatingIP made
+// by hand counts for the family of its range's CIDR, or else of its address: a hand-made IPv4 one
+// stands for the cluster's IPv4 address, and only the IPv6 one is made.
+func (h *handler) familiesHeld(namespace, cluster string) (heldFamilies, error) {
+	fips, err := h.c.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	if err != nil {
+		return heldFamilies{}, err
+	}
+	for _, second := range []harvester.Family{0, harvester.IPv4, harvester.IPv6} {
+		if f, err := h.c.FloatingIPs.Cache().Get(namespace, floatingIPName(cluster, second)); err == nil {
+			fips = append(fips, f)
+		}
+	}
+	held := heldFamilies{byFamily: map[harvester.Family]string{}}
+	for _, f := range fips {
+		switch family := h.familyOfFloatingIP(f); {
+		case family == 0:
+			held.unknown = f.Name
+		case held.byFamily[family] == "" || f.Name < held.byFamily[family]:
+			held.byFamily[family] = f.Name
+		}
+	}
+	return held, nil
+}
+
+// familyOfFloatingIP is the family of the CIDR of the range a FloatingIP is held in (its status)
+// or to be allocated from (its annotation), else of the address it holds or asks for; none when
+// neither is known.
+func (h *handler) familyOfFloatingIP(f *v1.FloatingIP) harvester.Family {
+	for _, name := range []string{f.Status.Range, f.Annotations[v1.AnnotationFloatingIPRange]} {
+		if name == "" {
+			continue
+		}
+		if r, err := h.c.Ranges.Cache().Get(name); err == nil {
+			if family := harvester.FamilyOfCIDR(r.Spec.IPRange); family != 0 {
+				return family
+			}
+		}
+	}
+	for _, a := range []string{f.Status.IPAddress, f.Spec.IPAddress} {
+		if addr, err := netip.ParseAddr(strings.TrimSpace(a)); err == nil {
+			return harvester.FamilyOfAddr(addr)
+		}
+	}
+	return 0
 }
 
 // resolve finds what the cluster's FloatingIP is made from. It returns nil and no error for a
@@ -147,7 +302,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 		}
 		h.report(key, c, note)
 	}
-	p.selection = sel
+	p.selection, p.ranges = sel, ranges
 	return p, nil
 }
 
@@ -164,22 +319,23 @@ func (h *handler) rangeInfos() ([]harvester.Range, error) {
 				Name:             r.Name,
 				HarvesterCluster: r.Annotations[v1.AnnotationHarvesterClusterName],
 				HarvesterNetwork: r.Annotations[v1.AnnotationHarvesterNetworkName],
+				Family:           harvester.FamilyOfCIDR(r.Spec.IPRange),
 			})
 		}
 	}
 	return out, nil
 }
 
-// create makes the FloatingIP. Its fixed name makes a second create — by a second replica, or
-// after a restart before the cache showed the first — fail with AlreadyExists instead of
-// allocating a second address.
-func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) error {
+// create makes a FloatingIP and reports whether it did. Its fixed name makes a second create — by
+// a second replica, or after a restart before the cache showed the first — fail with AlreadyExists
+// instead of allocating a second address.
+func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n newFloatingIP) (bool, error) {
 	fip := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{
-		Name:      c.Name + "-kubevip",
+		Name:      n.name,
 		Namespace: p.namespace,
 		Annotations: map[string]string{
 			v1.AnnotationClusterName:         c.Name,
-			v1.AnnotationFloatingIPRange:     p.selection.Range,
+			v1.AnnotationFloatingIPRange:     n.rng,
 			v1.AnnotationUpdateConfigMap:     "true",
 			v1.AnnotationProvisioningCluster: key,
 		},
@@ -188,10 +344,14 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 		Finalizers: []string{floatingip.Finalizer},
 	}}
 	var proposal netip.Addr
-	rangeName := p.selection.Range
+	rangeName := n.rng
 	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
 	retained := h.c.Alloc.RetainedFor(cluster)
-	if rng, addr, ok := h.c.Alloc.Propose(p.selection.Range, fip.Namespace, fip.Name, cluster); ok {
+	propose := h.c.Alloc.Propose
+	if n.dualStack {
+		propose = h.c.Alloc.ProposeOwnFamily
+	}
+	if rng, addr, ok := propose(n.rng, fip.Namespace, fip.Name, cluster); ok {
 		proposal, rangeName = addr, rng
 		fip.Annotations[v1.AnnotationFloatingIPRange] = rng
 		fip.Spec.IPAddress = addr.String()
@@ -202,11 +362,10 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 			h.c.Alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("creating FloatingIP %s/%s for guest cluster %s: %w", fip.Namespace, fip.Name, key, err)
+		return false, fmt.Errorf("creating FloatingIP %s/%s for guest cluster %s: %w", fip.Namespace, fip.Name, key, err)
 	}
-	h.forget(key)
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
 		fip.Namespace, fip.Name, rangeName, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
 	for _, r := range retained {
@@ -214,8 +373,11 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster) erro
 			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
 		}
 	}
+	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
+		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
+	}
 	h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
-	return nil
+	return true, nil
 }
 
 // report records a problem as a Warning Event on the cluster and a warning log line, once for as
