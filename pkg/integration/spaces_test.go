@@ -396,7 +396,6 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	})
 }
 
-
 // setRetention sets addressRetention in the fixture's kube-fip-config and waits until the running
 // operator has it in force: its Reloaded Event on the ConfigMap names the value as Go prints it.
 func (f *fixture) setRetention(value, printed string) {
