@@ -114,8 +114,8 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 
 	t.Run("kube-vip ConfigMap", func(t *testing.T) {
 		addr := netip.MustParseAddr("10.0.0.7")
-		if res, err := c.EnsureConfigMap(ctx, DefaultConfigMap(), addr, false); err != nil || res != ConfigMapCreated {
-			t.Fatalf("first EnsureConfigMap = %v, %v; want created", res, err)
+		if res, err := ensureOne(ctx, c, addr, false); err != nil || res != ConfigMapCreated {
+			t.Fatalf("first write = %v, %v; want created", res, err)
 		}
 		cms := r.direct.CoreV1().ConfigMaps("kube-system")
 		cm, err := cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
@@ -126,18 +126,18 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), false); res != ConfigMapLeftAlone {
-			t.Errorf("EnsureConfigMap without updateConfigMap = %v, want left alone", res)
+		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), false); res != ConfigMapLeftAlone {
+			t.Errorf("a write without updateConfigMap = %v, want left alone", res)
 		}
-		if res, err := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), true); err != nil || res != ConfigMapUpdated {
-			t.Fatalf("EnsureConfigMap with updateConfigMap = %v, %v; want updated", res, err)
+		if res, err := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); err != nil || res != ConfigMapUpdated {
+			t.Fatalf("a write with updateConfigMap = %v, %v; want updated", res, err)
 		}
 		cm, _ = cms.Get(ctx, KubevipConfigMap, metav1.GetOptions{})
 		if cm.Data[GlobalCIDRKey] != "10.0.0.8/32" || cm.Data["range-development"] != "10.0.1.10-10.0.1.20" {
 			t.Errorf("after the update the ConfigMap holds %v; want the new address and the person's key", cm.Data)
 		}
-		if res, _ := c.EnsureConfigMap(ctx, DefaultConfigMap(), netip.MustParseAddr("10.0.0.8"), true); res != ConfigMapUnchanged {
-			t.Errorf("a second identical EnsureConfigMap = %v, want unchanged", res)
+		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); res != ConfigMapUnchanged {
+			t.Errorf("a second identical write = %v, want unchanged", res)
 		}
 		if CIDR(netip.MustParseAddr("fd00::5")) != "fd00::5/128" {
 			t.Errorf("IPv6 CIDR = %s", CIDR(netip.MustParseAddr("fd00::5")))

@@ -87,7 +87,7 @@ func CIDR(addr netip.Addr) string {
 	return netip.PrefixFrom(addr, addr.BitLen()).String()
 }
 
-// ConfigMapResult says what EnsureConfigMap or EnsureAddresses did.
+// ConfigMapResult says what EnsureAddresses did.
 type ConfigMapResult int
 
 const (
@@ -98,13 +98,6 @@ const (
 	// (EnsureAddresses) a key the operator wants holds a person's value.
 	ConfigMapLeftAlone
 )
-
-// EnsureConfigMap makes the ConfigMap ref carry cidr-global for addr and nothing else of the
-// operator's: EnsureAddresses with addr as the one global address.
-func (c *Client) EnsureConfigMap(ctx context.Context, ref ConfigMapRef, addr netip.Addr, update bool) (ConfigMapResult, error) {
-	res, err := c.EnsureAddresses(ctx, ref, Addresses{Global: []netip.Addr{addr}}, update)
-	return res.Result, err
-}
 
 // DaemonSetResult says what DisableHarvesterKubevip did.
 type DaemonSetResult int
