@@ -43,7 +43,8 @@ func renderHooks(t *testing.T, values map[string]interface{}) ([]*release.Hook, 
 	return rel.Hooks, objs
 }
 
-// renderRelease renders the operator chart offline, with the CRD chart's API present.
+// renderRelease renders the operator chart offline, with the CRD chart's and Rancher Monitoring's
+// APIs present.
 func renderRelease(t *testing.T, values map[string]interface{}) (*release.Release, error) {
 	t.Helper()
 	c, err := Load(chartDir(OperatorChart))
@@ -53,7 +54,7 @@ func renderRelease(t *testing.T, values map[string]interface{}) (*release.Releas
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...interface{}) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = OperatorChart, testNamespace
-	install.APIVersions = []string{CRDAPIVersion}
+	install.APIVersions = append([]string{CRDAPIVersion}, monitoringAPIVersions...)
 	kv, err := chartutil.ParseKubeVersion(testKubeVersion)
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,11 @@ func allSwitchesOn() map[string]interface{} {
 	}
 }
 
-// renderOperator renders the operator chart offline with the CRD chart's API present.
+// monitoringAPIVersions are the Rancher Monitoring APIs the monitoring objects need.
+var monitoringAPIVersions = []string{"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule"}
+
+// renderOperator renders the operator chart offline with the CRD chart's and Rancher Monitoring's
+// APIs present.
 func renderOperator(t *testing.T, values map[string]interface{}) []*unstructured.Unstructured {
 	t.Helper()
 	c, err := Load(chartDir(OperatorChart))
@@ -71,7 +75,7 @@ func renderOperator(t *testing.T, values map[string]interface{}) []*unstructured
 	objs, err := Render(c, RenderOptions{
 		Namespace:   testNamespace,
 		Values:      values,
-		APIVersions: []string{CRDAPIVersion},
+		APIVersions: append([]string{CRDAPIVersion}, monitoringAPIVersions...),
 		KubeVersion: testKubeVersion,
 	})
 	if err != nil {

@@ -60,6 +60,8 @@ func TestPrometheusRule(t *testing.T) {
 				}
 				return
 			}
+			var svc corev1.Service
+			convert(t, find(t, objs, "Service", "kube-fip-operator-metrics"), &svc)
 			_, cfg := renderConfig(t, tc.values)
 			if 2*cfg.OperateGuestClusterInterval != tc.guestDownFor {
 				t.Fatalf("test table: guest-down duration %s is not twice the configured interval %s", tc.guestDownFor, cfg.OperateGuestClusterInterval)
@@ -91,6 +93,21 @@ func TestPrometheusRule(t *testing.T) {
 						t.Errorf("%s: %q is not an increase of kubefipoperator_allocation_conflicts_total", r.Alert, r.Expr)
 					}
 				},
+				"KubeFIPOperatorMetricsAbsent": func(r alertRule, q query) {
+					d, err := model.ParseDuration(r.For)
+					if err != nil || time.Duration(d) < 10*time.Minute || time.Duration(d) > 15*time.Minute || !q.calls("absent") ||
+						!q.selects("up", "job", svc.Name) || !q.selects("up", "namespace", testNamespace) {
+						t.Errorf("%s: %q for %q; want absent(up) of job %s in %s for 10 to 15 minutes", r.Alert, r.Expr, r.For, svc.Name, testNamespace)
+					}
+				},
+				"KubeFIPFloatingIPNotReady": func(r alertRule, q query) {
+					d, err := model.ParseDuration(r.For)
+					op, val, ok := q.threshold()
+					if err != nil || time.Duration(d) != 15*time.Minute || !q.reads("kubefipoperator_floatingip_ready") ||
+						!ok || op.String() != "==" || val != 0 {
+						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_ready == 0 for 15m", r.Alert, r.Expr, r.For)
+					}
+				},
 			}
 			if len(got) != len(checks) {
 				t.Errorf("%d alerts rendered; want %d", len(got), len(checks))
@@ -101,14 +118,17 @@ func TestPrometheusRule(t *testing.T) {
 					t.Errorf("alert %s missing", name)
 					continue
 				}
-				check(r, mustParseQuery(t, r.Expr, exported))
+				check(r, mustParseQuery(t, r.Expr, withScrapeSeries(exported)))
 				if _, err := model.ParseDuration(r.For); r.For != "" && err != nil {
 					t.Errorf("%s: for %q: %v", name, r.For, err)
 				}
 				if sev := r.Labels["severity"]; sev != "warning" && sev != "critical" {
 					t.Errorf("%s: severity %q", name, sev)
 				}
-				if !strings.Contains(r.Annotations["summary"], "{{ $labels.") || r.Annotations["description"] == "" {
+				// absent() of a comparison has no labels to name: its annotations name the namespace.
+				names := strings.Contains(r.Annotations["summary"], "{{ $labels.") ||
+					(name == "KubeFIPOperatorMetricsAbsent" && strings.Contains(r.Annotations["summary"], testNamespace))
+				if !names || r.Annotations["description"] == "" {
 					t.Errorf("%s: annotations %v; want a summary naming the object and a description", name, r.Annotations)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -25,6 +26,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.GuestOperationDuration.WithLabelValues("h").Observe(1)
 	m.DiscoveryNoRange.WithLabelValues("h").Inc()
 	m.ConfigReloads.WithLabelValues(metrics.StatusSuccess).Inc()
+	m.SetFloatingIPReady("c-m-1", "f", "g", true)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +45,22 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	// The original metric names must be among them, or the population above missed a collector.
 	for _, want := range []string{"kubefipoperator_fipranges_capacity", "kubefipoperator_fipranges_reserved",
 		"kubefipoperator_fipranges_available", "kubefipoperator_allocation_conflicts_total",
-		"kubefipoperator_guestcluster_status", "kubefipoperator_guestcluster_events"} {
+		"kubefipoperator_guestcluster_status", "kubefipoperator_guestcluster_events", "kubefipoperator_floatingip_ready"} {
 		if !names[want] {
 			t.Fatalf("the registry does not export %s", want)
 		}
 	}
 	return names
+}
+
+// withScrapeSeries adds to the exported names the series Prometheus writes itself for every target
+// it scrapes (the operator does not export them, an alert on its absence reads them).
+func withScrapeSeries(exported map[string]bool) map[string]bool {
+	out := map[string]bool{"up": true}
+	for k, v := range exported {
+		out[k] = v
+	}
+	return out
 }
 
 // query is one parsed PromQL expression.
@@ -129,6 +141,24 @@ func (q query) threshold() (parser.ItemType, float64, bool) {
 		return 0, 0, false
 	}
 	return b.Op, n.Val, true
+}
+
+// selects reports whether a selector of metric in the expression asks for label == value.
+func (q query) selects(metric, label, value string) bool {
+	found := false
+	parser.Inspect(q.expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || vs.Name != metric {
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == label && m.Type == labels.MatchEqual && m.Value == value {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // reads reports whether the expression reads every one of the metrics.

@@ -21,6 +21,9 @@ const (
 	LabelStatus               = "status"
 	// LabelState is a guest cluster's state after a pass, as in a FloatingIP's status.guestState.
 	LabelState = "state"
+	// LabelNamespace and LabelName identify a FloatingIP.
+	LabelNamespace = "namespace"
+	LabelName      = "name"
 )
 
 // Guest cluster event names and statuses of the original operator.
@@ -73,6 +76,9 @@ type Metrics struct {
 
 	// ConfigReloads counts reloads of kube-fip-config by result (success, error).
 	ConfigReloads *prometheus.CounterVec
+
+	// FloatingIPReady is 1 while a FloatingIP's Ready condition is True, 0 otherwise.
+	FloatingIPReady *prometheus.GaugeVec
 }
 
 // New creates the collectors in a fresh registry, with the Go and process collectors beside them.
@@ -129,11 +135,15 @@ func New() *Metrics {
 			Name: "kubefipoperator_config_reloads_total",
 			Help: "Reloads of the kube-fip-config ConfigMap by result (success, error).",
 		}, []string{LabelStatus}),
+		FloatingIPReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_floatingip_ready",
+			Help: "Whether a FloatingIP is Ready (1) or not (0): it holds its address and its guest cluster uses it.",
+		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
 	}
 	m.Registry.MustRegister(
 		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds,
 		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
-		m.ConfigReloads,
+		m.ConfigReloads, m.FloatingIPReady,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -180,6 +190,50 @@ func (m *Metrics) DeleteGuestCluster(cluster string) {
 	m.GuestClusterStatus.DeletePartialMatch(match)
 	m.GuestClusterEvents.DeletePartialMatch(match)
 	m.GuestPasses.DeletePartialMatch(match)
+}
+
+// SetFloatingIPReady records whether the FloatingIP namespace/name of guest cluster guest is Ready.
+// A FloatingIP has one series: one left under another guest cluster name is removed.
+func (m *Metrics) SetFloatingIPReady(namespace, name, guest string, ready bool) {
+	value := 0.0
+	if ready {
+		value = 1
+	}
+	labels := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}
+	m.dropOtherFloatingIPSeries(labels)
+	m.FloatingIPReady.With(labels).Set(value)
+}
+
+// DeleteFloatingIP removes the series of the FloatingIP namespace/name, whatever its guest cluster.
+func (m *Metrics) DeleteFloatingIP(namespace, name string) {
+	m.FloatingIPReady.DeletePartialMatch(prometheus.Labels{LabelNamespace: namespace, LabelName: name})
+}
+
+// dropOtherFloatingIPSeries removes the series of the same FloatingIP under other label values.
+func (m *Metrics) dropOtherFloatingIPSeries(keep prometheus.Labels) {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		m.FloatingIPReady.Collect(ch)
+		close(ch)
+	}()
+	var stale []prometheus.Labels
+	for metric := range ch {
+		var pb dto.Metric
+		if metric.Write(&pb) != nil {
+			continue
+		}
+		labels := prometheus.Labels{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels[LabelNamespace] == keep[LabelNamespace] && labels[LabelName] == keep[LabelName] &&
+			labels[LabelGuestClusterName] != keep[LabelGuestClusterName] {
+			stale = append(stale, labels)
+		}
+	}
+	for _, labels := range stale {
+		m.FloatingIPReady.Delete(labels)
+	}
 }
 
 // GuestClusters lists the guest clusters that have series.

@@ -20,3 +20,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "kube-fip-operator.image" -}}
 {{ template "system_default_registry" . }}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+
+{{- /*
+Fails the install when a monitoring object is switched on but the cluster has no API for it:
+Rancher Monitoring (the rancher-monitoring chart) brings the monitoring.coreos.com/v1 CRDs and the
+cattle-dashboards namespace its Grafana reads. Call with (list . "<value>" "<Kind>"). An offline
+render skips the check with validateInstallCRD=false, as for the other checks.
+*/ -}}
+{{- define "kube-fip-operator.requireMonitoring" -}}
+{{- $ := index . 0 -}}
+{{- $value := index . 1 -}}
+{{- $kind := index . 2 -}}
+{{- if and $.Values.validateInstallCRD (not ($.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" $kind))) -}}
+{{- fail (printf "%s needs the monitoring.coreos.com/v1 API (%s), which the cluster does not have: install Rancher Monitoring first, or set %s to false. When rendering offline, pass --api-versions monitoring.coreos.com/v1/%s or set validateInstallCRD=false." $value $kind $value $kind) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* runbookURL is the README's troubleshooting entry of an alert: (list . "<Alert>"). */ -}}
+{{- define "kube-fip-operator.runbookURL" -}}
+{{- $ := index . 0 -}}
+{{- printf "%s#%s" (trimSuffix "/" $.Values.monitoring.runbookBaseURL) (lower (index . 1)) -}}
+{{- end -}}

@@ -65,6 +65,7 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
 	c.FloatingIPs.OnRemove(ctx, HandlerName, h.OnFloatingIPRemove)
 	c.FloatingIPs.OnChange(ctx, HandlerName, h.OnFloatingIPChange)
+	c.FloatingIPs.OnChange(ctx, ReadyMetricHandlerName, h.OnFloatingIPReadyMetric)
 	// A management cluster arriving makes its namespace a guest cluster's: its FloatingIPs are
 	// judged again.
 	c.Management.OnChange(ctx, HandlerName, h.OnManagementClusterChange)

@@ -1,0 +1,126 @@
+package charts
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// monitoringSwitches are the values that each render one monitoring object, its kind and name.
+var monitoringSwitches = []struct{ value, kind, name string }{
+	{"serviceMonitor", "ServiceMonitor", "kube-fip-operator"},
+	{"prometheusRule", "PrometheusRule", "kube-fip-operator"},
+	{"dashboard", "ConfigMap", "kube-fip-operator-dashboard"},
+}
+
+func monitoringOn(part string) map[string]interface{} {
+	return map[string]interface{}{"monitoring": map[string]interface{}{part: map[string]interface{}{"enabled": true}}}
+}
+
+// TestMonitoringNeedsRancherMonitoring: each monitoring object renders when the cluster has the
+// monitoring.coreos.com/v1 API; switched on without it, the install fails naming the API, Rancher
+// Monitoring and the value to switch off. Switched off, nothing needs the API; an offline render
+// with validateInstallCRD=false renders the objects without it.
+func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
+	c, err := Load(chartDir(OperatorChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion}); err != nil {
+		t.Errorf("defaults without the monitoring API: %v", err)
+	}
+	for _, sw := range monitoringSwitches {
+		t.Run(sw.value, func(t *testing.T) {
+			objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn(sw.value),
+				APIVersions: append([]string{CRDAPIVersion}, monitoringAPIVersions...), KubeVersion: testKubeVersion})
+			if err != nil {
+				t.Fatalf("with the monitoring API: %v", err)
+			}
+			find(t, objs, sw.kind, sw.name)
+
+			_, err = Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn(sw.value),
+				APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
+			value := "monitoring." + sw.value + ".enabled"
+			if err == nil {
+				t.Fatal("rendered without the monitoring.coreos.com/v1 API")
+			}
+			for _, want := range []string{"monitoring.coreos.com/v1", "install Rancher Monitoring first", "set " + value + " to false"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+
+			values := monitoringOn(sw.value)
+			values["validateInstallCRD"] = false
+			objs, err = Render(c, RenderOptions{Namespace: testNamespace, Values: values, KubeVersion: testKubeVersion})
+			if err != nil {
+				t.Fatalf("offline with validateInstallCRD=false: %v", err)
+			}
+			find(t, objs, sw.kind, sw.name)
+		})
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, punctuation other than
+// '-' and '_' removed, spaces turned into '-'.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestRunbookURLs: every alert carries a runbook_url into the project's README on GitHub whose
+// anchor is a heading of README.md's Troubleshooting section, also with another base URL.
+func TestRunbookURLs(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Troubleshooting\n")
+	if !ok {
+		t.Fatal("README.md has no Troubleshooting section")
+	}
+	if next := strings.Index(section, "\n## "); next >= 0 {
+		section = section[:next]
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^###\s+(.+)$`).FindAllStringSubmatch(section, -1) {
+		anchors[githubAnchor(m[1])] = true
+	}
+	if githubAnchor("Install with Helm") != "install-with-helm" || githubAnchor("What's `kube-vip`?") != "whats-kube-vip" {
+		t.Fatal("githubAnchor does not slug headings as GitHub does")
+	}
+	c, err := Load(chartDir(OperatorChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for base, values := range map[string]map[string]interface{}{
+		c.Metadata.Home + "/blob/main/README.md": monitoringOn("prometheusRule"),
+		"https://docs.example.com/fip":           {"monitoring": map[string]interface{}{"runbookBaseURL": "https://docs.example.com/fip/", "prometheusRule": map[string]interface{}{"enabled": true}}},
+	} {
+		var pr ruleGroups
+		convert(t, find(t, renderOperator(t, values), "PrometheusRule", "kube-fip-operator"), &pr)
+		n := 0
+		for _, g := range pr.Spec.Groups {
+			for _, r := range g.Rules {
+				n++
+				url := r.Annotations["runbook_url"]
+				page, anchor, ok := strings.Cut(url, "#")
+				if !ok || page != base || !anchors[anchor] {
+					t.Errorf("%s: runbook_url %q; want %s#<a heading of README.md's Troubleshooting section>", r.Alert, url, base)
+				}
+			}
+		}
+		if n == 0 {
+			t.Error("no alert rendered")
+		}
+	}
+}

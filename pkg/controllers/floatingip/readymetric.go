@@ -1,0 +1,45 @@
+package floatingip
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// ReadyMetricHandlerName names the handler that mirrors a FloatingIP's Ready condition in
+// kubefipoperator_floatingip_ready; it puts no finalizer on.
+const ReadyMetricHandlerName = HandlerName + "-ready-metric"
+
+// OnFloatingIPReadyMetric sets kubefipoperator_floatingip_ready from the FloatingIP's Ready
+// condition, whichever controller decided it (the allocation here, the guest operations in the
+// guestcluster controller): every status write brings the FloatingIP here again. A FloatingIP
+// without a Ready condition yet is not Ready. The series goes when the FloatingIP is being
+// deleted or is gone.
+func (h *handler) OnFloatingIPReadyMetric(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+	if f == nil {
+		namespace, name, ok := strings.Cut(key, "/")
+		if !ok {
+			namespace, name = "", key
+		}
+		h.metrics.DeleteFloatingIP(namespace, name)
+		return nil, nil
+	}
+	if f.DeletionTimestamp != nil {
+		h.metrics.DeleteFloatingIP(f.Namespace, f.Name)
+		return f, nil
+	}
+	ready, _ := v1.GetCondition(f.Status.Conditions, v1.Ready)
+	h.metrics.SetFloatingIPReady(f.Namespace, f.Name, guestClusterName(f), ready.Status == corev1.ConditionTrue)
+	return f, nil
+}
+
+// guestClusterName is the guest cluster a FloatingIP is for: as recorded in its status, else as
+// its annotation says.
+func guestClusterName(f *v1.FloatingIP) string {
+	if f.Status.ClusterName != "" {
+		return f.Status.ClusterName
+	}
+	return f.Annotations[v1.AnnotationClusterName]
+}

@@ -1,0 +1,52 @@
+package floatingip
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+)
+
+// TestReadyMetric: kubefipoperator_floatingip_ready follows the Ready condition SetReady decides,
+// is 0 before there is one, and is removed when the FloatingIP is being deleted or gone.
+func TestReadyMetric(t *testing.T) {
+	m := metrics.New()
+	h := &handler{metrics: m}
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1",
+		Annotations: map[string]string{v1.AnnotationClusterName: "guest"}}}
+	value := func() float64 {
+		return testutil.ToFloat64(m.FloatingIPReady.WithLabelValues("c-m-1", "fip", "guest"))
+	}
+	count := func() int { return testutil.CollectAndCount(m.FloatingIPReady) }
+
+	if _, err := h.OnFloatingIPReadyMetric("c-m-1/fip", f); err != nil || count() != 1 || value() != 0 {
+		t.Fatalf("no Ready condition: err %v, %d series, value %v; want one series at 0", err, count(), value())
+	}
+	v1.SetCondition(&f.Status, v1.Allocated, true, "Allocated", "holds 10.0.0.1")
+	v1.SetReady(&f.Status)
+	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
+	if value() != 1 {
+		t.Errorf("Ready: value %v; want 1", value())
+	}
+	v1.SetCondition(&f.Status, v1.GuestConfigured, false, "GuestUnreachable", "no answer")
+	v1.SetReady(&f.Status)
+	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
+	if value() != 0 {
+		t.Errorf("not Ready: value %v; want 0", value())
+	}
+
+	deleting := f.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{}
+	h.OnFloatingIPReadyMetric("c-m-1/fip", deleting)
+	if count() != 0 {
+		t.Errorf("%d series while the FloatingIP is deleted; want none", count())
+	}
+	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
+	h.OnFloatingIPReadyMetric("c-m-1/fip", nil)
+	if count() != 0 {
+		t.Errorf("%d series after the FloatingIP is gone; want none", count())
+	}
+}
