@@ -62,21 +62,6 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 	}
 }
 
-// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, punctuation other than
-// '-' and '_' removed, spaces turned into '-'.
-func githubAnchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // TestRunbookURLs: every alert carries a runbook_url into the project's README on GitHub whose
 // anchor is a heading of README.md's Troubleshooting section, also with another base URL.
 func TestRunbookURLs(t *testing.T) {
