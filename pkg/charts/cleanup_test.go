@@ -233,15 +233,16 @@ func TestCleanupHookJob(t *testing.T) {
 }
 
 // TestCleanupHookSwitches: cleanup.enabled=false renders no hook; an onUninstall other than keep
-// or delete fails the render with a message naming the value.
+// or delete is refused by values.schema.json, naming the value and the choices.
 func TestCleanupHookSwitches(t *testing.T) {
 	hooks, _ := renderHooks(t, map[string]interface{}{"cleanup": map[string]interface{}{"enabled": false}})
 	if len(hooks) != 0 {
 		t.Errorf("cleanup.enabled=false: %d hooks; want none", len(hooks))
 	}
 	_, err := renderRelease(t, map[string]interface{}{"cleanup": map[string]interface{}{"onUninstall": "purge"}})
-	if err == nil || !strings.Contains(err.Error(), `cleanup.onUninstall must be keep or delete, not "purge"`) {
-		t.Errorf("cleanup.onUninstall=purge: %v; want a refusal naming the value", err)
+	// values.schema.json refuses it before the template's own check runs.
+	if err == nil || !strings.Contains(err.Error(), `at '/cleanup/onUninstall': value must be one of 'keep', 'delete'`) {
+		t.Errorf("cleanup.onUninstall=purge: %v; want a refusal naming the value and the choices", err)
 	}
 }
 

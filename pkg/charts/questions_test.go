@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -119,7 +120,9 @@ func checkQuestionType(t *testing.T, q question, v interface{}) {
 	case "int":
 		f, isNum := v.(float64)
 		ok = isNum && f == float64(int64(f))
-	case "string", "multiline":
+	case "string", "multiline", "secret":
+		// secret: the dashboard's Reference component (shell/components/Questions/index.vue maps
+		// the type to it) offers the Secrets of the release namespace and answers with the name.
 		_, ok = v.(string)
 	case "enum":
 		s, isString := v.(string)
@@ -132,5 +135,27 @@ func checkQuestionType(t *testing.T, q question, v interface{}) {
 	}
 	if q.Default != nil && !reflect.DeepEqual(q.Default, v) {
 		t.Errorf("%s: default %#v differs from values.yaml %#v", q.Variable, q.Default, v)
+	}
+}
+
+// TestQuestionsSecretAndImage: a question naming a Secret lets the administrator pick one of the
+// release namespace (type secret), and the image's repository and tag are asked among the other
+// deployment settings.
+func TestQuestionsSecretAndImage(t *testing.T) {
+	questions, _ := loadQuestions(t)
+	byVariable := map[string]*flatQuestion{}
+	for _, q := range flattenQuestions(questions, nil) {
+		byVariable[q.Variable] = q
+		if strings.HasSuffix(q.Variable, "Secret") && q.Type != "secret" {
+			t.Errorf("%s names a Secret: type %q; want secret", q.Variable, q.Type)
+		}
+	}
+	if q := byVariable["security.chartCredentialsSecret"]; q == nil || q.Type != "secret" {
+		t.Errorf("security.chartCredentialsSecret: %+v; want a question of type secret", q)
+	}
+	for _, v := range []string{"image.repository", "image.tag"} {
+		if q := byVariable[v]; q == nil || q.Type != "string" || q.Group != "General" {
+			t.Errorf("%s: %+v; want a string question in General", v, q)
+		}
 	}
 }

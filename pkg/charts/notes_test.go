@@ -1,0 +1,120 @@
+package charts
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// renderNotes returns the NOTES.txt Helm prints after an install of the operator chart with values.
+func renderNotes(t *testing.T, values map[string]interface{}) string {
+	t.Helper()
+	rel, err := renderRelease(t, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Info == nil || rel.Info.Notes == "" {
+		t.Fatal("the install printed no NOTES")
+	}
+	return rel.Info.Notes
+}
+
+// TestNotes: the notes after an install name the release namespace, the commands to check the
+// operator's objects, how guest clusters are chosen (the option, its three modes, the value in
+// force and the cluster label of clusterlabel), and the chart values they depend on.
+func TestNotes(t *testing.T) {
+	notes := renderNotes(t, nil)
+	for _, want := range []string{
+		"installed in the namespace " + testNamespace,
+		"Import YAML",
+		"kubectl apply -f",
+		"kubectl get fiprange",
+		"kubectl get fip -A",
+		"kubectl get fipalloc",
+		"kubectl -n " + testNamespace + " logs deploy/kube-fip-operator",
+		testNamespace + "/kube-fip-config",
+		config.KeyKubevipGuestInstall,
+		"enabled ", "disabled ", "clusterlabel ",
+		`now "clusterlabel"`,
+		config.ClusterLabel + "=true",
+		"kubectl label clusters.provisioning.cattle.io -n fleet-default <cluster> " + config.ClusterLabel + "=true",
+		"provisioned on that Harvester network in fleet-default",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		}
+	}
+
+	// The values in force show, as the operator reads them.
+	notes = renderNotes(t, map[string]interface{}{
+		"rancher": map[string]interface{}{"fleetNamespace": "fleet-other"},
+		"config":  map[string]interface{}{"kubevipGuestInstall": " Enabled "},
+	})
+	for _, want := range []string{`now "enabled"`, "-n fleet-other <cluster>", "network in fleet-other"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES with other values lack %q:\n%s", want, notes)
+		}
+	}
+}
+
+// TestNotesRangeExample: the FloatingIPRange in the notes is one the API accepts: it decodes
+// strictly into the Go type, with both annotations the operator matches ranges by and a CIDR.
+func TestNotesRangeExample(t *testing.T) {
+	notes := renderNotes(t, nil)
+	start := strings.Index(notes, "   apiVersion: kubefip.k8s.binbash.org/v1")
+	if start < 0 {
+		t.Fatalf("no FloatingIPRange in the NOTES:\n%s", notes)
+	}
+	var lines []string
+	for _, line := range strings.Split(notes[start:], "\n") {
+		if !strings.HasPrefix(line, "   ") {
+			break
+		}
+		lines = append(lines, strings.TrimPrefix(line, "   "))
+	}
+	var r kubefipv1.FloatingIPRange
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), &r); err != nil {
+		t.Fatalf("the NOTES' FloatingIPRange: %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	switch {
+	case r.Kind != "FloatingIPRange" || r.Name == "":
+		t.Errorf("kind %q, name %q", r.Kind, r.Name)
+	case r.Annotations[kubefipv1.AnnotationHarvesterClusterName] == "" || r.Annotations[kubefipv1.AnnotationHarvesterNetworkName] == "":
+		t.Errorf("annotations %v; want %s and %s", r.Annotations, kubefipv1.AnnotationHarvesterClusterName, kubefipv1.AnnotationHarvesterNetworkName)
+	case !regexp.MustCompile(`^[0-9.]+/[0-9]+$`).MatchString(r.Spec.IPRange):
+		t.Errorf("spec.iprange %q; want a CIDR", r.Spec.IPRange)
+	}
+}
+
+// TestNotesShortNames: the kubectl commands of the notes use short names the CRD chart declares.
+func TestNotesShortNames(t *testing.T) {
+	c, err := Load(chartDir(CRDChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Render(c, RenderOptions{Namespace: testNamespace, KubeVersion: testKubeVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, crd := range ofKind(objs, "CustomResourceDefinition") {
+		names, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
+		for _, n := range names {
+			declared[n] = true
+		}
+	}
+	if len(declared) == 0 {
+		t.Fatal("the CRD chart declares no short names")
+	}
+	notes := renderNotes(t, nil)
+	for _, m := range regexp.MustCompile(`kubectl get (\w+)`).FindAllStringSubmatch(notes, -1) {
+		if !declared[m[1]] {
+			t.Errorf("NOTES run kubectl get %s; the CRDs declare only %v", m[1], declared)
+		}
+	}
+}
