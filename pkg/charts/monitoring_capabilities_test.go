@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// monitoringSwitches are the values that each render one monitoring object, its kind and name.
+// monitoringSwitches are the values that each render one monitoring.coreos.com object, its kind
+// and name. The dashboard is a ConfigMap, which needs no API of Rancher Monitoring.
 var monitoringSwitches = []struct{ value, kind, name string }{
 	{"serviceMonitor", "ServiceMonitor", "kube-fip-operator"},
 	{"prometheusRule", "PrometheusRule", "kube-fip-operator"},
-	{"dashboard", "ConfigMap", "kube-fip-operator-dashboard"},
 }
 
 func monitoringOn(part string) map[string]interface{} {
@@ -30,6 +30,11 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion}); err != nil {
 		t.Errorf("defaults without the monitoring API: %v", err)
 	}
+	objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn("dashboard"), APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
+	if err != nil {
+		t.Fatalf("the dashboard without the monitoring API: %v", err)
+	}
+	find(t, objs, "ConfigMap", "kube-fip-operator-dashboard")
 	for _, sw := range monitoringSwitches {
 		t.Run(sw.value, func(t *testing.T) {
 			objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn(sw.value),
