@@ -31,6 +31,18 @@ var guestName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // StartGuest starts a guest API server named name. The environment stops it in Stop.
 func (e *Environment) StartGuest(name string) (*Guest, error) {
+	return e.startGuest(name, "")
+}
+
+// StartGuestWithServiceCIDRs is StartGuest with the Service ranges cidrs (comma-separated, one per
+// family, "10.0.0.0/24,fd00:10:96::/112" for a dual-stack guest): the kube-apiserver of the
+// pinned version takes them only at start.
+func (e *Environment) StartGuestWithServiceCIDRs(name, cidrs string) (*Guest, error) {
+	return e.startGuest(name, cidrs)
+}
+
+// startGuest starts a guest API server, with the Service ranges cidrs when given.
+func (e *Environment) startGuest(name, cidrs string) (*Guest, error) {
 	if !guestName.MatchString(name) {
 		return nil, fmt.Errorf("guest name %q must be a DNS label", name)
 	}
@@ -39,6 +51,9 @@ func (e *Environment) StartGuest(name string) (*Guest, error) {
 		EtcdURL: e.env.ControlPlane.Etcd.URL,
 	}
 	server.Configure().Set("etcd-prefix", "/guest-"+name)
+	if cidrs != "" {
+		server.Configure().Set("service-cluster-ip-range", cidrs)
+	}
 	if err := server.Start(); err != nil {
 		return nil, fmt.Errorf("starting guest API server %s: %w", name, err)
 	}
