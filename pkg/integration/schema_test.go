@@ -151,29 +151,13 @@ func expectInvalid(t *testing.T, err error, field string) {
 // checks its columns: those kubectl shows by default, and those it adds with -o wide.
 func TestPrinterColumns(t *testing.T) {
 	for resource, want := range map[string]struct{ columns, wide []string }{
-		"floatingipranges": {columns: []string{"Name", "CIDR", "Capacity", "Used", "Available", "Ready", "Age"}, wide: []string{"Retained"}},
-		"floatingips":      {columns: []string{"Name", "IP", "Range", "Cluster", "Ready", "Age"}, wide: []string{"Guest-Addresses"}},
+		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Ready", "Age"},
+			wide: []string{"Retained", "Exact-Capacity", "Exact-Available"}},
+		"floatingips": {columns: []string{"Name", "IP", "Range", "Cluster", "Guest", "Ready", "Age"}, wide: []string{"Guest-Addresses"}},
 		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
 			wide: []string{"Owner-Namespace"}},
 	} {
-		cfg := rest.CopyConfig(shared.env.Config)
-		cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
-		cfg.APIPath = "/apis"
-		cfg.NegotiatedSerializer = kubernetesCodecs()
-		rc, err := rest.RESTClientFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := rc.Get().Resource(resource).
-			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
-			DoRaw(context.Background())
-		if err != nil {
-			t.Fatalf("%s: %v", resource, err)
-		}
-		var table metav1.Table
-		if err := json.Unmarshal(raw, &table); err != nil {
-			t.Fatalf("%s: %v", resource, err)
-		}
+		table := tableOf(t, resource, "", "")
 		var got, wide []string
 		for _, c := range table.ColumnDefinitions {
 			if c.Priority == 0 {
@@ -189,6 +173,36 @@ func TestPrinterColumns(t *testing.T) {
 			t.Errorf("%s wide columns = %v, want %v", resource, wide, want.wide)
 		}
 	}
+}
+
+// tableOf asks the API server for the table kubectl and the Rancher UI show: of one object when
+// name is given, else of every object of the resource (in namespace, when given).
+func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
+	t.Helper()
+	cfg := rest.CopyConfig(shared.env.Config)
+	cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = kubernetesCodecs()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := rc.Get().Resource(resource).SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if namespace != "" {
+		req = req.Namespace(namespace)
+	}
+	if name != "" {
+		req = req.Name(name)
+	}
+	raw, err := req.DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("table of %s: %v", resource, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatalf("table of %s: %v", resource, err)
+	}
+	return table
 }
 
 // crdSchemas reads the kubefip CRDs back from the API server and returns their stored schemas by

@@ -64,8 +64,10 @@ func TestCountsWaitForTheInterval(t *testing.T) {
 	old := v1.FloatingIPRangeStatus{Capacity: "254", Used: 1, Available: "253", ObservedGeneration: 1}
 	counts := old
 	counts.Used, counts.Available = 2, "252"
+	available := int64(252)
+	counts.AvailableCount, counts.UsedPercent = &available, 1
 	if !countsOnly(&old, &counts) {
-		t.Error("a change of Used and Available is not counts only")
+		t.Error("a change of Used, Available, AvailableCount and UsedPercent is not counts only")
 	}
 	edited := counts
 	edited.ObservedGeneration = 2

@@ -124,10 +124,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	h.wakeWaiters(r.Name)
 	sum := h.alloc.Summarize(r)
 	status := r.Status.DeepCopy()
-	status.Capacity = sum.Capacity.String()
-	status.Used = int64(sum.Used)
-	status.Retained = int64(sum.Retained)
-	status.Available = sum.Available.String()
+	setCounts(status, sum)
 	specChanged := status.ObservedGeneration != r.Generation
 	status.ObservedGeneration = r.Generation
 
@@ -171,10 +168,46 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return updated, nil
 }
 
+// setCounts writes the range's counts into its status: the exact decimal strings, and the integer
+// fields the list views sort by.
+func setCounts(status *v1.FloatingIPRangeStatus, sum allocation.Summary) {
+	status.Capacity = sum.Capacity.String()
+	status.Used = int64(sum.Used)
+	status.Retained = int64(sum.Retained)
+	status.Available = sum.Available.String()
+	status.CapacityCount = int64Of(sum.Capacity)
+	status.AvailableCount = int64Of(sum.Available)
+	status.UsedPercent = usedPercent(int64(sum.Used)+int64(sum.Retained), sum.Capacity)
+}
+
+// int64Of returns n when it fits in an int64, and nil otherwise.
+func int64Of(n *big.Int) *int64 {
+	if n == nil || !n.IsInt64() {
+		return nil
+	}
+	v := n.Int64()
+	return &v
+}
+
+// usedPercent is taken / capacity in whole percent, rounded down and at most 100; 0 when the
+// capacity is 0.
+func usedPercent(taken int64, capacity *big.Int) int64 {
+	if capacity == nil || capacity.Sign() <= 0 || taken <= 0 {
+		return 0
+	}
+	p := new(big.Int).Mul(big.NewInt(taken), big.NewInt(100))
+	p.Quo(p, capacity)
+	if p.Cmp(big.NewInt(100)) >= 0 {
+		return 100
+	}
+	return p.Int64()
+}
+
 // countsOnly tells whether the new status differs from the old in its counts alone.
 func countsOnly(old, updated *v1.FloatingIPRangeStatus) bool {
 	a, b := *old, *updated
 	a.Used, a.Retained, a.Available, a.Capacity = b.Used, b.Retained, b.Available, b.Capacity
+	a.CapacityCount, a.AvailableCount, a.UsedPercent = b.CapacityCount, b.AvailableCount, b.UsedPercent
 	return equality.Semantic.DeepEqual(&a, &b)
 }
 

@@ -123,6 +123,17 @@ type FloatingIPRangeStatus struct {
 	Retained int64 `json:"retained,omitempty"`
 	// Available is Capacity minus Used and Retained, in decimal.
 	Available string `json:"available,omitempty"`
+	// CapacityCount is Capacity as an integer, for list views that sort by it. It is left out,
+	// never clamped, when Capacity does not fit in a signed 64-bit integer (an IPv6 pool of a /64
+	// or a shorter prefix); Capacity always holds the exact count.
+	CapacityCount *int64 `json:"capacityCount,omitempty"`
+	// AvailableCount is Available as an integer, left out like CapacityCount when it does not fit
+	// in a signed 64-bit integer; Available always holds the exact count.
+	AvailableCount *int64 `json:"availableCount,omitempty"`
+	// UsedPercent is (Used + Retained) / Capacity in whole percent, rounded down, so that 100 means
+	// every address is taken. It is 0 when Capacity is 0 and at most 100, also when more addresses
+	// are held than the pool has (after the pool shrank).
+	UsedPercent int64 `json:"usedPercent"`
 	// Allocations is the record of held addresses written by releases before FloatingIPAllocation
 	// objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and
 	// then removes it, so it is empty once a range is migrated; the held addresses are listed by
