@@ -16,7 +16,7 @@ func main() {
 	flag.StringVar(&opts.Version, "version", "", "chart version (SemVer)")
 	flag.StringVar(&opts.AppVersion, "app-version", "", "application version, the image tag")
 	flag.StringVar(&opts.ChartsDir, "charts", "charts", "directory holding the chart directories")
-	flag.StringVar(&opts.Dest, "dest", "dist/charts", "chart repository directory to write")
+	flag.StringVar(&opts.Dest, "dest", "dist/artifacts", "chart repository directory to write")
 	flag.StringVar(&opts.URL, "url", "", "URL the directory is served at (as helm repo index --url); empty: relative URLs")
 	flag.Parse()
 	if opts.Version == "" || opts.AppVersion == "" {
