@@ -10,7 +10,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,10 +86,15 @@ func renderOperatorChart(t *testing.T, ns string, values map[string]interface{},
 	return objs
 }
 
+// install installs the chart name from the repository's charts/ directory, as release name.
 func (h *helmCluster) install(name string, values map[string]interface{}) error {
-	c := repoChart(h.t, name)
+	return h.installChart(repoChart(h.t, name), values)
+}
+
+// installChart installs c as the release named after the chart, in chartNamespace.
+func (h *helmCluster) installChart(c *chart.Chart, values map[string]interface{}) error {
 	install := action.NewInstall(h.action())
-	install.ReleaseName, install.Namespace, install.CreateNamespace = name, chartNamespace, true
+	install.ReleaseName, install.Namespace, install.CreateNamespace = c.Name(), chartNamespace, true
 	install.Timeout = time.Minute
 	_, err := install.Run(c, values)
 	return err
@@ -115,21 +119,8 @@ func (h *helmCluster) uninstall(name string) {
 // hook's, and keeps the CRDs.
 func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	ctx := context.Background()
-	guest, err := shared.env.StartGuest("charts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := guest.Stop(); err != nil {
-			t.Logf("stopping the chart API server: %v", err)
-		}
-	})
+	guest := startChartGuest(t, "charts")
 	kube := kubernetes.NewForConfigOrDie(guest.Config)
-	for _, ns := range []string{"fleet-default", "cattle-global-data", "cattle-dashboards"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	helm := newHelmCluster(t, guest.Config)
 	values := map[string]interface{}{
 		"replicas":            2,
@@ -137,7 +128,7 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 		"monitoring":          map[string]interface{}{"dashboard": map[string]interface{}{"enabled": true}},
 	}
 
-	err = helm.install(charts.OperatorChart, values)
+	err := helm.install(charts.OperatorChart, values)
 	if err == nil || !strings.Contains(err.Error(), "kube-fip-operator-crd chart is not installed") {
 		t.Fatalf("installing the operator chart without the CRD chart: %v; want a refusal naming the CRD chart", err)
 	}
