@@ -1,0 +1,285 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/x509"
+	"debug/elf"
+	"encoding/pem"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+const (
+	testVersion  = "v9.8.7-imagetest"
+	testRevision = "abc1234"
+)
+
+// buildOperator cross-compiles the real operator as scripts/build does (static, trimmed, version
+// linked in) into binDir; both architectures share the Go build cache with scripts/package.
+func buildOperator(t *testing.T, binDir string, archs []string) {
+	t.Helper()
+	ldflags := "-s -w -X github.com/kubefip/kube-fip-operator/pkg/version.Version=" + testVersion +
+		" -X github.com/kubefip/kube-fip-operator/pkg/version.GitCommit=" + testRevision
+	for _, arch := range archs {
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", BinaryPath(binDir, arch), ".")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the operator for linux/%s: %v\n%s", arch, err, out)
+		}
+	}
+}
+
+// file is one regular file or directory of a flattened image.
+type file struct {
+	header *tar.Header
+	data   []byte
+}
+
+func flatten(t *testing.T, img v1.Image) map[string]file {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string]file{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[strings.Trim(h.Name, "/")] = file{header: h, data: data}
+	}
+}
+
+// TestWriteLayoutReadBack writes the layout as scripts/package does, then reads it back as a
+// registry client would: the index, each platform's config and filesystem, and runs the amd64
+// binary out of its layer.
+func TestWriteLayoutReadBack(t *testing.T) {
+	archs := []string{"amd64", "arm64"}
+	binDir := t.TempDir()
+	buildOperator(t, binDir, archs)
+	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	opts := Options{Version: testVersion, Revision: testRevision, Created: created, Tag: testVersion, BinDir: binDir, Architectures: archs}
+
+	dir := filepath.Join(t.TempDir(), "image")
+	digest, err := WriteLayout(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	root, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootManifest, err := root.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rootManifest.Manifests) != 1 || rootManifest.Manifests[0].Digest != digest || !rootManifest.Manifests[0].MediaType.IsIndex() {
+		t.Fatalf("index.json = %+v; want one image index %s", rootManifest.Manifests, digest)
+	}
+	if got := rootManifest.Manifests[0].Annotations[RefNameAnnotation]; got != testVersion {
+		t.Errorf("ref name = %q; want %q", got, testVersion)
+	}
+
+	idx, err := root.ImageIndex(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{
+		"org.opencontainers.image.version":  testVersion,
+		"org.opencontainers.image.revision": testRevision,
+		"org.opencontainers.image.source":   "https://github.com/kubefip/kube-fip-operator",
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.created":  "2026-03-01T12:00:00Z",
+	}
+	for k, v := range wantLabels {
+		if im.Annotations[k] != v {
+			t.Errorf("index annotation %s = %q; want %q", k, im.Annotations[k], v)
+		}
+	}
+
+	var platforms []string
+	for _, desc := range im.Manifests {
+		if desc.Platform == nil {
+			t.Fatalf("manifest %s has no platform", desc.Digest)
+		}
+		platforms = append(platforms, desc.Platform.String())
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(desc.Platform.String(), func(t *testing.T) {
+			checkImage(t, img, *desc.Platform, wantLabels, created)
+		})
+	}
+	slices.Sort(platforms)
+	if want := []string{"linux/amd64", "linux/arm64/v8"}; !slices.Equal(platforms, want) {
+		t.Errorf("index platforms = %v; want %v", platforms, want)
+	}
+
+	// The same inputs give the same bytes: nothing in the image depends on when it was built.
+	again, err := Index(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := again.Digest(); err != nil || d != digest {
+		t.Errorf("second assembly digest = %v (%v); want %v", d, err, digest)
+	}
+}
+
+func checkImage(t *testing.T, img v1.Image, platform v1.Platform, wantLabels map[string]string, created time.Time) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != platform.Architecture || cf.Variant != platform.Variant {
+		t.Errorf("config platform = %s/%s/%s; want %s", cf.OS, cf.Architecture, cf.Variant, platform.String())
+	}
+	if cf.Config.User != "65532:65532" {
+		t.Errorf("user = %q; want 65532:65532", cf.Config.User)
+	}
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/usr/bin/kube-fip-operator"}) {
+		t.Errorf("entrypoint = %q", cf.Config.Entrypoint)
+	}
+	if !cf.Created.Time.Equal(created) {
+		t.Errorf("created = %v; want %v", cf.Created.Time, created)
+	}
+	for k, v := range wantLabels {
+		if cf.Config.Labels[k] != v {
+			t.Errorf("label %s = %q; want %q", k, cf.Config.Labels[k], v)
+		}
+	}
+
+	files := flatten(t, img)
+	checkBase(t, files)
+
+	bin, ok := files[strings.TrimPrefix(cf.Config.Entrypoint[0], "/")]
+	if !ok {
+		t.Fatalf("no file at the entrypoint %s", cf.Config.Entrypoint[0])
+	}
+	if bin.header.Mode != 0o755 || bin.header.Uid != 0 || bin.header.Gid != 0 {
+		t.Errorf("binary mode %o owner %d:%d; want 755 0:0", bin.header.Mode, bin.header.Uid, bin.header.Gid)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(bin.data))
+	if err != nil {
+		t.Fatalf("binary is not ELF: %v", err)
+	}
+	wantMachine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[platform.Architecture]
+	if ef.Machine != wantMachine {
+		t.Errorf("binary machine = %v; want %v", ef.Machine, wantMachine)
+	}
+	if platform.Architecture == "amd64" {
+		runVersion(t, bin.data)
+	}
+}
+
+func checkBase(t *testing.T, files map[string]file) {
+	ca, ok := files["etc/ssl/certs/ca-certificates.crt"]
+	if !ok {
+		t.Fatal("no CA bundle at /etc/ssl/certs/ca-certificates.crt")
+	}
+	certs := 0
+	for rest := ca.data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Fatalf("CA bundle certificate %d: %v", certs, err)
+		}
+		certs++
+	}
+	if certs == 0 {
+		t.Error("the CA bundle holds no certificate")
+	}
+
+	passwd, ok := files["etc/passwd"]
+	if !ok || !hasID(string(passwd.data), "nonroot", "65532") {
+		t.Errorf("/etc/passwd does not name uid 65532:\n%s", passwd.data)
+	}
+	group, ok := files["etc/group"]
+	if !ok || !hasID(string(group.data), "nonroot", "65532") {
+		t.Errorf("/etc/group does not name gid 65532:\n%s", group.data)
+	}
+	for _, name := range []string{"etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt"} {
+		if h := files[name].header; h != nil && (h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(time.Unix(0, 0))) {
+			t.Errorf("%s owner %d:%d mtime %v; want root and the fixed epoch", name, h.Uid, h.Gid, h.ModTime)
+		}
+	}
+	tmp, ok := files["tmp"]
+	if !ok || tmp.header.Typeflag != tar.TypeDir || tmp.header.Mode != 0o1777 {
+		t.Errorf("/tmp is not a directory with mode 1777: %+v", tmp.header)
+	}
+}
+
+// hasID reports whether a passwd or group file has the entry name:x:id.
+func hasID(content, name, id string) bool {
+	for _, line := range strings.Split(content, "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) >= 3 && fields[0] == name && fields[2] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// runVersion runs the binary taken out of the layer. The CI host is linux/amd64; anywhere else this
+// check cannot run and says so as a failure rather than pass without it.
+func runVersion(t *testing.T, bin []byte) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Fatalf("cannot run the linux/amd64 binary on %s/%s; run this test on linux/amd64", runtime.GOOS, runtime.GOARCH)
+	}
+	path := filepath.Join(t.TempDir(), "kube-fip-operator")
+	if err := os.WriteFile(path, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", path, err, out)
+	}
+	if want := testVersion + " (" + testRevision + ")"; !strings.Contains(string(out), want) {
+		t.Errorf("--version printed %q; want it to contain %q", out, want)
+	}
+}
+
+func TestWriteLayoutRefusesNonEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := WriteLayout(dir, Options{Version: "v1", Revision: "r", Created: time.Unix(1, 0), Architectures: []string{"amd64"}, BinDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("WriteLayout into a non-empty directory: %v; want a refusal", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
+		t.Errorf("the existing file is gone: %v", err)
+	}
+}

@@ -1,0 +1,41 @@
+// Command layout writes the operator's multi-architecture image as an OCI image layout:
+// scripts/package runs it after cross-compiling the binaries into bin/linux-<arch>/.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubefip/kube-fip-operator/pkg/image"
+)
+
+func main() {
+	o := image.Options{}
+	flag.StringVar(&o.Version, "version", "", "operator version, as linked into the binaries")
+	flag.StringVar(&o.Revision, "revision", "", "git commit of the build")
+	flag.StringVar(&o.Tag, "tag", "", "name of the index inside the layout (the image tag)")
+	flag.StringVar(&o.BinDir, "bin-dir", "bin", "directory holding linux-<arch>/kube-fip-operator")
+	archs := flag.String("arch", "amd64,arm64", "comma-separated architectures")
+	created := flag.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "build time in Unix seconds (default $SOURCE_DATE_EPOCH)")
+	dest := flag.String("dest", "dist/image", "OCI layout directory to write; must be missing or empty")
+	flag.Parse()
+
+	secs, err := strconv.ParseInt(*created, 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "layout: --created or SOURCE_DATE_EPOCH must be Unix seconds (the commit time keeps builds reproducible)")
+		os.Exit(2)
+	}
+	o.Created = time.Unix(secs, 0).UTC()
+	o.Architectures = strings.Split(*archs, ",")
+
+	digest, err := image.WriteLayout(*dest, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "layout:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%s %s\n", *dest, digest)
+}
