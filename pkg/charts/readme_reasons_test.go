@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // eventOnlyReasons are reasons the operator gives only to Events, never to a condition: discovery's
@@ -79,16 +81,9 @@ func TestReadmeTroubleshootingReasons(t *testing.T) {
 	if len(reasons) < 40 {
 		t.Fatalf("found only %d reasons in pkg/; the scan misses the code", len(reasons))
 	}
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	section, err := testenv.ReadmeSection("## Troubleshooting")
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Troubleshooting\n")
-	if !ok {
-		t.Fatal("README.md has no Troubleshooting section")
-	}
-	if next := strings.Index(section, "\n## "); next >= 0 {
-		section = section[:next]
 	}
 	inTable := map[string]bool{}
 	code := regexp.MustCompile("`([A-Za-z]+)`")

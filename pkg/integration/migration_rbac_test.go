@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,20 +28,9 @@ var originalLeftovers = map[string]string{ // name -> namespace
 // commands of the README's migration section, as namespace/kind/name.
 func readmeMigrationDeletes(t *testing.T) [][3]string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	section, err := testenv.ReadmeSection("## Migrating from the original kube-fip-operator")
 	if err != nil {
 		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Migrating from the original kube-fip-operator\n")
-	if !ok {
-		t.Fatal("README.md has no migration section")
-	}
-	if next := strings.Index(section, "\n## "); next >= 0 {
-		section = section[:next]
 	}
 	var out [][3]string
 	for _, m := range regexp.MustCompile(`(?m)^\s*kubectl -n (\S+) delete (role|rolebinding) (\S+)\s*$`).FindAllStringSubmatch(section, -1) {
