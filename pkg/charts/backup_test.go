@@ -1,8 +1,6 @@
 package charts
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -161,16 +159,9 @@ func TestBackupResourceSetNeedsRancherBackups(t *testing.T) {
 // TestBackupReadme: the README's Backup names the ResourceSet the chart renders, and its Restore
 // keeps objects created since the backup (prune off), as the text explains.
 func TestBackupReadme(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	section, err := testenv.ReadmeSection("### Rancher Backups")
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n### Rancher Backups\n")
-	if !ok {
-		t.Fatal("README has no Rancher Backups section")
-	}
-	if i := strings.Index(section, "\n#"); i >= 0 {
-		section = section[:i]
 	}
 	docs := map[string]map[string]interface{}{}
 	for _, block := range strings.Split(section, "```yaml\n")[1:] {

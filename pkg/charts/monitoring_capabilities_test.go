@@ -1,10 +1,11 @@
 package charts
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // monitoringSwitches are the values that each render one monitoring.coreos.com object, its kind
@@ -70,16 +71,9 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 // TestRunbookURLs: every alert carries a runbook_url into the project's README on GitHub whose
 // anchor is a heading of README.md's Troubleshooting section, also with another base URL.
 func TestRunbookURLs(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	section, err := testenv.ReadmeSection("## Troubleshooting")
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Troubleshooting\n")
-	if !ok {
-		t.Fatal("README.md has no Troubleshooting section")
-	}
-	if next := strings.Index(section, "\n## "); next >= 0 {
-		section = section[:next]
 	}
 	anchors := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^###\s+(.+)$`).FindAllStringSubmatch(section, -1) {

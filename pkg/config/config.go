@@ -50,7 +50,7 @@ const (
 
 // The chart and image pair installed into guest clusters by default: one reviewed change moves
 // them, with the data-plane test (the real kube-vip and kube-vip-cloud-provider serving the
-// address) as its evidence; see the README, "How the address reaches a LoadBalancer Service".
+// address) as its evidence; see docs/design.md#the-pinned-chart-and-image-pair.
 //   - kube-vip chart 0.9.9 renders vip_subnet "32", which kube-vip reads as a prefix length since
 //     v0.9.0. Its appVersion v1.0.4 is pinned down to v1.0.0, the newest release the data-plane test
 //     can build; both read every variable the chart sets the same way.

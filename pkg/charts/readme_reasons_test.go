@@ -1,0 +1,117 @@
+package charts
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+)
+
+// eventOnlyReasons are reasons the operator gives only to Events, never to a condition: discovery's
+// Events on provisioning clusters, notices of what was done. The Troubleshooting table need not
+// list them.
+var eventOnlyReasons = []string{
+	// discovery, on the provisioning cluster (see docs/design.md#guest-cluster-discovery)
+	"FloatingIPCreated", "FloatingIPDeleted", "NoControlPlanePool", "NoMachineConfigRef",
+	"NoCloudCredential", "InvalidCloudCredential", "InvalidHarvesterCluster", "InvalidNetwork",
+	"NetworkNameWithoutNamespace", "NoMatchingRange", "RangeNetworkMismatch", "NoRangeForFamily",
+	// notices on a FloatingIP or the ConfigMap
+	"Released", "Retained", "Reloaded", "KubevipValuesTranslated", "KubevipEnvIgnored",
+	"HarvesterKubevipDisabled",
+	// kube-fip-config's own problems, Events on the ConfigMap, named in the text under the table
+	"InvalidValue", "UnknownKey", "IncompleteChartSelection",
+}
+
+// operatorReasons collects the reasons the operator's code defines: every Reason… and Problem…
+// string constant under pkg/, and the guest states a GuestConfigured condition takes as its reason
+// (outcome{reason: State…}).
+func operatorReasons(t *testing.T) map[string]string {
+	t.Helper()
+	constant := regexp.MustCompile(`(?m)^\s*(?:const\s+)?((?:Reason|Problem|State)[A-Za-z]*)\s*(?:[A-Za-z.]+\s*)?=\s*"([A-Za-z]+)"`)
+	stateAsReason := regexp.MustCompile(`reason:\s*(State[A-Za-z]+)`)
+	reasons := map[string]string{} // reason -> the file defining it
+	states := map[string]string{}  // State constant -> value
+	usedStates := map[string]bool{}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "pkg"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		if strings.Contains(filepath.ToSlash(p), "/generated/") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range constant.FindAllStringSubmatch(string(data), -1) {
+			if strings.HasPrefix(m[1], "State") {
+				states[m[1]] = m[2]
+			} else {
+				reasons[m[2]] = p
+			}
+		}
+		for _, m := range stateAsReason.FindAllStringSubmatch(string(data), -1) {
+			usedStates[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range usedStates {
+		if v, ok := states[name]; ok {
+			reasons[v] = "a guest state"
+		} else {
+			t.Errorf("reason: %s names no State constant", name)
+		}
+	}
+	return reasons
+}
+
+// TestReadmeTroubleshootingReasons: the README's Troubleshooting table has a row, with an action,
+// for every reason an administrator can meet in a condition, and lists no reason the operator
+// does not give. Reasons given only to Events are listed in eventOnlyReasons, each still one the
+// code defines.
+func TestReadmeTroubleshootingReasons(t *testing.T) {
+	reasons := operatorReasons(t)
+	if len(reasons) < 40 {
+		t.Fatalf("found only %d reasons in pkg/; the scan misses the code", len(reasons))
+	}
+	section, err := testenv.ReadmeSection("## Troubleshooting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTable := map[string]bool{}
+	code := regexp.MustCompile("`([A-Za-z]+)`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		if strings.TrimSpace(cells[3]) == "" {
+			t.Errorf("Troubleshooting row %q says nothing to do", strings.TrimSpace(line))
+		}
+		for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
+			inTable[m[1]] = true
+			if _, ok := reasons[m[1]]; !ok {
+				t.Errorf("Troubleshooting lists %s, which no code of pkg/ gives as a reason", m[1])
+			}
+		}
+	}
+	eventOnly := map[string]bool{}
+	for _, r := range eventOnlyReasons {
+		eventOnly[r] = true
+		if _, ok := reasons[r]; !ok {
+			t.Errorf("eventOnlyReasons lists %s, which the code no longer defines", r)
+		}
+	}
+	for r, where := range reasons {
+		if !inTable[r] && !eventOnly[r] {
+			t.Errorf("reason %s (%s) has no row in the README's Troubleshooting table", r, where)
+		}
+	}
+}
