@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -34,7 +33,7 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 	reason, msg := failure(err)
 	status := f.Status.DeepCopy()
 	if !conditionIs(status.Conditions, v1.Ready, reason, msg) {
-		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
+		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
 	if status.IPAddress == "" {
 		v1.SetCondition(status, v1.Allocated, false, reason, msg)
