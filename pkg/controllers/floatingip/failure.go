@@ -22,8 +22,8 @@ func failure(err error) (reason, msg string) {
 	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", ipam.Clip(err.Error()))
 }
 
-// fail shows err on f as Ready=False (and Allocated=False when f holds no address yet), with a
-// Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
+// fail shows err on f as Ready=False and Stalled (and Allocated=False when f holds no address
+// yet), with a Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
 // controller reading its cache and is only retried; the status write is best effort, since the
 // error itself is returned for a retry anyway.
 func (h *handler) fail(f *v1.FloatingIP, err error) {

@@ -203,8 +203,8 @@ func proposed(f *v1.FloatingIP, want netip.Addr) bool {
 }
 
 // refuse records that the FloatingIP does not get the address it asks for, with an Event when
-// that is news: Normal while it waits for something that comes by itself, Warning otherwise. What it still holds,
-// if anything, stays held and shown.
+// that is news: Normal while it waits for something that comes by itself, Warning otherwise.
+// What it still holds, if anything, stays held and shown.
 func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, msg string) (*v1.FloatingIP, error) {
 	if !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 		h.recorder.Event(f, v1.EventType(reason), reason, msg)

@@ -38,8 +38,10 @@ const (
 // error), so Rancher's UI and kubectl wait tell progress from failure without a reason of their
 // own: Ready keeps its reasons, a documented contract. With Reconciling True the summary is
 // "reconciling" and transitioning, and not an error; with Stalled True it is an error, shown as
-// "unavailable" (wrangler reads Ready=False so when nothing else names the state). A reason
-// "Error" would also make wrangler's summary an error, but would lose the reason itself.
+// "unavailable" and also transitioning, since wrangler reads Ready=False so when no condition
+// names the state (Rancher's UI shows the error first). Wrangler's other ways to an error with a
+// state of its own do not fit: a reason "Error" loses the reason itself, and its "Failed"
+// condition means a failure when False, which kubectl readers would take the wrong way round.
 
 // SetCondition makes the condition c of status (a *FloatingIP, a *FloatingIPRange or their statuses)
 // say ok, reason and message, and reports whether anything changed. The timestamps move only
