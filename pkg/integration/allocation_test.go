@@ -45,6 +45,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	if !hasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
 		t.Error("no RangeExhausted Warning Event on fip-7")
 	}
+	shows(t, "an exhausted range", x, x.Status.Conditions, "RangeExhausted", false)
 
 	freed := f.getFIP("fip-3").Spec.IPAddress
 	if err := f.api.FloatingIP().Delete(f.ns, "fip-3", nil); err != nil {
@@ -183,7 +184,11 @@ func TestStaticRequestsOutsideTheRange(t *testing.T) {
 		f.waitFIP(name, 30*time.Second, tc.reason, reasonIs(tc.reason))
 	}
 	f.createFIP("norange", "does-not-exist", "")
-	f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
+	x := f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
+	shows(t, "waiting for its range", x, x.Status.Conditions, "RangeNotFound", true)
+	eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
+		return hasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
+	})
 
 	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
 	f.waitFIP("outside", 30*time.Second, "10.132.0.7 after the fix", func(x *v1.FloatingIP) bool {

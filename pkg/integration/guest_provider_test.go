@@ -228,10 +228,15 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		eventually(t, 15*time.Second, what+": status metric "+value, metric(value))
 	}
 	step("not yet provisioned", "Provisioning", "Provisioning", "2")
+	x := f.getFIPIn(gc.id, "states-kubevip")
+	shows(t, "not yet provisioned", x, x.Status.Conditions, "Provisioning", true)
+	eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
+		return hasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
+	})
 
 	// Connected, but the proxy still answers 503 ClusterUnavailable.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionTrue, ""), cond("Provisioned", corev1.ConditionTrue, ""))
-	x := f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "503 from the proxy", func(x *v1.FloatingIP) bool {
+	x = f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "503 from the proxy", func(x *v1.FloatingIP) bool {
 		c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 		return strings.Contains(c.Message, "503")
 	})
@@ -242,6 +247,8 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	proxy.SetMode(gc.id, testenv.ProxyConnected)
 	gc.waitCIDR(t, "10.156.0.4/32", 30*time.Second)
 	step("connected", "Configured", "Configured", "1")
+	x = f.getFIPIn(gc.id, "states-kubevip")
+	showsActive(t, "connected", x, x.Status.Conditions)
 
 	if err := proxy.RevokeClusterOwner(gc.id); err != nil {
 		t.Fatal(err)
@@ -250,6 +257,8 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	if !hasEvent(t, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
 		t.Error("no Warning Event naming the missing cluster-owner role")
 	}
+	x = f.getFIPIn(gc.id, "states-kubevip")
+	shows(t, "cluster-owner rights removed", x, x.Status.Conditions, "NotClusterOwner", false)
 	if err := proxy.Register(gc.id, gc.guest, gc.token); err != nil {
 		t.Fatal(err)
 	}

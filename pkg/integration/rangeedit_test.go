@@ -82,6 +82,7 @@ func TestRangeEdits(t *testing.T) {
 	if !hasEvent(t, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
 		t.Error("no OrphanedAllocations Warning Event on the range")
 	}
+	shows(t, "a shrink that would orphan an address", r, r.Status.Conditions, "OrphanedAllocations", false)
 	f.createFIP("d", "edits", "")
 	f.waitFIP("d", 30*time.Second, "RangeNotReady while the range is flagged", reasonIs("RangeNotReady"))
 	if x := f.getFIP("c"); !allocated(x) {
@@ -112,6 +113,12 @@ func TestRangeEdits(t *testing.T) {
 	r = f.waitRange("edits", 30*time.Second, "DeletionBlocked", rangeReason("DeletionBlocked"))
 	if r.DeletionTimestamp == nil || !strings.Contains(message(r.Status.Conditions, v1.Ready), "4 allocated addresses") {
 		t.Errorf("deletion not blocked as expected: %+v", r.Status.Conditions)
+	}
+	if c, ok := v1.GetCondition(r.Status.Conditions, v1.Reconciling); !ok || c.Reason != "DeletionBlocked" {
+		t.Errorf("a blocked deletion: Reconciling = %+v, %v; want True with reason DeletionBlocked", c, ok)
+	}
+	if !hasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses") {
+		t.Error("no Normal DeletionBlocked Event on the range")
 	}
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if err := f.api.FloatingIP().Delete(f.ns, name, nil); err != nil {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -63,11 +64,11 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 	failed := false
 	for _, p := range problems {
 		if p.Warning {
-			h.report(cm, corev1.EventTypeWarning, p.Reason, p.Error())
+			h.report(cm, p.Reason, p.Error())
 			continue
 		}
 		failed = true
-		h.report(cm, corev1.EventTypeWarning, p.Reason, p.Error()+"; "+p.Fallback)
+		h.report(cm, p.Reason, p.Error()+"; "+p.Fallback)
 	}
 	if failed {
 		h.metrics.ConfigReloads.WithLabelValues(metrics.StatusError).Inc()
@@ -77,7 +78,7 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 
 	// Set first: a new log level applies to the lines below.
 	if h.store.Set(next) {
-		h.report(cm, corev1.EventTypeNormal, ReasonReloaded, fmt.Sprintf("configuration reloaded: %s", next))
+		h.report(cm, ReasonReloaded, fmt.Sprintf("configuration reloaded: %s", next))
 	}
 	logrus.Debugf("%s in force: %s", config.ConfigMapName, next)
 	return cm, nil
@@ -85,8 +86,9 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 
 // report records what became of the ConfigMap as an Event on it, which the operator's event
 // broadcaster also logs; with no ConfigMap to record it on (the defaults are in force), it is
-// logged alone.
-func (h *handler) report(cm *corev1.ConfigMap, eventType, reason, msg string) {
+// logged alone. Its type follows the reason's class (v1.EventType).
+func (h *handler) report(cm *corev1.ConfigMap, reason, msg string) {
+	eventType := v1.EventType(reason)
 	if cm != nil {
 		h.recorder.Event(cm, eventType, reason, msg)
 		return

@@ -8,7 +8,6 @@ import (
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -376,7 +375,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
 	}
-	h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPCreated, msg)
+	h.c.Recorder.Event(c, v1.EventType(ReasonFloatingIPCreated), ReasonFloatingIPCreated, msg)
 	return true, nil
 }
 
@@ -386,7 +385,7 @@ func (h *handler) report(key string, c *provv1.Cluster, p *problem.Problem) bool
 	if !h.recorded.isNew(key, p.Reason, p.Message) {
 		return false
 	}
-	h.c.Recorder.Event(c, corev1.EventTypeWarning, p.Reason, p.Message)
+	h.c.Recorder.Event(c, v1.EventType(p.Reason), p.Reason, p.Message)
 	return true
 }
 

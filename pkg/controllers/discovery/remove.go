@@ -7,7 +7,6 @@ import (
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -75,7 +74,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
 		if c != nil {
-			h.c.Recorder.Event(c, corev1.EventTypeNormal, ReasonFloatingIPDeleted, msg)
+			h.c.Recorder.Event(c, v1.EventType(ReasonFloatingIPDeleted), ReasonFloatingIPDeleted, msg)
 		}
 	}
 	return errors.Join(errs...)

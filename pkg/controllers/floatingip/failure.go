@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -23,8 +22,8 @@ func failure(err error) (reason, msg string) {
 	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", ipam.Clip(err.Error()))
 }
 
-// fail shows err on f as Ready=False (and Allocated=False when f holds no address yet), with a
-// Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
+// fail shows err on f as Ready=False and Stalled (and Allocated=False when f holds no address
+// yet), with a Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
 // controller reading its cache and is only retried; the status write is best effort, since the
 // error itself is returned for a retry anyway.
 func (h *handler) fail(f *v1.FloatingIP, err error) {
@@ -34,7 +33,7 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 	reason, msg := failure(err)
 	status := f.Status.DeepCopy()
 	if !conditionIs(status.Conditions, v1.Ready, reason, msg) {
-		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
+		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
 	if status.IPAddress == "" {
 		v1.SetCondition(status, v1.Allocated, false, reason, msg)

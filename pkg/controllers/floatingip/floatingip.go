@@ -16,7 +16,6 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,7 +152,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
 	if status.IPAddress != addr.String() || status.Range != rangeName {
-		h.recorder.Event(f, corev1.EventTypeNormal, ReasonAllocated, msg)
+		h.recorder.Event(f, v1.EventType(ReasonAllocated), ReasonAllocated, msg)
 	}
 	oldRange := status.Range
 	status.IPAddress = addr.String()
@@ -203,11 +202,12 @@ func proposed(f *v1.FloatingIP, want netip.Addr) bool {
 		f.Annotations[v1.AnnotationProposedAddress] == f.Spec.IPAddress
 }
 
-// refuse records that the FloatingIP does not get the address it asks for. What it still holds,
-// if anything, stays held and shown.
+// refuse records that the FloatingIP does not get the address it asks for, with an Event when
+// that is news: Normal while it waits for something that comes by itself, Warning otherwise.
+// What it still holds, if anything, stays held and shown.
 func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, msg string) (*v1.FloatingIP, error) {
 	if !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
-		h.recorder.Event(f, corev1.EventTypeWarning, reason, msg)
+		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
 	if status.Range != "" {
 		held := h.alloc.HeldBy(status.Range, string(f.UID))
@@ -246,7 +246,7 @@ func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 			for _, a := range kept {
 				msg := fmt.Sprintf("%s is retained for a cluster re-created as %s/%s for %s", a, cluster.Namespace, cluster.Name, retention)
 				logrus.Infof("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
-				h.recorder.Event(f, corev1.EventTypeNormal, ReasonRetained, msg)
+				h.recorder.Event(f, v1.EventType(ReasonRetained), ReasonRetained, msg)
 			}
 		}
 	}
@@ -266,7 +266,7 @@ func (h *handler) release(f *v1.FloatingIP, name string, addrs ...netip.Addr) ([
 	}
 	for _, a := range released {
 		msg := fmt.Sprintf("released %s in FloatingIPRange %s", a, name)
-		h.recorder.Event(f, corev1.EventTypeNormal, ReasonReleased, msg)
+		h.recorder.Event(f, v1.EventType(ReasonReleased), ReasonReleased, msg)
 	}
 	return released, nil
 }

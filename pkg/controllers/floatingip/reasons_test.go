@@ -129,7 +129,7 @@ func TestEveryReason(t *testing.T) {
 		{"excluded", fip("e", "r", "10.0.0.5"), ReasonExcluded, corev1.ConditionFalse, "Warning", "excluded"},
 		{"broadcast", fip("f", "r", "10.0.0.7"), ReasonReserved, corev1.ConditionFalse, "Warning", "never handed out"},
 		{"no range named", fip("g", "", ""), ReasonRangeNotSet, corev1.ConditionFalse, "Warning", v1.AnnotationFloatingIPRange},
-		{"no such range", fip("h", "nope", ""), ReasonRangeNotFound, corev1.ConditionFalse, "Warning", "FloatingIPRange nope does not exist"},
+		{"no such range", fip("h", "nope", ""), ReasonRangeNotFound, corev1.ConditionFalse, "Normal", "FloatingIPRange nope does not exist"},
 		{"invalid range", fip("i", "invalid", ""), ReasonRangeNotReady, corev1.ConditionFalse, "Warning", "cannot hand out addresses"},
 		{"last address", fip("j", "full", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.1.0.7"},
 		{"full range", fip("k", "full", ""), ReasonRangeExhausted, corev1.ConditionFalse, "Warning", "no free address"},
@@ -151,6 +151,16 @@ func TestEveryReason(t *testing.T) {
 		c, ok := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated)
 		if !ok || c.Reason != tc.reason || c.Status != tc.status || !strings.Contains(c.Message, tc.inMessage) {
 			t.Errorf("%s: Allocated = %s/%s %q; want %s/%s mentioning %q", tc.name, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.inMessage)
+		}
+		if tc.status == corev1.ConditionFalse {
+			// Waiting shows as Reconciling (with a Normal Event), a refusal as Stalled.
+			want := v1.Stalled
+			if tc.event == "Normal" {
+				want = v1.Reconciling
+			}
+			if c, ok := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, want); !ok || c.Status != corev1.ConditionTrue || c.Reason != tc.reason {
+				t.Errorf("%s: %s = %+v, %v; want True with reason %s", tc.name, want, c, ok, tc.reason)
+			}
 		}
 		select {
 		case e := <-recorder.Events:

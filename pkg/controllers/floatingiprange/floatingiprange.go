@@ -130,12 +130,12 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 
 	if sum.Problem != nil {
 		if v1.SetCondition(status, v1.Ready, false, sum.Problem.Reason, sum.Problem.Message) {
-			h.recorder.Event(r, corev1.EventTypeWarning, sum.Problem.Reason, sum.Problem.Message)
+			h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
 		}
 	} else {
 		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
 		if v1.SetCondition(status, v1.Ready, true, ReasonReady, "") && r.Status.ObservedGeneration != 0 {
-			h.recorder.Event(r, corev1.EventTypeNormal, ReasonReady, msg)
+			h.recorder.Event(r, v1.EventType(ReasonReady), ReasonReady, msg)
 		}
 	}
 
@@ -232,7 +232,7 @@ func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeSt
 	}
 	msg := strings.Join(msgs, "; ")
 	if v1.SetCondition(status, v1.Warning, true, warnings[0].Reason, msg) {
-		h.recorder.Event(r, corev1.EventTypeWarning, warnings[0].Reason, msg)
+		h.recorder.Event(r, v1.EventType(warnings[0].Reason), warnings[0].Reason, msg)
 	}
 }
 
@@ -248,7 +248,7 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	if !v1.SetCondition(stored, v1.Ready, false, ReasonStatusUpdateFailed, msg) {
 		return
 	}
-	h.recorder.Event(r, corev1.EventTypeWarning, ReasonStatusUpdateFailed, msg)
+	h.recorder.Event(r, v1.EventType(ReasonStatusUpdateFailed), ReasonStatusUpdateFailed, msg)
 	if _, werr := h.ranges.UpdateStatus(stored); werr != nil {
 		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, ReasonStatusUpdateFailed, werr)
 	}
@@ -279,7 +279,7 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
 		status := r.Status.DeepCopy()
 		if v1.SetCondition(status, v1.Ready, false, ReasonDeletionBlocked, msg) {
-			h.recorder.Event(r, corev1.EventTypeWarning, ReasonDeletionBlocked, msg)
+			h.recorder.Event(r, v1.EventType(ReasonDeletionBlocked), ReasonDeletionBlocked, msg)
 			r = r.DeepCopy()
 			r.Status = *status
 			if updated, err := h.ranges.UpdateStatus(r); err == nil {

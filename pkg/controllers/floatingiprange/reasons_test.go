@@ -208,8 +208,11 @@ func TestDeletionBlocked(t *testing.T) {
 	if c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
 		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, ReasonDeletionBlocked)
 	}
-	if e := <-events.Events; !strings.HasPrefix(e, "Warning "+ReasonDeletionBlocked+" ") {
-		t.Errorf("Event %q", e)
+	if c, ok := v1.GetCondition(api.written[0].Status.Conditions, v1.Reconciling); !ok || c.Reason != ReasonDeletionBlocked {
+		t.Errorf("Reconciling = %+v, %v; want True with reason %s: the deletion goes on by itself", c, ok, ReasonDeletionBlocked)
+	}
+	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+ReasonDeletionBlocked+" ") {
+		t.Errorf("Event %q; want a Normal one", e)
 	}
 	if _, err := h.alloc.Release(context.Background(), r.Name, owner.UID); err != nil {
 		t.Fatal(err)

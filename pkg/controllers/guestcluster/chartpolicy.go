@@ -7,10 +7,10 @@ import (
 	"net/url"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -46,7 +46,7 @@ func (c *controller) refuseCharts(cfg config.Config, p *pass) *outcome {
 			continue
 		}
 		msg := p.redact(fmt.Sprintf("%s: %v; nothing is installed", s.name, r))
-		c.Recorder.Event(p.fip, corev1.EventTypeWarning, r.Reason, "guest cluster "+p.cluster+": "+msg)
+		c.Recorder.Event(p.fip, v1.EventType(r.Reason), r.Reason, "guest cluster "+p.cluster+": "+msg)
 		return &outcome{reason: r.Reason, message: msg}
 	}
 	return nil

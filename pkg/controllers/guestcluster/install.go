@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
@@ -63,7 +62,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 				c.countEvent(p, s.event, metrics.StatusError)
 			}
 			if f.warn {
-				c.Recorder.Event(p.fip, corev1.EventTypeWarning, f.reason, "guest cluster "+p.cluster+": "+f.message)
+				c.Recorder.Event(p.fip, v1.EventType(f.reason), f.reason, "guest cluster "+p.cluster+": "+f.message)
 			}
 			failed = &f.outcome
 			break
@@ -71,7 +70,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, judge.images(s.chart))
 		if out != guest.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
-			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
+			c.Recorder.Eventf(p.fip, v1.EventType(ReasonInstalled), ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
 			judge.record(c, p)
 		}
 		done = append(done, what)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
 )
@@ -95,11 +96,11 @@ func (k *kubevipJudge) images(chart config.Chart) string {
 func (k *kubevipJudge) record(c *controller, p *pass) {
 	for _, d := range k.decisions {
 		if len(d.Translated) > 0 {
-			c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, ReasonKubevipTranslated,
+			c.Recorder.Eventf(p.fip, v1.EventType(ReasonKubevipTranslated), ReasonKubevipTranslated,
 				"guest cluster %s: kube-vip %s reads its environment as %s does: %s", p.cluster, d.Image, d.Generation, strings.Join(d.Translated, "; "))
 		}
 		if len(d.Ignored) > 0 {
-			c.Recorder.Eventf(p.fip, corev1.EventTypeWarning, ReasonKubevipIgnored,
+			c.Recorder.Eventf(p.fip, v1.EventType(ReasonKubevipIgnored), ReasonKubevipIgnored,
 				"guest cluster %s: kube-vip %s does not read %s, which the chart sets; remove them from kubevipChartValues or use a newer image",
 				p.cluster, d.Image, strings.Join(d.Ignored, ", "))
 		}

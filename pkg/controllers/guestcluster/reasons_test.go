@@ -197,6 +197,9 @@ func newWorld() *world {
 			Annotations:       map[string]string{v1.AnnotationClusterName: testCluster, v1.AnnotationFloatingIPRange: "r"}},
 		Status: v1.FloatingIPStatus{IPAddress: testAddr, Range: "r"},
 	}
+	// As the allocation controller left it: holding its address, so that Ready follows the guest.
+	v1.SetCondition(&f.Status, v1.Allocated, true, "Allocated", "holds "+testAddr)
+	v1.SetReady(&f.Status)
 	cfg := config.Default()
 	cfg.KubevipGuestInstall = config.InstallDisabled
 	return &world{
@@ -296,17 +299,17 @@ func TestEveryGuestReason(t *testing.T) {
 			v1.SetCondition(w.fips.objects[0], v1.GuestConfigured, true, StateConfigured, "was configured")
 		}, v1.GuestConfigured, ReasonNotAllocated, corev1.ConditionFalse, "", "holds no address"},
 		{"no provisioning cluster", func(w *world) { delete(w.prov, testCluster) },
-			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Warning ClusterNotFound", "no provisioning cluster"},
+			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no provisioning cluster"},
 		{"no management cluster", func(w *world) { delete(w.mgmt, testNS) },
-			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Warning ClusterNotFound", "no management cluster"},
+			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no management cluster"},
 		{"provisioning in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions = nil },
-			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Warning Provisioning", "still provisioning"},
+			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Normal Provisioning", "still provisioning"},
 		{"disconnected in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions[0].Status = corev1.ConditionFalse },
-			v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Warning Disconnected", "not connected"},
+			v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
 		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
-			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Warning KubeconfigMissing", "not there yet"},
+			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
 		{"kubeconfig key empty", func(w *world) { w.kubeconfig = []byte{} },
-			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Warning KubeconfigMissing", "key " + guest.KubeconfigKey},
+			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "key " + guest.KubeconfigKey},
 		{"kubeconfig invalid", func(w *world) { w.kubeconfig = []byte("{not yaml: [") },
 			v1.GuestConfigured, ReasonKubeconfigInvalid, corev1.ConditionFalse, "Warning KubeconfigInvalid", testCluster + "-kubeconfig"},
 		{"kubeconfig refused", func(w *world) { w.kubeconfig = refusedKubeconfig },
@@ -321,14 +324,14 @@ func TestEveryGuestReason(t *testing.T) {
 		{"Rancher's settings unreadable", func(w *world) { w.settings.err = errors.New("settings.management.cattle.io is forbidden") },
 			v1.GuestConfigured, ReasonRancherSettings, corev1.ConditionFalse, "", "reading Rancher's internal-server-url setting"},
 		{"proxy says provisioning", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Provisioning, nil } },
-			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Warning Provisioning", "503"},
+			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Normal Provisioning", "503"},
 		{"token refused", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Unauthorized, nil } },
 			v1.GuestConfigured, ReasonUnauthorized, corev1.ConditionFalse, "Warning Unauthorized", "401"},
 		{"not cluster owner", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Forbidden, nil } },
 			v1.GuestConfigured, ReasonNotClusterOwner, corev1.ConditionFalse, "Warning NotClusterOwner", "cluster-owner"},
 		{"unreachable", func(w *world) {
 			w.guest.check = func() (guest.Connection, error) { return guest.Unreachable, errors.New("dial timeout") }
-		}, v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Warning Disconnected", "dial timeout"},
+		}, v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Normal Disconnected", "dial timeout"},
 		{"panic in the pass", func(w *world) { w.guest.check = panicking },
 			v1.GuestConfigured, ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
 		{"ConfigMap write fails", func(w *world) {
@@ -405,6 +408,19 @@ func TestEveryGuestReason(t *testing.T) {
 			}
 			if tc.event != "" && !hasEvent(events, tc.event) {
 				t.Errorf("Events %q; want one starting %q", events, tc.event)
+			}
+			if tc.cond == v1.GuestConfigured && tc.status == corev1.ConditionFalse {
+				// Progress shows as Reconciling, a failure as Stalled, with the guest's reason.
+				want, other := v1.Stalled, v1.Reconciling
+				if strings.HasPrefix(tc.event, "Normal ") || tc.reason == ReasonNotAllocated { // NotAllocated makes no Event
+					want, other = v1.Reconciling, v1.Stalled
+				}
+				if c, ok := v1.GetCondition(f.Status.Conditions, want); !ok || c.Status != corev1.ConditionTrue || c.Reason != tc.reason {
+					t.Errorf("%s = %+v, %v; want True with reason %s", want, c, ok, tc.reason)
+				}
+				if c, ok := v1.GetCondition(f.Status.Conditions, other); ok {
+					t.Errorf("%s = %+v; want it absent", other, c)
+				}
 			}
 			for _, e := range events {
 				if strings.Contains(e, "guest-token-abcdef") || strings.Contains(message, "guest-token-abcdef") {

@@ -3,7 +3,6 @@ package guestcluster
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +11,9 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
 
-// record writes the pass's outcome into the FloatingIP's status, with a Warning Event when the
-// guest condition turns bad or changes its reason. Every message is redacted here, whatever built
+// record writes the pass's outcome into the FloatingIP's status, with an Event when the guest
+// condition turns bad or changes its reason: Normal while the guest is on its way (v1.Progress),
+// Warning when a person must act. Every message is redacted here, whatever built
 // it: errors from the guest, Helm and HTTP quote URLs and values as they were given.
 func (c *controller) record(p *pass) error {
 	f := p.fip
@@ -41,7 +41,7 @@ func (c *controller) record(p *pass) error {
 		}
 		v1.SetReady(status)
 		if changed && !p.guest.ok && p.guest.reason != ReasonNotAllocated {
-			c.Recorder.Event(f, corev1.EventTypeWarning, p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
+			c.Recorder.Event(f, v1.EventType(p.guest.reason), p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
 		}
 		if equality.Semantic.DeepEqual(&f.Status, status) {
 			return nil

@@ -362,7 +362,7 @@ func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAP
 	case err != nil:
 		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
 	case res == guest.DaemonSetDisabled:
-		c.Recorder.Event(p.fip, corev1.EventTypeNormal, ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
+		c.Recorder.Event(p.fip, v1.EventType(ReasonHarvesterKubevip), ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
 	}
 }
 
@@ -380,7 +380,7 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 	}
 	if res.Result == guest.ConfigMapCreated || res.Result == guest.ConfigMapUpdated {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(p.fip, corev1.EventTypeNormal, StateConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
+		c.Recorder.Eventf(p.fip, v1.EventType(StateConfigured), StateConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
 	}
 	p.written = guestAddressesText(p.want)
 	if slices.Contains(res.LeftAlone, guest.GlobalCIDRKey) {

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"slices"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
@@ -22,13 +23,59 @@ const (
 	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
 	// (the whole address space, nothing left to hand out); absent otherwise.
 	Warning condition.Cond = "Warning"
+	// Reconciling is true, with Ready's reason and message, while Ready is false for a reason
+	// that passes by itself (class Progress: a guest cluster still being provisioned, a range
+	// not created yet); absent otherwise.
+	Reconciling condition.Cond = "Reconciling"
+	// Stalled is true, with Ready's reason and message, while Ready is false for a reason a
+	// person must act on (class Failure: an address held elsewhere, an exhausted range, an
+	// invalid range); absent otherwise.
+	Stalled condition.Cond = "Stalled"
 )
+
+// Reconciling and Stalled are the "abnormal-true" pair kstatus reads (InProgress and Failed) and
+// wrangler's summary knows (Reconciling True is "reconciling", transitioning; Stalled True is an
+// error), so Rancher's UI and kubectl wait tell progress from failure without a reason of their
+// own: Ready keeps its reasons, a documented contract. With Reconciling True the summary is
+// "reconciling" and transitioning, and not an error; with Stalled True it is an error, shown as
+// "unavailable" and also transitioning, since wrangler reads Ready=False so when no condition
+// names the state (Rancher's UI shows the error first). Wrangler's other ways to an error with a
+// state of its own do not fit: a reason "Error" loses the reason itself, and its "Failed"
+// condition means a failure when False, which kubectl readers would take the wrong way round.
 
 // SetCondition makes the condition c of status (a *FloatingIP, a *FloatingIPRange or their statuses)
 // say ok, reason and message, and reports whether anything changed. The timestamps move only
 // then, lastTransitionTime only when the status flips, so that a pass that finds nothing new
-// writes nothing.
+// writes nothing. Setting Ready also sets Reconciling and Stalled from it, so that no writer of
+// Ready forgets them.
 func SetCondition(status interface{}, c condition.Cond, ok bool, reason, message string) bool {
+	changed := setCondition(status, c, ok, reason, message)
+	if c == Ready {
+		progressing := !ok && !Stalling(reason)
+		stalled := !ok && Stalling(reason)
+		// Both run: neither may be skipped because the other changed.
+		r := keepCondition(status, Reconciling, progressing, reason, message)
+		s := keepCondition(status, Stalled, stalled, reason, message)
+		changed = changed || r || s
+	}
+	return changed
+}
+
+// keepCondition makes c true with reason and message when want, and removes it otherwise.
+func keepCondition(status interface{}, c condition.Cond, want bool, reason, message string) bool {
+	if want {
+		return setCondition(status, c, true, reason, message)
+	}
+	conds := conditionsOf(status)
+	if conds == nil {
+		return false
+	}
+	n := len(*conds)
+	*conds = slices.DeleteFunc(*conds, func(cond genericcondition.GenericCondition) bool { return cond.Type == string(c) })
+	return len(*conds) != n
+}
+
+func setCondition(status interface{}, c condition.Cond, ok bool, reason, message string) bool {
 	want := string(corev1.ConditionFalse)
 	if ok {
 		want = string(corev1.ConditionTrue)
@@ -84,21 +131,29 @@ func GetCondition(conds []genericcondition.GenericCondition, c condition.Cond) (
 }
 
 func find(status interface{}, c condition.Cond) *genericcondition.GenericCondition {
-	var conds []genericcondition.GenericCondition
+	conds := conditionsOf(status)
+	if conds == nil {
+		return nil
+	}
+	for i := range *conds {
+		if (*conds)[i].Type == string(c) {
+			return &(*conds)[i]
+		}
+	}
+	return nil
+}
+
+// conditionsOf is the conditions of status, one of the kinds SetCondition takes; nil for another.
+func conditionsOf(status interface{}) *[]genericcondition.GenericCondition {
 	switch s := status.(type) {
 	case *FloatingIPStatus:
-		conds = s.Conditions
+		return &s.Conditions
 	case *FloatingIPRangeStatus:
-		conds = s.Conditions
+		return &s.Conditions
 	case *FloatingIP:
-		conds = s.Status.Conditions
+		return &s.Status.Conditions
 	case *FloatingIPRange:
-		conds = s.Status.Conditions
-	}
-	for i := range conds {
-		if conds[i].Type == string(c) {
-			return &conds[i]
-		}
+		return &s.Status.Conditions
 	}
 	return nil
 }

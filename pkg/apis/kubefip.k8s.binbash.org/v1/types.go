@@ -71,6 +71,11 @@ type FloatingIPStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
+	// While Ready is False, Reconciling is True when the reason passes by itself (the guest
+	// cluster still being provisioned, the range not created yet, the address not held yet), and
+	// Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both
+	// carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read
+	// them as in progress and as failed.
 	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
 }
 
@@ -142,7 +147,11 @@ type FloatingIPRangeStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready (with a reason when the range is invalid or overlaps another) and the
-	// deletion and shrink guards.
+	// deletion and shrink guards. While Ready is False, Reconciling is True when the reason
+	// passes by itself (DeletionBlocked, SpaceChangePending: waiting for addresses to be
+	// released), and Stalled is True when a person must act (InvalidRange, Overlap,
+	// OrphanedAllocations); both carry Ready's reason and message and are absent otherwise.
+	// Warning, for a valid range that is almost certainly not what was meant, leaves it Ready.
 	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
 }
 

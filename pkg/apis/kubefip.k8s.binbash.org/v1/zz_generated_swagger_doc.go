@@ -108,7 +108,7 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 		"usedPercent":        "UsedPercent is (Used + Retained) / Capacity in whole percent, rounded down, so that 100 means every address is taken. It is 0 when Capacity is 0 and at most 100, also when more addresses are held than the pool has (after the pool shrank).",
 		"allocations":        "Allocations is the record of held addresses written by releases before FloatingIPAllocation objects (address to FloatingIP). The operator adopts each entry as a FloatingIPAllocation and then removes it, so it is empty once a range is migrated; the held addresses are listed by kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
-		"conditions":         "Conditions are Ready (with a reason when the range is invalid or overlaps another) and the deletion and shrink guards.",
+		"conditions":         "Conditions are Ready (with a reason when the range is invalid or overlaps another) and the deletion and shrink guards. While Ready is False, Reconciling is True when the reason passes by itself (DeletionBlocked, SpaceChangePending: waiting for addresses to be released), and Stalled is True when a person must act (InvalidRange, Overlap, OrphanedAllocations); both carry Ready's reason and message and are absent otherwise. Warning, for a valid range that is almost certainly not what was meant, leaves it Ready.",
 	}
 }
 
@@ -141,7 +141,7 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"guestAddresses":     "GuestAddresses are every address the guest cluster's kube-vip-cloud-provider ConfigMap got from the FloatingIPs naming the cluster, this one's and the others', in the last pass that wrote it: \"10.0.0.5,fd00::5\" for the global pool, a namespace's after it in parentheses (\"10.0.0.6 (ingress-nginx)\").",
 		"guestInputs":        "GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its kubeconfig Secret. A change of any of them starts a new pass; anything else does not.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
-		"conditions":         "Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.",
+		"conditions":         "Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
 	}
 }
 
