@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // TestStartupWaitsForEveryInformer: no pass runs before every informer it reads has synced. A
@@ -24,15 +21,7 @@ func TestStartupWaitsForEveryInformer(t *testing.T) {
 	r.create(g)
 	f.operatorConfig(map[string]string{"logLevel": "debug"})
 
-	api, err := testenv.StartAPIProxy(shared.env.Config, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = api.Close() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := api.WriteKubeconfig(kubeconfig, ""); err != nil {
-		t.Fatal(err)
-	}
+	api, kubeconfig := adminAPIProxy(t)
 	api.HoldReads("harvesterconfigs")
 	// The last --kubeconfig wins: the operator talks only through the proxy.
 	p := startOperator(t, f.ns, freePort(t), "--kubeconfig", kubeconfig)
