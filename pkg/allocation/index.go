@@ -73,6 +73,12 @@ type allocIndex struct {
 	bySlot  map[slot][]*allocEntry // holder first
 	byOwner map[string][]*allocEntry
 	byRange map[string]map[slot]*allocEntry
+	// bySpace lists the holders of each space, so that building a range's pool visits the
+	// allocations of its own space only, never every allocation there is.
+	bySpace map[string]map[slot]*allocEntry
+	// legacy lists the entries named by a bare address (of a release before address spaces),
+	// holders or not, for the repair to rename without walking every entry.
+	legacy map[string]*allocEntry
 	// spaces counts each range's holders by the space they hold in: a range whose annotations
 	// changed while it held addresses holds them in its former space until they are released.
 	spaces map[string]map[string]int
@@ -91,6 +97,8 @@ func newAllocIndex() allocIndex {
 		bySlot:   map[slot][]*allocEntry{},
 		byOwner:  map[string][]*allocEntry{},
 		byRange:  map[string]map[slot]*allocEntry{},
+		bySpace:  map[string]map[slot]*allocEntry{},
+		legacy:   map[string]*allocEntry{},
 		spaces:   map[string]map[string]int{},
 		retained: map[string]int{},
 		odd:      map[string]string{},
@@ -202,6 +210,9 @@ func (x *allocIndex) link(e *allocEntry) {
 	})
 	x.bySlot[e.slot] = list
 	x.byName[e.name] = e
+	if e.legacy {
+		x.legacy[e.name] = e
+	}
 	if now := list[0]; now != prev {
 		if prev != nil {
 			x.unlist(prev)
@@ -213,6 +224,9 @@ func (x *allocIndex) link(e *allocEntry) {
 // unlink drops e; the next entry of its slot, if any, becomes the holder.
 func (x *allocIndex) unlink(e *allocEntry) {
 	delete(x.byName, e.name)
+	if x.legacy[e.name] == e {
+		delete(x.legacy, e.name)
+	}
 	list := x.bySlot[e.slot]
 	i := slices.Index(list, e)
 	if i < 0 {
@@ -238,6 +252,10 @@ func (x *allocIndex) list(e *allocEntry) {
 		x.byRange[e.rng] = map[slot]*allocEntry{}
 	}
 	x.byRange[e.rng][e.slot] = e
+	if x.bySpace[e.slot.Space] == nil {
+		x.bySpace[e.slot.Space] = map[slot]*allocEntry{}
+	}
+	x.bySpace[e.slot.Space][e.slot] = e
 	if x.spaces[e.rng] == nil {
 		x.spaces[e.rng] = map[string]int{}
 	}
@@ -258,6 +276,12 @@ func (x *allocIndex) unlist(e *allocEntry) {
 		delete(inRange, e.slot)
 		if len(inRange) == 0 {
 			delete(x.byRange, e.rng)
+		}
+	}
+	if inSpace := x.bySpace[e.slot.Space]; inSpace != nil {
+		delete(inSpace, e.slot)
+		if len(inSpace) == 0 {
+			delete(x.bySpace, e.slot.Space)
 		}
 	}
 	if counts := x.spaces[e.rng]; counts != nil {

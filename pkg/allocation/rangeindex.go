@@ -104,10 +104,7 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 			}
 			seen[name] = struct{}{}
 			e := x.entries[name]
-			if e.pool == nil && e.poolErr == nil {
-				e.pool, e.poolErr = ipam.NewPool(e.r.Spec.IPRange, e.r.Spec.Exclude)
-			}
-			if e.pool != nil && pool.Overlaps(e.pool) {
+			if p := e.poolLocked(); p != nil && pool.Overlaps(p) {
 				out = append(out, e.r)
 			}
 		}
@@ -117,6 +114,32 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 	}
 	check(x.under[key])
 	return out
+}
+
+// overlappingOwn is overlapping with r's own pool: the one the index keeps for r's definition, or,
+// when the index has another definition of r by now, one built for r. The engine's pool of r is
+// never read here, so no caller needs the engine's lock.
+func (x *rangeIndex) overlappingOwn(r *v1.FloatingIPRange) []*v1.FloatingIPRange {
+	x.mu.Lock()
+	var pool *ipam.Pool
+	e := x.entries[r.Name]
+	kept := e != nil && e.spec == specKey(r)
+	if kept {
+		pool = e.poolLocked()
+	}
+	x.mu.Unlock()
+	if !kept {
+		pool, _ = ipam.NewPool(r.Spec.IPRange, r.Spec.Exclude)
+	}
+	return x.overlapping(r, pool)
+}
+
+// poolLocked is e's pool, built on first need; nil when the definition is invalid. x.mu is held.
+func (e *indexedRange) poolLocked() *ipam.Pool {
+	if e.pool == nil && e.poolErr == nil {
+		e.pool, e.poolErr = ipam.NewPool(e.r.Spec.IPRange, e.r.Spec.Exclude)
+	}
+	return e.pool
 }
 
 // size is the number of ranges indexed.

@@ -152,13 +152,11 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if _, err := m.Retain(ctx, next.UID, cluster, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	m.g.mu.Lock()
 	for n := range apiOf(m).objects { // keep only the retained one, whose holder needs no FloatingIP
 		if n != name {
-			m.g.removeLocked(n, "")
+			m.g.remove(n, "")
 		}
 	}
-	m.g.mu.Unlock()
 	released, expired := m.reap(ctx)
 	if len(released) != 0 || len(expired) != 1 || !strings.Contains(expired[0], addr.String()) {
 		t.Errorf("reap = %v, %v; want the expired retention of %v", released, expired, addr)
