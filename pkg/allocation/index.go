@@ -81,7 +81,7 @@ type allocIndex struct {
 	legacy map[string]*allocEntry
 	// spaces counts each range's holders by the space they hold in: a range whose annotations
 	// changed while it held addresses holds them in its former space until they are released.
-	spaces map[string]map[string]int
+	spaces map[string]map[string]*spaceCount
 	// retained counts each range's retained holders.
 	retained map[string]int
 	// odd names the objects that do not hold what they seem to: a name that is no address, or a
@@ -99,7 +99,7 @@ func newAllocIndex() allocIndex {
 		byRange:  map[string]map[slot]*allocEntry{},
 		bySpace:  map[string]map[slot]*allocEntry{},
 		legacy:   map[string]*allocEntry{},
-		spaces:   map[string]map[string]int{},
+		spaces:   map[string]map[string]*spaceCount{},
 		retained: map[string]int{},
 		odd:      map[string]string{},
 	}
@@ -257,9 +257,18 @@ func (x *allocIndex) list(e *allocEntry) {
 	}
 	x.bySpace[e.slot.Space][e.slot] = e
 	if x.spaces[e.rng] == nil {
-		x.spaces[e.rng] = map[string]int{}
+		x.spaces[e.rng] = map[string]*spaceCount{}
 	}
-	x.spaces[e.rng][e.slot.Space]++
+	c := x.spaces[e.rng][e.slot.Space]
+	if c == nil {
+		c = &spaceCount{}
+		x.spaces[e.rng][e.slot.Space] = c
+	}
+	c.n++
+	if !e.legacy || c.space == (v1.AddressSpace{}) {
+		// The space as the object records it; a legacy object records none of its own.
+		c.space = e.space
+	}
 	if e.retained != nil {
 		x.retained[e.rng]++
 	}
@@ -285,8 +294,10 @@ func (x *allocIndex) unlist(e *allocEntry) {
 		}
 	}
 	if counts := x.spaces[e.rng]; counts != nil {
-		if counts[e.slot.Space]--; counts[e.slot.Space] <= 0 {
-			delete(counts, e.slot.Space)
+		if c := counts[e.slot.Space]; c != nil {
+			if c.n--; c.n <= 0 {
+				delete(counts, e.slot.Space)
+			}
 		}
 		if len(counts) == 0 {
 			delete(x.spaces, e.rng)
@@ -314,19 +325,23 @@ func (x *allocIndex) heldBy(uid, rng string) []netip.Addr {
 func (x *allocIndex) otherSpaces(rng, hash string) (n int, space string) {
 	for s, c := range x.spaces[rng] {
 		if s != hash {
-			n += c
+			n += c.n
 			space = s
 		}
 	}
 	return n, space
 }
 
-// spaceNamed is the space of hash as rng's allocations record it.
+// spaceCount counts a range's holders in one space, and names the space as they record it.
+type spaceCount struct {
+	n     int
+	space v1.AddressSpace
+}
+
+// spaceNamed is the space of hash as rng's allocations record it: one lookup.
 func (x *allocIndex) spaceNamed(rng, hash string) v1.AddressSpace {
-	for _, e := range x.byRange[rng] {
-		if e.slot.Space == hash {
-			return e.space
-		}
+	if c := x.spaces[rng][hash]; c != nil {
+		return c.space
 	}
 	return v1.AddressSpace{}
 }
