@@ -123,7 +123,7 @@ func (x *rangeIndex) overlappingOwn(r *v1.FloatingIPRange) []*v1.FloatingIPRange
 	x.mu.Lock()
 	var pool *ipam.Pool
 	e := x.entries[r.Name]
-	kept := e != nil && e.spec == specKey(r)
+	kept := e != nil && (e.r == r || e.spec == specKey(r)) // set(r) just kept r itself, mostly
 	if kept {
 		pool = e.poolLocked()
 	}
