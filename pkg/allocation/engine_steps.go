@@ -286,24 +286,18 @@ func (g *engine) holders() []allocEntry {
 	return out
 }
 
-// entries returns a copy of every entry, holders or not, for the trace table. Like holders, the
-// lock section only copies.
-func (g *engine) entries() []allocEntry {
+// entries returns a copy of every entry, holders or not, for the trace table; with legacyOnly,
+// of the entries named by a bare address, for the rename, which are listed apart so that this
+// section is bounded by their number. Like holders, the lock section only copies.
+func (g *engine) entries(legacyOnly bool) []allocEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]allocEntry, 0, len(g.idx.byName))
-	for _, e := range g.idx.byName {
-		out = append(out, *e)
+	from := g.idx.byName
+	if legacyOnly {
+		from = g.idx.legacy
 	}
-	return out
-}
-
-// legacyEntries returns copies of the entries named by a bare address. Bounded by their number.
-func (g *engine) legacyEntries() []allocEntry {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]allocEntry, 0, len(g.idx.legacy))
-	for _, e := range g.idx.legacy {
+	out := make([]allocEntry, 0, len(from))
+	for _, e := range from {
 		out = append(out, *e)
 	}
 	return out

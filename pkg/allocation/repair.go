@@ -380,7 +380,7 @@ func (m *Manager) Run(ctx context.Context, auditEvery func() time.Duration, afte
 
 // Table renders every allocation, one a line by range and address, for traceIpamData.
 func (m *Manager) Table() string {
-	entries := m.g.entries()
+	entries := m.g.entries(false)
 	slices.SortFunc(entries, func(a, b allocEntry) int {
 		if c := strings.Compare(a.rng, b.rng); c != 0 {
 			return c

@@ -69,7 +69,7 @@ func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Retained {
 // successor named for its range's space, with the same holder, and then deletes it: the successor
 // exists before the old object goes, so the address is never free. It returns what it renamed.
 func (m *Manager) migrate(ctx context.Context) []string {
-	legacy := m.g.legacyEntries()
+	legacy := m.g.entries(true)
 	slices.SortFunc(legacy, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	var renamed []string
 	for i := range legacy {
