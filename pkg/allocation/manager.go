@@ -200,6 +200,8 @@ func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterR
 	// and asks for the ranges whose liveness it needs from the cache, read here between steps.
 	blocked := m.outsideProblem(r, nil) != nil
 	live := map[string]bool{}
+	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
+	// decides once it asks for none.
 	for {
 		p := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
 		if len(p.ask) == 0 {
