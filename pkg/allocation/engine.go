@@ -409,6 +409,9 @@ func (g *engine) takeBack(w allocationWriter, e *allocEntry, owner ipam.Owner) (
 }
 
 // reserve decides what to claim, under the lock, and reserves an address to create in the pool.
+// One lock section covers the whole check-and-set: a proposal withdrawn, the owner's holdings and
+// the cluster's retained addresses read (both bounded by the owner), the static address's holder
+// checked, and the pick reserved; a pool finds the lowest free address without a scan.
 func (g *engine) reserve(rng string, c Claimant, want netip.Addr, soft bool) (p pick, space v1.AddressSpace, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -474,7 +477,8 @@ func takenBy(addr netip.Addr, e *allocEntry) error {
 	return &ipam.TakenError{Addr: addr, Holder: e.owner}
 }
 
-// takenError is takenBy for the holder of addr in rng's space, as the index knows it now.
+// takenError is takenBy for the holder of addr in rng's space, as the index knows it now: one
+// lookup under the lock.
 func (g *engine) takenError(rng string, addr netip.Addr) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -487,7 +491,8 @@ func (g *engine) takenError(rng string, addr netip.Addr) error {
 }
 
 // collided records that addr was created by someone else first and reports the holder if known.
-// An unknown holder gets a foreign reservation until the informer brings its object.
+// An unknown holder gets a foreign reservation until the informer brings its object. One lock
+// section: the pick given back, the holder looked up, the placeholder set.
 func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -46,6 +46,7 @@ func specKey(r *v1.FloatingIPRange) string {
 
 // stateLocked returns the state of r, (re)built when r is new to the engine, was re-created or its
 // definition changed. Allocation events never rebuild it: the engine applies them incrementally.
+// A rebuild, under the caller's lock section, costs the allocations of r's own space (buildLocked).
 func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 	if st := g.ranges[r.Name]; st != nil && st.uid == r.UID && st.spec == specKey(r) {
 		return st
