@@ -45,6 +45,9 @@ type rangeView struct {
 	otherSpaces int
 	space       v1.AddressSpace
 	former      v1.AddressSpace
+	// outline is the range's pool definition, holding nothing, to compare with other ranges'
+	// outside the lock; nil when the definition is invalid.
+	outline *ipam.Pool
 }
 
 // viewLocked is the view of range r, whose state is st. Bounded by the range's orphans and the
@@ -55,11 +58,20 @@ func (g *engine) viewLocked(r *v1.FloatingIPRange, st *rangeState) rangeView {
 		v.invalid = st.invalid
 		return v
 	}
+	v.outline = st.pool.Outline()
 	v.orphans = st.orphanList(&g.idx, r.Name)
 	if n, former := g.idx.otherSpaces(r.Name, st.hash); n > 0 {
 		v.otherSpaces, v.former = n, g.idx.spaceNamed(r.Name, former)
 	}
 	return v
+}
+
+// outline returns the outline of range r's pool (built if r is new or changed), or nil when its
+// definition is invalid: what the overlap check reads outside the lock.
+func (g *engine) outline(r *v1.FloatingIPRange) *ipam.Pool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stateLocked(r).pool.Outline()
 }
 
 // blockedLocked reports whether the engine's own view of r keeps it from handing out addresses:

@@ -198,7 +198,7 @@ func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterR
 	// What blocks the range beyond the engine's view, read before the engine's step: the
 	// engine decides between a retained address and a new reservation under one lock section,
 	// and asks for the ranges whose liveness it needs from the cache, read here between steps.
-	blocked := m.outsideProblem(r, nil) != nil
+	blocked := m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil
 	live := map[string]bool{}
 	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
 	// decides once it asks for none.
@@ -225,29 +225,26 @@ func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem
 	if v.invalid != nil {
 		return &problem.Problem{Reason: ReasonInvalidRange, Message: v.invalid.Error()}
 	}
-	return m.outsideProblem(r, &v)
+	return m.outsideProblem(r, v)
 }
 
-// outsideProblem is problemOf past the range's validity: orphans (the engine's, when v is given,
-// and the legacy record's), a pending space change (from v), and overlap with an older range.
-func (m *Manager) outsideProblem(r *v1.FloatingIPRange, v *rangeView) *problem.Problem {
-	var view rangeView
-	if v != nil {
-		view = *v
-	}
+// outsideProblem is problemOf past the range's validity: orphans (the engine's in v, and the
+// legacy record's), a pending space change (from v), and overlap with an older range (of v's
+// outline).
+func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
 	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
 		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
 	if view.otherSpaces > 0 {
 		return &problem.Problem{Reason: ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
 	}
-	return m.overlapOf(r)
+	return m.overlapOf(r, view.outline)
 }
 
-// overlapOf is the problem of r overlapping an older range, or nil. It uses the range index the
-// informer feeds, or, without it (a Manager in a unit test), one built from the cache: never
-// under the engine's lock.
-func (m *Manager) overlapOf(r *v1.FloatingIPRange) *problem.Problem {
+// overlapOf is the problem of r, whose pool's outline is outline, overlapping an older range, or
+// nil. It uses the range index the informer feeds, or, without it (a Manager in a unit test), one
+// built from the cache: never under the engine's lock.
+func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.Problem {
 	ranges := m.ranges
 	if !m.rangesFed {
 		others, err := m.deps.Ranges.Cache().List(labels.Everything())
@@ -260,7 +257,7 @@ func (m *Manager) overlapOf(r *v1.FloatingIPRange) *problem.Problem {
 		}
 	}
 	ranges.set(r)
-	return overlap(r, ranges.overlappingOwn(r))
+	return overlap(r, ranges.overlapping(r, outline))
 }
 
 // legacyOrphans are the entries of r's legacy record no allocation object could be made of.

@@ -116,24 +116,6 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 	return out
 }
 
-// overlappingOwn is overlapping with r's own pool: the one the index keeps for r's definition, or,
-// when the index has another definition of r by now, one built for r. The engine's pool of r is
-// never read here, so no caller needs the engine's lock.
-func (x *rangeIndex) overlappingOwn(r *v1.FloatingIPRange) []*v1.FloatingIPRange {
-	x.mu.Lock()
-	var pool *ipam.Pool
-	e := x.entries[r.Name]
-	kept := e != nil && (e.r == r || e.spec == specKey(r)) // set(r) just kept r itself, mostly
-	if kept {
-		pool = e.poolLocked()
-	}
-	x.mu.Unlock()
-	if !kept {
-		pool, _ = ipam.NewPool(r.Spec.IPRange, r.Spec.Exclude)
-	}
-	return x.overlapping(r, pool)
-}
-
 // poolLocked is e's pool, built on first need; nil when the definition is invalid. x.mu is held.
 func (e *indexedRange) poolLocked() *ipam.Pool {
 	if e.pool == nil && e.poolErr == nil {
