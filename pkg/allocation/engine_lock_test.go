@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// engineFiles are the files whose methods of engine may touch its fields: the engine, its index
+// engineFile reports whether name is one of the files whose methods of engine may touch its fields: the engine, its index
 // and its ranges' state (tests included: engine*_test.go).
 func engineFile(name string) bool {
 	return strings.HasPrefix(name, "engine") || name == "index.go" || name == "rangestate.go" || name == "rangeindex.go"
