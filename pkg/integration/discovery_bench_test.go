@@ -209,6 +209,10 @@ type convergence struct {
 	requests map[requestKey]float64 // requests counted in the measured windows
 	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
 	guestWrites float64
+	// peakRSS is the operator process's peak resident memory in MiB, summed over the runs that
+	// read it.
+	peakRSS     float64
+	peakRSSRuns int
 }
 
 func newConvergence(clusters int) *convergence {
@@ -256,6 +260,20 @@ func (c *convergence) measure(b *testing.B, r *rancher, fips *fipWatch, guests [
 // time adds one run's duration to metric.
 func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] += d.Seconds() }
 
+// peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
+// figures; p must still run.
+func (c *convergence) peak(b *testing.B, p *testenv.Process) {
+	bytes, err := p.PeakRSS()
+	if err != nil {
+		b.Fatalf("reading the operator's peak RSS: %v", err)
+	}
+	mib := float64(bytes) / (1 << 20)
+	// Printed as well: a run that fails later reports no metric.
+	fmt.Printf("%s: operator peak RSS %.1f MiB\n", b.Name(), mib)
+	c.peakRSS += mib
+	c.peakRSSRuns++
+}
+
 // mean is metric's mean over the runs.
 func (c *convergence) mean(metric string) float64 { return c.seconds[metric] / float64(c.runs) }
 
@@ -294,6 +312,9 @@ func (c *convergence) report(b *testing.B) {
 	}
 	for metric := range c.seconds {
 		b.ReportMetric(c.mean(metric), metric)
+	}
+	if c.peakRSSRuns > 0 {
+		b.ReportMetric(c.peakRSS/float64(c.peakRSSRuns), "MiB-peak-rss")
 	}
 	allocWrites := c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() })
 	guestWrites := c.guestWrites / float64(c.runs) / float64(c.clusters)

@@ -20,6 +20,8 @@ import (
 //	s-to-controllers-running  operator process started → it logged "controllers running" (Lease
 //	                          acquired, caches synced), to within 50 ms
 //	clusters/s                N / s-to-converge
+//	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
+//	                          until it converged (with guests: configured every guest)
 //
 // and, per cluster, the requests the API server counted from just before the process started until
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
@@ -97,6 +99,8 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 	if connect != nil {
 		c.time("s-to-guests-configured", waitGuestsConfigured(b, p, fips, guests.names, 10*time.Minute).Sub(t.start))
 	}
+	// Read while the operator still runs, once it has converged (and configured every guest).
+	c.peak(b, p)
 	select {
 	case at := <-running:
 		c.time("s-to-controllers-running", at.Sub(t.start))
