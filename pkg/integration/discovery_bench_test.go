@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -82,11 +83,38 @@ func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fi
 func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
 	args = append(args, benchOperatorArgs()...)
-	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
+	p, err := testenv.StartOperator(shared.operator, nil, chartRuntimeEnv(b), args...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// chartRuntimeEnv is the Go runtime's environment the chart gives the operator with its default
+// values (GOMEMLIMIT from goMemoryLimit), so that the benchmarks measure the operator as installed.
+func chartRuntimeEnv(b *testing.B) []string {
+	b.Helper()
+	var env []string
+	for _, obj := range renderOperatorChart(b, "kube-fip", nil) {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range containers {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]interface{}), "env")
+			for _, v := range vars {
+				name, _, _ := unstructured.NestedString(v.(map[string]interface{}), "name")
+				value, _, _ := unstructured.NestedString(v.(map[string]interface{}), "value")
+				if strings.HasPrefix(name, "GO") {
+					env = append(env, name+"="+value)
+				}
+			}
+		}
+	}
+	return env
 }
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,

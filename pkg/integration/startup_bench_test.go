@@ -14,6 +14,8 @@ import (
 // address and the API requests that took. It checks that every cluster got exactly one address
 // and no address was handed out twice; it asserts nothing about time. The operator's flags end
 // with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
+// The operator's environment is the Go runtime's the chart gives it by default (GOMEMLIMIT from
+// goMemoryLimit, see chartRuntimeEnv).
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)
