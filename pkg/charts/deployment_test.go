@@ -174,10 +174,10 @@ func TestGoMemoryLimit(t *testing.T) {
 		return "", false
 	}
 	_, c := renderDeployment(t, nil)
-	if v, ok := goMemLimit(c); !ok || v != "60MiB" {
-		t.Errorf("default GOMEMLIMIT %q (set: %v); want 60MiB", v, ok)
+	if v, ok := goMemLimit(c); !ok || v != "48MiB" {
+		t.Errorf("default GOMEMLIMIT %q (set: %v); want 48MiB", v, ok)
 	}
-	if limit := c.Resources.Limits[corev1.ResourceMemory]; limit.Cmp(resource.MustParse("60Mi")) <= 0 {
+	if limit := c.Resources.Limits[corev1.ResourceMemory]; limit.Cmp(resource.MustParse("48Mi")) <= 0 {
 		t.Errorf("the container's memory limit %s is not above the default GOMEMLIMIT", limit.String())
 	}
 	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB"})
