@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -159,4 +160,41 @@ func hasArg(args []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// TestGoMemoryLimit: goMemoryLimit becomes the container's GOMEMLIMIT, below the container's
+// memory limit by default; empty sets none; a value that is not a Go memory size is refused.
+func TestGoMemoryLimit(t *testing.T) {
+	goMemLimit := func(c corev1.Container) (string, bool) {
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	_, c := renderDeployment(t, nil)
+	if v, ok := goMemLimit(c); !ok || v != "48MiB" {
+		t.Errorf("default GOMEMLIMIT %q (set: %v); want 48MiB", v, ok)
+	}
+	if limit := c.Resources.Limits[corev1.ResourceMemory]; limit.Cmp(resource.MustParse("48Mi")) <= 0 {
+		t.Errorf("the container's memory limit %s is not above the default GOMEMLIMIT", limit.String())
+	}
+	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB"})
+	if v, _ := goMemLimit(c); v != "200MiB" {
+		t.Errorf("GOMEMLIMIT %q; want 200MiB", v)
+	}
+	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": ""})
+	if v, ok := goMemLimit(c); ok {
+		t.Errorf("goMemoryLimit empty: GOMEMLIMIT %q is set", v)
+	}
+	chart, err := Load(chartDir(OperatorChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"60Mi", "60 MiB", "lots"} {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: []string{CRDAPIVersion}}); err == nil {
+			t.Errorf("goMemoryLimit %q rendered; want it refused by the schema", bad)
+		}
+	}
 }

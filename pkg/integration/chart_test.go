@@ -61,7 +61,7 @@ func (h *helmCluster) action() *action.Configuration {
 }
 
 // repoChart loads the chart name from the repository's charts/ directory.
-func repoChart(t *testing.T, name string) *chart.Chart {
+func repoChart(t testing.TB, name string) *chart.Chart {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -76,7 +76,7 @@ func repoChart(t *testing.T, name string) *chart.Chart {
 
 // renderOperatorChart renders the operator chart for release namespace ns as `helm template`
 // does, with values and the extra API versions the cluster would offer.
-func renderOperatorChart(t *testing.T, ns string, values map[string]interface{}, apiVersions ...string) []*unstructured.Unstructured {
+func renderOperatorChart(t testing.TB, ns string, values map[string]interface{}, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
 	objs, err := charts.Render(repoChart(t, charts.OperatorChart), charts.RenderOptions{Namespace: ns, Values: values,
 		APIVersions: append([]string{charts.CRDAPIVersion}, apiVersions...)})

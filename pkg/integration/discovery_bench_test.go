@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -82,11 +83,38 @@ func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fi
 func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
 	args = append(args, benchOperatorArgs()...)
-	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
+	p, err := testenv.StartOperator(shared.operator, nil, chartRuntimeEnv(b), args...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// chartRuntimeEnv is the Go runtime's environment the chart gives the operator with its default
+// values (GOMEMLIMIT from goMemoryLimit), so that the benchmarks measure the operator as installed.
+func chartRuntimeEnv(b *testing.B) []string {
+	b.Helper()
+	var env []string
+	for _, obj := range renderOperatorChart(b, "kube-fip", nil) {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range containers {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]interface{}), "env")
+			for _, v := range vars {
+				name, _, _ := unstructured.NestedString(v.(map[string]interface{}), "name")
+				value, _, _ := unstructured.NestedString(v.(map[string]interface{}), "value")
+				if strings.HasPrefix(name, "GO") {
+					env = append(env, name+"="+value)
+				}
+			}
+		}
+	}
+	return env
 }
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
@@ -209,6 +237,10 @@ type convergence struct {
 	requests map[requestKey]float64 // requests counted in the measured windows
 	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
 	guestWrites float64
+	// peakRSS is the operator process's peak resident memory in MiB, summed over the runs that
+	// read it.
+	peakRSS     float64
+	peakRSSRuns int
 }
 
 func newConvergence(clusters int) *convergence {
@@ -256,6 +288,20 @@ func (c *convergence) measure(b *testing.B, r *rancher, fips *fipWatch, guests [
 // time adds one run's duration to metric.
 func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] += d.Seconds() }
 
+// peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
+// figures; p must still run.
+func (c *convergence) peak(b *testing.B, p *testenv.Process) {
+	bytes, err := p.PeakRSS()
+	if err != nil {
+		b.Fatalf("reading the operator's peak RSS: %v", err)
+	}
+	mib := float64(bytes) / (1 << 20)
+	// Printed as well: a run that fails later reports no metric.
+	fmt.Printf("%s: operator peak RSS %.1f MiB\n", b.Name(), mib)
+	c.peakRSS += mib
+	c.peakRSSRuns++
+}
+
 // mean is metric's mean over the runs.
 func (c *convergence) mean(metric string) float64 { return c.seconds[metric] / float64(c.runs) }
 
@@ -294,6 +340,9 @@ func (c *convergence) report(b *testing.B) {
 	}
 	for metric := range c.seconds {
 		b.ReportMetric(c.mean(metric), metric)
+	}
+	if c.peakRSSRuns > 0 {
+		b.ReportMetric(c.peakRSS/float64(c.peakRSSRuns), "MiB-peak-rss")
 	}
 	allocWrites := c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() })
 	guestWrites := c.guestWrites / float64(c.runs) / float64(c.clusters)

@@ -14,12 +14,16 @@ import (
 // address and the API requests that took. It checks that every cluster got exactly one address
 // and no address was handed out twice; it asserts nothing about time. The operator's flags end
 // with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
+// The operator's environment is the Go runtime's the chart gives it by default (GOMEMLIMIT from
+// goMemoryLimit, see chartRuntimeEnv).
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)
 //	s-to-controllers-running  operator process started → it logged "controllers running" (Lease
 //	                          acquired, caches synced), to within 50 ms
 //	clusters/s                N / s-to-converge
+//	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
+//	                          until it converged (with guests: configured every guest)
 //
 // and, per cluster, the requests the API server counted from just before the process started until
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
@@ -95,8 +99,13 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 	c.time("s-to-converge", t.done.Sub(t.start))
 	c.time("s-to-create", t.allExist.Sub(t.start))
 	if connect != nil {
-		c.time("s-to-guests-configured", waitGuestsConfigured(b, p, fips, guests.names, 10*time.Minute).Sub(t.start))
+		configured := waitGuestsConfigured(b, p, fips, guests.names, 10*time.Minute).Sub(t.start)
+		c.time("s-to-guests-configured", configured)
+		// Printed as well: a run whose teardown fails reports no metric.
+		fmt.Printf("%s: %.1f s-to-converge, %.1f s-to-guests-configured\n", b.Name(), t.done.Sub(t.start).Seconds(), configured.Seconds())
 	}
+	// Read while the operator still runs, once it has converged (and configured every guest).
+	c.peak(b, p)
 	select {
 	case at := <-running:
 		c.time("s-to-controllers-running", at.Sub(t.start))

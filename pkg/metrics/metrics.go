@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -82,6 +83,11 @@ type Metrics struct {
 
 	// FloatingIPReady is 1 while a FloatingIP's Ready condition is True, 0 otherwise.
 	FloatingIPReady *prometheus.GaugeVec
+	// readyGuest is, per FloatingIP (namespace/name), the guest cluster name of its FloatingIPReady
+	// series, set through SetFloatingIPReady; readyMu guards it and keeps it in step with the
+	// series.
+	readyMu    sync.Mutex
+	readyGuest map[string]string
 }
 
 // New creates the collectors in a fresh registry, with the Go and process collectors beside them.
@@ -202,41 +208,27 @@ func (m *Metrics) SetFloatingIPReady(namespace, name, guest string, ready bool) 
 	if ready {
 		value = 1
 	}
-	labels := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}
-	m.dropOtherFloatingIPSeries(labels)
-	m.FloatingIPReady.With(labels).Set(value)
+	key := namespace + "/" + name
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	if m.readyGuest == nil {
+		m.readyGuest = map[string]string{}
+	}
+	// The guest cluster name its series has now, if any: looked up rather than found by
+	// collecting every FloatingIP's series, which costs each update the whole vector.
+	if previous, ok := m.readyGuest[key]; ok && previous != guest {
+		m.FloatingIPReady.Delete(prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: previous})
+	}
+	m.readyGuest[key] = guest
+	m.FloatingIPReady.With(prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}).Set(value)
 }
 
 // DeleteFloatingIP removes the series of the FloatingIP namespace/name, whatever its guest cluster.
 func (m *Metrics) DeleteFloatingIP(namespace, name string) {
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	delete(m.readyGuest, namespace+"/"+name)
 	m.FloatingIPReady.DeletePartialMatch(prometheus.Labels{LabelNamespace: namespace, LabelName: name})
-}
-
-// dropOtherFloatingIPSeries removes the series of the same FloatingIP under other label values.
-func (m *Metrics) dropOtherFloatingIPSeries(keep prometheus.Labels) {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		m.FloatingIPReady.Collect(ch)
-		close(ch)
-	}()
-	var stale []prometheus.Labels
-	for metric := range ch {
-		var pb dto.Metric
-		if metric.Write(&pb) != nil {
-			continue
-		}
-		labels := prometheus.Labels{}
-		for _, l := range pb.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels[LabelNamespace] == keep[LabelNamespace] && labels[LabelName] == keep[LabelName] &&
-			labels[LabelGuestClusterName] != keep[LabelGuestClusterName] {
-			stale = append(stale, labels)
-		}
-	}
-	for _, labels := range stale {
-		m.FloatingIPReady.Delete(labels)
-	}
 }
 
 // GuestClusters lists the guest clusters that have series.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -42,4 +43,29 @@ func TestFloatingIPReady(t *testing.T) {
 	}
 	// Deleting a FloatingIP without a series is harmless.
 	m.DeleteFloatingIP("c-m-9", "none")
+}
+
+// TestFloatingIPReadyCostsTheSameWithManySeries: an update allocates no more with a thousand other
+// FloatingIPs' series than with none — it does not collect the whole vector — and a FloatingIP
+// moved back to its first guest cluster name still has one series.
+func TestFloatingIPReadyCostsTheSameWithManySeries(t *testing.T) {
+	m := New()
+	m.SetFloatingIPReady("c-m-1", "fip-a", "guest-a", true)
+	alone := testing.AllocsPerRun(50, func() { m.SetFloatingIPReady("c-m-1", "fip-a", "guest-a", true) })
+	for i := 0; i < 1000; i++ {
+		m.SetFloatingIPReady(fmt.Sprintf("c-m-x%d", i), "fip", "guest", i%2 == 0)
+	}
+	many := testing.AllocsPerRun(50, func() { m.SetFloatingIPReady("c-m-1", "fip-a", "guest-a", true) })
+	if many > alone {
+		t.Errorf("an update allocates %.0f times beside 1000 other series, %.0f alone", many, alone)
+	}
+
+	m.SetFloatingIPReady("c-m-1", "fip-a", "guest-b", true)
+	m.SetFloatingIPReady("c-m-1", "fip-a", "guest-a", false)
+	if got := testutil.CollectAndCount(m.FloatingIPReady); got != 1001 {
+		t.Errorf("%d series; want 1001 (one per FloatingIP)", got)
+	}
+	if got := testutil.ToFloat64(m.FloatingIPReady.WithLabelValues("c-m-1", "fip-a", "guest-a")); got != 0 {
+		t.Errorf("fip-a is %v; want 0", got)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/cachetrim"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 )
 
@@ -135,6 +136,10 @@ func (h *handler) watchUncached() error {
 	}
 	configs := dynamicinformer.NewFilteredDynamicInformer(dyn, HarvesterConfigResource(), h.c.FleetNamespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+	// Only what harvester.NetworkOf reads is kept: not the VMs' cloud-init data.
+	if err := configs.Informer().SetTransform(cachetrim.HarvesterConfig); err != nil {
+		return fmt.Errorf("trimming the HarvesterConfig cache: %w", err)
+	}
 	h.machineConfigs = configs.Lister()
 	if _, err := configs.Informer().AddEventHandler(h.enqueueByIndex(clusterByMachineConfig)); err != nil {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
