@@ -234,13 +234,13 @@ func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name st
 // problemLocked is what keeps r from handing out new addresses, or nil.
 func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.Problem {
 	if st.pool == nil {
-		return &problem.Problem{Reason: ReasonInvalidRange, Message: st.invalid.Error()}
+		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: st.invalid.Error()}
 	}
 	if orphans := m.orphansLocked(r, st); len(orphans) > 0 {
-		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
 	if n, former := m.g.idx.otherSpaces(r.Name, st.hash); n > 0 {
-		return &problem.Problem{Reason: ReasonSpaceChangePending, Message: spaceChangeMessage(st.space, m.g.idx.spaceNamed(r.Name, former), n)}
+		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(st.space, m.g.idx.spaceNamed(r.Name, former), n)}
 	}
 	ranges := m.ranges
 	if !m.rangesFed {

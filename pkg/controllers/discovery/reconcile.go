@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
@@ -159,7 +158,7 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 		if !ok {
 			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
 			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
-				f, harvester.Clip(p.harvester), p.network.Network, harvester.ReasonNoRangeForFamily))
+				f, harvester.Clip(p.harvester), p.network.Network, v1.ReasonNoRangeForFamily))
 			continue
 		}
 		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
@@ -340,7 +339,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		},
 		// The FloatingIP controller's own finalizer, set at birth: that controller would otherwise
 		// add it with an update of its own before claiming the address, one more write per cluster.
-		Finalizers: []string{floatingip.Finalizer},
+		Finalizers: []string{v1.FloatingIPFinalizer},
 	}}
 	var proposal netip.Addr
 	rangeName := n.rng
@@ -375,7 +374,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
 	}
-	h.c.Recorder.Event(c, v1.EventType(ReasonFloatingIPCreated), ReasonFloatingIPCreated, msg)
+	h.c.Recorder.Event(c, v1.EventType(v1.ReasonFloatingIPCreated), v1.ReasonFloatingIPCreated, msg)
 	return true, nil
 }
 
