@@ -16,9 +16,9 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // ByUIDIndex indexes FloatingIPs by UID, to find the owner of an allocation.
@@ -263,7 +263,7 @@ func (m *Manager) orphansLocked(r *v1.FloatingIPRange, st *rangeState) []Orphan 
 	out := st.orphanList(&m.g.idx, r.Name)
 	legacy := indexRecord(r.Status.Allocations)
 	for _, key := range legacy.unreadable {
-		out = append(out, Orphan{Addr: ipam.Clip(key), Allocation: r.Status.Allocations[key], Why: "not an address"})
+		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key], Why: "not an address"})
 	}
 	return out
 }
@@ -422,7 +422,7 @@ func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
 	m.g.mu.Unlock()
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
-		out = append(out, Orphan{Addr: ipam.Clip(key), Allocation: r.Status.Allocations[key]})
+		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key]})
 	}
 	if len(out) > max {
 		out = out[:max]

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // ErrRangeNotFound: the FloatingIPRange does not exist.
@@ -96,7 +97,7 @@ func List(some []Orphan, total int) string {
 		if i == ListMax {
 			break
 		}
-		holder := ipam.Clip(o.Allocation.Namespace) + "/" + ipam.Clip(o.Allocation.Name)
+		holder := redact.Shorten(o.Allocation.Namespace, redact.MaxValue) + "/" + redact.Shorten(o.Allocation.Name, redact.MaxValue)
 		if o.Why != "" {
 			holder += ": " + o.Why
 		}

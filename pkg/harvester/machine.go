@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // MachineConfigKind is the kind of the Harvester node driver's machine configuration
@@ -57,7 +58,7 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 		return ControlPlane{}, false, nil
 	case pool.NodeConfig == nil || pool.NodeConfig.Name == "":
 		return ControlPlane{}, false, problem.New(v1.ReasonNoMachineConfigRef,
-			"control-plane machine pool %s has no machineConfigRef naming its %s", quote(pool.Name), MachineConfigKind)
+			"control-plane machine pool %s has no machineConfigRef naming its %s", redact.Quote(pool.Name, MaxQuoted), MachineConfigKind)
 	case pool.NodeConfig.Kind != MachineConfigKind:
 		return ControlPlane{}, false, nil
 	}
@@ -75,7 +76,7 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 	}
 	if cp.Credential == "" {
 		return ControlPlane{}, false, problem.New(v1.ReasonNoCloudCredential,
-			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", quote(pool.Name))
+			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", redact.Quote(pool.Name, MaxQuoted))
 	}
 	return cp, true, nil
 }
@@ -90,13 +91,13 @@ func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespac
 	if prefix, rest, ok := strings.Cut(ref, ":"); ok {
 		if prefix != globalNamespace {
 			return "", "", problem.New(v1.ReasonInvalidCloudCredential,
-				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", quote(ref), globalNamespace)
+				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", redact.Quote(ref, MaxQuoted), globalNamespace)
 		}
 		namespace, name = prefix, rest
 	}
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return "", "", problem.New(v1.ReasonInvalidCloudCredential,
-			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", quote(ref), globalNamespace)
+			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", redact.Quote(ref, MaxQuoted), globalNamespace)
 	}
 	return namespace, name, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Network is a Harvester VM network (a NetworkAttachmentDefinition). Namespace is empty when the
@@ -85,12 +86,12 @@ func NetworkOf(fields map[string]interface{}) (Choice, *problem.Problem) {
 func ParseNetworkName(s string) (Choice, *problem.Problem) {
 	n, p := parseNetwork(s)
 	if p != nil {
-		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkName %s %s", quote(s), p.Message)
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkName %s %s", redact.Quote(s, MaxQuoted), p.Message)
 	}
 	c := Choice{Network: n, From: "networkName"}
 	if n.Namespace == "" {
 		c.Note = problem.New(v1.ReasonNetworkWithoutNamespace,
-			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", quote(s), n.Name)
+			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", redact.Quote(s, MaxQuoted), n.Name)
 	}
 	return c, nil
 }
@@ -112,12 +113,12 @@ func ParseNetworkInfo(s string) (Choice, *problem.Problem) {
 		}
 		n, p := parseNetwork(iface.NetworkName)
 		if p != nil {
-			return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, quote(iface.NetworkName), p.Message)
+			return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, redact.Quote(iface.NetworkName, MaxQuoted), p.Message)
 		}
 		c := Choice{Network: n, From: fmt.Sprintf("networkInfo interface %d of %d", i+1, len(info.Interfaces))}
 		if n.Namespace == "" {
 			c.Note = problem.New(v1.ReasonNetworkWithoutNamespace,
-				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, quote(n.Name))
+				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, redact.Quote(n.Name, MaxQuoted))
 		}
 		return c, nil
 	}

@@ -15,6 +15,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // waitingError says which object a cluster waits for. It is not a failure: the watch on that
@@ -158,7 +159,7 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 		if !ok {
 			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
 			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
-				f, harvester.Clip(p.harvester), p.network.Network, v1.ReasonNoRangeForFamily))
+				f, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, v1.ReasonNoRangeForFamily))
 			continue
 		}
 		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
@@ -294,7 +295,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
 		if !ok {
 			if h.report(key, c, note) {
-				h.c.Metrics.DiscoveryNoRange.WithLabelValues(harvester.Clip(p.harvester)).Inc()
+				h.c.Metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
 			}
 			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
 		}
@@ -365,7 +366,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		return false, fmt.Errorf("creating FloatingIP %s/%s for guest cluster %s: %w", fip.Namespace, fip.Name, key, err)
 	}
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
-		fip.Namespace, fip.Name, rangeName, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
+		fip.Namespace, fip.Name, rangeName, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, p.config, p.network.From)
 	for _, r := range retained {
 		if r.Range == rangeName && r.Addr == proposal {
 			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)

@@ -28,8 +28,8 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
@@ -99,7 +99,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		addr, err := netip.ParseAddr(f.Spec.IPAddress)
 		if err != nil {
 			// The schema keeps this out; an object from before the schema may still carry it.
-			return h.refuse(f, status, v1.ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", ipam.Quote(f.Spec.IPAddress)))
+			return h.refuse(f, status, v1.ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", redact.Quote(f.Spec.IPAddress, redact.MaxValue)))
 		}
 		want = addr.Unmap()
 	}

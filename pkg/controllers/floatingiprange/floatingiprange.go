@@ -26,9 +26,9 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
@@ -231,7 +231,7 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	msg := fmt.Sprintf("writing the status failed and is retried: %s", ipam.Clip(err.Error()))
+	msg := fmt.Sprintf("writing the status failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
 	stored := r.DeepCopy()
 	if !v1.SetCondition(stored, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
 		return
@@ -245,9 +245,9 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 	l := metrics.RangeLabels{
 		Name:             r.Name,
-		CIDR:             ipam.Clip(r.Spec.IPRange),
-		HarvesterCluster: ipam.Clip(r.Annotations[v1.AnnotationHarvesterClusterName]),
-		HarvesterNetwork: ipam.Clip(r.Annotations[v1.AnnotationHarvesterNetworkName]),
+		CIDR:             redact.Shorten(r.Spec.IPRange, redact.MaxValue),
+		HarvesterCluster: redact.Shorten(r.Annotations[v1.AnnotationHarvesterClusterName], redact.MaxValue),
+		HarvesterNetwork: redact.Shorten(r.Annotations[v1.AnnotationHarvesterNetworkName], redact.MaxValue),
 	}
 	h.mu.Lock()
 	if old, ok := h.labels[r.Name]; ok && old != l {

@@ -24,7 +24,6 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -416,7 +415,7 @@ func (c *controller) guestAddresses(members []*pass) guest.Addresses {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == guest.GlobalPool {
 			m.set(v1.GuestStateError, outcome{reason: v1.ReasonInvalidGuestNamespace, message: fmt.Sprintf(
 				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
-				v1.AnnotationGuestNamespace, ipam.Quote(ns), guest.GlobalPool)})
+				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), guest.GlobalPool)})
 			continue
 		}
 		want.Namespaced[ns] = append(want.Namespaced[ns], addr)
