@@ -22,6 +22,8 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	// Turns lasso's controller and work queue metrics on before lasso's own init reads the switch.
+	_ "github.com/kubefip/kube-fip-operator/pkg/metrics/controllermetrics"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/version"
 )

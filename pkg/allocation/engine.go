@@ -47,6 +47,14 @@ type Claimant struct {
 // engine is the index of allocation objects and one ipam pool per range, kept in step. One mutex
 // guards both and is never held across an API call: workers reserve different addresses in memory
 // and create their objects concurrently, and the API server decides between replicas.
+//
+// The mutex and everything it guards are the engine's alone: only methods of engine, declared in
+// engine*.go, index.go, rangestate.go and rangeindex.go, touch them (TestEngineOwnsItsLock holds
+// the package to it). Each method the Manager calls takes the lock once, for one consistent step
+// (a claim's reservation, a release, the view of one range, a copy for the repair), and hands back
+// values, never a pointer into what the lock guards. No lock section reads a cache, calls the API
+// server or walks every range or allocation; the few that copy every allocation for the repair
+// say so.
 type engine struct {
 	mu     sync.Mutex
 	idx    allocIndex
@@ -79,8 +87,13 @@ const placeholderLifetime = 30 * time.Second
 // that lapses costs nothing but a write: its FloatingIP takes the lowest free address instead.
 const proposalLifetime = 5 * time.Minute
 
-func newEngine() *engine {
-	return &engine{idx: newAllocIndex(), ranges: map[string]*rangeState{}, byPrefix: prefixSets{},
+// newEngine returns an empty engine; legacySpace, when set, tells the space hash of a range for an
+// allocation named by its bare address. It is called under the engine's lock, so it must not
+// block or call back.
+func newEngine(legacySpace func(rangeName string) string) *engine {
+	idx := newAllocIndex()
+	idx.legacySpace = legacySpace
+	return &engine{idx: idx, ranges: map[string]*rangeState{}, byPrefix: prefixSets{},
 		placeholders: map[slot]placeholder{}}
 }
 
@@ -209,7 +222,7 @@ func (g *engine) holderChangedLocked(before, after *allocEntry) {
 	delete(g.placeholders, after.slot)
 	if st := g.ranges[after.rng]; st != nil && st.pool != nil {
 		if err := st.pool.Check(after.addr()); err != nil {
-			st.orphans[after.addr()] = why(err)
+			st.orphans[after.addr()] = orphanNote{why: why(err), space: after.slot.Space}
 		}
 	}
 	for _, st := range g.holdingLocked(after.slot) {
@@ -247,7 +260,9 @@ func (g *engine) releaseLocked(e *allocEntry) {
 	g.notifyLocked(e.rng)
 }
 
-// expirePlaceholders drops the foreign reservations whose object never arrived.
+// expirePlaceholders drops the foreign reservations whose object never arrived. The lock section
+// walks the placeholders only: each lapses within proposalLifetime, so they are the claims and
+// proposals of the last few minutes, not every allocation.
 func (g *engine) expirePlaceholders(now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -264,10 +279,24 @@ func (g *engine) expirePlaceholders(now time.Time) {
 
 func (g *engine) onAdd(obj interface{}) {
 	if a, ok := obj.(*v1.FloatingIPAllocation); ok {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.indexLocked(a)
+		g.apply(a)
 	}
+}
+
+// apply indexes an allocation the API server has: an informer event, or the object a write of
+// this process returned. One lock section: the index and the pools move together.
+func (g *engine) apply(a *v1.FloatingIPAllocation) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.indexLocked(a)
+}
+
+// remove drops the allocation name (under object, or any UID when empty) from the index and frees
+// its address in the pools, in one lock section.
+func (g *engine) remove(name string, object types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removeLocked(name, object)
 }
 
 func (g *engine) onUpdate(_, obj interface{}) { g.onAdd(obj) }
@@ -277,9 +306,7 @@ func (g *engine) onDelete(obj interface{}) {
 	if !ok {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.removeLocked(name, object)
+	g.remove(name, object)
 }
 
 // removeLocked drops the object name (under object, or any UID when empty) from the index.
@@ -323,9 +350,7 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 		created, err := w.Create(newAllocation(space, addr, rng, owner))
 		switch {
 		case err == nil:
-			g.mu.Lock()
-			g.indexLocked(created)
-			g.mu.Unlock()
+			g.apply(created)
 			return addr, nil
 		case apierrors.IsAlreadyExists(err):
 			holder, known := g.collided(rng, addr, owner)
@@ -344,11 +369,7 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 			}
 			want = netip.Addr{}
 		default:
-			g.mu.Lock()
-			if st := g.ranges[rng]; st != nil && st.pool != nil {
-				st.pool.Unreserve(addr, owner)
-			}
-			g.mu.Unlock()
+			g.unreserve(rng, addr, owner)
 			return netip.Addr{}, fmt.Errorf("claiming %s in %s: %w", addr, rng, err)
 		}
 	}
@@ -361,18 +382,14 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 func (g *engine) takeBack(w allocationWriter, e *allocEntry, owner ipam.Owner) (ok bool, err error) {
 	a, err := w.Get(e.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		g.mu.Lock()
-		g.removeLocked(e.name, e.object)
-		g.mu.Unlock()
+		g.remove(e.name, e.object)
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading retained allocation %s: %w", e.name, err)
 	}
 	if a.UID != e.object || a.Spec.Retained == nil {
-		g.mu.Lock()
-		g.indexLocked(a)
-		g.mu.Unlock()
+		g.apply(a)
 		return false, nil
 	}
 	a = a.DeepCopy()
@@ -387,13 +404,14 @@ func (g *engine) takeBack(w allocationWriter, e *allocEntry, owner ipam.Owner) (
 	if err != nil {
 		return false, fmt.Errorf("taking back retained allocation %s: %w", e.name, err)
 	}
-	g.mu.Lock()
-	g.indexLocked(updated)
-	g.mu.Unlock()
+	g.apply(updated)
 	return true, nil
 }
 
 // reserve decides what to claim, under the lock, and reserves an address to create in the pool.
+// One lock section covers the whole check-and-set: a proposal withdrawn, the owner's holdings and
+// the cluster's retained addresses read (both bounded by the owner), the static address's holder
+// checked, and the pick reserved; a pool finds the lowest free address without a scan.
 func (g *engine) reserve(rng string, c Claimant, want netip.Addr, soft bool) (p pick, space v1.AddressSpace, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -459,7 +477,8 @@ func takenBy(addr netip.Addr, e *allocEntry) error {
 	return &ipam.TakenError{Addr: addr, Holder: e.owner}
 }
 
-// takenError is takenBy for the holder of addr in rng's space, as the index knows it now.
+// takenError is takenBy for the holder of addr in rng's space, as the index knows it now: one
+// lookup under the lock.
 func (g *engine) takenError(rng string, addr netip.Addr) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -472,7 +491,8 @@ func (g *engine) takenError(rng string, addr netip.Addr) error {
 }
 
 // collided records that addr was created by someone else first and reports the holder if known.
-// An unknown holder gets a foreign reservation until the informer brings its object.
+// An unknown holder gets a foreign reservation until the informer brings its object. One lock
+// section: the pick given back, the holder looked up, the placeholder set.
 func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -125,31 +125,70 @@ func allocationObject(addr, rng string, owner ipam.Owner, object string) *v1.Flo
 
 func engineWithRange(t *testing.T, name, cidr string, exclude ...string) *engine {
 	t.Helper()
-	g := newEngine()
-	if st := setRange(g, name, cidr, exclude...); st.pool == nil {
-		t.Fatal(st.invalid)
+	g := newEngine(nil)
+	if v := g.setRange(name, cidr, exclude...); v.invalid != nil {
+		t.Fatal(v.invalid)
 	}
 	return g
 }
 
-// holders counts the addresses of cidr that p holds, reservations included; cidr must be small
-// enough to walk.
-func holders(p *ipam.Pool, cidr string) int {
+// The engine methods below read the engine for the tests, each in one lock section, as the
+// Manager's steps do.
+
+// poolHolders counts the addresses of cidr that rng's pool holds, reservations included; cidr
+// must be small enough to walk.
+func (g *engine) poolHolders(rng, cidr string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	n := 0
 	pfx := netip.MustParsePrefix(cidr)
 	for a := pfx.Addr(); pfx.Contains(a); a = a.Next() {
-		if _, ok := p.Holder(a); ok {
+		if _, ok := g.ranges[rng].pool.Holder(a); ok {
 			n++
 		}
 	}
 	return n
 }
 
-// setRange makes the engine know range name with this definition.
-func setRange(g *engine, name, cidr string, exclude ...string) *rangeState {
+// poolHeld is what rng's pool holds, reservations excluded.
+func (g *engine) poolHeld(rng string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.stateLocked(rangeOf(name, cidr, time.Now(), nil, exclude...))
+	return g.ranges[rng].pool.Held()
+}
+
+// poolHolder is who holds addr in rng's pool, reservations included.
+func (g *engine) poolHolder(rng string, addr netip.Addr) (ipam.Owner, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ranges[rng].pool.Holder(addr)
+}
+
+// holderAt is a copy of the index's holder of s, or nil.
+func (g *engine) holderAt(s slot) *allocEntry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.idx.holder(s); e != nil {
+		c := *e
+		return &c
+	}
+	return nil
+}
+
+// oddReason is why the index flags the object name, or "".
+func (g *engine) oddReason(name string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why, ok := g.idx.odd[name]
+	return why, ok
+}
+
+// setRange makes the engine know range name with this definition and returns its view.
+func (g *engine) setRange(name, cidr string, exclude ...string) rangeView {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := rangeOf(name, cidr, time.Now(), nil, exclude...)
+	return g.viewLocked(r, g.stateLocked(r))
 }
 
 // TestConcurrentClaimsGetDistinctAddresses: 32 workers in one range all create at the same time —
@@ -192,8 +231,8 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 		}
 		seen[a] = i
 	}
-	if p := g.ranges["r"].pool; len(api.objects) != workers || p.Held() != workers || holders(p, "10.0.0.0/24") != workers {
-		t.Errorf("%d objects, %d confirmed, %d held with reservations; want %d of each", len(api.objects), p.Held(), holders(p, "10.0.0.0/24"), workers)
+	if held, all := g.poolHeld("r"), g.poolHolders("r", "10.0.0.0/24"); len(api.objects) != workers || held != workers || all != workers {
+		t.Errorf("%d objects, %d confirmed, %d held with reservations; want %d of each", len(api.objects), held, all, workers)
 	}
 	// Claiming again moves nothing and creates nothing.
 	again, err := g.claimLoop(context.Background(), api, "r", who("7"), netip.Addr{}, false)
@@ -267,7 +306,7 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 		t.Fatalf("claim during an outage: %v", err)
 	}
 	// The failed create was of the lowest address, so that is the one reservation to give back.
-	if h, ok := g.ranges["r"].pool.Holder(netip.MustParseAddr("fd00:10::1")); ok {
+	if h, ok := g.poolHolder("r", netip.MustParseAddr("fd00:10::1")); ok {
 		t.Errorf("after a failed create fd00:10::1 is still held by %v", h)
 	}
 	api.fail = nil
@@ -289,28 +328,28 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 
 	g.onAdd(first)
 	g.onUpdate(first, first) // a resync: nothing changes
-	if e := g.idx.holder(at("10.0.0.5")); e == nil || e.owner.UID != a.UID || len(g.idx.byOwner[a.UID]) != 1 {
-		t.Fatalf("after add and resync: %+v, %d entries of a", e, len(g.idx.byOwner[a.UID]))
+	if e := g.holderAt(at("10.0.0.5")); e == nil || e.owner.UID != a.UID || len(g.ownedIn(a.UID)) != 1 {
+		t.Fatalf("after add and resync: %+v, %d entries of a", e, len(g.ownedIn(a.UID)))
 	}
 	// A delete of another object under the same name (an older one) leaves the entry alone.
 	g.onDelete(allocationObject("10.0.0.5", "r", a, "obj-0"))
-	if g.idx.holder(at("10.0.0.5")) == nil {
+	if g.holderAt(at("10.0.0.5")) == nil {
 		t.Fatal("the delete of an older object removed the current one")
 	}
 	// Deleted and re-created for b while unseen: the new object replaces the entry and the pool.
 	g.onUpdate(first, allocationObject("10.0.0.5", "r", b, "obj-2"))
-	if h, _ := g.ranges["r"].pool.Holder(netip.MustParseAddr("10.0.0.5")); h.UID != b.UID || len(g.idx.byOwner[a.UID]) != 0 {
-		t.Fatalf("after re-creation the pool holder is %v, a holds %d", h, len(g.idx.byOwner[a.UID]))
+	if h, _ := g.poolHolder("r", netip.MustParseAddr("10.0.0.5")); h.UID != b.UID || len(g.ownedIn(a.UID)) != 0 {
+		t.Fatalf("after re-creation the pool holder is %v, a holds %d", h, len(g.ownedIn(a.UID)))
 	}
 	// A tombstone without the final object removes by name.
 	g.onDelete(cache.DeletedFinalStateUnknown{Key: nameOf("10.0.0.5")})
-	if _, held := g.ranges["r"].pool.Holder(netip.MustParseAddr("10.0.0.5")); g.idx.holder(at("10.0.0.5")) != nil || held {
+	if _, held := g.poolHolder("r", netip.MustParseAddr("10.0.0.5")); g.holderAt(at("10.0.0.5")) != nil || held {
 		t.Fatal("a tombstone did not release the address")
 	}
 	// A tombstone with the final object removes only that object.
 	g.onAdd(allocationObject("10.0.0.6", "r", a, "obj-3"))
 	g.onDelete(cache.DeletedFinalStateUnknown{Key: nameOf("10.0.0.6"), Obj: allocationObject("10.0.0.6", "r", a, "obj-9")})
-	if g.idx.holder(at("10.0.0.6")) == nil {
+	if g.holderAt(at("10.0.0.6")) == nil {
 		t.Fatal("a tombstone of another object removed the entry")
 	}
 
@@ -321,21 +360,23 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 	wrongSpace := allocationObject("10.0.0.10", "r", a, "obj-6")
 	wrongSpace.Spec.Space = v1.AddressSpace{HarvesterClusterName: "elsewhere"}
 	g.onAdd(wrongSpace)
-	if g.idx.odd[nameOf("10.0.0.10")] == "" || g.idx.holder(at("10.0.0.10")) == nil {
-		t.Errorf("an object whose spec.space is not its name's must be indexed by its name and flagged: %v", g.idx.odd)
+	if why, _ := g.oddReason(nameOf("10.0.0.10")); why == "" || g.holderAt(at("10.0.0.10")) == nil {
+		t.Errorf("an object whose spec.space is not its name's must be indexed by its name and flagged: %q", why)
 	}
 	g.onAdd(odd)
 	mismatch := allocationObject("10.0.0.8", "r", b, "obj-5")
 	mismatch.Spec.Address = "10.0.0.9"
 	g.onAdd(mismatch)
-	if g.idx.odd["not-an-address"] == "" || g.idx.odd[nameOf("10.0.0.8")] == "" {
-		t.Errorf("odd objects not flagged: %v", g.idx.odd)
+	noName, _ := g.oddReason("not-an-address")
+	mismatched, _ := g.oddReason(nameOf("10.0.0.8"))
+	if noName == "" || mismatched == "" {
+		t.Errorf("odd objects not flagged: %q, %q", noName, mismatched)
 	}
-	if g.idx.holder(at("10.0.0.8")) == nil || g.idx.holder(at("10.0.0.9")) != nil {
+	if g.holderAt(at("10.0.0.8")) == nil || g.holderAt(at("10.0.0.9")) != nil {
 		t.Error("a mismatched object must hold the address of its name, not of its spec")
 	}
 	g.onDelete(odd)
-	if _, ok := g.idx.odd["not-an-address"]; ok {
+	if _, ok := g.oddReason("not-an-address"); ok {
 		t.Error("a deleted odd object stays flagged")
 	}
 }
@@ -344,13 +385,12 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 // definition are orphans; another range's allocation inside it is held as foreign and never
 // handed out, so overlapping ranges cannot give one address twice.
 func TestRangeRebuild(t *testing.T) {
-	g := newEngine()
+	g := newEngine(nil)
 	g.onAdd(allocationObject("10.0.0.5", "r", fipOwner("a"), "obj-1"))
 	g.onAdd(allocationObject("10.0.0.20", "r", fipOwner("b"), "obj-2"))
 	g.onAdd(allocationObject("10.0.0.1", "overlap", fipOwner("c"), "obj-3"))
 
-	st := setRange(g, "r", "10.0.0.0/28", "10.0.0.5")
-	orphans := st.orphanList(&g.idx, "r")
+	orphans := g.setRange("r", "10.0.0.0/28", "10.0.0.5").orphans
 	if len(orphans) != 2 || orphans[0].Addr != "10.0.0.5" || orphans[0].Why != "excluded" || orphans[1].Addr != "10.0.0.20" || orphans[1].Why != "outside the range" {
 		t.Fatalf("orphans = %v; want the excluded 10.0.0.5 and the outside 10.0.0.20", orphans)
 	}
@@ -358,17 +398,17 @@ func TestRangeRebuild(t *testing.T) {
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
 		t.Fatalf("first claim = %v, %v; want 10.0.0.2, past the other range's 10.0.0.1", a, err)
 	}
-	if g.ranges["r"].pool.Held() != 2 {
-		t.Errorf("held %d; want the foreign 10.0.0.1 and the new 10.0.0.2", g.ranges["r"].pool.Held())
+	if held := g.poolHeld("r"); held != 2 {
+		t.Errorf("held %d; want the foreign 10.0.0.1 and the new 10.0.0.2", held)
 	}
-	if st := setRange(g, "bad", "10.0.0.0/33"); st.pool != nil || st.invalid == nil {
+	if v := g.setRange("bad", "10.0.0.0/33"); v.invalid == nil {
 		t.Error("an invalid range was accepted")
 	}
 	g.forgetRange("r")
 	if _, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", who("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
 		t.Errorf("claim in a forgotten range: %v", err)
 	}
-	if len(g.idx.byRange["r"]) != 3 {
-		t.Errorf("forgetting the range dropped its allocations from the index: %d left", len(g.idx.byRange["r"]))
+	if n := g.count("r"); n != 3 {
+		t.Errorf("forgetting the range dropped its allocations from the index: %d left", n)
 	}
 }

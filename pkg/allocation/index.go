@@ -73,9 +73,15 @@ type allocIndex struct {
 	bySlot  map[slot][]*allocEntry // holder first
 	byOwner map[string][]*allocEntry
 	byRange map[string]map[slot]*allocEntry
+	// bySpace lists the holders of each space, so that building a range's pool visits the
+	// allocations of its own space only, never every allocation there is.
+	bySpace map[string]map[slot]*allocEntry
+	// legacy lists the entries named by a bare address (of a release before address spaces),
+	// holders or not, for the repair to rename without walking every entry.
+	legacy map[string]*allocEntry
 	// spaces counts each range's holders by the space they hold in: a range whose annotations
 	// changed while it held addresses holds them in its former space until they are released.
-	spaces map[string]map[string]int
+	spaces map[string]map[string]*spaceCount
 	// retained counts each range's retained holders.
 	retained map[string]int
 	// odd names the objects that do not hold what they seem to: a name that is no address, or a
@@ -91,7 +97,9 @@ func newAllocIndex() allocIndex {
 		bySlot:   map[slot][]*allocEntry{},
 		byOwner:  map[string][]*allocEntry{},
 		byRange:  map[string]map[slot]*allocEntry{},
-		spaces:   map[string]map[string]int{},
+		bySpace:  map[string]map[slot]*allocEntry{},
+		legacy:   map[string]*allocEntry{},
+		spaces:   map[string]map[string]*spaceCount{},
 		retained: map[string]int{},
 		odd:      map[string]string{},
 	}
@@ -202,6 +210,9 @@ func (x *allocIndex) link(e *allocEntry) {
 	})
 	x.bySlot[e.slot] = list
 	x.byName[e.name] = e
+	if e.legacy {
+		x.legacy[e.name] = e
+	}
 	if now := list[0]; now != prev {
 		if prev != nil {
 			x.unlist(prev)
@@ -213,6 +224,9 @@ func (x *allocIndex) link(e *allocEntry) {
 // unlink drops e; the next entry of its slot, if any, becomes the holder.
 func (x *allocIndex) unlink(e *allocEntry) {
 	delete(x.byName, e.name)
+	if x.legacy[e.name] == e {
+		delete(x.legacy, e.name)
+	}
 	list := x.bySlot[e.slot]
 	i := slices.Index(list, e)
 	if i < 0 {
@@ -238,10 +252,23 @@ func (x *allocIndex) list(e *allocEntry) {
 		x.byRange[e.rng] = map[slot]*allocEntry{}
 	}
 	x.byRange[e.rng][e.slot] = e
-	if x.spaces[e.rng] == nil {
-		x.spaces[e.rng] = map[string]int{}
+	if x.bySpace[e.slot.Space] == nil {
+		x.bySpace[e.slot.Space] = map[slot]*allocEntry{}
 	}
-	x.spaces[e.rng][e.slot.Space]++
+	x.bySpace[e.slot.Space][e.slot] = e
+	if x.spaces[e.rng] == nil {
+		x.spaces[e.rng] = map[string]*spaceCount{}
+	}
+	c := x.spaces[e.rng][e.slot.Space]
+	if c == nil {
+		c = &spaceCount{}
+		x.spaces[e.rng][e.slot.Space] = c
+	}
+	c.n++
+	if !e.legacy || c.space == (v1.AddressSpace{}) {
+		// The space as the object records it; a legacy object records none of its own.
+		c.space = e.space
+	}
 	if e.retained != nil {
 		x.retained[e.rng]++
 	}
@@ -260,9 +287,17 @@ func (x *allocIndex) unlist(e *allocEntry) {
 			delete(x.byRange, e.rng)
 		}
 	}
+	if inSpace := x.bySpace[e.slot.Space]; inSpace != nil {
+		delete(inSpace, e.slot)
+		if len(inSpace) == 0 {
+			delete(x.bySpace, e.slot.Space)
+		}
+	}
 	if counts := x.spaces[e.rng]; counts != nil {
-		if counts[e.slot.Space]--; counts[e.slot.Space] <= 0 {
-			delete(counts, e.slot.Space)
+		if c := counts[e.slot.Space]; c != nil {
+			if c.n--; c.n <= 0 {
+				delete(counts, e.slot.Space)
+			}
 		}
 		if len(counts) == 0 {
 			delete(x.spaces, e.rng)
@@ -290,19 +325,23 @@ func (x *allocIndex) heldBy(uid, rng string) []netip.Addr {
 func (x *allocIndex) otherSpaces(rng, hash string) (n int, space string) {
 	for s, c := range x.spaces[rng] {
 		if s != hash {
-			n += c
+			n += c.n
 			space = s
 		}
 	}
 	return n, space
 }
 
-// spaceNamed is the space of hash as rng's allocations record it.
+// spaceCount counts a range's holders in one space, and names the space as they record it.
+type spaceCount struct {
+	n     int
+	space v1.AddressSpace
+}
+
+// spaceNamed is the space of hash as rng's allocations record it: one lookup.
 func (x *allocIndex) spaceNamed(rng, hash string) v1.AddressSpace {
-	for _, e := range x.byRange[rng] {
-		if e.slot.Space == hash {
-			return e.space
-		}
+	if c := x.spaces[rng][hash]; c != nil {
+		return c.space
 	}
 	return v1.AddressSpace{}
 }

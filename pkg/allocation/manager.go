@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -61,8 +62,8 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.OrphanGracePeriod <= 0 {
 		o.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
-	m := &Manager{deps: d, opts: o, g: newEngine(), ranges: newRangeIndex()}
-	m.g.idx.legacySpace = m.spaceOfRange
+	m := &Manager{deps: d, opts: o, ranges: newRangeIndex()}
+	m.g = newEngine(m.spaceOfRange)
 	return m
 }
 
@@ -83,7 +84,7 @@ func (m *Manager) spaceOfRange(name string) string {
 // and wake the FloatingIPs waiting for one of its addresses). It must not block; it is set once,
 // before the caches start.
 func (m *Manager) OnRangeChanged(fn func(rangeName string)) {
-	m.g.changed = fn
+	m.g.setChanged(fn)
 }
 
 // Register feeds the index from the allocations' informer and adds the FloatingIP index the
@@ -140,28 +141,19 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 	if err != nil {
 		return netip.Addr{}, nil, err
 	}
-	m.g.mu.Lock()
-	st := m.g.stateLocked(r)
-	held := m.g.idx.heldBy(c.UID, rangeName)
-	holds := len(held) > 0 && (!want.IsValid() || slices.Contains(held, want))
-	var notReady *problem.Problem
-	var taken error
+	// One engine step reads whether c holds what it asks for, the range's view and the holder of
+	// a static request's address; the legacy record and overlaps are added outside the lock.
+	check := m.g.checkClaim(r, c, want, soft)
+	holds := check.holds
 	if !holds {
-		notReady = m.problemLocked(r, st)
-		if notReady != nil && want.IsValid() && !soft {
+		if notReady := m.problemOf(r, check.view); notReady != nil {
 			// Holding an address stays valid when the range has a problem; only new claims are
 			// refused, and a request for an address someone holds is told who.
-			if e := m.g.idx.holder(slot{Addr: want, Space: st.hash}); e != nil && e.owner.UID != c.UID {
-				taken = takenBy(want, e)
+			if check.taken != nil {
+				return netip.Addr{}, nil, check.taken
 			}
+			return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *notReady}
 		}
-	}
-	m.g.mu.Unlock()
-	if taken != nil {
-		return netip.Addr{}, nil, taken
-	}
-	if notReady != nil {
-		return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *notReady}
 	}
 	start := time.Now()
 	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, soft)
@@ -204,44 +196,56 @@ func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterR
 	if err != nil || r.DeletionTimestamp != nil {
 		return "", netip.Addr{}, false
 	}
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	st := m.g.stateLocked(r)
-	if cluster.Name != "" {
-		for _, e := range m.g.idx.byOwner[retainedOwner(cluster).UID] {
-			if e.slot.Space != st.hash || (ownFamily && (!st.prefix.IsValid() || e.addr().Is4() != st.prefix.Addr().Is4())) {
-				continue
-			}
-			if held, err := m.deps.Ranges.Cache().Get(e.rng); err == nil && held.DeletionTimestamp == nil {
-				return e.rng, e.addr(), true
-			}
+	// What blocks the range beyond the engine's view, read before the engine's step: the
+	// engine decides between a retained address and a new reservation under one lock section,
+	// and asks for the ranges whose liveness it needs from the cache, read here between steps.
+	blocked := m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil
+	live := map[string]bool{}
+	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
+	// decides once it asks for none.
+	for {
+		p := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
+		if len(p.ask) == 0 {
+			return p.rng, p.addr, p.ok
+		}
+		for _, n := range p.ask {
+			held, err := m.deps.Ranges.Cache().Get(n)
+			live[n] = err == nil && held.DeletionTimestamp == nil
 		}
 	}
-	if m.problemLocked(r, st) != nil {
-		return "", netip.Addr{}, false
-	}
-	addr, err := m.g.proposeLocked(rangeName, st, namespace, name, time.Now())
-	return rangeName, addr, err == nil
 }
 
 // Withdraw drops the proposal of addr to the FloatingIP namespace/name, whose create failed.
 func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name string) {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	m.g.withdrawLocked(rangeName, addr, proposer(namespace, name))
+	m.g.withdraw(rangeName, addr, proposer(namespace, name))
 }
 
-// problemLocked is what keeps r from handing out new addresses, or nil.
-func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.Problem {
-	if st.pool == nil {
-		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: st.invalid.Error()}
+// problemOf is what keeps r from handing out new addresses, or nil: from v, the engine's view of
+// r, then r's legacy record and the overlap index, both read outside the engine's lock.
+func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem {
+	if v.invalid != nil {
+		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: v.invalid.Error()}
 	}
-	if orphans := m.orphansLocked(r, st); len(orphans) > 0 {
+	return m.outsideProblem(r, v)
+}
+
+// outsideProblem is problemOf past the range's validity: orphans (the engine's in v, and the
+// legacy record's), a pending space change (from v), and overlap with an older range (of v's
+// outline).
+func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
+	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
 		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
-	if n, former := m.g.idx.otherSpaces(r.Name, st.hash); n > 0 {
-		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(st.space, m.g.idx.spaceNamed(r.Name, former), n)}
+	if view.otherSpaces > 0 {
+		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
 	}
+	return m.overlapOf(r, view.outline)
+}
+
+// overlapOf is the problem of r, whose pool's outline is outline, overlapping an older range, or
+// nil. It uses the range index the informer feeds, or, without it (a Manager in a unit test), one
+// built from the cache: never under the engine's lock.
+func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.Problem {
 	ranges := m.ranges
 	if !m.rangesFed {
 		others, err := m.deps.Ranges.Cache().List(labels.Everything())
@@ -254,15 +258,13 @@ func (m *Manager) problemLocked(r *v1.FloatingIPRange, st *rangeState) *problem.
 		}
 	}
 	ranges.set(r)
-	return overlap(r, ranges.overlapping(r, st.pool))
+	return overlap(r, ranges.overlapping(r, outline))
 }
 
-// orphansLocked are the range's allocations its spec does not cover, and the legacy record's
-// entries no allocation object could be made of.
-func (m *Manager) orphansLocked(r *v1.FloatingIPRange, st *rangeState) []Orphan {
-	out := st.orphanList(&m.g.idx, r.Name)
-	legacy := indexRecord(r.Status.Allocations)
-	for _, key := range legacy.unreadable {
+// legacyOrphans are the entries of r's legacy record no allocation object could be made of.
+func legacyOrphans(r *v1.FloatingIPRange) []Orphan {
+	var out []Orphan
+	for _, key := range indexRecord(r.Status.Allocations).unreadable {
 		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key], Why: "not an address"})
 	}
 	return out
@@ -274,21 +276,19 @@ func (m *Manager) orphansLocked(r *v1.FloatingIPRange, st *rangeState) []Orphan 
 // once however often it is retried. With no addresses given, legacy record entries of uid are
 // removed from the range's status too.
 func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...netip.Addr) ([]netip.Addr, error) {
-	m.g.mu.Lock()
-	var entries []*allocEntry
-	for _, e := range m.g.idx.byOwner[uid] {
+	var entries []allocEntry
+	for _, e := range m.g.ownedIn(uid) {
 		if e.rng == rangeName && (len(addrs) == 0 || slices.Contains(addrs, e.addr())) {
 			entries = append(entries, e)
 		}
 	}
-	m.g.mu.Unlock()
-	slices.SortFunc(entries, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	slices.SortFunc(entries, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	var released []netip.Addr
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return released, err
 		}
-		if err := m.deleteAllocation(e); err != nil {
+		if err := m.deleteAllocation(&e); err != nil {
 			return released, fmt.Errorf("releasing %s in FloatingIPRange %s: %w", e.addr(), rangeName, err)
 		}
 		released = append(released, e.addr())
@@ -326,9 +326,7 @@ func (m *Manager) deleteAllocationAt(e *allocEntry, version string) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	m.g.removeLocked(e.name, object)
+	m.g.remove(e.name, object)
 	return nil
 }
 
@@ -357,9 +355,7 @@ func (m *Manager) dropLegacyKeys(rangeName, uid string) error {
 
 // HeldBy returns the addresses uid holds in range rangeName, lowest first.
 func (m *Manager) HeldBy(rangeName, uid string) []netip.Addr {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	out := m.g.idx.heldBy(uid, rangeName)
+	out := m.g.holdings(uid, rangeName)
 	slices.SortFunc(out, netip.Addr.Compare)
 	return out
 }
@@ -382,44 +378,32 @@ type Summary struct {
 // Summarize returns the counts and the problem, if any, of r. Used counts every allocation of the
 // range, orphans and legacy entries included; Available is what the pool could still hand out.
 func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	st := m.g.stateLocked(r)
-	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: m.countLocked(r)}
-	sum.Retained = m.g.idx.retained[r.Name]
+	g := m.g.summarize(r)
+	legacy := legacyOrphans(r)
+	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy)}
+	sum.Retained = g.retained
 	sum.Used -= sum.Retained
-	if st.pool != nil {
-		sum.Capacity.Set(st.pool.Capacity())
-		sum.Available.Sub(sum.Capacity, big.NewInt(int64(st.pool.Held())))
+	if g.capacity != nil {
+		sum.Capacity.Set(g.capacity)
+		sum.Available.Sub(sum.Capacity, big.NewInt(int64(g.poolHeld)))
 		if sum.Available.Sign() < 0 {
 			sum.Available.SetInt64(0)
 		}
 	}
-	sum.Orphans = m.orphansLocked(r, st)
-	sum.Problem = m.problemLocked(r, st)
-	sum.Warnings = warnings(r, st.pool)
+	sum.Orphans = slices.Concat(g.view.orphans, legacy)
+	sum.Problem = m.problemOf(r, g.view)
+	sum.Warnings = g.warnings
 	return sum
-}
-
-func (m *Manager) countLocked(r *v1.FloatingIPRange) int {
-	return len(m.g.idx.byRange[r.Name]) + len(indexRecord(r.Status.Allocations).unreadable)
 }
 
 // Count is the number of addresses still held in r: allocation objects and legacy entries.
 func (m *Manager) Count(r *v1.FloatingIPRange) int {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	return m.countLocked(r)
+	return m.g.count(r.Name) + len(indexRecord(r.Status.Allocations).unreadable)
 }
 
 // Holders returns up to max holders of r's addresses, lowest address first, for a message.
 func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
-	m.g.mu.Lock()
-	var out []Orphan
-	for _, e := range m.g.idx.byRange[r.Name] {
-		out = append(out, Orphan{Addr: e.addr().String(), Allocation: holderOf(e)})
-	}
-	m.g.mu.Unlock()
+	out := m.g.holdersIn(r.Name)
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
 		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key]})

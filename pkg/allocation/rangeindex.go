@@ -104,10 +104,7 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 			}
 			seen[name] = struct{}{}
 			e := x.entries[name]
-			if e.pool == nil && e.poolErr == nil {
-				e.pool, e.poolErr = ipam.NewPool(e.r.Spec.IPRange, e.r.Spec.Exclude)
-			}
-			if e.pool != nil && pool.Overlaps(e.pool) {
+			if p := e.poolLocked(); p != nil && pool.Overlaps(p) {
 				out = append(out, e.r)
 			}
 		}
@@ -117,6 +114,14 @@ func (x *rangeIndex) overlapping(r *v1.FloatingIPRange, pool *ipam.Pool) []*v1.F
 	}
 	check(x.under[key])
 	return out
+}
+
+// poolLocked is e's pool, built on first need; nil when the definition is invalid. x.mu is held.
+func (e *indexedRange) poolLocked() *ipam.Pool {
+	if e.pool == nil && e.poolErr == nil {
+		e.pool, e.poolErr = ipam.NewPool(e.r.Spec.IPRange, e.r.Spec.Exclude)
+	}
+	return e.pool
 }
 
 // size is the number of ranges indexed.

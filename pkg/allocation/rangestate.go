@@ -27,8 +27,16 @@ type rangeState struct {
 	pool    *ipam.Pool
 	invalid error
 	// orphans are the range's own allocations outside its definition (after a shrink or a new
-	// exclude), with why. They stay held; the range says so and hands out nothing new.
-	orphans map[netip.Addr]string
+	// exclude), with why and the space they are held in. They stay held; the range says so and
+	// hands out nothing new.
+	orphans map[netip.Addr]orphanNote
+}
+
+// orphanNote is why a range's allocation is an orphan, and the space of its slot, under which the
+// range's index finds its holder without a walk.
+type orphanNote struct {
+	why   string
+	space string
 }
 
 // specKey is everything of r a pool is built from: its CIDR, its excludes and its space.
@@ -38,6 +46,7 @@ func specKey(r *v1.FloatingIPRange) string {
 
 // stateLocked returns the state of r, (re)built when r is new to the engine, was re-created or its
 // definition changed. Allocation events never rebuild it: the engine applies them incrementally.
+// A rebuild, under the caller's lock section, costs the allocations of r's own space (buildLocked).
 func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 	if st := g.ranges[r.Name]; st != nil && st.uid == r.UID && st.spec == specKey(r) {
 		return st
@@ -52,7 +61,7 @@ func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 // hand out are held as foreign, so that no worker here tries them.
 func (g *engine) buildLocked(name string, space v1.AddressSpace, cidr string, exclude []string) *rangeState {
 	g.unlistLocked(name)
-	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]string{}}
+	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]orphanNote{}}
 	g.ranges[name] = st
 	p, err := ipam.NewPool(cidr, exclude)
 	if err != nil {
@@ -66,29 +75,25 @@ func (g *engine) buildLocked(name string, space v1.AddressSpace, cidr string, ex
 	}
 	for _, e := range g.idx.byRange[name] {
 		if err := p.Claim(e.addr(), e.owner); err != nil {
-			st.orphans[e.addr()] = why(err)
+			st.orphans[e.addr()] = orphanNote{why: why(err), space: e.slot.Space}
 		}
 	}
-	for s, list := range g.idx.bySlot {
-		if s.Space == st.hash && list[0].rng != name && p.Check(s.Addr) == nil {
-			_, _ = p.Confirm(s.Addr, list[0].owner)
+	// The holders of the range's own space only: a rebuild (a new or edited range) costs the
+	// allocations of its space, not every allocation the engine knows.
+	for s, e := range g.idx.bySpace[st.hash] {
+		if e.rng != name && p.Check(s.Addr) == nil {
+			_, _ = p.Confirm(s.Addr, e.owner)
 		}
 	}
 	return st
 }
 
-// orphanList returns the orphans of st, lowest address first.
+// orphanList returns the orphans of st, lowest address first: one lookup per orphan.
 func (st *rangeState) orphanList(idx *allocIndex, name string) []Orphan {
 	out := make([]Orphan, 0, len(st.orphans))
-	held := map[netip.Addr]*allocEntry{}
-	if len(st.orphans) > 0 {
-		for _, e := range idx.byRange[name] {
-			held[e.addr()] = e
-		}
-	}
-	for addr, w := range st.orphans {
-		o := Orphan{Addr: addr.String(), Why: w}
-		if e := held[addr]; e != nil {
+	for addr, note := range st.orphans {
+		o := Orphan{Addr: addr.String(), Why: note.why}
+		if e := idx.byRange[name][slot{Addr: addr, Space: note.space}]; e != nil {
 			o.Allocation = holderOf(e)
 		}
 		out = append(out, o)

@@ -2,7 +2,6 @@ package allocation
 
 import (
 	"net/netip"
-	"sort"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
@@ -67,18 +66,6 @@ func indexRecord(record map[string]v1.Allocation) recordIndex {
 		idx.holder[addr] = key
 	}
 	return idx
-}
-
-// heldBy returns the addresses uid holds, lowest first.
-func (idx recordIndex) heldBy(record map[string]v1.Allocation, uid string) []netip.Addr {
-	var out []netip.Addr
-	for addr, key := range idx.holder {
-		if string(record[key].UID) == uid {
-			out = append(out, addr)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out
 }
 
 // keysOf returns every key of uid naming one of addrs, in any spelling; with no addrs, every key

@@ -146,18 +146,18 @@ func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
 	if err != nil {
 		return candidate{}, false
 	}
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	st := m.g.stateLocked(r)
-	if len(m.g.idx.heldBy(string(f.UID), rng)) > 0 || m.g.idx.holder(slot{Addr: addr, Space: st.hash}) != nil {
+	// One engine step; the rest of the range's problem is read after it, outside the lock.
+	asked := f.Status.IPAddress == ""
+	check := m.g.checkAdopt(r, string(f.UID), addr, asked)
+	if check.recorded {
 		return candidate{}, false
 	}
 	// As a claim would: only an address the range can hand out, and an address only asked for
 	// (not yet shown as held) only from a range that hands out addresses now.
-	if st.pool == nil || st.pool.Check(addr) != nil || f.Status.IPAddress == "" && m.problemLocked(r, st) != nil {
+	if !check.usable || asked && m.problemOf(r, check.view) != nil {
 		return candidate{}, false
 	}
-	return candidate{addr: addr, space: st.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
+	return candidate{addr: addr, space: check.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
 }
 
 // adopt creates an object for each candidate, the first of each address in order winning; it
@@ -216,10 +216,7 @@ func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
 
 // adoptOne creates c's object unless the index already has one for its address.
 func (m *Manager) adoptOne(c candidate) bool {
-	m.g.mu.Lock()
-	known := m.g.idx.holder(slot{Addr: c.addr, Space: c.space.Hash()}) != nil
-	m.g.mu.Unlock()
-	if known {
+	if m.g.heldSlots([]slot{{Addr: c.addr, Space: c.space.Hash()}})[0] {
 		return false
 	}
 	created, err := m.deps.Allocations.Create(newAllocation(c.space, c.addr, c.rng, c.owner))
@@ -229,9 +226,7 @@ func (m *Manager) adoptOne(c candidate) bool {
 		}
 		return false
 	}
-	m.g.mu.Lock()
-	m.g.indexLocked(created)
-	m.g.mu.Unlock()
+	m.g.apply(created)
 	return true
 }
 
@@ -246,23 +241,35 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 	var released []string
 	idx := indexRecord(r.Status.Allocations)
 	hash := v1.SpaceOf(r).Hash()
-	m.g.mu.Lock()
-	for _, key := range sortedKeys(r.Status.Allocations) {
+	keys := sortedKeys(r.Status.Allocations)
+	// One engine step looks up every readable key's slot; the record is judged outside the lock.
+	var slots []slot
+	for _, key := range keys {
+		if addr, ok := canonical(key); ok {
+			slots = append(slots, slot{Addr: addr, Space: hash})
+		}
+	}
+	held := m.g.heldSlots(slots)
+	read := 0
+	for _, key := range keys {
 		a := r.Status.Allocations[key]
+		addr, readable := canonical(key)
+		byObject := false
+		if readable {
+			byObject = held[read]
+			read++
+		}
 		if byUID[string(a.UID)] == nil {
 			released = append(released, fmt.Sprintf("%s/%s %s/%s", r.Name, redact.Shorten(key, redact.MaxValue), a.Namespace, a.Name))
 			continue
 		}
-		if addr, ok := canonical(key); ok {
-			if e := m.g.idx.holder(slot{Addr: addr, Space: hash}); e != nil || idx.holder[addr] != key {
-				// Held by an object (its holder's or, for a loser, another's) or a second
-				// spelling of an address: the object decides, the controller flags the loser.
-				continue
-			}
+		if readable && (byObject || idx.holder[addr] != key) {
+			// Held by an object (its holder's or, for a loser, another's) or a second
+			// spelling of an address: the object decides, the controller flags the loser.
+			continue
 		}
 		keep[key] = a
 	}
-	m.g.mu.Unlock()
 	if len(keep) == len(r.Status.Allocations) {
 		return nil, nil
 	}
@@ -282,15 +289,15 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 // address has no FloatingIP: it is released once its retention ends.
 func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 	now := time.Now()
-	m.g.mu.Lock()
-	var suspects []*allocEntry
+	// The engine's step copies the holders; they are judged here, outside the lock, against the
+	// FloatingIP cache.
+	var suspects []allocEntry
 	type judged struct {
-		e       *allocEntry
+		e       allocEntry
 		version string
 	}
 	var ended []judged
-	for _, list := range m.g.idx.bySlot {
-		e := list[0]
+	for _, e := range m.g.holders() {
 		switch {
 		case e.retained != nil:
 			if !now.Before(e.retained.until) {
@@ -305,14 +312,13 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 		}
 		suspects = append(suspects, e)
 	}
-	m.g.mu.Unlock()
-	slices.SortFunc(suspects, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	slices.SortFunc(suspects, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	slices.SortFunc(ended, func(a, b judged) int { return a.e.addr().Compare(b.e.addr()) })
 	for _, j := range ended {
 		if ctx.Err() != nil {
 			break
 		}
-		e := j.e
+		e := &j.e
 		// Guarded by the version judged: a retained address taken back meanwhile is the same
 		// object, and must stay.
 		if err := m.deleteAllocationAt(e, j.version); err != nil {
@@ -323,10 +329,11 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 		}
 		expired = append(expired, fmt.Sprintf("%s/%s %s/%s", e.rng, e.addr(), e.retained.cluster.Namespace, e.retained.cluster.Name))
 	}
-	for _, e := range suspects {
+	for i := range suspects {
 		if ctx.Err() != nil {
 			break
 		}
+		e := &suspects[i]
 		f, err := m.deps.FloatingIPs.Get(e.owner.Namespace, e.owner.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && string(f.UID) == e.owner.UID:
@@ -374,13 +381,8 @@ func (m *Manager) Run(ctx context.Context, auditEvery func() time.Duration, afte
 
 // Table renders every allocation, one a line by range and address, for traceIpamData.
 func (m *Manager) Table() string {
-	m.g.mu.Lock()
-	entries := make([]*allocEntry, 0, len(m.g.idx.byName))
-	for _, e := range m.g.idx.byName {
-		entries = append(entries, e)
-	}
-	m.g.mu.Unlock()
-	slices.SortFunc(entries, func(a, b *allocEntry) int {
+	entries := m.g.entries(false)
+	slices.SortFunc(entries, func(a, b allocEntry) int {
 		if c := strings.Compare(a.rng, b.rng); c != 0 {
 			return c
 		}

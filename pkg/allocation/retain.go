@@ -21,10 +21,8 @@ import (
 // It returns the addresses retained; those the FloatingIP no longer holds are left alone, so that
 // it can be retried.
 func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterReference, until time.Time) ([]netip.Addr, error) {
-	m.g.mu.Lock()
-	entries := slices.Clone(m.g.idx.byOwner[uid])
-	m.g.mu.Unlock()
-	slices.SortFunc(entries, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	entries := m.g.ownedIn(uid)
+	slices.SortFunc(entries, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	var retained []netip.Addr
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
@@ -46,9 +44,7 @@ func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterRefe
 		if err != nil {
 			return retained, fmt.Errorf("retaining %s for guest cluster %s/%s: %w", e.addr(), cluster.Namespace, cluster.Name, err)
 		}
-		m.g.mu.Lock()
-		m.g.indexLocked(updated)
-		m.g.mu.Unlock()
+		m.g.apply(updated)
 		retained = append(retained, e.addr())
 	}
 	return retained, nil
@@ -64,12 +60,7 @@ type Retained struct {
 
 // RetainedFor returns the addresses retained for the provisioning cluster, lowest first.
 func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Retained {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	var out []Retained
-	for _, e := range m.g.idx.byOwner[retainedOwner(cluster).UID] {
-		out = append(out, Retained{Range: e.rng, Addr: e.addr(), Cluster: e.retained.cluster, Until: e.retained.until})
-	}
+	out := m.g.retainedFor(cluster)
 	slices.SortFunc(out, func(a, b Retained) int { return a.Addr.Compare(b.Addr) })
 	return out
 }
@@ -78,20 +69,14 @@ func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Retained {
 // successor named for its range's space, with the same holder, and then deletes it: the successor
 // exists before the old object goes, so the address is never free. It returns what it renamed.
 func (m *Manager) migrate(ctx context.Context) []string {
-	m.g.mu.Lock()
-	var legacy []*allocEntry
-	for _, e := range m.g.idx.byName {
-		if e.legacy {
-			legacy = append(legacy, e)
-		}
-	}
-	m.g.mu.Unlock()
-	slices.SortFunc(legacy, func(a, b *allocEntry) int { return a.addr().Compare(b.addr()) })
+	legacy := m.g.entries(true)
+	slices.SortFunc(legacy, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	var renamed []string
-	for _, e := range legacy {
+	for i := range legacy {
 		if ctx.Err() != nil {
 			break
 		}
+		e := &legacy[i]
 		space := v1.AddressSpace{}
 		if r, err := m.deps.Ranges.Cache().Get(e.rng); err == nil {
 			space = v1.SpaceOf(r)
@@ -100,9 +85,7 @@ func (m *Manager) migrate(ctx context.Context) []string {
 		created, err := m.deps.Allocations.Create(next)
 		switch {
 		case err == nil:
-			m.g.mu.Lock()
-			m.g.indexLocked(created)
-			m.g.mu.Unlock()
+			m.g.apply(created)
 		case apierrors.IsAlreadyExists(err):
 			existing, gerr := cachedAllocations{m.deps.Allocations}.Get(next.Name, metav1.GetOptions{})
 			if gerr != nil || existing.Spec.Owner.UID != next.Spec.Owner.UID {

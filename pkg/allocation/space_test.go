@@ -152,13 +152,11 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if _, err := m.Retain(ctx, next.UID, cluster, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	m.g.mu.Lock()
 	for n := range apiOf(m).objects { // keep only the retained one, whose holder needs no FloatingIP
 		if n != name {
-			m.g.removeLocked(n, "")
+			m.g.remove(n, "")
 		}
 	}
-	m.g.mu.Unlock()
 	released, expired := m.reap(ctx)
 	if len(released) != 0 || len(expired) != 1 || !strings.Contains(expired[0], addr.String()) {
 		t.Errorf("reap = %v, %v; want the expired retention of %v", released, expired, addr)
@@ -312,5 +310,35 @@ func TestExpiryNeverReleasesATakenBackAddress(t *testing.T) {
 	}
 	if got := api.objects[name]; got == nil || got.Spec.Owner.UID != types.UID(fipOwner("next").UID) {
 		t.Fatalf("the address taken back was released: %v", got)
+	}
+}
+
+// TestProposeSkipsRetainedInDeletedRange: an address retained for the cluster is proposed with its
+// range while that range lives; once the range is being deleted, the lowest free address of the
+// asked range is reserved instead, and the retained one stays held.
+func TestProposeSkipsRetainedInDeletedRange(t *testing.T) {
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	first, second := siteRange("first", "10.9.0.0/29", "harvester1", old), siteRange("second", "10.9.1.0/29", "harvester1", old)
+	m := benchManager([]*v1.FloatingIPRange{first, second})
+	cluster := v1.ClusterReference{Namespace: "fleet-default", Name: "demo"}
+	c := Claimant{Owner: fipOwner("old"), Cluster: cluster}
+	kept, _, err := m.Claim(ctx, "first", c, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Retain(ctx, c.UID, cluster, time.Now().Add(time.Hour)); err != nil || len(got) != 1 {
+		t.Fatalf("Retain = %v, %v", got, err)
+	}
+	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster); !ok || rng != "first" || addr != kept {
+		t.Fatalf("Propose while first lives = %s %v %v; want first %v", rng, addr, ok, kept)
+	}
+	now := metav1.Now()
+	first.DeletionTimestamp = &now
+	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster); !ok || rng != "second" || addr != netip.MustParseAddr("10.9.1.1") {
+		t.Fatalf("Propose while first is deleted = %s %v %v; want second 10.9.1.1", rng, addr, ok)
+	}
+	if got := m.RetainedFor(cluster); len(got) != 1 || got[0].Addr != kept {
+		t.Errorf("retained for the cluster = %v; want %v still", got, kept)
 	}
 }

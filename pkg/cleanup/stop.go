@@ -33,7 +33,7 @@ func stopOperator(ctx context.Context, kube kubernetes.Interface, opts Options) 
 	}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil || selector.Empty() {
-		return fmt.Errorf("Deployment %s has no usable pod selector (%v): its pods cannot be told apart", where, err)
+		return fmt.Errorf("the Deployment %s has no usable pod selector (%v): its pods cannot be told apart", where, err)
 	}
 
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -252,7 +252,7 @@ func TestNewPolicyRejectsBadEntries(t *testing.T) {
 // (clusterlabel); a typo used to fall back to it, installing into every labelled cluster. The
 // narrowest mode applies instead, and the problem says so.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
-	for _, typo := range []string{"disable", "Disabeld", "none", "off"} {
+	for _, typo := range []string{"disable", "Disabeld", "none", "off"} { //nolint:misspell // the misspelt mode is the input under test
 		got, problems := Parse(map[string]string{KeyKubevipGuestInstall: typo}, Default())
 		if got.KubevipGuestInstall != InstallDisabled {
 			t.Errorf("%q at start-up gives %s", typo, got.KubevipGuestInstall)

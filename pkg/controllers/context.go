@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
@@ -55,7 +57,21 @@ type Context struct {
 
 	Guest GuestOptions
 
-	starters []func(context.Context)
+	starters  []func(context.Context)
+	informers []Informer
+}
+
+// Informer is a watch the shared controller factory does not serve. A controller builds it
+// (unstarted) and hands it to AddInformer or AddOptionalInformer; the operator runs it beside the
+// shared caches and waits for it to sync before the allocation repair and before any worker.
+type Informer struct {
+	// Name says which watch it is in logs and in the error of a sync that did not complete.
+	Name     string
+	Informer cache.SharedIndexInformer
+	// Optional, when set, is the resource the informer watches and the informer is waited for
+	// only if the API server serves it at start-up. It is run either way, so that a resource
+	// installed later is still seen.
+	Optional *schema.GroupVersionResource
 }
 
 // GuestOptions tune the guest operations.
@@ -75,6 +91,22 @@ type GuestOptions struct {
 	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string
 }
+
+// AddInformer hands the operator an unstarted informer a controller reads: the operator starts it
+// with the shared caches and waits for it to sync before the allocation repair and the workers.
+func (c *Context) AddInformer(name string, informer cache.SharedIndexInformer) {
+	c.informers = append(c.informers, Informer{Name: name, Informer: informer})
+}
+
+// AddOptionalInformer is AddInformer for a resource that may not exist, such as a CRD another
+// component installs: when the API server does not serve gvr at start-up, the operator does not
+// wait for the informer, which the controller reading it must then treat as possibly empty.
+func (c *Context) AddOptionalInformer(name string, gvr schema.GroupVersionResource, informer cache.SharedIndexInformer) {
+	c.informers = append(c.informers, Informer{Name: name, Informer: informer, Optional: &gvr})
+}
+
+// Informers is what AddInformer and AddOptionalInformer were given, in order.
+func (c *Context) Informers() []Informer { return append([]Informer(nil), c.informers...) }
 
 // OnStart asks for fn to run once the caches are synced and the allocations repaired, just
 // before the controllers' workers start.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -183,7 +184,7 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.Releases.Last("demo"); err != driver.ErrReleaseNotFound {
+	if _, err := cfg.Releases.Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
 		t.Errorf("release after the refusal: %v; want none", err)
 	}
 }

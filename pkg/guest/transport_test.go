@@ -77,7 +77,11 @@ func TestPassTransportEndsWithThePass(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request outlived its pass")
 	}
-	if _, err := client.Get(srv.URL); !errors.Is(err, passOver) {
+	resp, err := client.Get(srv.URL)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, passOver) {
 		t.Errorf("a request after the pass: %v; want the pass's end", err)
 	}
 	select {

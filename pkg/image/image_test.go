@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"debug/elf"
 	"encoding/pem"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -57,7 +58,7 @@ func flatten(t *testing.T, img v1.Image) map[string]file {
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return files
 		}
 		if err != nil {

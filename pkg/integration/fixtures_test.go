@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/netip"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -360,16 +358,6 @@ func eventuallyOK(timeout time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func sortedAddrs(addrs []string) []string {
-	out := append([]string(nil), addrs...)
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := netip.ParseAddr(out[i])
-		b, _ := netip.ParseAddr(out[j])
-		return a.Less(b)
-	})
-	return out
 }
 
 func events(t *testing.T, ns, name string) []corev1.Event {

@@ -93,7 +93,7 @@ func rancherCluster(t *testing.T, proxy *testenv.ClusterProxy, name, id string, 
 // and the Secret carries the new kubeconfig.
 func (gc *guestCluster) rotate(t *testing.T, proxy *testenv.ClusterProxy) {
 	t.Helper()
-	gc.token = gc.token + "r"
+	gc.token += "r"
 	proxy.SetToken(gc.id, gc.token)
 	kc, err := proxy.Kubeconfig(gc.id, gc.token)
 	if err != nil {

@@ -318,14 +318,15 @@ func (r *rancher) cleanup() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ctx := context.Background()
-	parallel(r.clusters, func(name string) error {
+	// Best effort: whatever is left goes with the control plane.
+	_ = parallel(r.clusters, func(name string) error {
 		if c, err := r.prov.Get(fleetNS, name, metav1.GetOptions{}); err == nil && len(c.Finalizers) > 0 {
 			c.Finalizers = nil
 			_, _ = r.prov.Update(c)
 		}
 		return r.prov.Delete(fleetNS, name, nil)
 	})
-	parallel(r.namespaces, func(ns string) error {
+	_ = parallel(r.namespaces, func(ns string) error {
 		if list, err := r.fips.FloatingIP().List(ns, metav1.ListOptions{}); err == nil {
 			for _, f := range list.Items {
 				_ = r.fips.FloatingIP().Delete(ns, f.Name, nil)
@@ -333,11 +334,11 @@ func (r *rancher) cleanup() {
 		}
 		return r.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
-	parallel(r.managementClusters, func(id string) error { return r.mgmt.Delete(id, nil) })
-	parallel(r.credentials, func(name string) error {
+	_ = parallel(r.managementClusters, func(id string) error { return r.mgmt.Delete(id, nil) })
+	_ = parallel(r.credentials, func(name string) error {
 		return r.kube.CoreV1().Secrets(globalNS).Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	parallel(r.configs, func(name string) error {
+	_ = parallel(r.configs, func(name string) error {
 		return r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }

@@ -35,15 +35,7 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "disabled"})
 
-	rec, err := testenv.StartAPIProxy(shared.env.Config, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rec.Close() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := rec.WriteKubeconfig(kubeconfig, ""); err != nil {
-		t.Fatal(err)
-	}
+	rec, kubeconfig := adminAPIProxy(t)
 	port := freePort(t)
 	// The last --kubeconfig wins: the operator talks only through the recording proxy.
 	p := startOperator(t, f.ns, port, append(testenv.LoopbackChartSourceArgs(), "--kubeconfig", kubeconfig)...)
@@ -96,4 +88,20 @@ func labelProvisioningCluster(t *testing.T, name, key, value string) {
 	if _, err := prov.Update(c); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adminAPIProxy starts an APIProxy acting as administrator in front of the test API server, closed
+// when the test ends, and returns it with the path of a kubeconfig for it.
+func adminAPIProxy(t *testing.T) (*testenv.APIProxy, string) {
+	t.Helper()
+	api, err := testenv.StartAPIProxy(shared.env.Config, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Close() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := api.WriteKubeconfig(kubeconfig, ""); err != nil {
+		t.Fatal(err)
+	}
+	return api, kubeconfig
 }

@@ -143,7 +143,7 @@ func (m *poolModel) static(off int, who string) error {
 
 func (m *poolModel) requireErr(t *testing.T, step int, call string, off int, err, want error) {
 	t.Helper()
-	holder, taken := want.(takenBy)
+	holder, taken := want.(takenBy) //nolint:errorlint // want is the model's own answer, never wrapped
 	if !taken && sameErr(err, want) {
 		return
 	}

@@ -1,10 +1,13 @@
 // Package metrics holds the operator's Prometheus collectors and the HTTP server that exposes them
 // with the health endpoints. The metric names and labels of the original kube-fip-operator are kept
 // unchanged so existing dashboards and alerts keep working. Collectors live in a registry passed to
-// whoever needs them; nothing is registered globally.
+// whoever needs them; nothing is registered globally. lasso's controller and work queue collectors,
+// which lasso registers on Prometheus's default registry, are served beside them (Gatherer).
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -260,4 +263,38 @@ func (m *Metrics) GuestClusters() []string {
 		}
 	}
 	return out
+}
+
+// controllerSeries are the prefixes of the series lasso registers on Prometheus's default registry:
+// its controllers' handler executions, reconcile times and cached objects, and the series of every
+// client-go work queue (lasso's controllers' and the guest queue), labelled by queue name.
+func controllerSeries() []string { return []string{"lasso_controller_", "workqueue_"} }
+
+// Gatherer is what /metrics serves: the operator's own collectors, and beside them lasso's
+// controller and work queue collectors, which lasso registers on Prometheus's default registry
+// (see pkg/metrics/controllermetrics). Only those series are taken from the default registry, so
+// that nothing else registered there globally is served, and the Go and process collectors are
+// not served twice.
+func (m *Metrics) Gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{m.Registry, prefixGatherer{prometheus.DefaultGatherer, controllerSeries()}}
+}
+
+// prefixGatherer gathers the metric families of g whose names start with one of prefixes.
+type prefixGatherer struct {
+	g        prometheus.Gatherer
+	prefixes []string
+}
+
+func (p prefixGatherer) Gather() ([]*dto.MetricFamily, error) {
+	all, err := p.g.Gather()
+	kept := all[:0]
+	for _, mf := range all {
+		for _, prefix := range p.prefixes {
+			if strings.HasPrefix(mf.GetName(), prefix) {
+				kept = append(kept, mf)
+				break
+			}
+		}
+	}
+	return kept, err
 }

@@ -48,7 +48,7 @@ func (s *Server) SetPort(port int) {
 
 func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.Gatherer(), promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})

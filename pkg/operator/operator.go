@@ -251,12 +251,12 @@ func (o *Operator) start(ctx context.Context) error {
 
 	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before every
 	// address held is recorded by an allocation object, so that no worker claims ahead of an older
-	// rightful holder.
-	if err := scf.SharedCacheFactory().Start(ctx); err != nil {
-		return fmt.Errorf("starting caches: %w", err)
+	// rightful holder, and no handler or guest pass reads a cache that is still filling.
+	if err := startInformers(ctx, scf.SharedCacheFactory(), o.client.Discovery(), c.Informers()); err != nil {
+		return err
 	}
-	if !scf.SharedCacheFactory().WaitForCacheSync(ctx)[fips.GroupVersionKind()] || !alloc.WaitForIndex(ctx) {
-		return fmt.Errorf("the caches did not sync")
+	if !alloc.WaitForIndex(ctx) {
+		return fmt.Errorf("the allocation index did not sync")
 	}
 	logrus.Info("caches synced")
 	report, err := alloc.Repair(ctx)

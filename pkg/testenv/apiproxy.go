@@ -40,8 +40,10 @@ type APIProxy struct {
 	mu        sync.Mutex
 	requests  []APIRequest
 	responses []APIResponse
-	// held maps a resource (its plural name) to a channel closed when it is released.
-	held map[string]chan struct{}
+	// held maps a resource (its plural name) to a channel closed when it is released; heldLists
+	// the same for its lists.
+	held      map[string]chan struct{}
+	heldLists map[string]chan struct{}
 }
 
 // StartAPIProxy serves cfg's API server on a loopback port. With asAdmin, requests are made with
@@ -60,7 +62,7 @@ func StartAPIProxy(cfg *rest.Config, asAdmin bool) (*APIProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &APIProxy{held: map[string]chan struct{}{}}
+	p := &APIProxy{held: map[string]chan struct{}{}, heldLists: map[string]chan struct{}{}}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -74,8 +76,13 @@ func StartAPIProxy(cfg *rest.Config, asAdmin bool) (*APIProxy, error) {
 			p.responses = append(p.responses, APIResponse{resp.Request.Method, resp.Request.URL.Path, resp.Request.URL.RawQuery, resp.StatusCode})
 			p.mu.Unlock()
 			q := resp.Request.URL.Query()
-			if w := q.Get("watch"); w == "true" || w == "1" {
-				resp.Body = &heldBody{ReadCloser: resp.Body, proxy: p, resource: path.Base(resp.Request.URL.Path)}
+			resource := path.Base(resp.Request.URL.Path)
+			switch w := q.Get("watch"); {
+			case w == "true" || w == "1":
+				resp.Body = &heldBody{ReadCloser: resp.Body, gate: func() chan struct{} { return p.gate(p.held, resource) }}
+			case resp.Request.Method == http.MethodGet:
+				// A GET of a single object ends in its name, not the resource: only lists match.
+				resp.Body = &heldBody{ReadCloser: resp.Body, gate: func() chan struct{} { return p.gate(p.heldLists, resource) }}
 			}
 			return nil
 		},
@@ -107,51 +114,71 @@ func (p *APIProxy) Responses() []APIResponse {
 func (p *APIProxy) Hold(resource string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.held[resource]; !ok {
-		p.held[resource] = make(chan struct{})
-	}
+	holdIn(p.held, resource)
+}
+
+// HoldReads is Hold for lists of resource too: a client starting its informer of resource then
+// gets nothing, by list or by watch, until Release, as when an API server is slow to answer.
+func (p *APIProxy) HoldReads(resource string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	holdIn(p.held, resource)
+	holdIn(p.heldLists, resource)
 }
 
 // Release delivers what was held for resource, and everything after it.
 func (p *APIProxy) Release(resource string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ch, ok := p.held[resource]; ok {
-		close(ch)
-		delete(p.held, resource)
+	releaseIn(p.held, resource)
+	releaseIn(p.heldLists, resource)
+}
+
+func holdIn(held map[string]chan struct{}, resource string) {
+	if _, ok := held[resource]; !ok {
+		held[resource] = make(chan struct{})
 	}
 }
 
-func (p *APIProxy) gate(resource string) chan struct{} {
+func releaseIn(held map[string]chan struct{}, resource string) {
+	if ch, ok := held[resource]; ok {
+		close(ch)
+		delete(held, resource)
+	}
+}
+
+func (p *APIProxy) gate(held map[string]chan struct{}, resource string) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held[resource]
+	return held[resource]
 }
 
 // Close releases every watch and stops the proxy.
 func (p *APIProxy) Close() error {
 	p.mu.Lock()
-	for resource, ch := range p.held {
-		close(ch)
-		delete(p.held, resource)
+	for _, held := range []map[string]chan struct{}{p.held, p.heldLists} {
+		for resource := range held {
+			releaseIn(held, resource)
+		}
 	}
 	p.mu.Unlock()
 	p.srv.Close()
 	return nil
 }
 
-// heldBody is a watch's response body. Bytes read while the resource is held are delivered only
-// once it is released: a held watch still reads from the API server, but the client sees nothing.
+// heldBody is a watch's or a list's response body. Bytes read while the resource is held are
+// delivered only once it is released: a held request still reads from the API server, but the
+// client sees nothing.
 type heldBody struct {
 	io.ReadCloser
-	proxy    *APIProxy
-	resource string
+	// gate is the channel to wait on while the resource is held, nil when it is not.
+	gate func() chan struct{}
 }
 
 func (b *heldBody) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
 	for {
-		ch := b.proxy.gate(b.resource)
+		ch := b.gate()
 		if ch == nil {
 			return n, err
 		}

@@ -251,13 +251,13 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"type":"error","status":"401","message":"Unauthorized 401: must authenticate"}`)
 		return
 	}
-	switch {
-	case mode == ProxyNotProvisioned:
+	switch mode {
+	case ProxyNotProvisioned:
 		// norman's httperror.ClusterUnavailable, written before any Content-Type is set.
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprint(w, `{"Code":{"Code":"ClusterUnavailable","Status":503},"Message":"cluster not provisioned","Cause":null,"FieldName":""}`)
 		return
-	case mode == ProxyDisconnected:
+	case ProxyDisconnected:
 		select {
 		case <-time.After(p.DisconnectDelay):
 		case <-r.Context().Done():

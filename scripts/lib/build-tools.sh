@@ -32,3 +32,38 @@ build_tool() {
     wait "$hb" 2>/dev/null || true
     log "built $what in $((SECONDS - start))s"
 }
+
+# go_tool NAME PKG VERSION: prints the path of program NAME, package PKG installed at VERSION from
+# the Go module proxy into $cache/tools/NAME-VERSION/. Built once with the Go toolchain go.mod
+# selects (run from the repository root) and reused; a binary built by another Go version is built
+# anew, as analysers refuse code newer than their own Go. Progress goes to stderr through log.
+go_tool() {
+    local name=$1 pkg=$2 version=$3
+    local dir=$cache/tools/$name-$version
+    local bin=$dir/$name
+    local want
+    want=$(go env GOVERSION)
+    if [ -x "$bin" ] && [ "$(go version "$bin" 2>/dev/null | awk '{print $2}')" = "$want" ]; then
+        echo "$bin"
+        return 0
+    fi
+    mkdir -p "$cache/tools"
+    local tmp
+    tmp=$(mktemp -d "$cache/tools/.build-$name-XXXXXX")
+    chmod 755 "$tmp"
+    log "building $name $version with $want from the Go module proxy into $dir (this takes minutes on 2 cores)"
+    heartbeat "$name" &
+    local hb=$! start=$SECONDS
+    if ! (cd "$tmp" && GOTOOLCHAIN=$want CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath "$pkg@$version") >&2; then
+        kill "$hb" 2>/dev/null || true
+        rm -rf "$tmp"
+        log "building $name $version failed"
+        return 1
+    fi
+    kill "$hb" 2>/dev/null || true
+    wait "$hb" 2>/dev/null || true
+    rm -rf "$dir"
+    mv "$tmp" "$dir"
+    log "built $name $version in $((SECONDS - start))s"
+    echo "$bin"
+}

@@ -42,12 +42,12 @@ type handler struct {
 	credentials    *credentialRetries
 }
 
-// Register registers the provisioning cluster handler and every watch that wakes it, and starts
-// the two watches outside the shared controller factory.
+// Register registers the provisioning cluster handler and every watch that wakes it, and hands the
+// watch outside the shared controller factory to the operator.
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries()}
 	h.addIndexers()
-	if err := h.watchUncached(ctx); err != nil {
+	if err := h.watchUncached(); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)
 	}
 	h.watchCached(ctx)

@@ -116,28 +116,30 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 	return keys, nil
 }
 
-// watchUncached starts the watches the shared controller factory does not serve.
+// watchUncached builds the watches the shared controller factory does not serve and hands them to
+// the operator, which runs them and waits for them with the shared caches.
 //
 // HarvesterConfigs have no Go type (Rancher builds their CRD at run time), so client-go's dynamic
-// informer reads them as unstructured objects. It is started on its own rather than through lasso's
-// shared cache, whose start-up waits for every cache to sync: a Rancher without the Harvester node
+// informer reads them as unstructured objects. It is optional: a Rancher without the Harvester node
 // driver has no such CRD, and that must not keep the operator's other controllers from starting.
+// When the CRD is absent at start-up the informer still runs and fills in once the CRD appears; a
+// cluster meanwhile waits for its HarvesterConfig, and the informer's add brings it back.
 //
 // Cloud credentials are not watched at all: they hold Harvester kubeconfigs, and a list or watch
 // of Secrets returns them in full. Each is read with one GET by name, and a cluster whose
 // credential is missing or unusable asks again on a timer (credentialRetry).
-func (h *handler) watchUncached(ctx context.Context) error {
+func (h *handler) watchUncached() error {
 	dyn, err := dynamic.NewForConfig(h.c.RestConfig)
 	if err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	configFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, h.c.FleetNamespace, nil)
-	configs := configFactory.ForResource(HarvesterConfigResource())
+	configs := dynamicinformer.NewFilteredDynamicInformer(dyn, HarvesterConfigResource(), h.c.FleetNamespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 	h.machineConfigs = configs.Lister()
 	if _, err := configs.Informer().AddEventHandler(h.enqueueByIndex(clusterByMachineConfig)); err != nil {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
-	configFactory.Start(ctx.Done())
+	h.c.AddOptionalInformer("HarvesterConfigs", HarvesterConfigResource(), configs.Informer())
 	return nil
 }
 

@@ -21,31 +21,37 @@ func TestReadyMetric(t *testing.T) {
 		return testutil.ToFloat64(m.FloatingIPReady.WithLabelValues("c-m-1", "fip", "guest"))
 	}
 	count := func() int { return testutil.CollectAndCount(m.FloatingIPReady) }
+	handle := func(f *v1.FloatingIP) {
+		t.Helper()
+		if _, err := h.OnFloatingIPReadyMetric("c-m-1/fip", f); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if _, err := h.OnFloatingIPReadyMetric("c-m-1/fip", f); err != nil || count() != 1 || value() != 0 {
 		t.Fatalf("no Ready condition: err %v, %d series, value %v; want one series at 0", err, count(), value())
 	}
 	v1.SetCondition(&f.Status, v1.Allocated, true, "Allocated", "holds 10.0.0.1")
 	v1.SetReady(&f.Status)
-	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
+	handle(f)
 	if value() != 1 {
 		t.Errorf("Ready: value %v; want 1", value())
 	}
 	v1.SetCondition(&f.Status, v1.GuestConfigured, false, "GuestUnreachable", "no answer")
 	v1.SetReady(&f.Status)
-	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
+	handle(f)
 	if value() != 0 {
 		t.Errorf("not Ready: value %v; want 0", value())
 	}
 
 	deleting := f.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{}
-	h.OnFloatingIPReadyMetric("c-m-1/fip", deleting)
+	handle(deleting)
 	if count() != 0 {
 		t.Errorf("%d series while the FloatingIP is deleted; want none", count())
 	}
-	h.OnFloatingIPReadyMetric("c-m-1/fip", f)
-	h.OnFloatingIPReadyMetric("c-m-1/fip", nil)
+	handle(f)
+	handle(nil)
 	if count() != 0 {
 		t.Errorf("%d series after the FloatingIP is gone; want none", count())
 	}

@@ -66,7 +66,7 @@ type controller struct {
 	opts options
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(pass context.Context, t guest.Target) (guestAPI, error)
-	queue   workqueue.RateLimitingInterface
+	queue   workqueue.TypedRateLimitingInterface[string]
 }
 
 // Register wires the triggers; the workers start once the caches are synced and the allocations
@@ -88,9 +88,9 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		opts:    opts,
 		connect: connectThroughRancher(installer, opts.Timeout),
 		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
-		queue: workqueue.NewRateLimitingQueueWithConfig(
-			workqueue.NewItemExponentialFailureRateLimiter(time.Second, 30*time.Second),
-			workqueue.RateLimitingQueueConfig{Name: "kube-fip-guest"}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kube-fip-guest"}),
 	}
 	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
@@ -117,12 +117,11 @@ func (c *controller) start(ctx context.Context) {
 }
 
 func (c *controller) next(ctx context.Context) bool {
-	item, shutdown := c.queue.Get()
+	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(item)
-	key, _ := item.(string)
+	defer c.queue.Done(key)
 	after, err := c.sync(ctx, key)
 	switch {
 	case err != nil:

@@ -245,7 +245,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:  w.opts,
-		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
 			if w.kubeconfig != nil {
 				return connectThroughRancher(nil, time.Second)(pass, t)

@@ -18,13 +18,13 @@ func triggerWorld(w *world) (*controller, func() []string) {
 		deps: deps{FloatingIPs: w.fips, Provisioning: provClient{byName: w.prov}, Management: mgmtClient{byName: w.mgmt},
 			Metrics: metrics.New()},
 		opts:  w.opts,
-		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter()),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
 	return c, func() []string {
 		var out []string
 		for c.queue.Len() > 0 {
 			item, _ := c.queue.Get()
-			out = append(out, item.(string))
+			out = append(out, item)
 			c.queue.Done(item)
 		}
 		return out

@@ -20,10 +20,8 @@ func TestProposals(t *testing.T) {
 	now := time.Now()
 	propose := func(n string) netip.Addr {
 		t.Helper()
-		g.mu.Lock()
-		defer g.mu.Unlock()
 		o := fipOwner(n)
-		a, err := g.proposeLocked("r", g.ranges["r"], o.Namespace, o.Name, now)
+		a, err := g.proposeTo("r", o.Namespace, o.Name, now)
 		if err != nil {
 			t.Fatalf("proposing to %s: %v", n, err)
 		}
@@ -48,7 +46,7 @@ func TestProposals(t *testing.T) {
 	if got, err := g.claimLoop(ctx, api, "r", who("a"), a, true); err != nil || got != a || creates != 1 {
 		t.Fatalf("claiming the proposal = %v, %v after %d creates; want %v after 1", got, err, creates, a)
 	}
-	if _, ok := g.placeholders[at(a.String())]; ok {
+	if g.hasPlaceholder(at(a.String())) {
 		t.Error("the claimed proposal is still a placeholder")
 	}
 
@@ -77,18 +75,32 @@ func TestProposals(t *testing.T) {
 
 	// A withdrawn proposal is free again; so is one that lapsed.
 	d := propose("d")
-	g.mu.Lock()
-	g.withdrawLocked("r", d, proposer(fipOwner("d").Namespace, fipOwner("d").Name))
-	g.mu.Unlock()
+	g.withdraw("r", d, proposer(fipOwner("d").Namespace, fipOwner("d").Name))
 	if again := propose("e"); again != d {
 		t.Fatalf("after withdrawing %v the next proposal = %v", d, again)
 	}
 	g.expirePlaceholders(now.Add(proposalLifetime - time.Second))
-	if _, held := g.ranges["r"].pool.Holder(d); !held {
+	if _, held := g.poolHolder("r", d); !held {
 		t.Fatalf("e's proposal %v lapsed early", d)
 	}
 	g.expirePlaceholders(now.Add(proposalLifetime))
-	if _, held := g.ranges["r"].pool.Holder(d); held {
+	if _, held := g.poolHolder("r", d); held {
 		t.Fatalf("e's proposal %v did not lapse", d)
 	}
+}
+
+// proposeTo reserves the lowest free address of rng for the FloatingIP namespace/name, as
+// propose does once it has decided to.
+func (g *engine) proposeTo(rng, namespace, name string, now time.Time) (netip.Addr, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.proposeLocked(rng, g.ranges[rng], namespace, name, now)
+}
+
+// hasPlaceholder reports whether s is held by a placeholder.
+func (g *engine) hasPlaceholder(s slot) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.placeholders[s]
+	return ok
 }
