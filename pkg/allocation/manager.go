@@ -19,6 +19,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // ByUIDIndex indexes FloatingIPs by UID, to find the owner of an allocation.
@@ -223,7 +224,7 @@ func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name st
 // r, then r's legacy record and the overlap index, both read outside the engine's lock.
 func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem {
 	if v.invalid != nil {
-		return &problem.Problem{Reason: ReasonInvalidRange, Message: v.invalid.Error()}
+		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: v.invalid.Error()}
 	}
 	return m.outsideProblem(r, v)
 }
@@ -233,10 +234,10 @@ func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem
 // outline).
 func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
 	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
-		return &problem.Problem{Reason: ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
 	if view.otherSpaces > 0 {
-		return &problem.Problem{Reason: ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
+		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
 	}
 	return m.overlapOf(r, view.outline)
 }
@@ -264,7 +265,7 @@ func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.
 func legacyOrphans(r *v1.FloatingIPRange) []Orphan {
 	var out []Orphan
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
-		out = append(out, Orphan{Addr: ipam.Clip(key), Allocation: r.Status.Allocations[key], Why: "not an address"})
+		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key], Why: "not an address"})
 	}
 	return out
 }
@@ -405,7 +406,7 @@ func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
 	out := m.g.holdersIn(r.Name)
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
-		out = append(out, Orphan{Addr: ipam.Clip(key), Allocation: r.Status.Allocations[key]})
+		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key]})
 	}
 	if len(out) > max {
 		out = out[:max]

@@ -10,30 +10,11 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // ErrRangeNotFound: the FloatingIPRange does not exist.
 var ErrRangeNotFound = errors.New("FloatingIPRange not found")
-
-// Reasons a range cannot hand out addresses, used as its Ready condition's reason.
-const (
-	ReasonInvalidRange        = "InvalidRange"
-	ReasonOverlap             = "Overlap"
-	ReasonOrphanedAllocations = "OrphanedAllocations"
-	// ReasonSpaceChangePending: the range's annotations put it in another address space while it
-	// holds addresses in its former one.
-	ReasonSpaceChangePending = "SpaceChangePending"
-)
-
-// Reasons of the Warning condition of a range that is valid but almost certainly not what was
-// meant.
-const (
-	// ReasonWholeAddressSpace: spec.iprange is 0.0.0.0/0 or ::/0, every address there is.
-	ReasonWholeAddressSpace = "WholeAddressSpace"
-	// ReasonNoCapacity: the excludes (or a prefix with only reserved addresses) leave nothing to
-	// hand out.
-	ReasonNoCapacity = "NoCapacity"
-)
 
 // NotReadyError is returned for a claim on a range with a Problem.
 type NotReadyError struct {
@@ -82,7 +63,7 @@ func overlap(r *v1.FloatingIPRange, overlapping []*v1.FloatingIPRange) *problem.
 	if oldest == nil {
 		return nil
 	}
-	return problem.New(ReasonOverlap,
+	return problem.New(v1.ReasonOverlap,
 		"%s overlaps FloatingIPRange %s (%s), which is older: change one of them so that no address is in both", r.Spec.IPRange, oldest.Name, oldest.Spec.IPRange)
 }
 
@@ -116,7 +97,7 @@ func List(some []Orphan, total int) string {
 		if i == ListMax {
 			break
 		}
-		holder := ipam.Clip(o.Allocation.Namespace) + "/" + ipam.Clip(o.Allocation.Name)
+		holder := redact.Shorten(o.Allocation.Namespace, redact.MaxValue) + "/" + redact.Shorten(o.Allocation.Name, redact.MaxValue)
 		if o.Why != "" {
 			holder += ": " + o.Why
 		}
@@ -139,11 +120,11 @@ func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []problem.Problem {
 		if pfx.Addr().Is6() {
 			fam = "IPv6"
 		}
-		out = append(out, problem.Problem{Reason: ReasonWholeAddressSpace, Message: fmt.Sprintf(
+		out = append(out, problem.Problem{Reason: v1.ReasonWholeAddressSpace, Message: fmt.Sprintf(
 			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
 	}
 	if pool.Capacity().Sign() == 0 {
-		out = append(out, problem.Problem{Reason: ReasonNoCapacity, Message: fmt.Sprintf(
+		out = append(out, problem.Problem{Reason: v1.ReasonNoCapacity, Message: fmt.Sprintf(
 			"spec.iprange %s with its %d excludes leaves no address to hand out; FloatingIPs of this range stay pending", pool.Prefix(), len(r.Spec.Exclude))})
 	}
 	return out

@@ -94,7 +94,7 @@ func TestOverlapNamesTheOldest(t *testing.T) {
 		rangeOf("oldest", "10.0.0.0/8", now.Add(-2*time.Hour), nil),
 		rangeOf("younger", "10.0.0.0/25", now.Add(time.Hour), nil),
 	})
-	if p == nil || p.Reason != ReasonOverlap || !strings.Contains(p.Message, "FloatingIPRange oldest") {
+	if p == nil || p.Reason != v1.ReasonOverlap || !strings.Contains(p.Message, "FloatingIPRange oldest") {
 		t.Errorf("overlap = %v; want Overlap naming the oldest", p)
 	}
 	if p := overlap(rangeOf("first", "10.0.0.0/8", now.Add(-3*time.Hour), nil), []*v1.FloatingIPRange{young}); p != nil {

@@ -98,11 +98,11 @@ func TestWarnings(t *testing.T) {
 		want    []string
 	}{
 		{"10.0.0.0/24", nil, nil},
-		{"0.0.0.0/0", nil, []string{ReasonWholeAddressSpace}},
-		{"::/0", nil, []string{ReasonWholeAddressSpace}},
-		{"10.0.0.0/30", []string{"10.0.0.1-10.0.0.2"}, []string{ReasonNoCapacity}},
-		{"10.0.0.0/24", []string{"10.0.0.0/24"}, []string{ReasonNoCapacity}},
-		{"0.0.0.0/0", []string{"0.0.0.0/0"}, []string{ReasonWholeAddressSpace, ReasonNoCapacity}},
+		{"0.0.0.0/0", nil, []string{v1.ReasonWholeAddressSpace}},
+		{"::/0", nil, []string{v1.ReasonWholeAddressSpace}},
+		{"10.0.0.0/30", []string{"10.0.0.1-10.0.0.2"}, []string{v1.ReasonNoCapacity}},
+		{"10.0.0.0/24", []string{"10.0.0.0/24"}, []string{v1.ReasonNoCapacity}},
+		{"0.0.0.0/0", []string{"0.0.0.0/0"}, []string{v1.ReasonWholeAddressSpace, v1.ReasonNoCapacity}},
 	} {
 		r := rangeOf("r", tc.cidr, time.Now(), nil, tc.exclude...)
 		var got []string

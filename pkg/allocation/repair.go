@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // RepairReport says what a repair pass changed.
@@ -259,7 +260,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 			read++
 		}
 		if byUID[string(a.UID)] == nil {
-			released = append(released, fmt.Sprintf("%s/%s %s/%s", r.Name, ipam.Clip(key), a.Namespace, a.Name))
+			released = append(released, fmt.Sprintf("%s/%s %s/%s", r.Name, redact.Shorten(key, redact.MaxValue), a.Namespace, a.Name))
 			continue
 		}
 		if readable && (byObject || idx.holder[addr] != key) {

@@ -69,7 +69,7 @@ func TestSameAddressInTwoSpaces(t *testing.T) {
 		t.Errorf("site 2, the same CIDR as site 1 on another Harvester cluster: %+v", sum)
 	}
 	sum := m.Summarize(late)
-	if sum.Problem == nil || sum.Problem.Reason != ReasonOverlap || !strings.Contains(sum.Problem.Message, "site1") {
+	if sum.Problem == nil || sum.Problem.Reason != v1.ReasonOverlap || !strings.Contains(sum.Problem.Message, "site1") {
 		t.Errorf("a second overlapping range on site 1 = %+v; want Overlap naming site1", sum.Problem)
 	}
 	if _, _, err := m.Claim(ctx, "site1-late", who("d"), netip.Addr{}); err == nil {
@@ -257,7 +257,7 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 	m.rangeSeen(moved)
 
 	sum := m.Summarize(moved)
-	if sum.Problem == nil || sum.Problem.Reason != ReasonSpaceChangePending || !strings.Contains(sum.Problem.Message, "harvester1/vlan10") || sum.Used != 1 {
+	if sum.Problem == nil || sum.Problem.Reason != v1.ReasonSpaceChangePending || !strings.Contains(sum.Problem.Message, "harvester1/vlan10") || sum.Used != 1 {
 		t.Fatalf("after the move: %+v; want SpaceChangePending naming harvester1/vlan10, 1 used", sum)
 	}
 	var notReady *NotReadyError

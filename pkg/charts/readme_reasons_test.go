@@ -27,15 +27,11 @@ var eventOnlyReasons = []string{
 }
 
 // operatorReasons collects the reasons the operator's code defines: every Reason… and Problem…
-// string constant under pkg/, and the guest states a GuestConfigured condition takes as its reason
-// (outcome{reason: State…}).
+// string constant under pkg/ (the API package's reasons.go, and pkg/config's problems).
 func operatorReasons(t *testing.T) map[string]string {
 	t.Helper()
-	constant := regexp.MustCompile(`(?m)^\s*(?:const\s+)?((?:Reason|Problem|State)[A-Za-z]*)\s*(?:[A-Za-z.]+\s*)?=\s*"([A-Za-z]+)"`)
-	stateAsReason := regexp.MustCompile(`reason:\s*(State[A-Za-z]+)`)
+	constant := regexp.MustCompile(`(?m)^\s*(?:const\s+)?((?:Reason|Problem)[A-Za-z]*)\s*(?:[A-Za-z.]+\s*)?=\s*"([A-Za-z]+)"`)
 	reasons := map[string]string{} // reason -> the file defining it
-	states := map[string]string{}  // State constant -> value
-	usedStates := map[string]bool{}
 	err := filepath.WalkDir(filepath.Join(repoRoot, "pkg"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
@@ -48,26 +44,12 @@ func operatorReasons(t *testing.T) map[string]string {
 			return err
 		}
 		for _, m := range constant.FindAllStringSubmatch(string(data), -1) {
-			if strings.HasPrefix(m[1], "State") {
-				states[m[1]] = m[2]
-			} else {
-				reasons[m[2]] = p
-			}
-		}
-		for _, m := range stateAsReason.FindAllStringSubmatch(string(data), -1) {
-			usedStates[m[1]] = true
+			reasons[m[2]] = p
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for name := range usedStates {
-		if v, ok := states[name]; ok {
-			reasons[v] = "a guest state"
-		} else {
-			t.Errorf("reason: %s names no State constant", name)
-		}
 	}
 	return reasons
 }

@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 )
 
 // Mode says what happens to the objects.
@@ -79,9 +77,9 @@ type kind struct {
 // them untouched, so a reinstall finds every address held as it was.
 func kinds() []kind {
 	return []kind{
-		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPResourceName), floatingip.Finalizer},
+		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPResourceName), v1.FloatingIPFinalizer},
 		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPAllocationResourceName), ""},
-		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPRangeResourceName), floatingiprange.Finalizer},
+		{v1.SchemeGroupVersion.WithResource(v1.FloatingIPRangeResourceName), v1.RangeFinalizer},
 	}
 }
 

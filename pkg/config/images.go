@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Image reference grammar, after the distribution reference format. They are compiled once and
@@ -60,7 +62,7 @@ func (p Policy) imageProblem(at string, v interface{}) string {
 			return fmt.Sprintf("%s is not an image reference", at)
 		}
 		if !p.imageAllowed(repo) {
-			return fmt.Sprintf("%s %s is not under the deployment's allowed image prefixes (allowed-image-prefixes)", at, truncate(repo))
+			return fmt.Sprintf("%s %s is not under the deployment's allowed image prefixes (allowed-image-prefixes)", at, redact.Shorten(repo, maxEcho))
 		}
 		return ""
 	case map[string]interface{}:
@@ -84,7 +86,7 @@ func (p Policy) imageProblem(at string, v interface{}) string {
 				}
 			case "pullPolicy":
 			default:
-				return fmt.Sprintf("%s.%s is not allowed in chart values: only repository, tag and pullPolicy", at, truncate(k))
+				return fmt.Sprintf("%s.%s is not allowed in chart values: only repository, tag and pullPolicy", at, redact.Shorten(k, maxEcho))
 			}
 		}
 		return ""

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Problem is one thing wrong with the ConfigMap. Problems never stop Parse;
@@ -143,7 +144,7 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		if s := suggest(k, opts); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		problems = append(problems, Problem{Key: truncate(k), Problem: problem.Problem{Reason: ProblemUnknownKey, Message: msg}, Warning: true})
+		problems = append(problems, Problem{Key: redact.Shorten(k, maxEcho), Problem: problem.Problem{Reason: ProblemUnknownKey, Message: msg}, Warning: true})
 	}
 	return out, problems
 }

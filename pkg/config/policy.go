@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // The kinds of a chart the Policy refuses. They are also the reasons of the Events and of the
@@ -103,7 +104,7 @@ func NewPolicy(sources []string, allowHTTP bool, imagePrefixes []string) (Policy
 			continue
 		}
 		if !imageRepository.MatchString(raw) {
-			return Policy{}, fmt.Errorf("allowed image prefix %q: must be a registry and path such as ghcr.io/kube-vip", truncate(raw))
+			return Policy{}, fmt.Errorf("allowed image prefix %q: must be a registry and path such as ghcr.io/kube-vip", redact.Shorten(raw, maxEcho))
 		}
 		p.images = append(p.images, normalizeImage(raw))
 	}
@@ -287,7 +288,7 @@ func (p Policy) checkSource(ch Chart, keys chartKeys) error {
 	if err != nil || u.Host == "" {
 		return refuse("the chart source is not a valid URL")
 	}
-	shown := redactURL(truncate(raw))
+	shown := redactURL(redact.Shorten(raw, maxEcho))
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return refuse("chart source %s must not hold credentials, a query or a fragment; "+
 			"credentials come from the Secret named by the deployment", shown)

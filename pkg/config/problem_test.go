@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 func TestProblemError(t *testing.T) {
@@ -21,10 +23,10 @@ func TestProblemValueTruncated(t *testing.T) {
 		t.Fatalf("got %v", problems)
 	}
 	v := problems[0].Value
-	if len(v) > maxEcho+3 || !strings.HasSuffix(v, "...") || !strings.HasPrefix(v, "éé") {
+	if len(v) > maxEcho+3 || !strings.HasSuffix(v, redact.Ellipsis) || !strings.HasPrefix(v, "éé") {
 		t.Errorf("value not truncated sensibly: %q (%d bytes)", v, len(v))
 	}
-	if strings.ContainsRune(strings.TrimSuffix(v, "..."), '\uFFFD') {
+	if strings.ContainsRune(strings.TrimSuffix(v, redact.Ellipsis), '\uFFFD') {
 		t.Errorf("truncation split a rune: %q", v)
 	}
 }

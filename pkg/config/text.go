@@ -95,10 +95,8 @@ const maxEcho = 100
 
 // echo prepares a rejected value for a Problem.
 func echo(v string) string {
-	return truncate(redactURL(strings.TrimSpace(v)))
+	return redact.Shorten(redactURL(strings.TrimSpace(v)), maxEcho)
 }
-
-func truncate(s string) string { return redact.Shorten(s, maxEcho, "...") }
 
 // redactURL masks the user-info part and the query of anything that looks
 // like a URL. It masks everything between the scheme and the last '@' rather

@@ -398,15 +398,10 @@ func (r Release) owns(last *release.Release) error {
 		name = last.Chart.Metadata.Name
 	}
 	if name != r.chartName() {
-		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: clip(name), Want: r.chartName()}
+		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: redact.Shorten(name, maxChartName), Want: r.chartName()}
 	}
 	return nil
 }
 
-// clip keeps a name read from a guest short enough for a message.
-func clip(s string) string {
-	if len(s) > 63 {
-		return s[:63] + "…"
-	}
-	return s
-}
+// maxChartName bounds how much of a chart name read from a guest's release a message repeats.
+const maxChartName = 63

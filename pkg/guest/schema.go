@@ -116,7 +116,7 @@ func compileSchema(name string, raw []byte) (*jsonschema.Schema, error) {
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("the values.schema.json of chart %s is refused: it is not valid JSON (%s)", name, redact.Shorten(err.Error(), 200, "…"))
+		return nil, fmt.Errorf("the values.schema.json of chart %s is refused: it is not valid JSON (%s)", name, redact.Shorten(err.Error(), 200))
 	}
 	var counts schemaCounts
 	if err := checkSchemaNode(doc, 0, &counts); err != nil {
@@ -198,7 +198,7 @@ func checkSchemaNode(node interface{}, depth int, counts *schemaCounts) error {
 					return fmt.Errorf("it has more than %d references", maxSchemaRefs)
 				}
 				if s, ok := v.(string); ok && !strings.HasPrefix(s, "#") {
-					return fmt.Errorf("%s %q points outside the schema", k, redact.Shorten(s, 80, "…"))
+					return fmt.Errorf("%s %q points outside the schema", k, redact.Shorten(s, 80))
 				}
 			}
 			if err := checkSchemaNode(v, depth+1, counts); err != nil {
@@ -257,10 +257,10 @@ func (e *expansion) visit(s *jsonschema.Schema) error {
 // them. Without the anchor they are plain references, and are followed.
 func dynamicResolution(s *jsonschema.Schema) error {
 	if s.RecursiveRef != nil && s.RecursiveRef.RecursiveAnchor {
-		return fmt.Errorf("its $recursiveRef at %s resolves dynamically, which is not supported", redact.Shorten(s.Location, 120, "…"))
+		return fmt.Errorf("its $recursiveRef at %s resolves dynamically, which is not supported", redact.Shorten(s.Location, 120))
 	}
 	if d := s.DynamicRef; d != nil && d.Anchor != "" && d.Ref != nil && d.Ref.DynamicAnchor == d.Anchor {
-		return fmt.Errorf("its $dynamicRef at %s resolves dynamically, which is not supported", redact.Shorten(s.Location, 120, "…"))
+		return fmt.Errorf("its $dynamicRef at %s resolves dynamically, which is not supported", redact.Shorten(s.Location, 120))
 	}
 	return nil
 }

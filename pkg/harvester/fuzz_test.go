@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
@@ -107,7 +108,7 @@ func checkOutcome(t *testing.T, input string, c Choice, p *problem.Problem) {
 		if c != (Choice{}) {
 			t.Fatalf("%q: both a network (%+v) and a problem (%v)", input, c, p)
 		}
-		if p.Reason != ReasonInvalidNetwork || len(p.Message) > 600 {
+		if p.Reason != v1.ReasonInvalidNetwork || len(p.Message) > 600 {
 			t.Fatalf("%q: problem %s with a %d-character message", input, p.Reason, len(p.Message))
 		}
 		return

@@ -6,7 +6,9 @@ import (
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // MachineConfigKind is the kind of the Harvester node driver's machine configuration
@@ -50,13 +52,13 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 	}
 	switch {
 	case pool == nil && onHarvester:
-		return ControlPlane{}, false, problem.New(ReasonNoControlPlanePool,
+		return ControlPlane{}, false, problem.New(v1.ReasonNoControlPlanePool,
 			"no machine pool has controlPlaneRole: true, so there is no network to take the floating IP from")
 	case pool == nil:
 		return ControlPlane{}, false, nil
 	case pool.NodeConfig == nil || pool.NodeConfig.Name == "":
-		return ControlPlane{}, false, problem.New(ReasonNoMachineConfigRef,
-			"control-plane machine pool %s has no machineConfigRef naming its %s", quote(pool.Name), MachineConfigKind)
+		return ControlPlane{}, false, problem.New(v1.ReasonNoMachineConfigRef,
+			"control-plane machine pool %s has no machineConfigRef naming its %s", redact.Quote(pool.Name, MaxQuoted), MachineConfigKind)
 	case pool.NodeConfig.Kind != MachineConfigKind:
 		return ControlPlane{}, false, nil
 	}
@@ -73,8 +75,8 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 		cp.Credential = strings.TrimSpace(c.Spec.CloudCredentialSecretName)
 	}
 	if cp.Credential == "" {
-		return ControlPlane{}, false, problem.New(ReasonNoCloudCredential,
-			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", quote(pool.Name))
+		return ControlPlane{}, false, problem.New(v1.ReasonNoCloudCredential,
+			"neither control-plane machine pool %s nor the cluster names a cloudCredentialSecretName", redact.Quote(pool.Name, MaxQuoted))
 	}
 	return cp, true, nil
 }
@@ -88,14 +90,14 @@ func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespac
 	namespace, name = clusterNamespace, ref
 	if prefix, rest, ok := strings.Cut(ref, ":"); ok {
 		if prefix != globalNamespace {
-			return "", "", problem.New(ReasonInvalidCloudCredential,
-				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", quote(ref), globalNamespace)
+			return "", "", problem.New(v1.ReasonInvalidCloudCredential,
+				"cloudCredentialSecretName %s names a namespace other than %s, which Rancher does not read credentials from", redact.Quote(ref, MaxQuoted), globalNamespace)
 		}
 		namespace, name = prefix, rest
 	}
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", "", problem.New(ReasonInvalidCloudCredential,
-			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", quote(ref), globalNamespace)
+		return "", "", problem.New(v1.ReasonInvalidCloudCredential,
+			"cloudCredentialSecretName %s is neither %s:<name> nor a Secret name in the cluster's namespace", redact.Quote(ref, MaxQuoted), globalNamespace)
 	}
 	return namespace, name, nil
 }
@@ -105,14 +107,14 @@ func ParseCredentialRef(ref, clusterNamespace, globalNamespace string) (namespac
 func ClusterID(data map[string][]byte) (string, *problem.Problem) {
 	raw, ok := data[ClusterIDKey]
 	if !ok {
-		return "", problem.New(ReasonInvalidCloudCredential, "has no %s key: it is not a Harvester cloud credential", ClusterIDKey)
+		return "", problem.New(v1.ReasonInvalidCloudCredential, "has no %s key: it is not a Harvester cloud credential", ClusterIDKey)
 	}
 	id := strings.TrimSpace(string(raw))
 	if id == "" {
-		return "", problem.New(ReasonInvalidCloudCredential, "key %s is empty", ClusterIDKey)
+		return "", problem.New(v1.ReasonInvalidCloudCredential, "key %s is empty", ClusterIDKey)
 	}
 	if len(validation.IsDNS1123Subdomain(id)) > 0 {
-		return "", problem.New(ReasonInvalidCloudCredential, "key %s does not hold a management cluster id (as in c-m-abcde123)", ClusterIDKey)
+		return "", problem.New(v1.ReasonInvalidCloudCredential, "key %s does not hold a management cluster id (as in c-m-abcde123)", ClusterIDKey)
 	}
 	return id, nil
 }

@@ -8,6 +8,8 @@ import (
 	rkev1 "github.com/rancher/rancher/pkg/apis/rke.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
 
 func pool(name string, controlPlane bool, kind, config, credential string) provv1.RKEMachinePool {
@@ -52,10 +54,10 @@ func TestControlPlaneOf(t *testing.T) {
 			ok:      true, want: ControlPlane{Pool: "cp", ConfigNamespace: "fleet-default", ConfigName: "nc-cp", Credential: "cattle-global-data:cc-pool"}},
 		{name: "first control-plane pool", cluster: cluster(cc, pool("cp1", true, MachineConfigKind, "nc-1", ""), pool("cp2", true, MachineConfigKind, "nc-2", "")),
 			ok: true, want: ControlPlane{Pool: "cp1", ConfigNamespace: "fleet-default", ConfigName: "nc-1", Credential: cc}},
-		{name: "no control-plane pool", cluster: cluster(cc, pool("workers", false, MachineConfigKind, "nc-w", "")), problem: ReasonNoControlPlanePool},
-		{name: "pool without machineConfigRef", cluster: cluster(cc, pool("cp", true, "", "", "")), problem: ReasonNoMachineConfigRef},
-		{name: "machineConfigRef without name", cluster: cluster(cc, pool("cp", true, MachineConfigKind, "", "")), problem: ReasonNoMachineConfigRef},
-		{name: "no credential", cluster: cluster("", pool("cp", true, MachineConfigKind, "nc-cp", "")), problem: ReasonNoCloudCredential},
+		{name: "no control-plane pool", cluster: cluster(cc, pool("workers", false, MachineConfigKind, "nc-w", "")), problem: v1.ReasonNoControlPlanePool},
+		{name: "pool without machineConfigRef", cluster: cluster(cc, pool("cp", true, "", "", "")), problem: v1.ReasonNoMachineConfigRef},
+		{name: "machineConfigRef without name", cluster: cluster(cc, pool("cp", true, MachineConfigKind, "", "")), problem: v1.ReasonNoMachineConfigRef},
+		{name: "no credential", cluster: cluster("", pool("cp", true, MachineConfigKind, "nc-cp", "")), problem: v1.ReasonNoCloudCredential},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +96,7 @@ func TestParseCredentialRef(t *testing.T) {
 	for _, tt := range tests {
 		ns, name, p := ParseCredentialRef(tt.ref, "fleet-default", "cattle-global-data")
 		if tt.bad {
-			if p == nil || p.Reason != ReasonInvalidCloudCredential {
+			if p == nil || p.Reason != v1.ReasonInvalidCloudCredential {
 				t.Errorf("ParseCredentialRef(%q) = %s, %s, %v; want a problem", tt.ref, ns, name, p)
 			}
 			continue

@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Network is a Harvester VM network (a NetworkAttachmentDefinition). Namespace is empty when the
@@ -61,12 +63,12 @@ func NetworkOf(fields map[string]interface{}) (Choice, *problem.Problem) {
 		// A person or a tool wrote the JSON as an object instead of a string: read it all the same.
 		data, err := json.Marshal(info)
 		if err != nil {
-			return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo cannot be read: %v", err)
+			return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo cannot be read: %v", err)
 		}
 		return ParseNetworkInfo(string(data))
 	case nil:
 	default:
-		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo is a %T, not a JSON string", info)
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo is a %T, not a JSON string", info)
 	}
 	switch name := fields["networkName"].(type) {
 	case string:
@@ -75,21 +77,21 @@ func NetworkOf(fields map[string]interface{}) (Choice, *problem.Problem) {
 		}
 	case nil:
 	default:
-		return Choice{}, problem.New(ReasonInvalidNetwork, "networkName is a %T, not a string", name)
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkName is a %T, not a string", name)
 	}
-	return Choice{}, problem.New(ReasonInvalidNetwork, "has neither networkInfo nor networkName: no VM network to take the floating IP from")
+	return Choice{}, problem.New(v1.ReasonInvalidNetwork, "has neither networkInfo nor networkName: no VM network to take the floating IP from")
 }
 
 // ParseNetworkName reads networkName: "namespace/name", or a bare "name", which is used with a note.
 func ParseNetworkName(s string) (Choice, *problem.Problem) {
 	n, p := parseNetwork(s)
 	if p != nil {
-		return Choice{}, problem.New(ReasonInvalidNetwork, "networkName %s %s", quote(s), p.Message)
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkName %s %s", redact.Quote(s, MaxQuoted), p.Message)
 	}
 	c := Choice{Network: n, From: "networkName"}
 	if n.Namespace == "" {
-		c.Note = problem.New(ReasonNetworkWithoutNamespace,
-			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", quote(s), n.Name)
+		c.Note = problem.New(v1.ReasonNetworkWithoutNamespace,
+			"networkName %s has no namespace (expected namespace/name); ranges are matched by the name %s alone", redact.Quote(s, MaxQuoted), n.Name)
 	}
 	return c, nil
 }
@@ -100,10 +102,10 @@ func ParseNetworkName(s string) (Choice, *problem.Problem) {
 func ParseNetworkInfo(s string) (Choice, *problem.Problem) {
 	var info networkInfo
 	if err := json.Unmarshal([]byte(s), &info); err != nil {
-		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo is not the JSON the Harvester node driver writes (%v)", err)
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo is not the JSON the Harvester node driver writes (%v)", err)
 	}
 	if len(info.Interfaces) == 0 {
-		return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo lists no interfaces")
+		return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo lists no interfaces")
 	}
 	for i, iface := range info.Interfaces {
 		if strings.TrimSpace(iface.NetworkName) == "" {
@@ -111,16 +113,16 @@ func ParseNetworkInfo(s string) (Choice, *problem.Problem) {
 		}
 		n, p := parseNetwork(iface.NetworkName)
 		if p != nil {
-			return Choice{}, problem.New(ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, quote(iface.NetworkName), p.Message)
+			return Choice{}, problem.New(v1.ReasonInvalidNetwork, "networkInfo interface %d: networkName %s %s", i+1, redact.Quote(iface.NetworkName, MaxQuoted), p.Message)
 		}
 		c := Choice{Network: n, From: fmt.Sprintf("networkInfo interface %d of %d", i+1, len(info.Interfaces))}
 		if n.Namespace == "" {
-			c.Note = problem.New(ReasonNetworkWithoutNamespace,
-				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, quote(n.Name))
+			c.Note = problem.New(v1.ReasonNetworkWithoutNamespace,
+				"networkInfo interface %d names network %s without a namespace; ranges are matched by that name alone", i+1, redact.Quote(n.Name, MaxQuoted))
 		}
 		return c, nil
 	}
-	return Choice{}, problem.New(ReasonInvalidNetwork, "none of the %d networkInfo interfaces has a networkName", len(info.Interfaces))
+	return Choice{}, problem.New(v1.ReasonInvalidNetwork, "none of the %d networkInfo interfaces has a networkName", len(info.Interfaces))
 }
 
 // parseNetwork splits "namespace/name" or takes a bare name.
@@ -129,7 +131,7 @@ func parseNetwork(s string) (Network, *problem.Problem) {
 	parts := strings.Split(s, "/")
 	for _, part := range parts {
 		if part == "" || strings.TrimSpace(part) != part {
-			return Network{}, problem.New(ReasonInvalidNetwork, "is not namespace/name")
+			return Network{}, problem.New(v1.ReasonInvalidNetwork, "is not namespace/name")
 		}
 	}
 	var n Network
@@ -139,16 +141,16 @@ func parseNetwork(s string) (Network, *problem.Problem) {
 	case 2:
 		n = Network{Namespace: parts[0], Name: parts[1]}
 	default:
-		return Network{}, problem.New(ReasonInvalidNetwork, "is not namespace/name")
+		return Network{}, problem.New(v1.ReasonInvalidNetwork, "is not namespace/name")
 	}
 	// The network is a NetworkAttachmentDefinition: its namespace a DNS-1123 label, its name a
 	// DNS-1123 subdomain. Anything else names no network, and is not copied any further.
 	if n.Namespace != "" && len(validation.IsDNS1123Label(n.Namespace)) > 0 {
-		return Network{}, problem.New(ReasonInvalidNetwork,
+		return Network{}, problem.New(v1.ReasonInvalidNetwork,
 			"is not namespace/name: the namespace must be a DNS-1123 label (at most 63 lower-case letters, digits and '-')")
 	}
 	if len(validation.IsDNS1123Subdomain(n.Name)) > 0 {
-		return Network{}, problem.New(ReasonInvalidNetwork,
+		return Network{}, problem.New(v1.ReasonInvalidNetwork,
 			"is not namespace/name: the name must be a DNS-1123 subdomain (at most 253 lower-case letters, digits, '-' and '.')")
 	}
 	return n, nil

@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Range is what range selection needs of a FloatingIPRange: its name, its harvesterClusterName
@@ -76,9 +78,9 @@ func SelectFamilyRange(ranges []Range, harvesterCluster string, network Network,
 // NoRangeForFamily is the problem of a dual-stack guest cluster whose network has no range of
 // family f: the FloatingIPs of the other family are made, this one once such a range exists.
 func NoRangeForFamily(harvesterCluster string, network Network, f Family) *problem.Problem {
-	return problem.New(ReasonNoRangeForFamily,
+	return problem.New(v1.ReasonNoRangeForFamily,
 		"the cluster is dual-stack (cluster-cidr and service-cidr list IPv4 and IPv6), but no %s FloatingIPRange of Harvester cluster %s is annotated harvesterNetworkName=%s; its %s FloatingIP is created as soon as one is",
-		f, clip(harvesterCluster), clip(network.String()), f)
+		f, redact.Shorten(harvesterCluster, MaxQuoted), redact.Shorten(network.String(), MaxQuoted), f)
 }
 
 // Explain says, for the Events, why no range was found or why the one chosen does not name the
@@ -86,12 +88,12 @@ func NoRangeForFamily(harvesterCluster string, network Network, f Family) *probl
 func (s Selection) Explain(ok bool, harvesterCluster string, network Network) *problem.Problem {
 	switch {
 	case !ok:
-		return problem.New(ReasonNoMatchingRange,
-			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", clip(harvesterCluster))
+		return problem.New(v1.ReasonNoMatchingRange,
+			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", redact.Shorten(harvesterCluster, MaxQuoted))
 	case !s.NetworkMatched:
-		return problem.New(ReasonRangeNetworkMismatch,
+		return problem.New(v1.ReasonRangeNetworkMismatch,
 			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, the first by name",
-			plural(s.Candidates, "FloatingIPRange"), clip(harvesterCluster), clip(network.Name), s.Range)
+			plural(s.Candidates, "FloatingIPRange"), redact.Shorten(harvesterCluster, MaxQuoted), redact.Shorten(network.Name, MaxQuoted), s.Range)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package harvester
 import (
 	"strings"
 	"testing"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
 
 func TestSelectRange(t *testing.T) {
@@ -109,7 +111,7 @@ func TestSelectFamilyRange(t *testing.T) {
 
 func TestNoRangeForFamily(t *testing.T) {
 	p := NoRangeForFamily("harv1", Network{Namespace: "default", Name: "vlan10"}, IPv6)
-	if p.Reason != ReasonNoRangeForFamily || !strings.Contains(p.Message, "no IPv6 FloatingIPRange of Harvester cluster harv1 is annotated harvesterNetworkName=default/vlan10") {
+	if p.Reason != v1.ReasonNoRangeForFamily || !strings.Contains(p.Message, "no IPv6 FloatingIPRange of Harvester cluster harv1 is annotated harvesterNetworkName=default/vlan10") {
 		t.Errorf("NoRangeForFamily = %v", p)
 	}
 	if long := NoRangeForFamily(strings.Repeat("h", 5000), Network{Name: strings.Repeat("n", 5000)}, IPv4); len(long.Message) > 600 {
@@ -119,10 +121,10 @@ func TestNoRangeForFamily(t *testing.T) {
 
 func TestSelectionExplain(t *testing.T) {
 	n := Network{Namespace: "default", Name: "vlan10"}
-	if p := (Selection{}).Explain(false, "harv1", n); p == nil || p.Reason != ReasonNoMatchingRange {
+	if p := (Selection{}).Explain(false, "harv1", n); p == nil || p.Reason != v1.ReasonNoMatchingRange {
 		t.Errorf("no range: %v", p)
 	}
-	if p := (Selection{Range: "a", Candidates: 2}).Explain(true, "harv1", n); p == nil || p.Reason != ReasonRangeNetworkMismatch {
+	if p := (Selection{Range: "a", Candidates: 2}).Explain(true, "harv1", n); p == nil || p.Reason != v1.ReasonRangeNetworkMismatch {
 		t.Errorf("mismatch: %v", p)
 	}
 	if p := (Selection{Range: "a", NetworkMatched: true, Candidates: 1}).Explain(true, "harv1", n); p != nil {

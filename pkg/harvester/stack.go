@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Family is an IP address family; the zero Family is none known.
@@ -177,7 +179,7 @@ func cidrFamilies(config map[string]interface{}, key string) (familySet, string)
 			case IPv6:
 				set.v6 = true
 			default:
-				return familySet{}, fmt.Sprintf("%s lists %s, which is not a CIDR", key, quote(entry))
+				return familySet{}, fmt.Sprintf("%s lists %s, which is not a CIDR", key, redact.Quote(entry, MaxQuoted))
 			}
 		}
 	}

@@ -315,13 +315,13 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 					t.Errorf("the Harvester cloud provider's DaemonSet: %v", err)
 				}
 			}
-			translated := hasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, guestcluster.ReasonKubevipTranslated, "vip_subnet")
+			translated := hasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, v1.ReasonKubevipTranslated, "vip_subnet")
 			if translated != c.translate {
 				var seen []string
 				for _, e := range events(t, id, name+"-kubevip") {
 					seen = append(seen, e.Reason+": "+e.Message)
 				}
-				t.Errorf("an Event %s about vip_subnet: %v; want %v; the Events: %q", guestcluster.ReasonKubevipTranslated, translated, c.translate, seen)
+				t.Errorf("an Event %s about vip_subnet: %v; want %v; the Events: %q", v1.ReasonKubevipTranslated, translated, c.translate, seen)
 			}
 
 			link, err := testenv.NewLink("enp1s0", netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", octet)),

@@ -109,14 +109,14 @@ func TestDiscoveryDualStack(t *testing.T) {
 	// No IPv6 range on vlan20: the IPv4 FloatingIP, and an Event once, also when handled again.
 	r.waitFamilyFIP(v4only, "dual-v4only-kubevip", "disc-dual-vlan20", harvester.IPv4)
 	eventually(t, quick, "a NoRangeForFamily Event", func() bool {
-		return hasEvent(t, fleetNS, v4only.name, corev1.EventTypeWarning, harvester.ReasonNoRangeForFamily,
+		return hasEvent(t, fleetNS, v4only.name, corev1.EventTypeWarning, v1.ReasonNoRangeForFamily,
 			"no IPv6 FloatingIPRange of Harvester cluster harv-dual is annotated harvesterNetworkName=default/vlan20")
 	})
 	waitDecision(t, p, v4only.name, "dual-stack: waits for an IPv6 FloatingIPRange of Harvester cluster harv-dual on network default/vlan20")
 	handled := passesOver(p, v4only.name)
 	f.createRangeFor("disc-dual-vlan30", "fd00:167::/64", "harv-dual", "vlan30") // a range of the Harvester cluster wakes it
 	waitPassesOver(t, p, v4only.name, handled)
-	if n := countEvents(t, fleetNS, v4only.name, harvester.ReasonNoRangeForFamily); n != 1 {
+	if n := countEvents(t, fleetNS, v4only.name, v1.ReasonNoRangeForFamily); n != 1 {
 		t.Errorf("NoRangeForFamily recorded %d times, want once", n)
 	}
 	r.fipCount(v4only.id, 1)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 )
 
@@ -46,17 +45,17 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 		network                map[string]interface{}
 		pool                   provv1.RKEMachinePool
 	}{
-		{name: "bad-nokey", reason: harvester.ReasonInvalidCloudCredential, contains: "has no " + harvester.ClusterIDKey, credential: noKey},
-		{name: "bad-ref", reason: harvester.ReasonInvalidCloudCredential, contains: "names a namespace other than", credentialRef: "a:b:c"},
-		{name: "bad-slashes", reason: harvester.ReasonInvalidNetwork, contains: "is not namespace/name", network: vlan("vlan10/x")},
-		{name: "bad-notjson", reason: harvester.ReasonInvalidNetwork, contains: "networkInfo is not the JSON",
+		{name: "bad-nokey", reason: v1.ReasonInvalidCloudCredential, contains: "has no " + harvester.ClusterIDKey, credential: noKey},
+		{name: "bad-ref", reason: v1.ReasonInvalidCloudCredential, contains: "names a namespace other than", credentialRef: "a:b:c"},
+		{name: "bad-slashes", reason: v1.ReasonInvalidNetwork, contains: "is not namespace/name", network: vlan("vlan10/x")},
+		{name: "bad-notjson", reason: v1.ReasonInvalidNetwork, contains: "networkInfo is not the JSON",
 			network: map[string]interface{}{"networkInfo": "default/vlan10"}},
-		{name: "bad-noifaces", reason: harvester.ReasonInvalidNetwork, contains: "lists no interfaces",
+		{name: "bad-noifaces", reason: v1.ReasonInvalidNetwork, contains: "lists no interfaces",
 			network: map[string]interface{}{"networkInfo": `{"interfaces":[]}`}},
-		{name: "bad-noref", reason: harvester.ReasonNoMachineConfigRef, contains: "has no machineConfigRef", pool: noRef},
-		{name: "bad-nocp", reason: harvester.ReasonNoControlPlanePool, contains: "controlPlaneRole", pool: workers},
+		{name: "bad-noref", reason: v1.ReasonNoMachineConfigRef, contains: "has no machineConfigRef", pool: noRef},
+		{name: "bad-nocp", reason: v1.ReasonNoControlPlanePool, contains: "controlPlaneRole", pool: workers},
 		// Not fatal: the bare name is used, and the Event says so.
-		{name: "bad-bare", reason: harvester.ReasonNetworkWithoutNamespace, contains: "has no namespace", network: map[string]interface{}{"networkName": "vlan10"}},
+		{name: "bad-bare", reason: v1.ReasonNetworkWithoutNamespace, contains: "has no namespace", network: map[string]interface{}{"networkName": "vlan10"}},
 	}
 	for i, c := range cases {
 		id := fmt.Sprintf("c-m-bad%05d", i)
@@ -264,7 +263,7 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 		t.Fatalf("rm-two should still be held by its finalizer: %v", err)
 	}
 	eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
-		return hasEvent(t, fleetNS, two.name, corev1.EventTypeNormal, discovery.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
+		return hasEvent(t, fleetNS, two.name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
 	})
 
 	r.deleteCluster(one.name)

@@ -13,7 +13,6 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
-	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
@@ -63,11 +62,11 @@ func waitPassesOver(t *testing.T, p *testenv.Process, name string, n int) {
 // discoveryReasons are the reasons of discovery's Events (other controllers record their own on
 // provisioning clusters).
 var discoveryReasons = map[string]bool{
-	discovery.ReasonFloatingIPCreated: true, discovery.ReasonFloatingIPDeleted: true,
-	harvester.ReasonNoControlPlanePool: true, harvester.ReasonNoMachineConfigRef: true, harvester.ReasonNoCloudCredential: true,
-	harvester.ReasonInvalidCloudCredential: true, harvester.ReasonInvalidHarvesterCluster: true, harvester.ReasonInvalidNetwork: true,
-	harvester.ReasonNetworkWithoutNamespace: true, harvester.ReasonNoMatchingRange: true, harvester.ReasonRangeNetworkMismatch: true,
-	harvester.ReasonNoRangeForFamily: true,
+	v1.ReasonFloatingIPCreated: true, v1.ReasonFloatingIPDeleted: true,
+	v1.ReasonNoControlPlanePool: true, v1.ReasonNoMachineConfigRef: true, v1.ReasonNoCloudCredential: true,
+	v1.ReasonInvalidCloudCredential: true, v1.ReasonInvalidHarvesterCluster: true, v1.ReasonInvalidNetwork: true,
+	v1.ReasonNetworkWithoutNamespace: true, v1.ReasonNoMatchingRange: true, v1.ReasonRangeNetworkMismatch: true,
+	v1.ReasonNoRangeForFamily: true,
 }
 
 func vlan(name string) map[string]interface{} {
@@ -191,10 +190,10 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 		}
 	}
 	eventually(t, quick, "the Events", func() bool {
-		return hasEvent(t, fleetNS, "net-two", corev1.EventTypeNormal, discovery.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
-			hasEvent(t, fleetNS, "net-none", corev1.EventTypeWarning, harvester.ReasonRangeNetworkMismatch, "using disc-net-vlan10, the first by name")
+		return hasEvent(t, fleetNS, "net-two", corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
+			hasEvent(t, fleetNS, "net-none", corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "using disc-net-vlan10, the first by name")
 	})
-	if hasEvent(t, fleetNS, "net-name", corev1.EventTypeWarning, harvester.ReasonRangeNetworkMismatch, "") {
+	if hasEvent(t, fleetNS, "net-name", corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "") {
 		t.Error("a cluster whose network has a range got a RangeNetworkMismatch Event")
 	}
 }
@@ -232,7 +231,7 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 	r.create(control)
 	r.waitFIP(control.id, "ign-control-kubevip", quick)
 	eventually(t, quick, "a NoCloudCredential Event on ign-nocred", func() bool {
-		return hasEvent(t, fleetNS, "ign-nocred", corev1.EventTypeWarning, harvester.ReasonNoCloudCredential, "cloudCredentialSecretName")
+		return hasEvent(t, fleetNS, "ign-nocred", corev1.EventTypeWarning, v1.ReasonNoCloudCredential, "cloudCredentialSecretName")
 	})
 	// Each was handled and passed over; the namespace no cluster claims is no cluster's to decide.
 	for _, name := range []string{"ign-imported", "ign-custom", "ign-aws"} {
@@ -268,7 +267,7 @@ func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 	r.create(g)
 
 	eventually(t, quick, "a NoMatchingRange Event", func() bool {
-		return hasEvent(t, fleetNS, g.name, corev1.EventTypeWarning, harvester.ReasonNoMatchingRange, "harvesterClusterName=harv-late")
+		return hasEvent(t, fleetNS, g.name, corev1.EventTypeWarning, v1.ReasonNoMatchingRange, "harvesterClusterName=harv-late")
 	})
 	metric := `kubefipoperator_discovery_no_matching_range_total{harvesterclustername="harv-late"} 1`
 	if _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); !strings.Contains(body, metric) {
@@ -290,7 +289,7 @@ func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPassesOver(t, p, g.name, handled)
-	if n := countEvents(t, fleetNS, g.name, harvester.ReasonNoMatchingRange); n != 1 {
+	if n := countEvents(t, fleetNS, g.name, v1.ReasonNoMatchingRange); n != 1 {
 		t.Errorf("NoMatchingRange recorded %d times, want once", n)
 	}
 	if _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); !strings.Contains(body, metric) {

@@ -405,13 +405,13 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	f.createRange("hforeign", "10.182.0.0/28")
 	f.createFIPIn(gc.id, "hforeign-kubevip", "hforeign", "10.182.0.2")
 
-	x := f.waitFIPIn(gc.id, "hforeign-kubevip", 60*time.Second, "KubevipInstalled=False ForeignRelease", kubevipReason(guestcluster.ReasonForeignRelease))
+	x := f.waitFIPIn(gc.id, "hforeign-kubevip", 60*time.Second, "KubevipInstalled=False ForeignRelease", kubevipReason(v1.ReasonForeignRelease))
 	msg := message(x.Status.Conditions, v1.KubevipInstalled)
 	if !strings.Contains(msg, "kube-system/"+testenv.HarvesterRelease) || !strings.Contains(msg, `"`+testenv.HarvesterRelease+`"`) {
 		t.Errorf("the condition %q does not name the release and the chart it holds", msg)
 	}
 	eventually(t, 30*time.Second, "a Warning Event ForeignRelease naming the release", func() bool {
-		return hasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, guestcluster.ReasonForeignRelease, "kube-system/"+testenv.HarvesterRelease)
+		return hasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+testenv.HarvesterRelease)
 	})
 	waitGuestPasses(t, port, gc)
 	first := releaseObjects(t, gc, "kube-system", testenv.HarvesterRelease)
@@ -663,9 +663,9 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	})
 	gc.waitCIDR(t, "10.184.0.2/32", 30*time.Second)
 	eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
-		return hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, guestcluster.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
+		return hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
 	})
-	if !hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, guestcluster.ReasonInstalled, string(guestclient.Recovered)) {
+	if !hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(guestclient.Recovered)) {
 		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	waitGuestPasses(t, port, gc)

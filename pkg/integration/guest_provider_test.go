@@ -222,7 +222,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	step := func(what, reason, state, value string) {
 		t.Helper()
 		x := f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, what, guestReason(reason))
-		if x.Status.GuestState != state {
+		if string(x.Status.GuestState) != state {
 			t.Errorf("%s: guest state %q, want %q", what, x.Status.GuestState, state)
 		}
 		eventually(t, 15*time.Second, what+": status metric "+value, metric(value))

@@ -13,8 +13,6 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
@@ -146,8 +144,8 @@ func (e *lpEnv) scenarios(w *lpWorld, p *testenv.Process, timeout time.Duration)
 		{scenarioEvents, func() error {
 			return poll(timeout, "the operator's Events", stop, func() (bool, error) {
 				return e.configWarnings() >= 2 &&
-					hasEvent(e.t, fleetNS, w.a.name, corev1.EventTypeNormal, discovery.ReasonFloatingIPCreated, "") &&
-					hasEvent(e.t, w.a.id, w.a.name+"-kubevip", corev1.EventTypeNormal, floatingip.ReasonAllocated, ""), nil
+					hasEvent(e.t, fleetNS, w.a.name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "") &&
+					hasEvent(e.t, w.a.id, w.a.name+"-kubevip", corev1.EventTypeNormal, v1.ReasonAllocated, ""), nil
 			})
 		}},
 		{scenarioDeletion, func() error {

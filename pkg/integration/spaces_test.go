@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
 )
 
 // TestTwoSitesShareAPrivateRange: two Harvester clusters each have a range of the same private
@@ -270,7 +269,7 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 		return ok && v == 0
 	})
 	eventually(t, 10*time.Second, "a FloatingIPCreated Event saying the cluster gets "+addr+" back", func() bool {
-		return hasEvent(t, fleetNS, again.name, corev1.EventTypeNormal, discovery.ReasonFloatingIPCreated, "gets back "+addr)
+		return hasEvent(t, fleetNS, again.name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "gets back "+addr)
 	})
 
 	// The FloatingIP that asked for it still does not have it: now another FloatingIP holds it.

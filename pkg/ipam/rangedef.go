@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go4.org/netipx"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // rangeDef is the validated shape of a pool: what may be handed out,
@@ -32,13 +34,13 @@ func parseDef(cidr string, exclude []string) (rangeDef, error) {
 	}
 	pfx, err := netip.ParsePrefix(cidr)
 	if err != nil {
-		return rangeDef{}, fmt.Errorf("%w %s: %s", errInvalidPrefix, Quote(cidr), cause(err))
+		return rangeDef{}, fmt.Errorf("%w %s: %s", errInvalidPrefix, redact.Quote(cidr, redact.MaxValue), redact.Shorten(err.Error(), redact.MaxValue))
 	}
 	if pfx.Addr().Is4In6() {
-		return rangeDef{}, fmt.Errorf("%w %s: %w; write the IPv4 range instead", errInvalidPrefix, Quote(cidr), errMappedAddress)
+		return rangeDef{}, fmt.Errorf("%w %s: %w; write the IPv4 range instead", errInvalidPrefix, redact.Quote(cidr, redact.MaxValue), errMappedAddress)
 	}
 	if m := pfx.Masked(); m != pfx {
-		return rangeDef{}, fmt.Errorf("%w: %s should be written %s", errHostBitsSet, Quote(cidr), m)
+		return rangeDef{}, fmt.Errorf("%w: %s should be written %s", errHostBitsSet, redact.Quote(cidr, redact.MaxValue), m)
 	}
 
 	whole := netipx.RangeOfPrefix(pfx)
@@ -88,35 +90,35 @@ func parseExclude(s string, pfx netip.Prefix) (netipx.IPRange, error) {
 	case strings.Contains(s, "-"):
 		var err error
 		if r, err = netipx.ParseIPRange(s); err != nil {
-			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, redact.Quote(s, redact.MaxValue), redact.Shorten(err.Error(), redact.MaxValue))
 		}
 	case strings.Contains(s, "/"):
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, redact.Quote(s, redact.MaxValue), redact.Shorten(err.Error(), redact.MaxValue))
 		}
 		if m := p.Masked(); m != p {
-			return r, fmt.Errorf("%w %s: %w, should be written %s", errInvalidExclude, Quote(s), errHostBitsSet, m)
+			return r, fmt.Errorf("%w %s: %w, should be written %s", errInvalidExclude, redact.Quote(s, redact.MaxValue), errHostBitsSet, m)
 		}
 		r = netipx.RangeOfPrefix(p)
 	default:
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, Quote(s), cause(err))
+			return r, fmt.Errorf("%w %s: %s", errInvalidExclude, redact.Quote(s, redact.MaxValue), redact.Shorten(err.Error(), redact.MaxValue))
 		}
 		if a.Zone() != "" {
-			return r, fmt.Errorf("%w %s: zones are not allowed", errInvalidExclude, Quote(s))
+			return r, fmt.Errorf("%w %s: zones are not allowed", errInvalidExclude, redact.Quote(s, redact.MaxValue))
 		}
 		r = netipx.IPRangeFrom(a, a)
 	}
 	if r.From().Is4In6() || r.To().Is4In6() {
-		return r, fmt.Errorf("%w %s: %w; write the IPv4 address instead", errInvalidExclude, Quote(s), errMappedAddress)
+		return r, fmt.Errorf("%w %s: %w; write the IPv4 address instead", errInvalidExclude, redact.Quote(s, redact.MaxValue), errMappedAddress)
 	}
 	if r.From().Is4() != pfx.Addr().Is4() {
-		return r, fmt.Errorf("%w: exclude %s in %s range %s", ErrFamilyMismatch, Quote(s), family(pfx.Addr()), pfx)
+		return r, fmt.Errorf("%w: exclude %s in %s range %s", ErrFamilyMismatch, redact.Quote(s, redact.MaxValue), family(pfx.Addr()), pfx)
 	}
 	if !pfx.Contains(r.From()) || !pfx.Contains(r.To()) {
-		return r, fmt.Errorf("%w: exclude %s is not inside %s", errExcludeOutsideRange, Quote(s), pfx)
+		return r, fmt.Errorf("%w: exclude %s is not inside %s", errExcludeOutsideRange, redact.Quote(s, redact.MaxValue), pfx)
 	}
 	return r, nil
 }

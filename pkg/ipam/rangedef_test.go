@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 func TestNewPoolErrors(t *testing.T) {
@@ -114,8 +116,8 @@ func TestErrorsEchoBoundedInput(t *testing.T) {
 			if err == nil {
 				t.Fatal("NewPool accepted the value")
 			}
-			if n := len(err.Error()); n > 4*maxEcho {
-				t.Errorf("error is %d bytes long, want at most %d", n, 4*maxEcho)
+			if n := len(err.Error()); n > 4*redact.MaxValue {
+				t.Errorf("error is %d bytes long, want at most %d", n, 4*redact.MaxValue)
 			}
 			if !strings.Contains(err.Error(), "…") {
 				t.Errorf("error %.100q... does not show that the value was shortened", err)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,8 +24,16 @@ const MaxMessage = 1024
 // mask ordinary words.
 const MinSecret = 4
 
+// Ellipsis ends every value or text the operator cut short: the one mark of a cut.
+const Ellipsis = "…"
+
+// MaxValue bounds how much of a value read from an object (a range, an address, an annotation, an
+// allocation's key) a message or a metric label repeats: enough to recognise it, never a wall of
+// text in a condition or an Event, whatever length reached the operator.
+const MaxValue = 256
+
 // truncated ends a text that was cut.
-const truncated = "... (truncated)"
+const truncated = Ellipsis + " (truncated)"
 
 var (
 	// userinfo is the user:password@ part of a URL with a scheme, quoted or not. The authority
@@ -109,19 +118,33 @@ func Cap(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return Shorten(s, max(n-len(truncated), 0), truncated)
+	return cut(s, max(n-len(truncated), 0)) + truncated
 }
 
-// Shorten cuts s to at most n bytes, on a character boundary, and appends more when it cut: the
-// one way every message of the operator bounds a value it repeats.
-func Shorten(s string, n int, more string) string {
+// Shorten cuts s to at most n bytes, on a character boundary, and appends Ellipsis when it cut:
+// the one way every message of the operator bounds a value it repeats.
+func Shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	return cut(s, n) + Ellipsis
+}
+
+// Quote quotes s for a message, Go-quoted, with at most n bytes of it inside the quotes and
+// Ellipsis after them when it was cut.
+func Quote(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(cut(s, n)) + Ellipsis
+}
+
+// cut is the first n bytes of s, or fewer so as not to split a character; s is longer than n.
+func cut(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + more
+	return s[:n]
 }
 
 // maskAuthorization keeps the header name of an Authorization match and masks the rest.

@@ -19,11 +19,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// ReasonReloaded is the Normal Event reason of a reload; a problem's Event uses the problem's kind
-// (InvalidValue, UnknownKey, IncompleteChartSelection, ChartSourceNotAllowed,
-// ChartValuesNotAllowed) as its reason.
-const ReasonReloaded = "Reloaded"
-
 type handler struct {
 	namespace string
 	store     *config.Store
@@ -78,7 +73,7 @@ func (h *handler) OnConfigMapChange(key string, cm *corev1.ConfigMap) (*corev1.C
 
 	// Set first: a new log level applies to the lines below.
 	if h.store.Set(next) {
-		h.report(cm, ReasonReloaded, fmt.Sprintf("configuration reloaded: %s", next))
+		h.report(cm, v1.ReasonReloaded, fmt.Sprintf("configuration reloaded: %s", next))
 	}
 	logrus.Debugf("%s in force: %s", config.ConfigMapName, next)
 	return cm, nil

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -26,7 +27,7 @@ func TestEveryReason(t *testing.T) {
 		reason string
 		check  func(config.Config) bool
 	}{
-		{"a good change", map[string]string{config.KeyOperateGuestClusterInterval: "30"}, ReasonReloaded,
+		{"a good change", map[string]string{config.KeyOperateGuestClusterInterval: "30"}, v1.ReasonReloaded,
 			func(c config.Config) bool { return c.OperateGuestClusterInterval.Seconds() == 30 }},
 		{"a bad value", map[string]string{config.KeyOperateGuestClusterInterval: "soon", config.KeyLogLevel: "debug"}, string(config.ProblemInvalidValue),
 			func(c config.Config) bool {

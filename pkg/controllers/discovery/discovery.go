@@ -32,12 +32,6 @@ import (
 // It never changes.
 const HandlerName = "kube-fip-discovery"
 
-// Event reasons of discovery's own actions; the reasons of problems are in pkg/harvester.
-const (
-	ReasonFloatingIPCreated = "FloatingIPCreated"
-	ReasonFloatingIPDeleted = "FloatingIPDeleted"
-)
-
 type handler struct {
 	ctx context.Context
 	c   *controllers.Context

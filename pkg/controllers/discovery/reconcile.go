@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // waitingError says which object a cluster waits for. It is not a failure: the watch on that
@@ -159,7 +159,7 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 		if !ok {
 			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
 			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
-				f, harvester.Clip(p.harvester), p.network.Network, harvester.ReasonNoRangeForFamily))
+				f, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, v1.ReasonNoRangeForFamily))
 			continue
 		}
 		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
@@ -295,7 +295,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
 		if !ok {
 			if h.report(key, c, note) {
-				h.c.Metrics.DiscoveryNoRange.WithLabelValues(harvester.Clip(p.harvester)).Inc()
+				h.c.Metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
 			}
 			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
 		}
@@ -340,7 +340,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		},
 		// The FloatingIP controller's own finalizer, set at birth: that controller would otherwise
 		// add it with an update of its own before claiming the address, one more write per cluster.
-		Finalizers: []string{floatingip.Finalizer},
+		Finalizers: []string{v1.FloatingIPFinalizer},
 	}}
 	var proposal netip.Addr
 	rangeName := n.rng
@@ -366,7 +366,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		return false, fmt.Errorf("creating FloatingIP %s/%s for guest cluster %s: %w", fip.Namespace, fip.Name, key, err)
 	}
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
-		fip.Namespace, fip.Name, rangeName, harvester.Clip(p.harvester), p.network.Network, p.config, p.network.From)
+		fip.Namespace, fip.Name, rangeName, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, p.config, p.network.From)
 	for _, r := range retained {
 		if r.Range == rangeName && r.Addr == proposal {
 			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
@@ -375,7 +375,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
 	}
-	h.c.Recorder.Event(c, v1.EventType(ReasonFloatingIPCreated), ReasonFloatingIPCreated, msg)
+	h.c.Recorder.Event(c, v1.EventType(v1.ReasonFloatingIPCreated), v1.ReasonFloatingIPCreated, msg)
 	return true, nil
 }
 

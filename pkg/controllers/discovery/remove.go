@@ -74,7 +74,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
 		if c != nil {
-			h.c.Recorder.Event(c, v1.EventType(ReasonFloatingIPDeleted), ReasonFloatingIPDeleted, msg)
+			h.c.Recorder.Event(c, v1.EventType(v1.ReasonFloatingIPDeleted), v1.ReasonFloatingIPDeleted, msg)
 		}
 	}
 	return errors.Join(errs...)

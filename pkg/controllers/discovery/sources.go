@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
@@ -54,7 +55,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	}
 	display := strings.TrimSpace(mc.Spec.DisplayName)
 	if display == "" {
-		return "", problem.New(harvester.ReasonInvalidHarvesterCluster,
+		return "", problem.New(v1.ReasonInvalidHarvesterCluster,
 			"Harvester management cluster %s (from cloud credential %s) has no spec.displayName to match ranges by", id, credential)
 	}
 	return display, nil
@@ -71,7 +72,7 @@ func (h *handler) retryCredential(key string) {
 func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
 	ref := "HarvesterConfig " + cp.ConfigNamespace + "/" + cp.ConfigName
 	if cp.ConfigNamespace != h.c.FleetNamespace {
-		return harvester.Choice{}, problem.New(harvester.ReasonNoMachineConfigRef,
+		return harvester.Choice{}, problem.New(v1.ReasonNoMachineConfigRef,
 			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.c.FleetNamespace)
 	}
 	obj, err := h.machineConfigs.ByNamespace(cp.ConfigNamespace).Get(cp.ConfigName)

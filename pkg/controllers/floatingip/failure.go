@@ -7,19 +7,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
-)
-
-// Reasons of failures the FloatingIP cannot fix by itself; they are retried with backoff.
-const (
-	// ReasonAllocationFailed: claiming, recording or releasing the address failed for a reason
-	// outside the FloatingIP (the API server, a webhook, a timeout).
-	ReasonAllocationFailed = "AllocationFailed"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // failure turns an error explain does not know into a reason and a message.
 func failure(err error) (reason, msg string) {
-	return ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", ipam.Clip(err.Error()))
+	return v1.ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
 }
 
 // fail shows err on f as Ready=False and Stalled (and Allocated=False when f holds no address

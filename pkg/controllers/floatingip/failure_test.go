@@ -93,10 +93,10 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 		err        error
 		wantReason string
 	}{
-		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), ReasonAllocationFailed},
-		{"API failure", apierrors.NewInternalError(errors.New("etcd is unhappy")), ReasonAllocationFailed},
-		{"timeout", apierrors.NewTimeoutError("request timed out", 1), ReasonAllocationFailed},
-		{"huge error text", apierrors.NewBadRequest(strings.Repeat("x", 1<<20)), ReasonAllocationFailed},
+		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), v1.ReasonAllocationFailed},
+		{"API failure", apierrors.NewInternalError(errors.New("etcd is unhappy")), v1.ReasonAllocationFailed},
+		{"timeout", apierrors.NewTimeoutError("request timed out", 1), v1.ReasonAllocationFailed},
+		{"huge error text", apierrors.NewBadRequest(strings.Repeat("x", 1<<20)), v1.ReasonAllocationFailed},
 		{"conflict", apierrors.NewConflict(v1.Resource("floatingipranges"), "r", errors.New("modified")), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

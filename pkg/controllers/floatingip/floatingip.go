@@ -28,16 +28,13 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// HandlerName names the handlers and so their finalizer; it never changes.
+// HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
+// v1.FloatingIPFinalizer on every FloatingIP. It never changes.
 const HandlerName = "kube-fip-floatingip"
-
-// Finalizer is the finalizer wrangler's OnRemove puts on every FloatingIP for HandlerName: the
-// address is released before the FloatingIP goes.
-const Finalizer = "wrangler.cattle.io/" + HandlerName
 
 type handler struct {
 	ctx      context.Context
@@ -102,16 +99,16 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		addr, err := netip.ParseAddr(f.Spec.IPAddress)
 		if err != nil {
 			// The schema keeps this out; an object from before the schema may still carry it.
-			return h.refuse(f, status, ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", ipam.Quote(f.Spec.IPAddress)))
+			return h.refuse(f, status, v1.ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", redact.Quote(f.Spec.IPAddress, redact.MaxValue)))
 		}
 		want = addr.Unmap()
 	}
 	if rangeName == "" {
-		return h.refuse(f, status, ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
+		return h.refuse(f, status, v1.ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
 	}
 
 	if msg, ok := h.namespaceAllowed(f, rangeName, want); !ok {
-		return h.refuse(f, status, ReasonNamespaceNotAllowed, msg)
+		return h.refuse(f, status, v1.ReasonNamespaceNotAllowed, msg)
 	}
 
 	claim := h.alloc.Claim
@@ -124,7 +121,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		if reason == "" {
 			return f, err
 		}
-		if reason == ReasonIPConflict && !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
+		if reason == v1.ReasonIPConflict && !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 			h.metrics.AllocationConflicts.WithLabelValues(rangeName).Inc()
 		}
 		updated, uerr := h.refuse(f, status, reason, msg)
@@ -152,12 +149,12 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
 	if status.IPAddress != addr.String() || status.Range != rangeName {
-		h.recorder.Event(f, v1.EventType(ReasonAllocated), ReasonAllocated, msg)
+		h.recorder.Event(f, v1.EventType(v1.ReasonAllocated), v1.ReasonAllocated, msg)
 	}
 	oldRange := status.Range
 	status.IPAddress = addr.String()
 	status.Range = rangeName
-	v1.SetCondition(status, v1.Allocated, true, ReasonAllocated, msg)
+	v1.SetCondition(status, v1.Allocated, true, v1.ReasonAllocated, msg)
 	v1.SetReady(status)
 	updated, err := h.writeStatus(f, status)
 	if err != nil {
@@ -246,7 +243,7 @@ func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 			for _, a := range kept {
 				msg := fmt.Sprintf("%s is retained for a cluster re-created as %s/%s for %s", a, cluster.Namespace, cluster.Name, retention)
 				logrus.Infof("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
-				h.recorder.Event(f, v1.EventType(ReasonRetained), ReasonRetained, msg)
+				h.recorder.Event(f, v1.EventType(v1.ReasonRetained), v1.ReasonRetained, msg)
 			}
 		}
 	}
@@ -266,7 +263,7 @@ func (h *handler) release(f *v1.FloatingIP, name string, addrs ...netip.Addr) ([
 	}
 	for _, a := range released {
 		msg := fmt.Sprintf("released %s in FloatingIPRange %s", a, name)
-		h.recorder.Event(f, v1.EventType(ReasonReleased), ReasonReleased, msg)
+		h.recorder.Event(f, v1.EventType(v1.ReasonReleased), v1.ReasonReleased, msg)
 	}
 	return released, nil
 }

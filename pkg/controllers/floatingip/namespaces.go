@@ -56,7 +56,7 @@ func (h *handler) OnManagementClusterChange(_ string, m *mgmtv3.Cluster) (*mgmtv
 		return m, err
 	}
 	for _, f := range fips {
-		if c, ok := v1.GetCondition(f.Status.Conditions, v1.Allocated); ok && c.Reason == ReasonNamespaceNotAllowed {
+		if c, ok := v1.GetCondition(f.Status.Conditions, v1.Allocated); ok && c.Reason == v1.ReasonNamespaceNotAllowed {
 			h.fips.Enqueue(f.Namespace, f.Name)
 		}
 	}

@@ -7,30 +7,8 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
-)
-
-// Condition reasons of a FloatingIP.
-const (
-	ReasonAllocated = "Allocated"
-	ReasonReleased  = "Released"
-	// ReasonRetained: the FloatingIP of a deleted guest cluster went, and its address is kept for
-	// a cluster re-created under the same name.
-	ReasonRetained       = "Retained"
-	ReasonRangeNotSet    = "RangeNotSet"
-	ReasonRangeNotFound  = "RangeNotFound"
-	ReasonRangeNotReady  = "RangeNotReady"
-	ReasonRangeExhausted = "RangeExhausted"
-	ReasonIPConflict     = "IPConflict"
-	// ReasonIPRetained: the address asked for is kept for a deleted guest cluster.
-	ReasonIPRetained     = "IPRetained"
-	ReasonOutOfRange     = "OutOfRange"
-	ReasonExcluded       = "Excluded"
-	ReasonReserved       = "Reserved"
-	ReasonInvalidAddress = "InvalidAddress"
-	// ReasonNamespaceNotAllowed: the FloatingIP is in a namespace of no Rancher guest cluster,
-	// and its range does not list the namespace in spec.allowedNamespaces.
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 )
 
 // explain turns a failed claim into a condition reason and a message a person can act on. An empty
@@ -43,23 +21,23 @@ func explain(err error, rangeName string, want netip.Addr) (reason, msg string, 
 	var retained *allocation.RetainedError
 	switch {
 	case errors.As(err, &retained):
-		return ReasonIPRetained, fmt.Sprintf("%s is retained in FloatingIPRange %s for guest cluster %s/%s, deleted, until %s; it is allocated here once released, or at once if FloatingIPAllocation %s is deleted",
+		return v1.ReasonIPRetained, fmt.Sprintf("%s is retained in FloatingIPRange %s for guest cluster %s/%s, deleted, until %s; it is allocated here once released, or at once if FloatingIPAllocation %s is deleted",
 			want, rangeName, retained.Cluster.Namespace, retained.Cluster.Name, retained.Until.UTC().Format(time.RFC3339), retained.Allocation), nil
 	case errors.Is(err, allocation.ErrRangeNotFound):
-		return ReasonRangeNotFound, fmt.Sprintf("FloatingIPRange %s does not exist; the address is allocated as soon as it does", rangeName), nil
+		return v1.ReasonRangeNotFound, fmt.Sprintf("FloatingIPRange %s does not exist; the address is allocated as soon as it does", rangeName), nil
 	case errors.As(err, &notReady):
-		return ReasonRangeNotReady, fmt.Sprintf("FloatingIPRange %s cannot hand out addresses now (%s): %s", rangeName, notReady.Problem.Reason, notReady.Problem.Message), nil
+		return v1.ReasonRangeNotReady, fmt.Sprintf("FloatingIPRange %s cannot hand out addresses now (%s): %s", rangeName, notReady.Problem.Reason, notReady.Problem.Message), nil
 	case errors.As(err, &taken):
-		return ReasonIPConflict, fmt.Sprintf("%s is held by FloatingIP %s/%s in FloatingIPRange %s; it is allocated here once released there",
+		return v1.ReasonIPConflict, fmt.Sprintf("%s is held by FloatingIP %s/%s in FloatingIPRange %s; it is allocated here once released there",
 			want, taken.Holder.Namespace, taken.Holder.Name, rangeName), nil
 	case errors.Is(err, ipam.ErrExhausted):
-		return ReasonRangeExhausted, fmt.Sprintf("FloatingIPRange %s has no free address; one is allocated here as soon as another is released", rangeName), nil
+		return v1.ReasonRangeExhausted, fmt.Sprintf("FloatingIPRange %s has no free address; one is allocated here as soon as another is released", rangeName), nil
 	case errors.Is(err, ipam.ErrExcluded):
-		return ReasonExcluded, fmt.Sprintf("%s is excluded from FloatingIPRange %s (spec.exclude)", want, rangeName), nil
+		return v1.ReasonExcluded, fmt.Sprintf("%s is excluded from FloatingIPRange %s (spec.exclude)", want, rangeName), nil
 	case errors.Is(err, ipam.ErrReserved):
-		return ReasonReserved, fmt.Sprintf("%s is the network, broadcast or subnet-router address of FloatingIPRange %s and is never handed out", want, rangeName), nil
+		return v1.ReasonReserved, fmt.Sprintf("%s is the network, broadcast or subnet-router address of FloatingIPRange %s and is never handed out", want, rangeName), nil
 	case errors.Is(err, ipam.ErrOutOfRange), errors.Is(err, ipam.ErrFamilyMismatch):
-		return ReasonOutOfRange, fmt.Sprintf("%s is not inside FloatingIPRange %s", want, rangeName), nil
+		return v1.ReasonOutOfRange, fmt.Sprintf("%s is not inside FloatingIPRange %s", want, rangeName), nil
 	}
 	return "", "", err
 }

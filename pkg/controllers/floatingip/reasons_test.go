@@ -122,24 +122,24 @@ func TestEveryReason(t *testing.T) {
 		event     string
 		inMessage string
 	}{
-		{"dynamic", fip("a", "r", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.1 in FloatingIPRange r"},
-		{"static", fip("b", "r", "10.0.0.3"), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.3"},
-		{"taken", fip("c", "r", "10.0.0.3"), ReasonIPConflict, corev1.ConditionFalse, "Warning", "held by FloatingIP c-m-1/b"},
-		{"outside", fip("d", "r", "10.9.0.1"), ReasonOutOfRange, corev1.ConditionFalse, "Warning", "not inside FloatingIPRange r"},
-		{"excluded", fip("e", "r", "10.0.0.5"), ReasonExcluded, corev1.ConditionFalse, "Warning", "excluded"},
-		{"broadcast", fip("f", "r", "10.0.0.7"), ReasonReserved, corev1.ConditionFalse, "Warning", "never handed out"},
-		{"no range named", fip("g", "", ""), ReasonRangeNotSet, corev1.ConditionFalse, "Warning", v1.AnnotationFloatingIPRange},
-		{"no such range", fip("h", "nope", ""), ReasonRangeNotFound, corev1.ConditionFalse, "Normal", "FloatingIPRange nope does not exist"},
-		{"invalid range", fip("i", "invalid", ""), ReasonRangeNotReady, corev1.ConditionFalse, "Warning", "cannot hand out addresses"},
-		{"last address", fip("j", "full", ""), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.1.0.7"},
-		{"full range", fip("k", "full", ""), ReasonRangeExhausted, corev1.ConditionFalse, "Warning", "no free address"},
-		{"not an address", fip("l", "r", "ten"), ReasonInvalidAddress, corev1.ConditionFalse, "Warning", "not an IP address"},
-		{"namespace of no guest", in("team-b", fip("m", "r", "")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
+		{"dynamic", fip("a", "r", ""), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.1 in FloatingIPRange r"},
+		{"static", fip("b", "r", "10.0.0.3"), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.0.0.3"},
+		{"taken", fip("c", "r", "10.0.0.3"), v1.ReasonIPConflict, corev1.ConditionFalse, "Warning", "held by FloatingIP c-m-1/b"},
+		{"outside", fip("d", "r", "10.9.0.1"), v1.ReasonOutOfRange, corev1.ConditionFalse, "Warning", "not inside FloatingIPRange r"},
+		{"excluded", fip("e", "r", "10.0.0.5"), v1.ReasonExcluded, corev1.ConditionFalse, "Warning", "excluded"},
+		{"broadcast", fip("f", "r", "10.0.0.7"), v1.ReasonReserved, corev1.ConditionFalse, "Warning", "never handed out"},
+		{"no range named", fip("g", "", ""), v1.ReasonRangeNotSet, corev1.ConditionFalse, "Warning", v1.AnnotationFloatingIPRange},
+		{"no such range", fip("h", "nope", ""), v1.ReasonRangeNotFound, corev1.ConditionFalse, "Normal", "FloatingIPRange nope does not exist"},
+		{"invalid range", fip("i", "invalid", ""), v1.ReasonRangeNotReady, corev1.ConditionFalse, "Warning", "cannot hand out addresses"},
+		{"last address", fip("j", "full", ""), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.1.0.7"},
+		{"full range", fip("k", "full", ""), v1.ReasonRangeExhausted, corev1.ConditionFalse, "Warning", "no free address"},
+		{"not an address", fip("l", "r", "ten"), v1.ReasonInvalidAddress, corev1.ConditionFalse, "Warning", "not an IP address"},
+		{"namespace of no guest", in("team-b", fip("m", "r", "")), v1.ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
 			"namespace team-b belongs to no Rancher guest cluster (no management cluster team-b) and FloatingIPRange r does not list it"},
-		{"guest-like namespace without its cluster", in("c-m-2", fip("n", "r", "10.0.0.2")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
+		{"guest-like namespace without its cluster", in("c-m-2", fip("n", "r", "10.0.0.2")), v1.ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning",
 			"no management cluster c-m-2"},
-		{"namespace of another range", in("team-a", fip("o", "r", "")), ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning", "FloatingIPRange r"},
-		{"namespace the range allows", in("team-a", fip("p", "team", "")), ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.3.0.1"},
+		{"namespace of another range", in("team-a", fip("o", "r", "")), v1.ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning", "FloatingIPRange r"},
+		{"namespace the range allows", in("team-a", fip("p", "team", "")), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.3.0.1"},
 	} {
 		before := len(fips.written)
 		if _, err := h.OnFloatingIPChange("c-m-1/"+tc.f.Name, tc.f); err != nil {
@@ -179,22 +179,22 @@ func TestEveryReason(t *testing.T) {
 	if _, err := h.OnFloatingIPChange("team-a/p", p); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonAllocated {
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonAllocated {
 		t.Errorf("a holder whose namespace is no longer allowed: Allocated %s %q; want it kept", c.Reason, c.Message)
 	}
 	moved := in("team-a", fip("p", "team", "10.3.0.4"))
 	if _, err := h.OnFloatingIPChange("team-a/p", moved); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonNamespaceNotAllowed {
-		t.Errorf("the holder asking for another address: Allocated %s %q; want %s", c.Reason, c.Message, ReasonNamespaceNotAllowed)
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
+		t.Errorf("the holder asking for another address: Allocated %s %q; want %s", c.Reason, c.Message, v1.ReasonNamespaceNotAllowed)
 	}
 	q := in("team-a", fip("q", "team", "10.3.0.2"))
 	if _, err := h.OnFloatingIPChange("team-a/q", q); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != ReasonNamespaceNotAllowed {
-		t.Errorf("a new FloatingIP in a namespace no longer allowed: Allocated %s %q; want %s", c.Reason, c.Message, ReasonNamespaceNotAllowed)
+	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
+		t.Errorf("a new FloatingIP in a namespace no longer allowed: Allocated %s %q; want %s", c.Reason, c.Message, v1.ReasonNamespaceNotAllowed)
 	}
 	for len(recorder.Events) > 0 {
 		<-recorder.Events
@@ -210,8 +210,8 @@ func TestEveryReason(t *testing.T) {
 	}
 	select {
 	case e := <-recorder.Events:
-		if !strings.HasPrefix(e, "Normal "+ReasonReleased+" ") || !strings.Contains(e, "10.0.0.1") {
-			t.Errorf("Event %q, want Normal %s of 10.0.0.1", e, ReasonReleased)
+		if !strings.HasPrefix(e, "Normal "+v1.ReasonReleased+" ") || !strings.Contains(e, "10.0.0.1") {
+			t.Errorf("Event %q, want Normal %s of 10.0.0.1", e, v1.ReasonReleased)
 		}
 	default:
 		t.Error("no Released Event")

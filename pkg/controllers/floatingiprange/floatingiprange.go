@@ -26,29 +26,17 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// HandlerName names the handlers and so their finalizer; it never changes.
+// HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
+// v1.RangeFinalizer on every range. It never changes.
 const HandlerName = "kube-fip-floatingiprange"
-
-// Finalizer is the finalizer wrangler's OnRemove puts on every range for HandlerName: a range is
-// not deleted while it still has allocations.
-const Finalizer = "wrangler.cattle.io/" + HandlerName
 
 // ByRangeIndex indexes FloatingIPs by the range their fiprange annotation names.
 const ByRangeIndex = "kubefip.k8s.binbash.org/floatingip-by-range"
-
-// Condition reasons of a range.
-const (
-	ReasonReady           = "Ready"
-	ReasonDeletionBlocked = "DeletionBlocked"
-	// ReasonStatusUpdateFailed: the range's status could not be written (too large, rejected, the
-	// API server failing); it is retried.
-	ReasonStatusUpdateFailed = "StatusUpdateFailed"
-)
 
 type handler struct {
 	ctx      context.Context
@@ -134,8 +122,8 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 		}
 	} else {
 		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
-		if v1.SetCondition(status, v1.Ready, true, ReasonReady, "") && r.Status.ObservedGeneration != 0 {
-			h.recorder.Event(r, v1.EventType(ReasonReady), ReasonReady, msg)
+		if v1.SetCondition(status, v1.Ready, true, v1.ReasonReady, "") && r.Status.ObservedGeneration != 0 {
+			h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)
 		}
 	}
 
@@ -243,23 +231,23 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	msg := fmt.Sprintf("writing the status failed and is retried: %s", ipam.Clip(err.Error()))
+	msg := fmt.Sprintf("writing the status failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
 	stored := r.DeepCopy()
-	if !v1.SetCondition(stored, v1.Ready, false, ReasonStatusUpdateFailed, msg) {
+	if !v1.SetCondition(stored, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
 		return
 	}
-	h.recorder.Event(r, v1.EventType(ReasonStatusUpdateFailed), ReasonStatusUpdateFailed, msg)
+	h.recorder.Event(r, v1.EventType(v1.ReasonStatusUpdateFailed), v1.ReasonStatusUpdateFailed, msg)
 	if _, werr := h.ranges.UpdateStatus(stored); werr != nil {
-		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, ReasonStatusUpdateFailed, werr)
+		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, v1.ReasonStatusUpdateFailed, werr)
 	}
 }
 
 func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 	l := metrics.RangeLabels{
 		Name:             r.Name,
-		CIDR:             ipam.Clip(r.Spec.IPRange),
-		HarvesterCluster: ipam.Clip(r.Annotations[v1.AnnotationHarvesterClusterName]),
-		HarvesterNetwork: ipam.Clip(r.Annotations[v1.AnnotationHarvesterNetworkName]),
+		CIDR:             redact.Shorten(r.Spec.IPRange, redact.MaxValue),
+		HarvesterCluster: redact.Shorten(r.Annotations[v1.AnnotationHarvesterClusterName], redact.MaxValue),
+		HarvesterNetwork: redact.Shorten(r.Annotations[v1.AnnotationHarvesterNetworkName], redact.MaxValue),
 	}
 	h.mu.Lock()
 	if old, ok := h.labels[r.Name]; ok && old != l {
@@ -278,8 +266,8 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if n := h.alloc.Count(r); n > 0 {
 		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
 		status := r.Status.DeepCopy()
-		if v1.SetCondition(status, v1.Ready, false, ReasonDeletionBlocked, msg) {
-			h.recorder.Event(r, v1.EventType(ReasonDeletionBlocked), ReasonDeletionBlocked, msg)
+		if v1.SetCondition(status, v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
+			h.recorder.Event(r, v1.EventType(v1.ReasonDeletionBlocked), v1.ReasonDeletionBlocked, msg)
 			r = r.DeepCopy()
 			r.Status = *status
 			if updated, err := h.ranges.UpdateStatus(r); err == nil {

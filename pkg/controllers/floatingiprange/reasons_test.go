@@ -124,15 +124,15 @@ func TestEveryRangeReason(t *testing.T) {
 		reason   string
 		event    string // "" when the first pass records none
 	}{
-		{"valid", []*v1.FloatingIPRange{newRange("ok", "10.3.0.0/29", 0)}, "", nil, v1.Ready, corev1.ConditionTrue, ReasonReady, ""},
-		{"invalid", []*v1.FloatingIPRange{newRange("bad", "10.3.0.0/33", 0)}, "", nil, v1.Ready, corev1.ConditionFalse, allocation.ReasonInvalidRange, "Warning"},
+		{"valid", []*v1.FloatingIPRange{newRange("ok", "10.3.0.0/29", 0)}, "", nil, v1.Ready, corev1.ConditionTrue, v1.ReasonReady, ""},
+		{"invalid", []*v1.FloatingIPRange{newRange("bad", "10.3.0.0/33", 0)}, "", nil, v1.Ready, corev1.ConditionFalse, v1.ReasonInvalidRange, "Warning"},
 		{"overlap", []*v1.FloatingIPRange{newRange("young", "10.3.0.0/30", 0), newRange("old", "10.3.0.0/29", time.Hour)}, "", nil,
-			v1.Ready, corev1.ConditionFalse, allocation.ReasonOverlap, "Warning"},
+			v1.Ready, corev1.ConditionFalse, v1.ReasonOverlap, "Warning"},
 		{"orphans", []*v1.FloatingIPRange{shrunk}, "10.5.0.6", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.5.0.0/30" },
-			v1.Ready, corev1.ConditionFalse, allocation.ReasonOrphanedAllocations, "Warning"},
-		{"whole address space", []*v1.FloatingIPRange{newRange("all", "0.0.0.0/0", 0)}, "", nil, v1.Warning, corev1.ConditionTrue, allocation.ReasonWholeAddressSpace, "Warning"},
+			v1.Ready, corev1.ConditionFalse, v1.ReasonOrphanedAllocations, "Warning"},
+		{"whole address space", []*v1.FloatingIPRange{newRange("all", "0.0.0.0/0", 0)}, "", nil, v1.Warning, corev1.ConditionTrue, v1.ReasonWholeAddressSpace, "Warning"},
 		{"nothing to hand out", []*v1.FloatingIPRange{newRange("none", "10.4.0.0/30", 0, "10.4.0.1-10.4.0.2")}, "", nil,
-			v1.Warning, corev1.ConditionTrue, allocation.ReasonNoCapacity, "Warning"},
+			v1.Warning, corev1.ConditionTrue, v1.ReasonNoCapacity, "Warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, api, events := rangeHandler(t, tc.ranges...)
@@ -178,16 +178,16 @@ func TestEveryRangeReason(t *testing.T) {
 func TestReadyAgainIsAnnounced(t *testing.T) {
 	r := newRange("back", "10.6.0.0/29", 0)
 	r.Status.ObservedGeneration = 1
-	v1.SetCondition(r, v1.Ready, false, allocation.ReasonInvalidRange, "was invalid")
+	v1.SetCondition(r, v1.Ready, false, v1.ReasonInvalidRange, "was invalid")
 	h, api, events := rangeHandler(t, r)
 	if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready); c.Reason != ReasonReady {
+	if c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready); c.Reason != v1.ReasonReady {
 		t.Errorf("Ready reason %q", c.Reason)
 	}
-	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+ReasonReady+" ") {
-		t.Errorf("Event %q, want Normal %s", e, ReasonReady)
+	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+v1.ReasonReady+" ") {
+		t.Errorf("Event %q, want Normal %s", e, v1.ReasonReady)
 	}
 }
 
@@ -205,13 +205,13 @@ func TestDeletionBlocked(t *testing.T) {
 		t.Fatalf("err = %v, want ErrSkip to keep the finalizer", err)
 	}
 	c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready)
-	if c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
-		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, ReasonDeletionBlocked)
+	if c.Reason != v1.ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
+		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, v1.ReasonDeletionBlocked)
 	}
-	if c, ok := v1.GetCondition(api.written[0].Status.Conditions, v1.Reconciling); !ok || c.Reason != ReasonDeletionBlocked {
-		t.Errorf("Reconciling = %+v, %v; want True with reason %s: the deletion goes on by itself", c, ok, ReasonDeletionBlocked)
+	if c, ok := v1.GetCondition(api.written[0].Status.Conditions, v1.Reconciling); !ok || c.Reason != v1.ReasonDeletionBlocked {
+		t.Errorf("Reconciling = %+v, %v; want True with reason %s: the deletion goes on by itself", c, ok, v1.ReasonDeletionBlocked)
 	}
-	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+ReasonDeletionBlocked+" ") {
+	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+v1.ReasonDeletionBlocked+" ") {
 		t.Errorf("Event %q; want a Normal one", e)
 	}
 	if _, err := h.alloc.Release(context.Background(), r.Name, owner.UID); err != nil {

@@ -58,14 +58,14 @@ func TestStatusWriteFailureReachesTheRange(t *testing.T) {
 				t.Fatalf("%d status writes; want 1", len(writes.written))
 			}
 			c, ok := v1.GetCondition(writes.written[0].Status.Conditions, v1.Ready)
-			if !ok || c.Status != "False" || c.Reason != ReasonStatusUpdateFailed {
-				t.Errorf("Ready = %+v; want False, %s", c, ReasonStatusUpdateFailed)
+			if !ok || c.Status != "False" || c.Reason != v1.ReasonStatusUpdateFailed {
+				t.Errorf("Ready = %+v; want False, %s", c, v1.ReasonStatusUpdateFailed)
 			}
 			if len(c.Message) > 400 {
 				t.Errorf("the condition repeats %d bytes of the error; want it capped", len(c.Message))
 			}
-			if ev := <-events.Events; !strings.HasPrefix(ev, "Warning "+ReasonStatusUpdateFailed) || len(ev) > 450 {
-				t.Errorf("Event %.120q (%d bytes); want a bounded Warning %s", ev, len(ev), ReasonStatusUpdateFailed)
+			if ev := <-events.Events; !strings.HasPrefix(ev, "Warning "+v1.ReasonStatusUpdateFailed) || len(ev) > 450 {
+				t.Errorf("Event %.120q (%d bytes); want a bounded Warning %s", ev, len(ev), v1.ReasonStatusUpdateFailed)
 			}
 			// The same failure again, on the range as it now shows: nothing new.
 			h.statusFailed(writes.written[0], tc.err)

@@ -58,9 +58,9 @@ func TestChartCredentialsSecretNamesItsSource(t *testing.T) {
 			given := withChartSecret(w, data)
 			f, events := w.pass(t, testCluster+"-kubevip")
 			reason, status, message := reasonOf(f, v1.KubevipInstalled)
-			if reason != ReasonChartCredentials || status != corev1.ConditionFalse || !strings.Contains(message, tc.says) ||
+			if reason != v1.ReasonChartCredentials || status != corev1.ConditionFalse || !strings.Contains(message, tc.says) ||
 				!strings.Contains(message, "kube-fip/chart-creds") {
-				t.Errorf("KubevipInstalled = %s/%s %q; want %s naming the Secret and saying %q", status, reason, message, ReasonChartCredentials, tc.says)
+				t.Errorf("KubevipInstalled = %s/%s %q; want %s naming the Secret and saying %q", status, reason, message, v1.ReasonChartCredentials, tc.says)
 			}
 			if len(given) != 0 {
 				t.Errorf("charts were fetched with a Secret that names no valid source: %v", len(given))
@@ -95,8 +95,8 @@ func TestChartCredentialsGoOnlyToTheirSource(t *testing.T) {
 			w.cfg.KubevipCloudProvider.Ref, w.cfg.KubevipCloudProvider.Version = providerRef, "0.2.10"
 			f, events := w.pass(t, testCluster+"-kubevip")
 			reason, status, message := reasonOf(f, v1.KubevipInstalled)
-			if reason != ReasonInstalled || status != corev1.ConditionTrue || !strings.Contains(message, tc.says) {
-				t.Errorf("KubevipInstalled = %s/%s %q; want %s saying %q", status, reason, message, ReasonInstalled, tc.says)
+			if reason != v1.ReasonInstalled || status != corev1.ConditionTrue || !strings.Contains(message, tc.says) {
+				t.Errorf("KubevipInstalled = %s/%s %q; want %s saying %q", status, reason, message, v1.ReasonInstalled, tc.says)
 			}
 			for chart, want := range map[string]bool{"kube-vip": tc.kubevip, "kube-vip-cloud-provider": tc.cloud} {
 				rel, ok := given[chart]

@@ -16,11 +16,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// ReasonChartCredentials: the chart credentials Secret cannot be read, or does not say which chart
-// source it belongs to. A chart the deployment does not allow gets the reason of config's refusal
-// (config.ProblemChartSourceNotAllowed or config.ProblemChartValuesNotAllowed).
-const ReasonChartCredentials = "ChartCredentialsInvalid"
-
 // Keys of the chart credentials Secret.
 const (
 	CredentialsUsernameKey = "username"
@@ -74,19 +69,19 @@ func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
 	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, &outcome{reason: ReasonChartCredentials, message: where + " does not exist"}
+		return nil, &outcome{reason: v1.ReasonChartCredentials, message: where + " does not exist"}
 	case err != nil:
-		return nil, &outcome{reason: ReasonChartCredentials, message: where + " cannot be read: " + p.redact(err.Error())}
+		return nil, &outcome{reason: v1.ReasonChartCredentials, message: where + " cannot be read: " + p.redact(err.Error())}
 	}
 	user, password := string(secret.Data[CredentialsUsernameKey]), string(secret.Data[CredentialsPasswordKey])
 	if user == "" || password == "" {
-		return nil, &outcome{reason: ReasonChartCredentials,
+		return nil, &outcome{reason: v1.ReasonChartCredentials,
 			message: fmt.Sprintf("%s needs the keys %s, %s and %s", where, CredentialsUsernameKey, CredentialsPasswordKey, CredentialsSourceKey)}
 	}
 	p.credentials = append(p.credentials, password)
 	source, err := credentialsSource(string(secret.Data[CredentialsSourceKey]))
 	if err != nil {
-		return nil, &outcome{reason: ReasonChartCredentials, message: fmt.Sprintf("%s %v", where, err)}
+		return nil, &outcome{reason: v1.ReasonChartCredentials, message: fmt.Sprintf("%s %v", where, err)}
 	}
 	return &chartSecret{where: where, source: source, credentials: guest.Credentials{Username: user, Password: password}}, nil
 }

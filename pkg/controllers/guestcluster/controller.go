@@ -122,7 +122,7 @@ func (c *controller) next(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	after, err := c.safeSync(ctx, key)
+	after, err := c.sync(ctx, key)
 	switch {
 	case err != nil:
 		logrus.Debugf("guest operations for cluster %s: %v; retrying", key, err)
@@ -134,17 +134,6 @@ func (c *controller) next(ctx context.Context) bool {
 		c.queue.Forget(key)
 	}
 	return true
-}
-
-// safeSync runs sync, turning a panic on malformed input into an error that is retried.
-func (c *controller) safeSync(ctx context.Context, ns string) (after time.Duration, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("guest pass for cluster %s panicked: %v", ns, r)
-			logrus.Error(err)
-		}
-	}()
-	return c.sync(ctx, ns)
 }
 
 // enqueueNamespace starts a pass for the guest cluster whose management cluster, and namespace,

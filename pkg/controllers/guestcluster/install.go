@@ -70,7 +70,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, judge.images(s.chart))
 		if out != guest.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
-			c.Recorder.Eventf(p.fip, v1.EventType(ReasonInstalled), ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonInstalled), v1.ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
 			judge.record(c, p)
 		}
 		done = append(done, what)
@@ -82,12 +82,12 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 	case err != nil && failed != nil:
 		return *failed, ref, false
 	case err != nil:
-		return outcome{reason: ReasonHelmFailed, message: p.redact(err.Error())}, ref, false
+		return outcome{reason: v1.ReasonHelmFailed, message: p.redact(err.Error())}, ref, false
 	case failed != nil:
 		failed.message += "; the provider installed earlier reads " + ref.String()
 		return *failed, ref, true
 	}
-	return outcome{ok: true, reason: ReasonInstalled, message: withNotes(fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
+	return outcome{ok: true, reason: v1.ReasonInstalled, message: withNotes(fmt.Sprintf("releases %s and %s are installed; the provider reads %s",
 		done[0], done[1], ref), notes)}, ref, true
 }
 
@@ -163,15 +163,15 @@ func installFailure(chart, version string, err error) failure {
 	var foreign *guest.ForeignRelease
 	switch {
 	case errors.As(err, &rendered):
-		return failure{outcome{reason: ReasonRenderRefused, message: rendered.Error() + "; nothing was installed"}, true, true}
+		return failure{outcome{reason: v1.ReasonRenderRefused, message: rendered.Error() + "; nothing was installed"}, true, true}
 	case errors.As(err, &refused):
-		return failure{outcome{reason: ReasonKubevipRefused,
+		return failure{outcome{reason: v1.ReasonKubevipRefused,
 			message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
 	case errors.As(err, &foreign):
-		return failure{outcome{reason: ReasonForeignRelease, message: foreign.Error()}, true, false}
+		return failure{outcome{reason: v1.ReasonForeignRelease, message: foreign.Error()}, true, false}
 	case errors.Is(err, guest.ErrChartPending):
 		// The fetch goes on without this worker; the pass is retried with backoff.
-		return failure{outcome{reason: ReasonChartFetching, message: fmt.Sprintf("%s: %v", chart, err)}, false, false}
+		return failure{outcome{reason: v1.ReasonChartFetching, message: fmt.Sprintf("%s: %v", chart, err)}, false, false}
 	}
-	return failure{outcome{reason: ReasonHelmFailed, message: fmt.Sprintf("%s: %v", chart, err)}, true, true}
+	return failure{outcome{reason: v1.ReasonHelmFailed, message: fmt.Sprintf("%s: %v", chart, err)}, true, true}
 }

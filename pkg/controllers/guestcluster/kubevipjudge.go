@@ -13,18 +13,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
 )
 
-// Reasons of the kube-vip judgement (KubevipInstalled and Events).
-const (
-	// ReasonKubevipRefused: the rendered kube-vip would misread a value; nothing was installed.
-	ReasonKubevipRefused = "KubevipValuesRefused"
-	// ReasonKubevipTranslated: a value was rendered in the form the image reads (Event).
-	ReasonKubevipTranslated = "KubevipValuesTranslated"
-	// ReasonKubevipIgnored: the image does not read some variables the chart sets (Event).
-	ReasonKubevipIgnored = "KubevipEnvIgnored"
-	// ReasonForeignRelease: the configured release holds another chart; it is left alone.
-	ReasonForeignRelease = "ForeignRelease"
-)
-
 // kubevipJudge shows every kube-vip container Helm renders to kubevip.Judge, as the post-renderer
 // of the kube-vip release, and remembers what was decided for the pass's Events.
 type kubevipJudge struct {
@@ -96,11 +84,11 @@ func (k *kubevipJudge) images(chart config.Chart) string {
 func (k *kubevipJudge) record(c *controller, p *pass) {
 	for _, d := range k.decisions {
 		if len(d.Translated) > 0 {
-			c.Recorder.Eventf(p.fip, v1.EventType(ReasonKubevipTranslated), ReasonKubevipTranslated,
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonKubevipTranslated), v1.ReasonKubevipTranslated,
 				"guest cluster %s: kube-vip %s reads its environment as %s does: %s", p.cluster, d.Image, d.Generation, strings.Join(d.Translated, "; "))
 		}
 		if len(d.Ignored) > 0 {
-			c.Recorder.Eventf(p.fip, v1.EventType(ReasonKubevipIgnored), ReasonKubevipIgnored,
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonKubevipIgnored), v1.ReasonKubevipIgnored,
 				"guest cluster %s: kube-vip %s does not read %s, which the chart sets; remove them from kubevipChartValues or use a newer image",
 				p.cluster, d.Image, strings.Join(d.Ignored, ", "))
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
@@ -24,10 +25,10 @@ func TestKubeconfigOutcomeReasons(t *testing.T) {
 		err    error
 		reason string
 	}{
-		{refused, ReasonKubeconfigRefused},
-		{invalid, ReasonKubeconfigInvalid},
-		{missing, ReasonKubeconfigMissing},
-		{fmt.Errorf("wrapped: %w", guest.ErrKubeconfigRefused), ReasonKubeconfigRefused},
+		{refused, v1.ReasonKubeconfigRefused},
+		{invalid, v1.ReasonKubeconfigInvalid},
+		{missing, v1.ReasonKubeconfigMissing},
+		{fmt.Errorf("wrapped: %w", guest.ErrKubeconfigRefused), v1.ReasonKubeconfigRefused},
 	} {
 		out := kubeconfigOutcome(tc.err, "fleet-default", "guest-kubeconfig")
 		if out.ok || out.reason != tc.reason {

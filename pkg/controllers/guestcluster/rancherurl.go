@@ -13,10 +13,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
-// ReasonRancherSettings: Rancher's address settings cannot be read, so no guest kubeconfig can be
-// checked against them.
-const ReasonRancherSettings = "RancherSettingsUnreadable"
-
 // SettingResource is Rancher's settings.management.cattle.io (management.cattle.io/v3 Setting,
 // cluster-scoped; its value and default sit at the object's root).
 func SettingResource() schema.GroupVersionResource {

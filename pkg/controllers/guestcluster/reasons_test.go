@@ -253,7 +253,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 			return w.guest, nil
 		},
 	}
-	_, _ = c.safeSync(context.Background(), testNS)
+	_, _ = c.sync(context.Background(), testNS)
 	var events []string
 	for len(w.recorder.Events) > 0 {
 		events = append(events, <-w.recorder.Events)
@@ -296,74 +296,74 @@ func TestEveryGuestReason(t *testing.T) {
 	}{
 		{"not allocated after a pass", func(w *world) {
 			delete(w.held, "fip-uid")
-			v1.SetCondition(w.fips.objects[0], v1.GuestConfigured, true, StateConfigured, "was configured")
-		}, v1.GuestConfigured, ReasonNotAllocated, corev1.ConditionFalse, "", "holds no address"},
+			v1.SetCondition(w.fips.objects[0], v1.GuestConfigured, true, v1.ReasonConfigured, "was configured")
+		}, v1.GuestConfigured, v1.ReasonNotAllocated, corev1.ConditionFalse, "", "holds no address"},
 		{"no provisioning cluster", func(w *world) { delete(w.prov, testCluster) },
-			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no provisioning cluster"},
+			v1.GuestConfigured, v1.ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no provisioning cluster"},
 		{"no management cluster", func(w *world) { delete(w.mgmt, testNS) },
-			v1.GuestConfigured, ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no management cluster"},
+			v1.GuestConfigured, v1.ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no management cluster"},
 		{"provisioning in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions = nil },
-			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Normal Provisioning", "still provisioning"},
+			v1.GuestConfigured, v1.ReasonProvisioning, corev1.ConditionFalse, "Normal Provisioning", "still provisioning"},
 		{"disconnected in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions[0].Status = corev1.ConditionFalse },
-			v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
+			v1.GuestConfigured, v1.ReasonDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
 		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
-			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
+			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
 		{"kubeconfig key empty", func(w *world) { w.kubeconfig = []byte{} },
-			v1.GuestConfigured, ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "key " + guest.KubeconfigKey},
+			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "key " + guest.KubeconfigKey},
 		{"kubeconfig invalid", func(w *world) { w.kubeconfig = []byte("{not yaml: [") },
-			v1.GuestConfigured, ReasonKubeconfigInvalid, corev1.ConditionFalse, "Warning KubeconfigInvalid", testCluster + "-kubeconfig"},
+			v1.GuestConfigured, v1.ReasonKubeconfigInvalid, corev1.ConditionFalse, "Warning KubeconfigInvalid", testCluster + "-kubeconfig"},
 		{"kubeconfig refused", func(w *world) { w.kubeconfig = refusedKubeconfig },
-			v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", testCluster + "-kubeconfig"},
+			v1.GuestConfigured, v1.ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", testCluster + "-kubeconfig"},
 		{"kubeconfig of another server than Rancher's", func(w *world) {
 			w.kubeconfig = []byte(strings.ReplaceAll(string(refusedKubeconfig), "u:pw@rancher.example.com", "evil.example:8443"))
-		}, v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "not Rancher's cluster proxy URL"},
+		}, v1.GuestConfigured, v1.ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "not Rancher's cluster proxy URL"},
 		{"kubeconfig while Rancher names no address", func(w *world) {
 			w.kubeconfig = []byte(strings.ReplaceAll(string(refusedKubeconfig), "u:pw@", ""))
 			w.settings.values = map[string]string{guest.SettingServerURL: ""}
-		}, v1.GuestConfigured, ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "settings are both empty"},
+		}, v1.GuestConfigured, v1.ReasonKubeconfigRefused, corev1.ConditionFalse, "Warning KubeconfigRefused", "settings are both empty"},
 		{"Rancher's settings unreadable", func(w *world) { w.settings.err = errors.New("settings.management.cattle.io is forbidden") },
-			v1.GuestConfigured, ReasonRancherSettings, corev1.ConditionFalse, "", "reading Rancher's internal-server-url setting"},
+			v1.GuestConfigured, v1.ReasonRancherSettings, corev1.ConditionFalse, "", "reading Rancher's internal-server-url setting"},
 		{"proxy says provisioning", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Provisioning, nil } },
-			v1.GuestConfigured, StateProvisioning, corev1.ConditionFalse, "Normal Provisioning", "503"},
+			v1.GuestConfigured, v1.ReasonProvisioning, corev1.ConditionFalse, "Normal Provisioning", "503"},
 		{"token refused", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Unauthorized, nil } },
-			v1.GuestConfigured, ReasonUnauthorized, corev1.ConditionFalse, "Warning Unauthorized", "401"},
+			v1.GuestConfigured, v1.ReasonUnauthorized, corev1.ConditionFalse, "Warning Unauthorized", "401"},
 		{"not cluster owner", func(w *world) { w.guest.check = func() (guest.Connection, error) { return guest.Forbidden, nil } },
-			v1.GuestConfigured, ReasonNotClusterOwner, corev1.ConditionFalse, "Warning NotClusterOwner", "cluster-owner"},
+			v1.GuestConfigured, v1.ReasonNotClusterOwner, corev1.ConditionFalse, "Warning NotClusterOwner", "cluster-owner"},
 		{"unreachable", func(w *world) {
 			w.guest.check = func() (guest.Connection, error) { return guest.Unreachable, errors.New("dial timeout") }
-		}, v1.GuestConfigured, StateDisconnected, corev1.ConditionFalse, "Normal Disconnected", "dial timeout"},
+		}, v1.GuestConfigured, v1.ReasonDisconnected, corev1.ConditionFalse, "Normal Disconnected", "dial timeout"},
 		{"panic in the pass", func(w *world) { w.guest.check = panicking },
-			v1.GuestConfigured, ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
+			v1.GuestConfigured, v1.ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
 		{"ConfigMap write fails", func(w *world) {
 			w.guest.configMap = func() (guest.AddressesResult, error) { return guest.AddressesResult{}, errors.New("etcd is full") }
-		}, v1.GuestConfigured, ReasonConfigMapFailed, corev1.ConditionFalse, "Warning ConfigMapFailed", "etcd is full"},
+		}, v1.GuestConfigured, v1.ReasonConfigMapFailed, corev1.ConditionFalse, "Warning ConfigMapFailed", "etcd is full"},
 		{"ConfigMap left alone", func(w *world) {
 			w.guest.configMap = func() (guest.AddressesResult, error) {
 				return guest.AddressesResult{Result: guest.ConfigMapLeftAlone, LeftAlone: []string{guest.GlobalCIDRKey}}, nil
 			}
-		}, v1.GuestConfigured, ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
-		{"configured", nil, v1.GuestConfigured, StateConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
+		}, v1.GuestConfigured, v1.ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
+		{"configured", nil, v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
 		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = guest.DaemonSetDisabled },
-			v1.GuestConfigured, StateConfigured, corev1.ConditionTrue, "Normal " + ReasonHarvesterKubevip, "cidr-global"},
-		{"install not wanted", nil, v1.KubevipInstalled, ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
-		{"installed", install, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
+			v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal " + v1.ReasonHarvesterKubevip, "cidr-global"},
+		{"install not wanted", nil, v1.KubevipInstalled, v1.ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
+		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
 		{"Helm fails", func(w *world) {
 			install(w)
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
-		}, v1.KubevipInstalled, ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "no matches for kind"},
+		}, v1.KubevipInstalled, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "no matches for kind"},
 		{"Helm fails with no provider installed", func(w *world) {
 			install(w)
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
 			w.guest.provider = func() (guest.ConfigMapRef, error) { return guest.ConfigMapRef{}, errors.New("no release") }
-		}, v1.GuestConfigured, ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
+		}, v1.GuestConfigured, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
 		{"kube-vip values refused as rendered", func(w *world) {
 			install(w)
 			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "24")
-		}, v1.KubevipInstalled, ReasonKubevipRefused, corev1.ConditionFalse, "Warning " + ReasonKubevipRefused, `env vip_subnet="24"`},
+		}, v1.KubevipInstalled, v1.ReasonKubevipRefused, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipRefused, `env vip_subnet="24"`},
 		{"kube-vip values translated as rendered", func(w *world) {
 			install(w)
 			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "32")
-		}, v1.KubevipInstalled, ReasonInstalled, corev1.ConditionTrue, "Normal " + ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
+		}, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal " + v1.ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
 		{"a rendered object the chart may not create", func(w *world) {
 			install(w)
 			inner := renderedDaemonSet("ghcr.io/kube-vip/kube-vip:v1.0.0", "32")
@@ -376,17 +376,17 @@ func TestEveryGuestReason(t *testing.T) {
 				}
 				return inner(rel)
 			}
-		}, v1.KubevipInstalled, ReasonRenderRefused, corev1.ConditionFalse, "Warning " + ReasonRenderRefused, "Pod kube-system/x: a Pod (v1) is not a kind the chart creates"},
+		}, v1.KubevipInstalled, v1.ReasonRenderRefused, corev1.ConditionFalse, "Warning " + v1.ReasonRenderRefused, "Pod kube-system/x: a Pod (v1) is not a kind the chart creates"},
 		{"a foreign release of the configured name", func(w *world) {
 			install(w)
 			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
 				return "", &guest.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
 			}
-		}, v1.KubevipInstalled, ReasonForeignRelease, corev1.ConditionFalse, "Warning " + ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
+		}, v1.KubevipInstalled, v1.ReasonForeignRelease, corev1.ConditionFalse, "Warning " + v1.ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
 		{"chart still fetching", func(w *world) {
 			install(w)
 			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
-		}, v1.KubevipInstalled, ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
+		}, v1.KubevipInstalled, v1.ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
 		{"chart source not allowed", func(w *world) { install(w); w.cfg.Kubevip.RepoURL = "https://charts.example.com" },
 			v1.KubevipInstalled, config.ProblemChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartSourceNotAllowed, "charts.example.com"},
 		{"chart values not allowed", func(w *world) {
@@ -394,7 +394,7 @@ func TestEveryGuestReason(t *testing.T) {
 			w.cfg.Kubevip.Values = map[string]interface{}{"image": map[string]interface{}{"repository": "registry.example.com/kube-vip"}}
 		}, v1.KubevipInstalled, config.ProblemChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartValuesNotAllowed, "image"},
 		{"chart credentials missing", func(w *world) { install(w); w.opts.ChartCredentialsSecret = "chart-creds" },
-			v1.KubevipInstalled, ReasonChartCredentials, corev1.ConditionFalse, "", "kube-fip/chart-creds does not exist"},
+			v1.KubevipInstalled, v1.ReasonChartCredentials, corev1.ConditionFalse, "", "kube-fip/chart-creds does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld()
@@ -412,7 +412,7 @@ func TestEveryGuestReason(t *testing.T) {
 			if tc.cond == v1.GuestConfigured && tc.status == corev1.ConditionFalse {
 				// Progress shows as Reconciling, a failure as Stalled, with the guest's reason.
 				want, other := v1.Stalled, v1.Reconciling
-				if strings.HasPrefix(tc.event, "Normal ") || tc.reason == ReasonNotAllocated { // NotAllocated makes no Event
+				if strings.HasPrefix(tc.event, "Normal ") || tc.reason == v1.ReasonNotAllocated { // NotAllocated makes no Event
 					want, other = v1.Reconciling, v1.Stalled
 				}
 				if c, ok := v1.GetCondition(f.Status.Conditions, want); !ok || c.Status != corev1.ConditionTrue || c.Reason != tc.reason {
@@ -467,7 +467,7 @@ func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 		t.Errorf("wrote %v; want %v", got, want)
 	}
 	reason, status, message := reasonOf(f, v1.GuestConfigured)
-	if reason != StateConfigured || status != corev1.ConditionTrue || !strings.Contains(message, "cidr-global "+testAddr+"/32,10.0.0.9/32,fd00::9/128, cidr-ingress-nginx 10.0.0.10/32") {
+	if reason != v1.ReasonConfigured || status != corev1.ConditionTrue || !strings.Contains(message, "cidr-global "+testAddr+"/32,10.0.0.9/32,fd00::9/128, cidr-ingress-nginx 10.0.0.10/32") {
 		t.Errorf("the second FloatingIP: %s/%s %q; want Configured naming every pool", status, reason, message)
 	}
 	if f.Status.GuestAddresses != testAddr+",10.0.0.9,fd00::9,10.0.0.10 (ingress-nginx)" {
@@ -479,8 +479,8 @@ func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 			bad = x
 		}
 	}
-	if reason, _, _ := reasonOf(bad, v1.GuestConfigured); bad == nil || reason != ReasonInvalidGuestNamespace {
-		t.Errorf("a FloatingIP with an invalid guest namespace: %s; want %s", reason, ReasonInvalidGuestNamespace)
+	if reason, _, _ := reasonOf(bad, v1.GuestConfigured); bad == nil || reason != v1.ReasonInvalidGuestNamespace {
+		t.Errorf("a FloatingIP with an invalid guest namespace: %s; want %s", reason, v1.ReasonInvalidGuestNamespace)
 	}
 }
 
@@ -502,8 +502,8 @@ func TestPassesAreCounted(t *testing.T) {
 	w.pass(t, testCluster+"-kubevip")
 	w.guest.check = func() (guest.Connection, error) { return guest.Unreachable, errors.New("no route") }
 	w.pass(t, testCluster+"-kubevip")
-	for state, want := range map[string]float64{StateConfigured: 2, StateDisconnected: 1} {
-		if got := testutil.ToFloat64(w.metrics.GuestPasses.WithLabelValues(testCluster, "", state)); got != want {
+	for state, want := range map[v1.GuestState]float64{v1.GuestStateConfigured: 2, v1.GuestStateDisconnected: 1} {
+		if got := testutil.ToFloat64(w.metrics.GuestPasses.WithLabelValues(testCluster, "", string(state))); got != want {
 			t.Errorf("passes ending %s: %v, want %v", state, got, want)
 		}
 	}

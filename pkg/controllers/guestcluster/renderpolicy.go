@@ -13,10 +13,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 )
 
-// ReasonRenderRefused: an object Helm rendered is not one the chart may create; nothing was
-// installed.
-const ReasonRenderRefused = "RenderedObjectRefused"
-
 // renderPolicy judges what Helm renders for one of the two charts, whatever the values asked for:
 // only the kinds the upstream chart creates, in the release's namespace, with one container of an
 // allowed image, and host access only where the upstream chart needs it (kube-vip's DaemonSet:

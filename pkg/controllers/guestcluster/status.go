@@ -21,7 +21,7 @@ func (c *controller) record(p *pass) error {
 	if p.kubevip != nil {
 		p.kubevip.message = p.redact(p.kubevip.message)
 	}
-	if p.guest.reason == ReasonNotAllocated {
+	if p.guest.reason == v1.ReasonNotAllocated {
 		if _, shown := v1.GetCondition(f.Status.Conditions, v1.GuestConfigured); !shown {
 			// A new FloatingIP's own Allocated condition says why nothing is written yet; a
 			// first guest status would only race the allocation's status write.
@@ -40,7 +40,7 @@ func (c *controller) record(p *pass) error {
 			v1.SetCondition(status, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)
 		}
 		v1.SetReady(status)
-		if changed && !p.guest.ok && p.guest.reason != ReasonNotAllocated {
+		if changed && !p.guest.ok && p.guest.reason != v1.ReasonNotAllocated {
 			c.Recorder.Event(f, v1.EventType(p.guest.reason), p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
 		}
 		if equality.Semantic.DeepEqual(&f.Status, status) {

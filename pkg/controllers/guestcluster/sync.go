@@ -24,37 +24,8 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
-)
-
-// Guest states shown in status.guestState and as GuestConfigured reasons.
-const (
-	StatePending      = "Pending"
-	StateProvisioning = "Provisioning"
-	StateDisconnected = "Disconnected"
-	StateConfigured   = "Configured"
-	StateError        = "Error"
-
-	ReasonNotAllocated        = "NotAllocated"
-	ReasonClusterNotFound     = "ClusterNotFound"
-	ReasonKubeconfigMissing   = "KubeconfigMissing"
-	ReasonKubeconfigInvalid   = "KubeconfigInvalid"
-	ReasonKubeconfigRefused   = "KubeconfigRefused"
-	ReasonUnauthorized        = "Unauthorized"
-	ReasonNotClusterOwner     = "NotClusterOwner"
-	ReasonConfigMapNotUpdated = "ConfigMapNotUpdated"
-	ReasonConfigMapFailed     = "ConfigMapFailed"
-	ReasonHelmFailed          = "HelmFailed"
-	ReasonChartFetching       = "ChartFetching"
-	ReasonInternalError       = "InternalError"
-	ReasonInstalled           = "Installed"
-	ReasonNotWanted           = "NotWanted"
-	ReasonHarvesterKubevip    = "HarvesterKubevipDisabled"
-	// ReasonInvalidGuestNamespace: the FloatingIP's guest-namespace annotation names no namespace
-	// a pool can be written for.
-	ReasonInvalidGuestNamespace = "InvalidGuestNamespace"
 )
 
 // pass is one run of the guest operations for one FloatingIP; its outcome becomes the
@@ -64,7 +35,7 @@ type pass struct {
 	prov      *provv1.Cluster
 	cluster   string
 	harvester string
-	state     string
+	state     v1.GuestState
 	guest     outcome
 	kubevip   *outcome
 	// inputs hashes what the pass works from; see inputsOf.
@@ -112,8 +83,8 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
 		switch {
 		case err != nil || prov.Status.ClusterName != ns:
-			p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
-				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)}
+			p.set(v1.GuestStatePending, outcome{reason: v1.ReasonClusterNotFound,
+				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)})
 			continue
 		case primary == nil:
 			p.prov, primary = prov, p
@@ -140,7 +111,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		}
 	}
 	if primary != nil {
-		c.Metrics.GuestPasses.WithLabelValues(primary.cluster, primary.harvester, primary.state).Inc()
+		c.Metrics.GuestPasses.WithLabelValues(primary.cluster, primary.harvester, string(primary.state)).Inc()
 	}
 	if retry != nil {
 		return 0, retry
@@ -197,8 +168,8 @@ func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) 
 	defer func() {
 		if r := recover(); r != nil {
 			logrus.Errorf("guest cluster %s: the guest pass failed: %s", p.cluster, p.redact(fmt.Sprint(r)))
-			p.state, p.guest = StateError, outcome{reason: ReasonInternalError,
-				message: p.redact(fmt.Sprintf("the guest pass failed unexpectedly and is retried: %v", r))}
+			p.set(v1.GuestStateError, outcome{reason: v1.ReasonInternalError,
+				message: p.redact(fmt.Sprintf("the guest pass failed unexpectedly and is retried: %v", r))})
 			err = errRetry
 		}
 	}()
@@ -219,7 +190,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	// Only an address the range records for its very FloatingIP goes to a guest: a duplicate or a
 	// not yet allocated FloatingIP never does.
 	if len(p.want.Global) == 0 && len(p.want.Namespaced) == 0 {
-		p.state, p.guest = StatePending, outcome{reason: ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing is written to the guest cluster"}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing is written to the guest cluster"})
 		// The caches may lag the allocation that woke this pass: look again soon (cheap: no guest
 		// is contacted until the address is held).
 		return errRetry
@@ -227,20 +198,20 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	prov := p.prov
 	mgmt, err := c.Management.Cache().Get(f.Namespace)
 	if err != nil {
-		p.state, p.guest = StatePending, outcome{reason: ReasonClusterNotFound,
-			message: fmt.Sprintf("Rancher has no management cluster %s (yet)", f.Namespace)}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonClusterNotFound,
+			message: fmt.Sprintf("Rancher has no management cluster %s (yet)", f.Namespace)})
 		return errRetry
 	}
 	switch rancherState(mgmt) {
-	case StateProvisioning:
+	case v1.GuestStateProvisioning:
 		c.setStatus(p, metrics.GuestClusterProvisioning)
-		p.state, p.guest = StateProvisioning, outcome{reason: StateProvisioning,
-			message: fmt.Sprintf("Rancher is still provisioning cluster %s (management cluster not yet Connected); configured once it is", f.Namespace)}
+		p.set(v1.GuestStateProvisioning, outcome{reason: v1.ReasonProvisioning,
+			message: fmt.Sprintf("Rancher is still provisioning cluster %s (management cluster not yet Connected); configured once it is", f.Namespace)})
 		return errRetry
-	case StateDisconnected:
+	case v1.GuestStateDisconnected:
 		c.setStatus(p, metrics.GuestClusterDown)
-		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
-			message: fmt.Sprintf("Rancher reports that the agent of cluster %s is not connected; retried when it is", f.Namespace)}
+		p.set(v1.GuestStateDisconnected, outcome{reason: v1.ReasonDisconnected,
+			message: fmt.Sprintf("Rancher reports that the agent of cluster %s is not connected; retried when it is", f.Namespace)})
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
@@ -250,23 +221,23 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	cancel()
 	switch {
 	case apierrors.IsNotFound(err):
-		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
-			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
+			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)})
 		return errRetry
 	case err != nil:
-		p.state, p.guest = StatePending, outcome{reason: ReasonKubeconfigMissing,
-			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
+			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))})
 		return errRetry
 	}
 	rancher, err := c.rancherAddresses(ctx)
 	if err != nil {
-		p.state, p.guest = StatePending, outcome{reason: ReasonRancherSettings, message: err.Error()}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonRancherSettings, message: err.Error()})
 		return errRetry
 	}
 	client, err := c.connect(ctx, guest.Target{Name: p.cluster, ClusterID: prov.Status.ClusterName,
 		Kubeconfig: secret.Data[guest.KubeconfigKey], Rancher: rancher})
 	if err != nil {
-		p.state, p.guest = StateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName)
+		p.set(v1.GuestStateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName))
 		return nil
 	}
 	p.credentials = client.Credentials()
@@ -289,15 +260,15 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		}
 		if !found {
 			// Where the provider will read is not known until it is installed.
-			p.state, p.guest = StateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message}
+			p.set(v1.GuestStateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message})
 			return errRetry
 		}
 		target = ref
 	} else {
-		p.kubevip = &outcome{ok: false, reason: ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
+		p.kubevip = &outcome{ok: false, reason: v1.ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
 	err = c.writeConfigMap(ctx, client, p, target)
-	if err == nil && p.kubevip != nil && (p.kubevip.reason == ReasonHelmFailed || p.kubevip.reason == ReasonChartFetching) {
+	if err == nil && p.kubevip != nil && (p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching) {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
 	return err
@@ -306,7 +277,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 // rancherState reads Rancher's own view of the cluster: Connected means the agent's tunnel is up;
 // a cluster that has never been Ready (Rancher sets Ready=False/Disconnected only once the cluster
 // was provisioned) is still being provisioned, not down.
-func rancherState(m *mgmtv3.Cluster) string {
+func rancherState(m *mgmtv3.Cluster) v1.GuestState {
 	var connected, ready bool
 	var readyReason string
 	for _, cond := range m.Status.Conditions {
@@ -319,11 +290,11 @@ func rancherState(m *mgmtv3.Cluster) string {
 	}
 	switch {
 	case connected:
-		return StateConfigured
+		return v1.GuestStateConfigured
 	case ready || readyReason == "Disconnected":
-		return StateDisconnected
+		return v1.GuestStateDisconnected
 	default:
-		return StateProvisioning
+		return v1.GuestStateProvisioning
 	}
 }
 
@@ -337,19 +308,19 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 		return true
 	case guest.Provisioning:
 		c.setStatus(p, metrics.GuestClusterProvisioning)
-		p.state, p.guest = StateProvisioning, outcome{reason: StateProvisioning,
-			message: "Rancher's cluster proxy answers that the cluster is not provisioned yet (503 ClusterUnavailable)"}
+		p.set(v1.GuestStateProvisioning, outcome{reason: v1.ReasonProvisioning,
+			message: "Rancher's cluster proxy answers that the cluster is not provisioned yet (503 ClusterUnavailable)"})
 		return false
 	case guest.Unauthorized:
-		p.state, p.guest = StateError, outcome{reason: ReasonUnauthorized, message: fmt.Sprintf(
-			"Rancher refused the token of the kubeconfig Secret %s/%s (401); retried with the Secret as Rancher rewrites it", c.opts.FleetNamespace, secretName)}
+		p.set(v1.GuestStateError, outcome{reason: v1.ReasonUnauthorized, message: fmt.Sprintf(
+			"Rancher refused the token of the kubeconfig Secret %s/%s (401); retried with the Secret as Rancher rewrites it", c.opts.FleetNamespace, secretName)})
 	case guest.Forbidden:
-		p.state, p.guest = StateError, outcome{reason: ReasonNotClusterOwner, message: fmt.Sprintf(
+		p.set(v1.GuestStateError, outcome{reason: v1.ReasonNotClusterOwner, message: fmt.Sprintf(
 			"the guest refused the Rancher user of the kubeconfig Secret %s/%s (403 listing ConfigMaps in %s): it needs the cluster-owner role in this cluster",
-			c.opts.FleetNamespace, secretName, guest.ProbeNamespace)}
+			c.opts.FleetNamespace, secretName, guest.ProbeNamespace)})
 	default:
-		p.state, p.guest = StateDisconnected, outcome{reason: StateDisconnected,
-			message: "the guest cluster does not answer through Rancher's cluster proxy: " + errText(err)}
+		p.set(v1.GuestStateDisconnected, outcome{reason: v1.ReasonDisconnected,
+			message: "the guest cluster does not answer through Rancher's cluster proxy: " + errText(err)})
 	}
 	c.setStatus(p, metrics.GuestClusterDown)
 	c.countEvent(p, metrics.EventAPIConnection, metrics.StatusError)
@@ -362,7 +333,7 @@ func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAP
 	case err != nil:
 		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
 	case res == guest.DaemonSetDisabled:
-		c.Recorder.Event(p.fip, v1.EventType(ReasonHarvesterKubevip), ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
+		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
 	}
 }
 
@@ -375,20 +346,20 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 	has := describeKeys(p.keys)
 	if err != nil {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusError)
-		p.state, p.guest = StateError, outcome{reason: ReasonConfigMapFailed, message: err.Error()}
+		p.set(v1.GuestStateError, outcome{reason: v1.ReasonConfigMapFailed, message: err.Error()})
 		return errRetry
 	}
 	if res.Result == guest.ConfigMapCreated || res.Result == guest.ConfigMapUpdated {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(p.fip, v1.EventType(StateConfigured), StateConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
+		c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
 	}
 	p.written = guestAddressesText(p.want)
 	if slices.Contains(res.LeftAlone, guest.GlobalCIDRKey) {
-		p.state, p.guest = StateConfigured, outcome{reason: ReasonConfigMapNotUpdated,
-			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)}
+		p.set(v1.GuestStateConfigured, outcome{reason: v1.ReasonConfigMapNotUpdated,
+			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)})
 		return nil
 	}
-	p.state, p.guest = StateConfigured, outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s", target, has)}
+	p.set(v1.GuestStateConfigured, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", target, has)})
 	return nil
 }
 
@@ -433,7 +404,7 @@ func (c *controller) guestAddresses(members []*pass) guest.Addresses {
 	for _, m := range members {
 		addr, ok := c.heldAddress(m.fip)
 		if !ok {
-			m.state, m.guest = StatePending, outcome{reason: ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing of it is written to the guest cluster"}
+			m.set(v1.GuestStatePending, outcome{reason: v1.ReasonNotAllocated, message: "the FloatingIP holds no address yet; nothing of it is written to the guest cluster"})
 			continue
 		}
 		ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
@@ -442,9 +413,9 @@ func (c *controller) guestAddresses(members []*pass) guest.Addresses {
 			continue
 		}
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == guest.GlobalPool {
-			m.state, m.guest = StateError, outcome{reason: ReasonInvalidGuestNamespace, message: fmt.Sprintf(
+			m.set(v1.GuestStateError, outcome{reason: v1.ReasonInvalidGuestNamespace, message: fmt.Sprintf(
 				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
-				v1.AnnotationGuestNamespace, ipam.Quote(ns), guest.GlobalPool)}
+				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), guest.GlobalPool)})
 			continue
 		}
 		want.Namespaced[ns] = append(want.Namespaced[ns], addr)
@@ -458,18 +429,25 @@ func (m *pass) share(lead *pass) {
 	if m.guest.reason != "" {
 		return
 	}
-	m.state, m.guest, m.kubevip, m.credentials, m.written = lead.state, lead.guest, lead.kubevip, lead.credentials, lead.written
+	m.set(lead.state, lead.guest)
+	m.kubevip, m.credentials, m.written = lead.kubevip, lead.credentials, lead.written
 	ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
-	if !named || lead.state != StateConfigured || lead.keys == nil {
+	if !named || lead.state != v1.GuestStateConfigured || lead.keys == nil {
 		return
 	}
 	// A namespace's pool is judged on its own: cidr-global left alone does not keep it out.
 	if key := guest.CIDRKey(ns); slices.Contains(lead.leftAlone, key) {
-		m.guest = outcome{reason: ReasonConfigMapNotUpdated, message: fmt.Sprintf(
-			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)}
+		m.set(lead.state, outcome{reason: v1.ReasonConfigMapNotUpdated, message: fmt.Sprintf(
+			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)})
 	} else {
-		m.guest = outcome{ok: true, reason: StateConfigured, message: fmt.Sprintf("%s has %s", lead.target, describeKeys(lead.keys))}
+		m.set(lead.state, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", lead.target, describeKeys(lead.keys))})
 	}
+}
+
+// set records the pass's guest state and the GuestConfigured outcome that goes with it: the two
+// are only ever set together.
+func (p *pass) set(state v1.GuestState, guest outcome) {
+	p.state, p.guest = state, guest
 }
 
 func errText(err error) string {
@@ -485,11 +463,11 @@ func kubeconfigOutcome(err error, namespace, secretName string) outcome {
 	where := fmt.Sprintf(" (Secret %s/%s, key %s)", namespace, secretName, guest.KubeconfigKey)
 	switch {
 	case errors.Is(err, guest.ErrNoKubeconfig):
-		return outcome{reason: ReasonKubeconfigMissing, message: redact.Error(err) + where}
+		return outcome{reason: v1.ReasonKubeconfigMissing, message: redact.Error(err) + where}
 	case errors.Is(err, guest.ErrKubeconfigRefused):
-		return outcome{reason: ReasonKubeconfigRefused, message: redact.Error(err) + where}
+		return outcome{reason: v1.ReasonKubeconfigRefused, message: redact.Error(err) + where}
 	default:
-		return outcome{reason: ReasonKubeconfigInvalid, message: redact.Error(err) + where}
+		return outcome{reason: v1.ReasonKubeconfigInvalid, message: redact.Error(err) + where}
 	}
 }
 

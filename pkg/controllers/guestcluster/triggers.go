@@ -27,7 +27,7 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 		parts = append(parts, prov.Status.ClusterName, secretNameOf(prov), labelState(prov.Labels))
 	}
 	if mgmt, err := c.Management.Cache().Get(f.Namespace); err == nil {
-		parts = append(parts, rancherState(mgmt), labelState(mgmt.Labels))
+		parts = append(parts, string(rancherState(mgmt)), labelState(mgmt.Labels))
 	}
 	if ns, ok := f.Annotations[v1.AnnotationGuestNamespace]; ok {
 		// Only when set, so that the inputs of a FloatingIP without it stay those of earlier

@@ -50,7 +50,7 @@ func TestFloatingIPTriggers(t *testing.T) {
 		{"a cluster's FloatingIP appears", func() *v1.FloatingIP { return f }, 1},
 		{"it gets its address", func() *v1.FloatingIP { f.Status.IPAddress = testAddr; return f }, 1},
 		{"the pass records what it worked from", func() *v1.FloatingIP { f.Status.GuestInputs = c.inputsOf(f); return f }, 0},
-		{"another status write", func() *v1.FloatingIP { f.Status.GuestState = StateConfigured; return f }, 0},
+		{"another status write", func() *v1.FloatingIP { f.Status.GuestState = v1.GuestStateConfigured; return f }, 0},
 		{"updateConfigMap changes", func() *v1.FloatingIP { f.Annotations[v1.AnnotationUpdateConfigMap] = "true"; return f }, 1},
 		{"a FloatingIP naming no cluster appears", func() *v1.FloatingIP { return plain }, 0},
 		{"it gets its address", func() *v1.FloatingIP { plain.Status.IPAddress = "10.0.0.2"; return plain }, 0},
@@ -124,7 +124,7 @@ func TestMetricsOfRemovedClustersArePruned(t *testing.T) {
 	c, _ := triggerWorld(w)
 	defer c.queue.ShutDown()
 	c.Metrics.GuestClusterStatus.WithLabelValues(testCluster, "").Set(1)
-	c.Metrics.GuestPasses.WithLabelValues("gone", "", StateConfigured).Inc()
+	c.Metrics.GuestPasses.WithLabelValues("gone", "", string(v1.GuestStateConfigured)).Inc()
 	c.Metrics.GuestClusterEvents.WithLabelValues("gone-too", "", "api_connection", "success").Inc()
 	c.pruneMetrics()
 	if got := c.Metrics.GuestClusters(); len(got) != 1 || got[0] != testCluster {

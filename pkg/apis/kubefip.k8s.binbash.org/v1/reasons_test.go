@@ -16,8 +16,9 @@ import (
 // reasonsInCode finds the reasons the operator's code writes: every string constant named
 // Reason… or Problem…, and every string constant given as a reason (a reason: or Reason: field,
 // an Event's reason argument), in the non-test, non-generated sources under pkg/. It maps each
-// reason to where it is defined.
-func reasonsInCode(t *testing.T) map[string]string {
+// reason to where it is defined, a directory relative to pkg/ and the constant's name, and lists
+// the reasons defined elsewhere than here or in pkg/config as misplaced.
+func reasonsInCode(t *testing.T) (found map[string]string, misplaced []string) {
 	t.Helper()
 	root := filepath.Join("..", "..", "..")
 	fset := token.NewFileSet()
@@ -52,15 +53,22 @@ func reasonsInCode(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]string{}
+	found = map[string]string{}
+	// Reasons live here, beside their classes; only pkg/config, which imports nothing of
+	// Kubernetes, defines the configuration's problems itself.
+	here := filepath.Join("apis", "kubefip.k8s.binbash.org", "v1")
 	for dir, cs := range consts {
 		for name, value := range cs {
 			if strings.HasPrefix(name, "Reason") || strings.HasPrefix(name, "Problem") || used[dir][name] {
-				found[value] = filepath.Join(dir, name)
+				rel, _ := filepath.Rel(root, dir)
+				found[value] = filepath.Join(rel, name)
+				if rel != here && rel != "config" {
+					misplaced = append(misplaced, filepath.Join(rel, name)+" = "+strconv.Quote(value))
+				}
 			}
 		}
 	}
-	return found
+	return found, misplaced
 }
 
 // collect records f's string constants in consts and the names of constants given as a reason
@@ -106,7 +114,10 @@ func collect(f *ast.File, consts map[string]string, used map[string]bool) {
 // TestEveryReasonIsClassified fails on a reason in the code that the classification does not
 // list, and on a classified reason no code writes any more.
 func TestEveryReasonIsClassified(t *testing.T) {
-	inCode := reasonsInCode(t)
+	inCode, misplaced := reasonsInCode(t)
+	for _, m := range misplaced {
+		t.Errorf("reason %s is defined outside this package; define it in reasons.go", m)
+	}
 	// The scan must see the reasons of every writer, or it proves nothing.
 	for _, r := range []string{"IPConflict", "Provisioning", "Configured", "InvalidRange", "NoMatchingRange", "ChartSourceNotAllowed"} {
 		if _, ok := inCode[r]; !ok {

@@ -58,7 +58,7 @@ type FloatingIPStatus struct {
 	ClusterName string `json:"clusterName,omitempty"`
 	// GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected,
 	// Configured or Error.
-	GuestState string `json:"guestState,omitempty"`
+	GuestState GuestState `json:"guestState,omitempty"`
 	// GuestAddresses are every address the guest cluster's kube-vip-cloud-provider ConfigMap got
 	// from the FloatingIPs naming the cluster, this one's and the others', in the last pass that
 	// wrote it: "10.0.0.5,fd00::5" for the global pool, a namespace's after it in parentheses
