@@ -78,10 +78,6 @@ const (
 	failed
 )
 
-func (v verdict) String() string {
-	return [...]string{"active", "transitioning", "error"}[v]
-}
-
 // check asserts the summary and kstatus of obj say want.
 func check(t *testing.T, obj runtime.Object, want verdict) {
 	t.Helper()
