@@ -7,7 +7,6 @@ import (
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -93,18 +92,9 @@ func TestNotesRangeExample(t *testing.T) {
 
 // TestNotesShortNames: the kubectl commands of the notes use short names the CRD chart declares.
 func TestNotesShortNames(t *testing.T) {
-	c, err := Load(chartDir(CRDChart))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := Render(c, RenderOptions{Namespace: testNamespace, KubeVersion: testKubeVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
 	declared := map[string]bool{}
-	for _, crd := range ofKind(objs, "CustomResourceDefinition") {
-		names, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
-		for _, n := range names {
+	for _, crd := range crdChartCRDs(t) {
+		for _, n := range crd.Spec.Names.ShortNames {
 			declared[n] = true
 		}
 	}
