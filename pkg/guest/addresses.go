@@ -178,7 +178,7 @@ func (c *Client) EnsureAddresses(ctx context.Context, ref ConfigMapRef, want Add
 	if err != nil {
 		return AddressesResult{}, fmt.Errorf("%s: %w", ref, err)
 	}
-	cms := c.Kube.CoreV1().ConfigMaps(ref.Namespace)
+	cms := c.Core.ConfigMaps(ref.Namespace)
 	cm, err := cms.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		if len(keys) == 0 {

@@ -41,7 +41,7 @@ func kubevip(data, annotations map[string]string) *corev1.ConfigMap {
 
 func fakeGuest(objects ...runtime.Object) (*Client, *fake.Clientset) {
 	kube := fake.NewSimpleClientset(objects...)
-	return &Client{Name: "guest001", Kube: kube}, kube
+	return &Client{Name: "guest001", Core: kube.CoreV1(), Apps: kube.AppsV1()}, kube
 }
 
 // writes are the actions of kube that are not reads.

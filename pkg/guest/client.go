@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -30,12 +31,16 @@ var ErrNoKubeconfig = errors.New("the cluster's kubeconfig Secret has no kubecon
 // ErrInvalidKubeconfig: the Secret's kubeconfig does not parse, or names no usable context.
 var ErrInvalidKubeconfig = errors.New("the cluster's kubeconfig Secret does not hold a valid kubeconfig")
 
-// Client reaches one guest cluster.
+// Client reaches one guest cluster. It holds only the typed clients a pass uses, core/v1 and
+// apps/v1, over one HTTP client: a full clientset would build some fifty group clients per
+// guest and pass, which a start-up with a thousand guests pays for in memory. Helm builds what
+// it needs from Config when it installs.
 type Client struct {
 	// Name is the guest cluster's name, for messages.
 	Name   string
 	Config *rest.Config
-	Kube   kubernetes.Interface
+	Core   corev1client.CoreV1Interface
+	Apps   appsv1client.AppsV1Interface
 }
 
 // Target is one guest cluster as the operator reaches it.
@@ -74,11 +79,18 @@ func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, 
 		UserAgent:       "kube-fip-operator",
 	}
 	cfg.Wrap(withPass(pass, MaxGuestResponse))
-	kube, err := kubernetes.NewForConfig(cfg)
+	c := &Client{Name: t.Name, Config: cfg}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err == nil {
+		c.Core, err = corev1client.NewForConfigAndClient(cfg, httpClient)
+	}
+	if err == nil {
+		c.Apps, err = appsv1client.NewForConfigAndClient(cfg, httpClient)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for guest cluster %s: %s", t.Name, redact.Error(err, kc.Token))
 	}
-	return &Client{Name: t.Name, Config: cfg, Kube: kube}, nil
+	return c, nil
 }
 
 // Credentials are the secrets of the client's kubeconfig, for redact.Text: the token, and each

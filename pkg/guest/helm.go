@@ -138,7 +138,7 @@ func (in *Installer) configuration(c *Client, namespace string) (*action.Configu
 		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
 	}
 	// Release records come from the guest: read them within bounds (releasedriver.go).
-	store := storage.Init(newBoundedSecrets(c.Kube.CoreV1().Secrets(namespace)))
+	store := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace)))
 	store.Log = debug
 	cfg.Releases = store
 	return cfg, nil

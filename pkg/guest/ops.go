@@ -67,7 +67,7 @@ const ProbeNamespace = "kube-system"
 
 // Check lists one ConfigMap in kube-system through the proxy and says what the answer means.
 func (c *Client) Check(ctx context.Context) (Connection, error) {
-	_, err := c.Kube.CoreV1().ConfigMaps(ProbeNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+	_, err := c.Core.ConfigMaps(ProbeNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 	switch {
 	case err == nil:
 		return Connected, nil
@@ -116,7 +116,7 @@ const (
 // DisableHarvesterKubevip gives the Harvester cloud provider's kube-vip DaemonSet a node selector
 // that matches no node, once. A kube-vip DaemonSet of anyone else is left alone.
 func (c *Client) DisableHarvesterKubevip(ctx context.Context) (DaemonSetResult, error) {
-	dss := c.Kube.AppsV1().DaemonSets(HarvesterDaemonSetNamespace)
+	dss := c.Apps.DaemonSets(HarvesterDaemonSetNamespace)
 	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return DaemonSetAbsent, nil

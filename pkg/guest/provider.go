@@ -64,7 +64,7 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		if ns == "" {
 			ns = namespace
 		}
-		d, err := c.Kube.AppsV1().Deployments(ns).Get(ctx, head.Name, metav1.GetOptions{})
+		d, err := c.Apps.Deployments(ns).Get(ctx, head.Name, metav1.GetOptions{})
 		if err != nil {
 			return ConfigMapRef{}, fmt.Errorf("reading the provider Deployment %s/%s: %w", ns, head.Name, err)
 		}

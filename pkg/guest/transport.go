@@ -18,8 +18,14 @@ const MaxGuestResponse = 32 << 20
 // ErrGuestResponseTooLarge: a guest answered with more than MaxGuestResponse bytes.
 var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more than the operator reads")
 
+// ErrGuestRedirect: a guest answered with a redirect. The cluster proxy never redirects an API
+// request, and a guest is untrusted: following it would send the operator's request, and what it
+// reads back, wherever the guest says.
+var ErrGuestRedirect = errors.New("the guest cluster answered with a redirect, which the operator does not follow")
+
 // passTransport carries the deadline of one pass into every request of a guest client, Helm's
-// included (its storage driver takes no context), and bounds each answer's body.
+// included (its storage driver takes no context), bounds each answer's body and refuses every
+// redirect (the HTTP client would otherwise follow it).
 type passTransport struct {
 	ctx  context.Context
 	max  int64
@@ -49,6 +55,11 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		release()
 		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		resp.Body.Close()
+		release()
+		return nil, fmt.Errorf("%w (%d)", ErrGuestRedirect, resp.StatusCode)
 	}
 	if err := capBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
 		return nil, err

@@ -90,3 +90,38 @@ func TestPassTransportEndsWithThePass(t *testing.T) {
 	default:
 	}
 }
+
+// TestPassTransportRefusesRedirects: a guest that answers with a redirect gets an error, and the
+// request never goes where it points, whichever redirect status it uses.
+func TestPassTransportRefusesRedirects(t *testing.T) {
+	elsewhere := make(chan string, 8)
+	target := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		elsewhere <- r.Header.Get("Authorization")
+	}))
+	defer target.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		guest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/api/v1/secrets", code)
+		}))
+		client := &http.Client{Transport: withPass(context.Background(), 1024)(http.DefaultTransport)}
+		req, err := http.NewRequest(http.MethodGet, guest.URL+"/api/v1/namespaces/kube-system/configmaps", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer token-1")
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, ErrGuestRedirect) {
+			t.Errorf("a guest answering %d: %v; want ErrGuestRedirect", code, err)
+		}
+		guest.Close()
+	}
+	select {
+	case auth := <-elsewhere:
+		t.Errorf("a request followed the guest's redirect (Authorization %q)", auth)
+	default:
+	}
+}
