@@ -92,7 +92,24 @@ func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 
 // chartRuntimeEnv is the Go runtime's environment the chart gives the operator with its default
 // values (GOMEMLIMIT from goMemoryLimit), so that the benchmarks measure the operator as installed.
+// $BENCH_GO_MEMORY_LIMIT, when set, takes the place of the chart's GOMEMLIMIT ("off": none).
 func chartRuntimeEnv(b *testing.B) []string {
+	env := chartGoEnv(b)
+	limit, ok := os.LookupEnv("BENCH_GO_MEMORY_LIMIT")
+	if !ok {
+		return env
+	}
+	out := []string{"GOMEMLIMIT=" + limit}
+	for _, v := range env {
+		if !strings.HasPrefix(v, "GOMEMLIMIT=") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// chartGoEnv is the GO* environment of the chart's Deployment rendered with its default values.
+func chartGoEnv(b *testing.B) []string {
 	b.Helper()
 	var env []string
 	for _, obj := range renderOperatorChart(b, "kube-fip", nil) {
@@ -296,8 +313,14 @@ func (c *convergence) peak(b *testing.B, p *testenv.Process) {
 		b.Fatalf("reading the operator's peak RSS: %v", err)
 	}
 	mib := float64(bytes) / (1 << 20)
+	limit := "none"
+	for _, v := range chartRuntimeEnv(b) {
+		if l, ok := strings.CutPrefix(v, "GOMEMLIMIT="); ok {
+			limit = l
+		}
+	}
 	// Printed as well: a run that fails later reports no metric.
-	fmt.Printf("%s: operator peak RSS %.1f MiB\n", b.Name(), mib)
+	fmt.Printf("%s: operator peak RSS %.1f MiB (GOMEMLIMIT %s)\n", b.Name(), mib, limit)
 	c.peakRSS += mib
 	c.peakRSSRuns++
 }

@@ -15,7 +15,8 @@ import (
 // and no address was handed out twice; it asserts nothing about time. The operator's flags end
 // with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
 // The operator's environment is the Go runtime's the chart gives it by default (GOMEMLIMIT from
-// goMemoryLimit, see chartRuntimeEnv).
+// goMemoryLimit, see chartRuntimeEnv); $BENCH_GO_MEMORY_LIMIT takes the place of that limit
+// ("off": none), to measure the operator without it.
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)
@@ -23,7 +24,8 @@ import (
 //	                          acquired, caches synced), to within 50 ms
 //	clusters/s                N / s-to-converge
 //	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
-//	                          until it converged (with guests: configured every guest)
+//	                          until it converged (with guests: configured every guest); each run
+//	                          also prints it with the GOMEMLIMIT it ran under
 //
 // and, per cluster, the requests the API server counted from just before the process started until
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
