@@ -16,13 +16,16 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/testenv"
@@ -78,9 +81,17 @@ func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fi
 	c.report(b)
 }
 
-// startBenchOperator starts the operator with its Lease and Events in ns and the words of
-// $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
+// startBenchOperator starts the operator with its Lease, Events and kube-fip-config in ns and the
+// words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
+// Its kube-fip-config sets addressRetention to 0, and nothing else: the benchmarks delete their
+// clusters and then their range, which would otherwise wait a day for the retained addresses.
 func startBenchOperator(b *testing.B, ns string) *testenv.Process {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+		Data: map[string]string{config.KeyAddressRetention: "0"}}
+	cms := kubernetes.NewForConfigOrDie(shared.env.Config).CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(bg(), cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatalf("writing the benchmark operator's %s: %v", config.ConfigMapName, err)
+	}
 	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
 	args = append(args, benchOperatorArgs()...)
 	p, err := testenv.StartOperator(shared.operator, nil, chartRuntimeEnv(b), args...)
