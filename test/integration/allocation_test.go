@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestSlash29HandsOutSixAndTheSeventhWaits: a /29 gives exactly its 6 host addresses, never the
@@ -25,7 +27,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for i := 1; i <= 6; i++ {
-		x := f.waitFIP(fmt.Sprintf("fip-%d", i), 30*time.Second, "an address", allocated)
+		x := f.waitFIP(fmt.Sprintf("fip-%d", i), 30*time.Second, "an address", suite.Allocated)
 		got[x.Spec.IPAddress] = true
 	}
 	for i := 1; i <= 6; i++ {
@@ -42,7 +44,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.waitRange("alloc29", 10*time.Second, "used 6, available 0", func(r *v1.FloatingIPRange) bool {
 		return r.Status.Capacity == "6" && r.Status.Used == 6 && r.Status.Available == "0"
 	})
-	if !hasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
+	if !shared.HasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
 		t.Error("no RangeExhausted Warning Event on fip-7")
 	}
 	shows(t, "an exhausted range", x, x.Status.Conditions, "RangeExhausted", false)
@@ -51,7 +53,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	if err := f.api.FloatingIP().Delete(f.ns, "fip-3", nil); err != nil {
 		t.Fatal(err)
 	}
-	x = f.waitFIP("fip-7", 30*time.Second, "the freed address", allocated)
+	x = f.waitFIP("fip-7", 30*time.Second, "the freed address", suite.Allocated)
 	if x.Spec.IPAddress != freed {
 		t.Errorf("fip-7 got %s, want the freed %s", x.Spec.IPAddress, freed)
 	}
@@ -88,7 +90,7 @@ func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
 		seen := map[string]string{}
 		for _, x := range list.Items {
 			switch {
-			case allocated(&x):
+			case suite.Allocated(&x):
 				held++
 				if other, dup := seen[x.Spec.IPAddress]; dup {
 					t.Fatalf("%s is held by both %s and %s", x.Spec.IPAddress, other, x.Name)
@@ -138,12 +140,12 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for holder == "" || loser == "" {
 		if time.Now().After(deadline) {
-			t.Fatalf("no clear holder and loser: left %s / right %s", statusText(f.getFIP("left")), statusText(f.getFIP("right")))
+			t.Fatalf("no clear holder and loser: left %s / right %s", suite.StatusText(f.getFIP("left")), suite.StatusText(f.getFIP("right")))
 		}
 		holder, loser = "", ""
 		for _, pair := range [][2]string{{"left", "right"}, {"right", "left"}} {
 			a, b := f.getFIP(pair[0]), f.getFIP(pair[1])
-			if allocated(a) && reasonIs("IPConflict")(b) {
+			if suite.Allocated(a) && reasonIs("IPConflict")(b) {
 				holder, loser = pair[0], pair[1]
 			}
 		}
@@ -154,13 +156,13 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 		t.Errorf("the IPConflict message %q does not name the holder %s/%s", msg, f.ns, holder)
 	}
 	if f.getFIP(loser).Status.IPAddress != "" {
-		t.Errorf("the loser shows an address: %s", statusText(f.getFIP(loser)))
+		t.Errorf("the loser shows an address: %s", suite.StatusText(f.getFIP(loser)))
 	}
 
 	if err := f.api.FloatingIP().Delete(f.ns, holder, nil); err != nil {
 		t.Fatal(err)
 	}
-	x := f.waitFIP(loser, 30*time.Second, "the address after the holder left", allocated)
+	x := f.waitFIP(loser, 30*time.Second, "the address after the holder left", suite.Allocated)
 	if x.Status.IPAddress != "10.131.0.9" {
 		t.Errorf("%s holds %s, want 10.131.0.9", loser, x.Status.IPAddress)
 	}
@@ -186,13 +188,13 @@ func TestStaticRequestsOutsideTheRange(t *testing.T) {
 	f.createFIP("norange", "does-not-exist", "")
 	x := f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
 	shows(t, "waiting for its range", x, x.Status.Conditions, "RangeNotFound", true)
-	eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
-		return hasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
+	rig.Eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
+		return shared.HasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
 	})
 
 	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
 	f.waitFIP("outside", 30*time.Second, "10.132.0.7 after the fix", func(x *v1.FloatingIP) bool {
-		return allocated(x) && x.Status.IPAddress == "10.132.0.7"
+		return suite.Allocated(x) && x.Status.IPAddress == "10.132.0.7"
 	})
 	f.checkRecord("refuse", 1)
 }
@@ -205,8 +207,8 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 	f.createRange("move", "10.133.0.0/28")
 	f.createFIP("mover", "move", "10.133.0.2")
 	f.createFIP("sitter", "move", "10.133.0.3")
-	f.waitFIP("mover", 30*time.Second, "10.133.0.2", allocated)
-	f.waitFIP("sitter", 30*time.Second, "10.133.0.3", allocated)
+	f.waitFIP("mover", 30*time.Second, "10.133.0.2", suite.Allocated)
+	f.waitFIP("sitter", 30*time.Second, "10.133.0.3", suite.Allocated)
 
 	// The operator may write mover's status at any moment: the edit is retried on a conflict, as
 	// a person's kubectl edit would be.
@@ -221,14 +223,14 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 
 	f.editFIPIn(f.ns, "mover", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.133.0.9" })
 	f.waitFIP("mover", 30*time.Second, "10.133.0.9", func(x *v1.FloatingIP) bool {
-		return allocated(x) && x.Status.IPAddress == "10.133.0.9"
+		return suite.Allocated(x) && x.Status.IPAddress == "10.133.0.9"
 	})
-	eventually(t, 10*time.Second, "the old address released", func() bool {
+	rig.Eventually(t, 10*time.Second, "the old address released", func() bool {
 		held := f.held("move")
 		_, old := held["10.133.0.2"]
 		return !old && len(held) == 2
 	})
-	if !hasEvent(t, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
+	if !shared.HasEvent(t, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
 		t.Error("no Released Event for the old address")
 	}
 	f.checkRecord("move", 2)

@@ -15,7 +15,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/backup"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // held is one FloatingIP and the address it holds.
@@ -36,7 +39,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "c-m-backup1")
 	const ns2 = "c-m-backup2"
-	createNamespace(t, ns2)
+	shared.CreateNamespace(t, ns2)
 	f.extraNamespace(ns2)
 	p, _ := f.operator()
 
@@ -44,7 +47,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	f.createRange("backup-v6", "fd00:191::/120")
 	for _, name := range []string{"a", "b", "c", "d"} {
 		f.createFIP(name, "backup-v4", "")
-		f.waitFIP(name, 30*time.Second, "allocated", allocated)
+		f.waitFIP(name, 30*time.Second, "allocated", suite.Allocated)
 	}
 	f.createFIP("e", "backup-v4", "10.191.0.12")
 	f.createFIPIn(ns2, "x", "backup-v6", "")
@@ -53,20 +56,20 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	if err := f.api.FloatingIP().Delete(f.ns, "b", nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "FloatingIP b to be released and gone", func() bool {
+	rig.Eventually(t, 30*time.Second, "FloatingIP b to be released and gone", func() bool {
 		_, err := f.api.FloatingIP().Get(f.ns, "b", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	var want []held
 	for _, x := range []held{{f.ns, "a", "backup-v4", ""}, {f.ns, "c", "backup-v4", ""}, {f.ns, "d", "backup-v4", ""},
 		{f.ns, "e", "backup-v4", ""}, {ns2, "x", "backup-v6", ""}, {ns2, "y", "backup-v6", ""}} {
-		x.addr = f.waitFIPIn(x.ns, x.name, 30*time.Second, "allocated", allocated).Status.IPAddress
+		x.addr = f.waitFIPIn(x.ns, x.name, 30*time.Second, "allocated", suite.Allocated).Status.IPAddress
 		want = append(want, x)
 	}
 
 	set := installChartResourceSet(t, f.ns)
 	dir := t.TempDir()
-	files, err := testenv.BackupResourceSet(ctx, shared.env.Config, set, dir)
+	files, err := backup.BackupResourceSet(ctx, shared.Env.Config, set, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	}
 	oldUIDs := map[string]bool{}
 	for _, x := range want {
-		oldUIDs[string(f.waitFIPIn(x.ns, x.name, time.Second, "present", allocated).UID)] = true
+		oldUIDs[string(f.waitFIPIn(x.ns, x.name, time.Second, "present", suite.Allocated).UID)] = true
 		removeWithoutFinalizers(t, f, x.ns, x.name)
 	}
 	for _, name := range []string{"backup-v4", "backup-v6"} {
@@ -113,7 +116,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	}
 
 	mine := map[string]bool{"backup-v4": true, "backup-v6": true, f.ns: true, ns2: true}
-	err = testenv.RestoreBackup(ctx, shared.env.Config, dir, func(o testenv.BackupObject) bool {
+	err = backup.RestoreBackup(ctx, shared.Env.Config, dir, func(o backup.BackupObject) bool {
 		switch o.GVR.Resource {
 		case "customresourcedefinitions":
 			return true
@@ -140,7 +143,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 
 	p, _ = f.operator()
 	for _, x := range want {
-		got := f.waitFIPIn(x.ns, x.name, 30*time.Second, "allocated", allocated)
+		got := f.waitFIPIn(x.ns, x.name, 30*time.Second, "allocated", suite.Allocated)
 		if got.Status.IPAddress != x.addr || got.Spec.IPAddress != x.addr {
 			t.Errorf("%s holds %s (spec %s) after the restore, want %s", x.key(), got.Status.IPAddress, got.Spec.IPAddress, x.addr)
 		}
@@ -148,7 +151,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 			t.Error(err)
 		}
 		uid := got.UID
-		eventually(t, 30*time.Second, fmt.Sprintf("%s recorded for the restored %s", x.addr, x.key()), func() bool {
+		rig.Eventually(t, 30*time.Second, fmt.Sprintf("%s recorded for the restored %s", x.addr, x.key()), func() bool {
 			a, ok := f.held(x.rangeName)[x.addr]
 			return ok && a.UID == uid && a.Namespace == x.ns && a.Name == x.name
 		})
@@ -163,7 +166,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 
 	// The allocator knows every restored address: the next FloatingIP gets the free one between.
 	f.createFIP("z", "backup-v4", "")
-	if got := f.waitFIP("z", 30*time.Second, "allocated", allocated).Status.IPAddress; got != freed {
+	if got := f.waitFIP("z", 30*time.Second, "allocated", suite.Allocated).Status.IPAddress; got != freed {
 		t.Errorf("a new FloatingIP got %s, want the free %s", got, freed)
 	}
 	f.checkRecord("backup-v4", 5)
@@ -174,31 +177,31 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 // installChartResourceSet renders the operator chart with the ResourceSet on, creates it in the
 // API server under rancher-backup's ResourceSet CRD with strict field validation, and returns it
 // as a Backup reads it there.
-func installChartResourceSet(t *testing.T, ns string) testenv.ResourceSet {
+func installChartResourceSet(t *testing.T, ns string) backup.ResourceSet {
 	t.Helper()
 	ctx := context.Background()
-	objs := renderOperatorChart(t, ns, map[string]interface{}{"backup": map[string]interface{}{"resourceSet": map[string]interface{}{"enabled": true}}},
-		testenv.ResourceSetAPIVersion)
+	objs := chartrepo.RenderOperatorChart(t, ns, map[string]interface{}{"backup": map[string]interface{}{"resourceSet": map[string]interface{}{"enabled": true}}},
+		backup.ResourceSetAPIVersion)
 	var rendered *unstructured.Unstructured
 	for _, o := range objs {
-		if o.GroupVersionKind() == testenv.ResourceSetGVK {
+		if o.GroupVersionKind() == backup.ResourceSetGVK {
 			rendered = o
 		}
 	}
 	if rendered == nil {
 		t.Fatal("the chart renders no ResourceSet with backup.resourceSet.enabled=true")
 	}
-	if err := testenv.InstallResourceSetCRD(shared.env.Config); err != nil {
+	if err := backup.InstallResourceSetCRD(shared.Env.Config); err != nil {
 		t.Fatal(err)
 	}
-	client := dynamic.NewForConfigOrDie(shared.env.Config).Resource(testenv.ResourceSetGVK.GroupVersion().WithResource("resourcesets"))
+	client := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(backup.ResourceSetGVK.GroupVersion().WithResource("resourcesets"))
 	_ = client.Delete(ctx, rendered.GetName(), metav1.DeleteOptions{})
 	created, err := client.Create(ctx, rendered, metav1.CreateOptions{FieldValidation: "Strict"})
 	if err != nil {
 		t.Fatalf("rancher-backup's ResourceSet CRD refuses the chart's ResourceSet: %v", err)
 	}
 	t.Cleanup(func() { _ = client.Delete(context.Background(), created.GetName(), metav1.DeleteOptions{}) })
-	var set testenv.ResourceSet
+	var set backup.ResourceSet
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, &set); err != nil {
 		t.Fatal(err)
 	}

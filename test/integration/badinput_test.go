@@ -11,13 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestBadInputMappedAddressesRefusedAtTheDoor: an IPv4-mapped IPv6 range or exclude, in any
 // spelling, is refused by the API server itself, naming the field; the same text with another
 // meaning (::ffff:1 is an ordinary IPv6 address) is accepted.
 func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
-	c := kubefipClients(t)
+	c := shared.Kubefip
 	for _, tc := range []struct {
 		name    string
 		iprange string
@@ -83,13 +85,13 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 	defer func() { _ = p.Stop(20 * time.Second) }()
 
 	f.waitFIP("holder", 30*time.Second, "the restored address", func(x *kubefipv1.FloatingIP) bool {
-		return allocated(x) && x.Status.IPAddress == "fd00:79::1"
+		return suite.Allocated(x) && x.Status.IPAddress == "fd00:79::1"
 	})
 	static := f.waitFIP("static", 30*time.Second, "IPConflict", reasonIs("IPConflict"))
 	if msg := message(static.Status.Conditions, kubefipv1.Ready); !strings.Contains(msg, f.ns+"/holder") {
 		t.Errorf("IPConflict message %q does not name the holder", msg)
 	}
-	dynamic := f.waitFIP("dynamic", 30*time.Second, "an address", allocated)
+	dynamic := f.waitFIP("dynamic", 30*time.Second, "an address", suite.Allocated)
 	if dynamic.Status.IPAddress == "fd00:79::1" {
 		t.Fatalf("fd00:79::1 was handed out twice")
 	}
@@ -114,7 +116,7 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 	}
 	// The static request gets the address once its holder is gone: released, not leaked.
 	f.waitFIP("static", 30*time.Second, "fd00:79::1 after the holder is gone", func(x *kubefipv1.FloatingIP) bool {
-		return allocated(x) && x.Status.IPAddress == "fd00:79::1"
+		return suite.Allocated(x) && x.Status.IPAddress == "fd00:79::1"
 	})
 	f.checkRecord(rangeName, 2)
 }
@@ -147,7 +149,7 @@ func TestBadInputAmbiguousRecordKey(t *testing.T) {
 		return !ok && rangeReady(r)
 	})
 	f.waitFIP("static", 30*time.Second, "10.79.0.1", func(x *kubefipv1.FloatingIP) bool {
-		return allocated(x) && x.Status.IPAddress == "10.79.0.1"
+		return suite.Allocated(x) && x.Status.IPAddress == "10.79.0.1"
 	})
 }
 
@@ -175,8 +177,8 @@ func TestBadInputRangeWarnings(t *testing.T) {
 		"badinput-empty":  "NoCapacity",
 	} {
 		f.waitRange(name, 30*time.Second, "Warning "+reason, warned(reason))
-		eventually(t, 10*time.Second, "range "+name+": a Warning Event "+reason, func() bool {
-			return hasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
+		rig.Eventually(t, 10*time.Second, "range "+name+": a Warning Event "+reason, func() bool {
+			return shared.HasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
 		})
 	}
 

@@ -23,7 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 )
 
 // TestChartRepositoryOverHTTP packages both charts at release 1.2.3 as make package-helm does
@@ -35,7 +36,7 @@ import (
 // downloaded archives into an API server, both releases deployed and the CRDs served.
 func TestChartRepositoryOverHTTP(t *testing.T) {
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
+	root, err := rig.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestChartRepositoryOverHTTP(t *testing.T) {
 			t.Fatalf("installing %s %s from the repository: %v", name, cv.Version, err)
 		}
 		if name == charts.CRDChart {
-			eventually(t, time.Minute, "the kubefip API to be served", func() bool {
+			rig.Eventually(t, time.Minute, "the kubefip API to be served", func() bool {
 				list, err := kube.Discovery().ServerResourcesForGroupVersion("kubefip.k8s.binbash.org/v1")
 				return err == nil && len(list.APIResources) >= 2
 			})
@@ -155,9 +156,9 @@ func checkServedIcon(t *testing.T, data []byte, file string) {
 
 // startChartGuest starts an API server for chart installs, with the namespaces the operator chart
 // expects from Rancher, and stops it when the test ends.
-func startChartGuest(t *testing.T, name string) *testenv.Guest {
+func startChartGuest(t *testing.T, name string) *controlplane.Guest {
 	t.Helper()
-	guest, err := shared.env.StartGuest(name)
+	guest, err := shared.Env.StartGuest(name)
 	if err != nil {
 		t.Fatal(err)
 	}

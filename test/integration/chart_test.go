@@ -13,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,7 +21,8 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 const chartNamespace = "kube-fip-chart"
@@ -60,35 +60,9 @@ func (h *helmCluster) action() *action.Configuration {
 	return cfg
 }
 
-// repoChart loads the chart name from the repository's charts/ directory.
-func repoChart(t testing.TB, name string) *chart.Chart {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := charts.Load(filepath.Join(root, "charts", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// renderOperatorChart renders the operator chart for release namespace ns as `helm template`
-// does, with values and the extra API versions the cluster would offer.
-func renderOperatorChart(t testing.TB, ns string, values map[string]interface{}, apiVersions ...string) []*unstructured.Unstructured {
-	t.Helper()
-	objs, err := charts.Render(repoChart(t, charts.OperatorChart), charts.RenderOptions{Namespace: ns, Values: values,
-		APIVersions: append([]string{charts.CRDAPIVersion}, apiVersions...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
 // install installs the chart name from the repository's charts/ directory, as release name.
 func (h *helmCluster) install(name string, values map[string]interface{}) error {
-	return h.installChart(repoChart(h.t, name), values)
+	return h.installChart(chartrepo.RepoChart(h.t, name), values)
 }
 
 // installChart installs c as the release named after the chart, in chartNamespace.
@@ -135,7 +109,7 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	if err := helm.install(charts.CRDChart, nil); err != nil {
 		t.Fatalf("installing the CRD chart: %v", err)
 	}
-	eventually(t, time.Minute, "the kubefip API to be served", func() bool {
+	rig.Eventually(t, time.Minute, "the kubefip API to be served", func() bool {
 		list, err := kube.Discovery().ServerResourcesForGroupVersion("kubefip.k8s.binbash.org/v1")
 		return err == nil && len(list.APIResources) >= 2
 	})

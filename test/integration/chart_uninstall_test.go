@@ -23,7 +23,10 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // The chart's clean-up hook: its objects all carry this name.
@@ -44,7 +47,7 @@ type uninstallWorld struct {
 	admin *rest.Config
 	kube  kubernetes.Interface
 	fips  kubefipAPI
-	op    *testenv.Process
+	op    *controlplane.Process
 	// addrs and uids are what the operator allocated: "namespace/name" → address and UID.
 	addrs, uids map[string]string
 }
@@ -59,7 +62,7 @@ func uninstallFIPs() map[string]string {
 // newUninstallWorld gives the API server Rancher's CRDs, which the operator watches.
 func newUninstallWorld(t *testing.T, helm *helmCluster, admin *rest.Config) *uninstallWorld {
 	t.Helper()
-	crds, err := testenv.RancherCRDs()
+	crds, err := rancher.CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +80,8 @@ func newUninstallWorld(t *testing.T, helm *helmCluster, admin *rest.Config) *uni
 // namespace with the chart's kube-fip-config, until the operator's pod stand-in is deleted.
 func (w *uninstallWorld) startOperator() {
 	w.t.Helper()
-	p, err := testenv.StartOperator(shared.operator, nil, nil, "--kubeconfig", w.helm.kubeconfig, "--namespace", chartNamespace,
-		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(freePort(w.t)))
+	p, err := controlplane.StartOperator(shared.Operator, nil, nil, "--kubeconfig", w.helm.kubeconfig, "--namespace", chartNamespace,
+		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(w.t)))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -165,11 +168,11 @@ func (w *uninstallWorld) createObjects() {
 func (w *uninstallWorld) waitAllocated(what string) {
 	w.t.Helper()
 	first := len(w.addrs) == 0
-	eventually(w.t, time.Minute, what, func() bool {
+	rig.Eventually(w.t, time.Minute, what, func() bool {
 		for key := range uninstallFIPs() {
 			ns, name, _ := strings.Cut(key, "/")
 			f, err := w.fips.FloatingIP().Get(ns, name, metav1.GetOptions{})
-			if err != nil || !allocated(f) || !has(f.Finalizers, fipFinalizer) {
+			if err != nil || !suite.Allocated(f) || !has(f.Finalizers, fipFinalizer) {
 				return false
 			}
 			if first {
@@ -177,7 +180,7 @@ func (w *uninstallWorld) waitAllocated(what string) {
 			}
 		}
 		r, err := w.fips.FloatingIPRange().Get(uninstallRange, metav1.GetOptions{})
-		return err == nil && has(r.Finalizers, rangeFinalizer) && len(heldIn(w.t, w.fips, uninstallRange)) == len(uninstallFIPs())
+		return err == nil && has(r.Finalizers, rangeFinalizer) && len(suite.HeldIn(w.t, w.fips, uninstallRange)) == len(uninstallFIPs())
 	})
 	w.checkKeptObjects(true)
 }
@@ -194,7 +197,7 @@ func (w *uninstallWorld) checkKeptObjects(withFinalizers bool) {
 			continue
 		}
 		if f.Status.IPAddress != addr || f.Spec.IPAddress != addr || string(f.UID) != w.uids[key] {
-			w.t.Errorf("FloatingIP %s: %s (uid %s); want %s, the same object", key, statusText(f), f.UID, addr)
+			w.t.Errorf("FloatingIP %s: %s (uid %s); want %s, the same object", key, suite.StatusText(f), f.UID, addr)
 		}
 		if got := has(f.Finalizers, fipFinalizer); got != withFinalizers || (!withFinalizers && len(f.Finalizers) > 0) {
 			w.t.Errorf("FloatingIP %s finalizers %v; want the operator's: %v", key, f.Finalizers, withFinalizers)
@@ -212,7 +215,7 @@ func (w *uninstallWorld) checkKeptObjects(withFinalizers bool) {
 		want[addr] = w.uids[key]
 	}
 	got := map[string]string{}
-	for addr, a := range heldIn(w.t, w.fips, uninstallRange) {
+	for addr, a := range suite.HeldIn(w.t, w.fips, uninstallRange) {
 		got[addr] = string(a.UID)
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -271,7 +274,7 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 	}
 
 	var job *batchv1.Job
-	eventually(w.t, time.Minute, "Helm to create the clean-up Job", func() bool {
+	rig.Eventually(w.t, time.Minute, "Helm to create the clean-up Job", func() bool {
 		j, err := w.kube.BatchV1().Jobs(chartNamespace).Get(ctx, cleanupHook, metav1.GetOptions{})
 		job = j
 		return notDone() && err == nil
@@ -285,14 +288,14 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 	}
 
 	kubeconfig := filepath.Join(w.t.TempDir(), "kubeconfig")
-	if err := testenv.ServiceAccountKubeconfig(w.admin, chartNamespace, pod.ServiceAccountName, kubeconfig, 10*time.Minute); err != nil {
+	if err := controlplane.ServiceAccountKubeconfig(w.admin, chartNamespace, pod.ServiceAccountName, kubeconfig, 10*time.Minute); err != nil {
 		w.t.Fatal(err)
 	}
 	as := kubernetes.NewForConfigOrDie(restConfigOf(w.t, kubeconfig))
 	if _, err := as.CoreV1().Secrets(chartNamespace).List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		w.t.Fatalf("as the hook's ServiceAccount, listing Secrets: %v; want Forbidden (is RBAC enforced?)", err)
 	}
-	p, err := testenv.StartOperator(shared.operator, nil, []string{"KUBECONFIG=" + kubeconfig, "LOG_LEVEL=debug"}, c.Args...)
+	p, err := controlplane.StartOperator(shared.Operator, nil, []string{"KUBECONFIG=" + kubeconfig, "LOG_LEVEL=debug"}, c.Args...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -302,7 +305,7 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 		}
 	}()
 
-	eventually(w.t, time.Minute, "the clean-up to scale the operator to zero", func() bool {
+	rig.Eventually(w.t, time.Minute, "the clean-up to scale the operator to zero", func() bool {
 		d, err := w.kube.AppsV1().Deployments(chartNamespace).Get(ctx, "kube-fip-operator", metav1.GetOptions{})
 		return notDone() && err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0
 	})

@@ -14,7 +14,8 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 func kubevipReason(reason string) func(*v1.FloatingIP) bool {
@@ -47,7 +48,7 @@ func TestChartSourceAllowList(t *testing.T) {
 		http.NotFound(w, nil)
 	}))
 	t.Cleanup(other.Close)
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart(config.DefaultKubevipChartVersion), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 
 	f := newFixture(t, "kube-fip-chartsrc")
 	proxy := startProxy(t)
@@ -76,11 +77,11 @@ func TestChartSourceAllowList(t *testing.T) {
 	if !strings.Contains(c.Message, "kubevipChartRepoUrl") || !strings.Contains(c.Message, "allowed chart sources") {
 		t.Errorf("condition message %q does not say which key and why", c.Message)
 	}
-	eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on kube-fip-config", func() bool {
-		return hasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
+	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on kube-fip-config", func() bool {
+		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
 	})
-	eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on the FloatingIP", func() bool {
-		return hasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
+	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on the FloatingIP", func() bool {
+		return shared.HasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
 	})
 	waitGuestPasses(t, port, gc)
 	if n := requests.Load(); n != 0 {
@@ -98,8 +99,8 @@ func TestChartSourceAllowList(t *testing.T) {
 	if !strings.Contains(c.Message, "kubevipChartValues") || !strings.Contains(c.Message, "image.repository") {
 		t.Errorf("condition message %q does not name the key", c.Message)
 	}
-	eventually(t, 15*time.Second, "a Warning Event ChartValuesNotAllowed on kube-fip-config", func() bool {
-		return hasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
+	rig.Eventually(t, 15*time.Second, "a Warning Event ChartValuesNotAllowed on kube-fip-config", func() bool {
+		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
 	})
 	if n := helmReleases(t, gc); n != 0 {
 		t.Errorf("%d Helm releases in the guest with refused values", n)
@@ -123,7 +124,7 @@ func TestChartSourceAllowList(t *testing.T) {
 // nothing, not even into a cluster labelled kube-vip=true (the default, clusterlabel, would), and
 // says so on kube-fip-config.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart(config.DefaultKubevipChartVersion), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-typo")
 	proxy := startProxy(t)
 	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, startGuest(t, "typo"))
@@ -138,8 +139,8 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 	if c, _ := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(c.Message, "disabled") {
 		t.Errorf("KubevipInstalled message %q does not say disabled", c.Message)
 	}
-	eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {
-		return hasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
+	rig.Eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {
+		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
 	})
 	f.waitGuestAddress(gc, "typo-kubevip", 15*time.Second)
 	waitGuestPasses(t, port, gc)

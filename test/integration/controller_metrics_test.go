@@ -11,6 +11,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestOperatorServesControllerMetrics: the operator's /metrics serves, beside its own series,
@@ -20,14 +23,14 @@ import (
 // start it, with no environment variable asking for them.
 func TestOperatorServesControllerMetrics(t *testing.T) {
 	f := newFixture(t, "kube-fip-ctrl-metrics")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	// An object of every kind a handler watches: kube-fip-config, a range, a FloatingIP, and a
 	// Rancher guest cluster (provisioning and management clusters, namespace).
 	f.operatorConfig(map[string]string{"logLevel": "info"})
-	r.create(guest{name: "ctrlmetrics", id: "c-m-ctrlmetrics", harvester: "c-m-harvctrlmetrics", display: "harv-ctrl-metrics", network: vlan("vlan10")})
+	rig.Must(t, r.AddGuest(rancher.Guest{Name: "ctrlmetrics", ID: "c-m-ctrlmetrics", Harvester: "c-m-harvctrlmetrics", Display: "harv-ctrl-metrics", Network: rancher.Network("vlan10")}))
 	_, port := f.operator()
 	f.createRange("ctrl-metrics", "10.164.0.0/28")
-	f.waitFIP(f.createFIP("ctrl-metrics", "ctrl-metrics", "").Name, quick, "an address", allocated)
+	f.waitFIP(f.createFIP("ctrl-metrics", "ctrl-metrics", "").Name, quick, "an address", suite.Allocated)
 
 	const (
 		configMaps  = "/v1, Resource=configmaps"
@@ -64,7 +67,7 @@ func TestOperatorServesControllerMetrics(t *testing.T) {
 	own := fmt.Sprintf(`name="ctrl-metrics",namespace=%q}`, f.ns)
 
 	var missing []string
-	eventuallyOK(30*time.Second, func() bool {
+	rig.Within(30*time.Second, func() bool {
 		_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 		served := map[string]bool{}
 		for _, line := range strings.Split(body, "\n") {

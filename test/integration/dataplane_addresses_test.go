@@ -26,7 +26,12 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // dualStackServiceCIDRs is the service-cluster-ip-range of the guests below: with one range of
@@ -50,13 +55,13 @@ type addressesGuest struct {
 // cluster id is id, labelled kube-vip=true, and creates the guest namespaces given.
 func newAddressesGuest(t *testing.T, ns, name, id string, guestNamespaces ...string) *addressesGuest {
 	t.Helper()
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart(config.DefaultKubevipChartVersion),
-		testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, ns)
 	proxy := startProxy(t)
 	f.operatorConfig(map[string]string{config.KeyKubevipChartRepoURL: repo.URL})
 	f.operator()
-	g, err := shared.env.StartGuestWithServiceCIDRs(name, dualStackServiceCIDRs)
+	g, err := shared.Env.StartGuestWithServiceCIDRs(name, dualStackServiceCIDRs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func newAddressesGuest(t *testing.T, ns, name, id string, guestNamespaces ...str
 	gc := rancherCluster(t, proxy, name, id, map[string]string{config.ClusterLabel: "true"}, g)
 	f.extraNamespace(id)
 	for _, gns := range guestNamespaces {
-		if _, err := gc.direct.CoreV1().Namespaces().Create(bg(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gns}}, metav1.CreateOptions{}); err != nil {
+		if _, err := gc.direct.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,11 +97,11 @@ func (a *addressesGuest) configured(names ...string) {
 	a.t.Helper()
 	for _, name := range names {
 		a.f.waitFIPIn(a.gc.id, name, 2*time.Minute, "an address, kube-vip installed and the guest configured", func(x *v1.FloatingIP) bool {
-			return allocated(x) && v1.KubevipInstalled.IsTrue(x) && v1.GuestConfigured.IsTrue(x)
+			return suite.Allocated(x) && v1.KubevipInstalled.IsTrue(x) && v1.GuestConfigured.IsTrue(x)
 		})
 	}
 	if a.cmName == "" {
-		ns, name, err := testenv.ProviderConfigMap(bg(), a.gc.direct, "kube-system", "kube-vip-cloud-provider")
+		ns, name, err := guests.ProviderConfigMap(context.Background(), a.gc.direct, "kube-system", "kube-vip-cloud-provider")
 		if err != nil {
 			a.t.Fatalf("the installed kube-vip-cloud-provider Deployment: %v", err)
 		}
@@ -107,7 +112,7 @@ func (a *addressesGuest) configured(names ...string) {
 // configMap is the provider's ConfigMap, nil while there is none.
 func (a *addressesGuest) configMap() *corev1.ConfigMap {
 	a.t.Helper()
-	cm, err := a.gc.direct.CoreV1().ConfigMaps(a.cmNamespace).Get(bg(), a.cmName, metav1.GetOptions{})
+	cm, err := a.gc.direct.CoreV1().ConfigMaps(a.cmNamespace).Get(context.Background(), a.cmName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -123,7 +128,7 @@ func (a *addressesGuest) configMap() *corev1.ConfigMap {
 func (a *addressesGuest) waitConfigMap(what string, want map[string]string, owned string) *corev1.ConfigMap {
 	a.t.Helper()
 	var last *corev1.ConfigMap
-	ok := eventuallyOK(60*time.Second, func() bool {
+	ok := rig.Within(60*time.Second, func() bool {
 		last = a.configMap()
 		if last == nil {
 			return false
@@ -150,25 +155,25 @@ func (a *addressesGuest) waitConfigMap(what string, want map[string]string, owne
 // startProvider runs the real kube-vip-cloud-provider against the guest API server as the
 // operator's release renders it, exactly as runDataplane does, but without kube-vip: the provider
 // only talks to the API server, so it needs no network namespace.
-func startProvider(t *testing.T, gc *guestCluster, binary string) *testenv.Process {
+func startProvider(t *testing.T, gc *guestCluster, binary string) *controlplane.Process {
 	t.Helper()
-	dep, err := gc.direct.AppsV1().Deployments("kube-system").Get(bg(), "kube-vip-cloud-provider", metav1.GetOptions{})
+	dep, err := gc.direct.AppsV1().Deployments("kube-system").Get(context.Background(), "kube-vip-cloud-provider", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the kube-vip-cloud-provider Deployment: %v", err)
 	}
 	pc := dep.Spec.Template.Spec.Containers[0]
-	env, err := testenv.ContainerEnv(pc, map[string]string{"spec.nodeName": "node-1", "metadata.namespace": "kube-system"})
+	env, err := dataplane.ContainerEnv(pc, map[string]string{"spec.nodeName": "node-1", "metadata.namespace": "kube-system"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	kubeconfig, err := testenv.PodKubeconfig(gc.guest.Config, "kube-system", dep.Spec.Template.Spec.ServiceAccountName, home, "")
+	kubeconfig, err := dataplane.PodKubeconfig(gc.guest.Config, "kube-system", dep.Spec.Template.Spec.ServiceAccountName, home, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := append(append([]string{}, pc.Command[1:]...), pc.Args...)
 	args = append(args, "--kubeconfig="+kubeconfig, "--OutSideCluster", "--secure-port=0")
-	p, err := testenv.StartIn(-1, binary, nil, home, env, args...)
+	p, err := dataplane.StartIn(-1, binary, nil, home, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +192,14 @@ var (
 // loadBalancerIn creates a LoadBalancer Service namespace/name of the families given (the API
 // server's default when policy is nil) and waits for kube-vip-cloud-provider to give it its
 // addresses: the kube-vip.io/loadbalancerIPs annotation, which kube-vip serves.
-func (a *addressesGuest) loadBalancerIn(provider *testenv.Process, namespace, name string, policy *corev1.IPFamilyPolicy, families []corev1.IPFamily) []netip.Addr {
+func (a *addressesGuest) loadBalancerIn(provider *controlplane.Process, namespace, name string, policy *corev1.IPFamilyPolicy, families []corev1.IPFamily) []netip.Addr {
 	a.t.Helper()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilyPolicy: policy, IPFamilies: families,
 			Ports: []corev1.ServicePort{{Name: "web", Port: 8080, TargetPort: intstr.FromInt32(8080)}}},
 	}
-	created, err := a.gc.direct.CoreV1().Services(namespace).Create(bg(), svc, metav1.CreateOptions{})
+	created, err := a.gc.direct.CoreV1().Services(namespace).Create(context.Background(), svc, metav1.CreateOptions{})
 	if err != nil {
 		a.t.Fatalf("creating Service %s/%s: %v", namespace, name, err)
 	}
@@ -205,25 +210,25 @@ func (a *addressesGuest) loadBalancerIn(provider *testenv.Process, namespace, na
 }
 
 // addresses waits until Service namespace/name carries the provider's addresses and returns them.
-func (a *addressesGuest) addresses(provider *testenv.Process, namespace, name string) []netip.Addr {
+func (a *addressesGuest) addresses(provider *controlplane.Process, namespace, name string) []netip.Addr {
 	a.t.Helper()
 	var got []netip.Addr
-	if !eventuallyOK(60*time.Second, func() bool {
-		x, err := a.gc.direct.CoreV1().Services(namespace).Get(bg(), name, metav1.GetOptions{})
-		if err != nil || x.Annotations[testenv.LoadBalancerIPsKey] == "" {
+	if !rig.Within(60*time.Second, func() bool {
+		x, err := a.gc.direct.CoreV1().Services(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || x.Annotations[guests.LoadBalancerIPsKey] == "" {
 			return false
 		}
 		got = nil
-		for _, s := range strings.Split(x.Annotations[testenv.LoadBalancerIPsKey], ",") {
+		for _, s := range strings.Split(x.Annotations[guests.LoadBalancerIPsKey], ",") {
 			addr, err := netip.ParseAddr(s)
 			if err != nil {
-				a.t.Fatalf("Service %s/%s: the provider wrote %q", namespace, name, x.Annotations[testenv.LoadBalancerIPsKey])
+				a.t.Fatalf("Service %s/%s: the provider wrote %q", namespace, name, x.Annotations[guests.LoadBalancerIPsKey])
 			}
 			got = append(got, addr)
 		}
 		return true
 	}) {
-		a.t.Fatalf("kube-vip-cloud-provider gave Service %s/%s no address\nits output ends:\n%s", namespace, name, lastLines(provider.Logs(), 30))
+		a.t.Fatalf("kube-vip-cloud-provider gave Service %s/%s no address\nits output ends:\n%s", namespace, name, rig.LastLines(provider.Logs(), 30))
 	}
 	return got
 }
@@ -232,11 +237,11 @@ func (a *addressesGuest) addresses(provider *testenv.Process, namespace, name st
 // counts the addresses of existing Services as in use, may hand its addresses out again.
 func (a *addressesGuest) deleteService(namespace, name string) {
 	a.t.Helper()
-	if err := a.gc.direct.CoreV1().Services(namespace).Delete(bg(), name, metav1.DeleteOptions{}); err != nil {
+	if err := a.gc.direct.CoreV1().Services(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		a.t.Fatal(err)
 	}
-	eventually(a.t, 30*time.Second, "Service "+namespace+"/"+name+" gone", func() bool {
-		_, err := a.gc.direct.CoreV1().Services(namespace).Get(bg(), name, metav1.GetOptions{})
+	rig.Eventually(a.t, 30*time.Second, "Service "+namespace+"/"+name+" gone", func() bool {
+		_, err := a.gc.direct.CoreV1().Services(namespace).Get(context.Background(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 }
@@ -247,7 +252,7 @@ func (a *addressesGuest) deleteFIP(name string) {
 	if err := a.f.api.FloatingIP().Delete(a.gc.id, name, nil); err != nil {
 		a.t.Fatal(err)
 	}
-	eventually(a.t, 30*time.Second, "FloatingIP "+a.gc.id+"/"+name+" gone", func() bool {
+	rig.Eventually(a.t, 30*time.Second, "FloatingIP "+a.gc.id+"/"+name+" gone", func() bool {
 		_, err := a.f.api.FloatingIP().Get(a.gc.id, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -311,7 +316,7 @@ func addrsText(addrs []netip.Addr) string {
 // (pkg/provider/loadBalancer.go, syncLoadBalancer); status.loadBalancer.ingress is kube-vip's to
 // write, once it serves the address (TestDataPlaneServesSeveralAddresses).
 func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
-	dp, err := testenv.BuildDataplane()
+	dp, err := dataplane.BuildDataplane()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +337,7 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 	a.configured("addrs-kubevip")
 	a.waitConfigMap("the first address", map[string]string{guestclient.GlobalCIDRKey: "198.18.40.5/32"}, "")
 	patch, _ := json.Marshal(map[string]interface{}{"data": map[string]string{person: personValue}})
-	mine, err := a.gc.direct.CoreV1().ConfigMaps(a.cmNamespace).Patch(bg(), a.cmName, types.MergePatchType, patch, metav1.PatchOptions{})
+	mine, err := a.gc.direct.CoreV1().ConfigMaps(a.cmNamespace).Patch(context.Background(), a.cmName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +428,7 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 // addIPv6 gives the link's two ends an IPv6 address each in prefix (RFC 5180's benchmarking
 // range 2001:2::/48, beside RFC 2544's 198.18.0.0/15), without duplicate address detection, so
 // that the client has an on-link route to the guest's IPv6 address.
-func addIPv6(link *testenv.Link, prefix netip.Prefix, node, client netip.Addr) error {
+func addIPv6(link *dataplane.Link, prefix netip.Prefix, node, client netip.Addr) error {
 	for _, end := range []struct {
 		ns   netns.NsHandle
 		name string
@@ -451,7 +456,7 @@ func addIPv6(link *testenv.Link, prefix netip.Prefix, node, client netip.Addr) e
 // can bind, where a node's interface has long had them.
 func settled6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Duration) error {
 	var last string
-	ok := eventuallyOK(timeout, func() bool {
+	ok := rig.Within(timeout, func() bool {
 		h, err := netlink.NewHandleAt(ns)
 		if err != nil {
 			last = err.Error()
@@ -490,7 +495,7 @@ func settled6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Dura
 }
 
 // clientNeighbour6 is what the client learnt over neighbour discovery of addr's hardware address.
-func clientNeighbour6(link *testenv.Link, addr netip.Addr) (net.HardwareAddr, error) {
+func clientNeighbour6(link *dataplane.Link, addr netip.Addr) (net.HardwareAddr, error) {
 	h, err := netlink.NewHandleAt(link.Client)
 	if err != nil {
 		return nil, err
@@ -510,8 +515,8 @@ func clientNeighbour6(link *testenv.Link, addr netip.Addr) (net.HardwareAddr, er
 
 // reach connects from the client to addr:18080, where a listener on the node answers, and returns
 // the line read.
-func reach(link *testenv.Link, addr netip.Addr) (string, error) {
-	ln, err := testenv.ListenIn(link.Node, net.JoinHostPort(addr.String(), "18080"))
+func reach(link *dataplane.Link, addr netip.Addr) (string, error) {
+	ln, err := dataplane.ListenIn(link.Node, net.JoinHostPort(addr.String(), "18080"))
 	if err != nil {
 		return "", err
 	}
@@ -528,7 +533,7 @@ func reach(link *testenv.Link, addr netip.Addr) (string, error) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := testenv.DialIn(ctx, link.Client, net.JoinHostPort(addr.String(), "18080"))
+	conn, err := dataplane.DialIn(ctx, link.Client, net.JoinHostPort(addr.String(), "18080"))
 	if err != nil {
 		return "", err
 	}
@@ -551,7 +556,7 @@ func reach(link *testenv.Link, addr netip.Addr) (string, error) {
 // advertisements for that address. A node's interface has long had its link-local address, so the
 // test waits for the link's to settle before starting kube-vip.
 func TestDataPlaneServesSeveralAddresses(t *testing.T) {
-	dp := dataplane(t)
+	dp := realDataplane(t)
 	a := newAddressesGuest(t, "kube-fip-dpaddrs", "dpaddrs", "c-m-dpaddr01")
 	a.f.createRange("dpaddrs-v4", "198.18.41.0/28")
 	a.f.createRange("dpaddrs-v6", "2001:2:0:41::/124")
@@ -563,7 +568,7 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	a.configured("dpaddrs-kubevip", "dpaddrs-second", "dpaddrs-kubevip-ipv6")
 	a.waitConfigMap("the three addresses", map[string]string{guestclient.GlobalCIDRKey: "198.18.41.5/32,198.18.41.9/32,2001:2:0:41::5/128"}, "")
 
-	link, err := testenv.NewLink("enp1s0", netip.MustParsePrefix("198.18.41.0/24"),
+	link, err := dataplane.NewLink("enp1s0", netip.MustParsePrefix("198.18.41.0/24"),
 		netip.MustParseAddr("198.18.41.100"), netip.MustParseAddr("198.18.41.200"))
 	if err != nil {
 		t.Fatal(err)
@@ -599,8 +604,8 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	if addrsText(got) != six.String() {
 		t.Fatalf("the IPv6 Service got %s; want %s", addrsText(got), six)
 	}
-	if !eventuallyOK(60*time.Second, func() bool {
-		x, err := a.gc.direct.CoreV1().Services("default").Get(bg(), "web-v6", metav1.GetOptions{})
+	if !rig.Within(60*time.Second, func() bool {
+		x, err := a.gc.direct.CoreV1().Services("default").Get(context.Background(), "web-v6", metav1.GetOptions{})
 		return err == nil && len(x.Status.LoadBalancer.Ingress) > 0 && x.Status.LoadBalancer.Ingress[0].IP == six.String()
 	}) {
 		t.Fatalf("kube-vip did not report %s on Service default/web-v6\n%s", six, s.logs())

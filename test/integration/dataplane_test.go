@@ -20,27 +20,31 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 var dataplaneOnce struct {
 	sync.Once
-	dp  testenv.Dataplane
+	dp  dataplane.Dataplane
 	err error
 }
 
-// dataplane is the real kube-vip and kube-vip-cloud-provider, built once; the test is skipped, with
+// realDataplane is the real kube-vip and kube-vip-cloud-provider, built once; the test is skipped, with
 // the reason, where network namespaces cannot be made.
-func dataplane(t *testing.T) testenv.Dataplane {
+func realDataplane(t *testing.T) dataplane.Dataplane {
 	t.Helper()
-	if err := testenv.CanCreateLinks(); err != nil {
+	if err := dataplane.CanCreateLinks(); err != nil {
 		t.Skipf("the data-plane test needs root: %v", err)
 	}
 	if _, err := os.Stat("/etc/kubernetes/admin.conf"); err == nil {
 		t.Fatal("/etc/kubernetes/admin.conf exists: kube-vip out of a cluster reads it before $HOME/.kube/config, so it would not talk to the test's guest")
 	}
 	dataplaneOnce.Do(func() {
-		dataplaneOnce.dp, dataplaneOnce.err = testenv.BuildDataplane()
+		dataplaneOnce.dp, dataplaneOnce.err = dataplane.BuildDataplane()
 		if dataplaneOnce.err == nil {
 			fmt.Printf("dataplane: running the real data plane from %s:\n%s", dataplaneOnce.dp.Dir, dataplaneOnce.dp.Versions)
 		}
@@ -56,9 +60,9 @@ func dataplane(t *testing.T) testenv.Dataplane {
 type servedGuest struct {
 	t        *testing.T
 	gc       *guestCluster
-	link     *testenv.Link
-	kubevip  *testenv.Process
-	provider *testenv.Process
+	link     *dataplane.Link
+	kubevip  *controlplane.Process
+	provider *controlplane.Process
 	fwd      string
 }
 
@@ -66,7 +70,7 @@ type servedGuest struct {
 // ServiceAccount of the workloads the operator's releases created in the guest. Only what a pod is
 // given is replaced: the kubeconfig (the ServiceAccount's token, as mounted in a pod), the node's
 // name behind fieldRef spec.nodeName, and the network the node is attached to: the link.
-func runDataplane(t *testing.T, gc *guestCluster, link *testenv.Link, kubevipBinary, providerBinary string) *servedGuest {
+func runDataplane(t *testing.T, gc *guestCluster, link *dataplane.Link, kubevipBinary, providerBinary string) *servedGuest {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -85,18 +89,18 @@ func runDataplane(t *testing.T, gc *guestCluster, link *testenv.Link, kubevipBin
 	// cluster needs (--OutSideCluster makes it read $HOME/.kube/config; no serving port on this
 	// machine's loopback).
 	pc := dep.Spec.Template.Spec.Containers[0]
-	penv, err := testenv.ContainerEnv(pc, fields)
+	penv, err := dataplane.ContainerEnv(pc, fields)
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	kubeconfig, err := testenv.PodKubeconfig(gc.guest.Config, "kube-system", dep.Spec.Template.Spec.ServiceAccountName, home, "")
+	kubeconfig, err := dataplane.PodKubeconfig(gc.guest.Config, "kube-system", dep.Spec.Template.Spec.ServiceAccountName, home, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := append(append([]string{}, pc.Command[1:]...), pc.Args...)
 	args = append(args, "--kubeconfig="+kubeconfig, "--OutSideCluster", "--secure-port=0")
-	if s.provider, err = testenv.StartIn(-1, providerBinary, nil, home, penv, args...); err != nil {
+	if s.provider, err = dataplane.StartIn(-1, providerBinary, nil, home, penv, args...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.provider.Stop(10 * time.Second) })
@@ -107,25 +111,25 @@ func runDataplane(t *testing.T, gc *guestCluster, link *testenv.Link, kubevipBin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.fwd, err = testenv.Forward(ctx, link.Node, u.Host); err != nil {
+	if s.fwd, err = dataplane.Forward(ctx, link.Node, u.Host); err != nil {
 		t.Fatal(err)
 	}
 	s.kubevip = s.startKubevip(kubevipBinary, ds.Spec.Template.Spec.Containers[0], ds.Spec.Template.Spec.ServiceAccountName, fields)
 	return s
 }
 
-func (s *servedGuest) startKubevip(binary string, c corev1.Container, serviceAccount string, fields map[string]string) *testenv.Process {
+func (s *servedGuest) startKubevip(binary string, c corev1.Container, serviceAccount string, fields map[string]string) *controlplane.Process {
 	t := s.t
 	t.Helper()
-	env, err := testenv.ContainerEnv(c, fields)
+	env, err := dataplane.ContainerEnv(c, fields)
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	if _, err := testenv.PodKubeconfig(s.gc.guest.Config, "kube-system", serviceAccount, home, "https://"+s.fwd); err != nil {
+	if _, err := dataplane.PodKubeconfig(s.gc.guest.Config, "kube-system", serviceAccount, home, "https://"+s.fwd); err != nil {
 		t.Fatal(err)
 	}
-	p, err := testenv.StartIn(s.link.Node, binary, nil, home, env, append(c.Command, c.Args...)...)
+	p, err := dataplane.StartIn(s.link.Node, binary, nil, home, env, append(c.Command, c.Args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func (s *servedGuest) startKubevip(binary string, c corev1.Container, serviceAcc
 // logs is the end of both processes' output, for a failure message.
 func (s *servedGuest) logs() string {
 	return fmt.Sprintf("kube-vip's output ends:\n%s\nkube-vip-cloud-provider's output ends:\n%s",
-		lastLines(s.kubevip.Logs(), 40), lastLines(s.provider.Logs(), 25))
+		rig.LastLines(s.kubevip.Logs(), 40), rig.LastLines(s.provider.Logs(), 25))
 }
 
 // loadBalancer creates a LoadBalancer Service in the guest and waits for the provider to give it
@@ -154,12 +158,12 @@ func (s *servedGuest) loadBalancer(name string) netip.Addr {
 		t.Fatal(err)
 	}
 	var got netip.Addr
-	if !eventuallyOK(60*time.Second, func() bool {
+	if !rig.Within(60*time.Second, func() bool {
 		x, err := s.gc.direct.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
-		a, err := netip.ParseAddr(x.Annotations[testenv.LoadBalancerIPsKey])
+		a, err := netip.ParseAddr(x.Annotations[guests.LoadBalancerIPsKey])
 		got = a
 		return err == nil
 	}) {
@@ -175,7 +179,7 @@ func (s *servedGuest) served(service string, addr netip.Addr) {
 	t := s.t
 	t.Helper()
 	ctx := context.Background()
-	if !eventuallyOK(60*time.Second, func() bool {
+	if !rig.Within(60*time.Second, func() bool {
 		x, err := s.gc.direct.CoreV1().Services("default").Get(ctx, service, metav1.GetOptions{})
 		return err == nil && len(x.Status.LoadBalancer.Ingress) > 0 && x.Status.LoadBalancer.Ingress[0].IP == addr.String()
 	}) {
@@ -184,7 +188,7 @@ func (s *servedGuest) served(service string, addr netip.Addr) {
 	if !s.bound(addr, 30*time.Second) {
 		t.Fatalf("kube-vip did not bind %s on %s\n%s", addr, s.link.NodeInterface, s.logs())
 	}
-	ln, err := testenv.ListenIn(s.link.Node, ":18080")
+	ln, err := dataplane.ListenIn(s.link.Node, ":18080")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,7 @@ func (s *servedGuest) served(service string, addr netip.Addr) {
 	}()
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := testenv.DialIn(dctx, s.link.Client, net.JoinHostPort(addr.String(), "18080"))
+	conn, err := dataplane.DialIn(dctx, s.link.Client, net.JoinHostPort(addr.String(), "18080"))
 	if err != nil {
 		t.Fatalf("the client could not reach %s:18080: %v\n%s", addr, err, s.logs())
 	}
@@ -226,7 +230,7 @@ func (s *servedGuest) served(service string, addr netip.Addr) {
 
 // bound reports whether addr comes to be on the node's interface within timeout.
 func (s *servedGuest) bound(addr netip.Addr, timeout time.Duration) bool {
-	return eventuallyOK(timeout, func() bool {
+	return rig.Within(timeout, func() bool {
 		addrs, err := s.link.Addresses()
 		if err != nil {
 			return false
@@ -254,10 +258,10 @@ func (s *servedGuest) bound(addr netip.Addr, timeout time.Duration) bool {
 // value as the chart renders it, the same kube-vip fails to parse the address and serves nothing:
 // the test sees a value kube-vip cannot parse.
 func TestDataPlaneServesTheFloatingIP(t *testing.T) {
-	dp := dataplane(t)
-	repo := testenv.ChartRepoForTest(t,
-		testenv.KubevipChart("0.9.7"), testenv.KubevipChart(config.DefaultKubevipChartVersion),
-		testenv.KubevipCloudProviderChart("0.2.4"), testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
+	dp := realDataplane(t)
+	repo := chartrepo.ChartRepoForTest(t,
+		chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart("0.2.4"), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-dataplane")
 	proxy := startProxy(t)
 	// The default kube-fip-config but for the repository: kube-vip goes into clusters labelled
@@ -315,16 +319,16 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 					t.Errorf("the Harvester cloud provider's DaemonSet: %v", err)
 				}
 			}
-			translated := hasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, v1.ReasonKubevipTranslated, "vip_subnet")
+			translated := shared.HasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, v1.ReasonKubevipTranslated, "vip_subnet")
 			if translated != c.translate {
 				var seen []string
-				for _, e := range events(t, id, name+"-kubevip") {
+				for _, e := range shared.Events(t, id, name+"-kubevip") {
 					seen = append(seen, e.Reason+": "+e.Message)
 				}
 				t.Errorf("an Event %s about vip_subnet: %v; want %v; the Events: %q", v1.ReasonKubevipTranslated, translated, c.translate, seen)
 			}
 
-			link, err := testenv.NewLink("enp1s0", netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", octet)),
+			link, err := dataplane.NewLink("enp1s0", netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", octet)),
 				netip.MustParseAddr(fmt.Sprintf("198.18.%d.100", octet)), netip.MustParseAddr(fmt.Sprintf("198.18.%d.200", octet)))
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -25,7 +24,11 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // BenchmarkDiscoveryConvergence creates N complete Harvester guest clusters at once — namespace,
@@ -43,8 +46,8 @@ import (
 // alloc-writes, alloc-reads, events, conflicts, throttled and writes. The writes include the
 // benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
 func BenchmarkDiscoveryConvergence(b *testing.B) {
-	r := newRancher(b)
-	p := r.runningBenchOperator(b, "kube-fip-bench")
+	r := shared.Rancher(b)
+	p := runningBenchOperator(r, b, "kube-fip-bench")
 	fips := watchFloatingIPs(b)
 	for i, n := range []int{10, 100, 1000} {
 		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
@@ -52,20 +55,20 @@ func BenchmarkDiscoveryConvergence(b *testing.B) {
 	}
 }
 
-func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fipWatch, n int, cidr string) {
+func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Process, fips *fipWatch, n int, cidr string) {
 	b.StopTimer()
 	harv := fmt.Sprintf("harv-bench%d", n)
 	rangeName := fmt.Sprintf("disc-bench%d", n)
-	if err := r.addBenchRange(rangeName, harv, cidr); err != nil {
+	if err := addBenchRange(b, r, rangeName, harv, cidr); err != nil {
 		b.Fatal(err)
 	}
-	defer r.deleteRange(b, rangeName)
+	defer deleteRange(r, b, rangeName)
 
 	c := newConvergence(n)
 	for iter := 0; iter < b.N; iter++ {
 		guests := newBenchGuests(fmt.Sprintf("bench%d-%d", n, iter), n, harv)
-		t := c.measure(b, r, fips, guests.names, func() *testenv.Process {
-			if err := r.addGuests(guests); err != nil {
+		t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
+			if err := addGuests(b, r, guests); err != nil {
 				b.Fatal(err)
 			}
 			return p
@@ -73,17 +76,17 @@ func benchmarkConvergence(b *testing.B, r *rancher, p *testenv.Process, fips *fi
 		c.time("s-to-converge", t.done.Sub(t.start))
 		c.time("s-to-create", t.allExist.Sub(t.start))
 		c.time("s-after-last-created", t.done.Sub(t.acted))
-		r.teardown(b, rangeName, guests.names)
+		teardown(r, b, rangeName, guests.names)
 	}
 	c.report(b)
 }
 
 // startBenchOperator starts the operator with its Lease and Events in ns and the words of
 // $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
-func startBenchOperator(b *testing.B, ns string) *testenv.Process {
-	args := []string{"--kubeconfig", shared.env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(loopbackPort(b))}
+func startBenchOperator(b *testing.B, ns string) *controlplane.Process {
+	args := []string{"--kubeconfig", shared.Env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(rig.FreePort(b))}
 	args = append(args, benchOperatorArgs()...)
-	p, err := testenv.StartOperator(shared.operator, nil, chartRuntimeEnv(b), args...)
+	p, err := controlplane.StartOperator(shared.Operator, nil, chartRuntimeEnv(b), args...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func startBenchOperator(b *testing.B, ns string) *testenv.Process {
 func chartRuntimeEnv(b *testing.B) []string {
 	b.Helper()
 	var env []string
-	for _, obj := range renderOperatorChart(b, "kube-fip", nil) {
+	for _, obj := range chartrepo.RenderOperatorChart(b, "kube-fip", nil) {
 		if obj.GetKind() != "Deployment" {
 			continue
 		}
@@ -119,11 +122,11 @@ func chartRuntimeEnv(b *testing.B) []string {
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
 // waits until its controllers run, and stops it when the benchmark ends.
-func (r *rancher) runningBenchOperator(b *testing.B, ns string) *testenv.Process {
-	r.ensureNamespace(ns)
+func runningBenchOperator(r *rancher.World, b *testing.B, ns string) *controlplane.Process {
+	shared.CreateNamespace(b, ns)
 	p := startBenchOperator(b, ns)
 	b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
-	if err := p.WaitForLog(bg(), "controllers running", time.Minute); err != nil {
+	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return p
@@ -142,9 +145,9 @@ type fipWatch struct {
 }
 
 func watchFloatingIPs(b *testing.B) *fipWatch {
-	ctx, cancel := context.WithCancel(bg())
+	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	factory := kubefip.NewFactoryFromConfigOrDie(shared.env.Config)
+	factory := kubefip.NewFactoryFromConfigOrDie(shared.Env.Config)
 	w := &fipWatch{FloatingIPCache: factory.Kubefip().V1().FloatingIP().Cache()}
 	_, err := factory.Kubefip().V1().FloatingIP().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj interface{}) {
@@ -183,16 +186,16 @@ func guestFieldsOnly(old, updated *v1.FloatingIP) bool {
 // benchGuests are the guest clusters of one iteration, all on one Harvester cluster and network.
 type benchGuests struct {
 	names  []string
-	byName map[string]guest
+	byName map[string]rancher.Guest
 }
 
 // newBenchGuests names n guests prefix-0000, prefix-0001, … on the Harvester cluster harv, vlan10.
 func newBenchGuests(prefix string, n int, harv string) benchGuests {
-	s := benchGuests{names: make([]string, n), byName: map[string]guest{}}
+	s := benchGuests{names: make([]string, n), byName: map[string]rancher.Guest{}}
 	for i := range s.names {
-		g := guest{name: fmt.Sprintf("%s-%04d", prefix, i), harvester: "c-m-" + harv, display: harv, network: vlan("vlan10")}
-		g.id = "c-m-" + g.name
-		s.names[i], s.byName[g.name] = g.name, g
+		g := rancher.Guest{Name: fmt.Sprintf("%s-%04d", prefix, i), Harvester: "c-m-" + harv, Display: harv, Network: rancher.Network("vlan10")}
+		g.ID = "c-m-" + g.Name
+		s.names[i], s.byName[g.Name] = g.Name, g
 	}
 	return s
 }
@@ -200,9 +203,9 @@ func newBenchGuests(prefix string, n int, harv string) benchGuests {
 // addGuests creates every part of every guest, 16 guests at a time, in addGuest's order but for
 // the Harvester cluster, which addBenchRange created: creating it again for every guest would be
 // answered 409 and counted among the conflicts.
-func (r *rancher) addGuests(s benchGuests) error {
-	return parallel(s.names, func(name string) error {
-		steps := r.steps(s.byName[name])
+func addGuests(t testing.TB, r *rancher.World, s benchGuests) error {
+	return rig.Parallel(s.names, func(name string) error {
+		steps := r.Steps(s.byName[name])
 		for _, step := range []string{"credential", "config", "namespace", "cluster"} {
 			if err := steps[step](); err != nil {
 				return err
@@ -214,11 +217,11 @@ func (r *rancher) addGuests(s benchGuests) error {
 
 // addBenchRange creates the Harvester cluster harv (its management cluster) and a range for its
 // network vlan10.
-func (r *rancher) addBenchRange(name, harv, cidr string) error {
-	if err := r.addManagementCluster("c-m-"+harv, harv); err != nil {
+func addBenchRange(t testing.TB, r *rancher.World, name, harv, cidr string) error {
+	if err := r.AddManagementCluster("c-m-"+harv, harv); err != nil {
 		return err
 	}
-	_, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
+	_, err := r.FIPs.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: harv, v1.AnnotationHarvesterNetworkName: "vlan10"}},
 		Spec: v1.FloatingIPRangeSpec{IPRange: cidr},
@@ -259,8 +262,8 @@ type timings struct {
 // things in motion and returns the running operator; it waits until every guest's FloatingIP holds
 // an address (failing if the operator exits), stops the timer, reads the counters again, adds the
 // difference and checks from the API server that every guest holds an address of its own.
-func (c *convergence) measure(b *testing.B, r *rancher, fips *fipWatch, guests []string, act func() *testenv.Process) timings {
-	before := r.apiRequests(b)
+func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process) timings {
+	before := apiRequests(r, b)
 	guestBefore := fips.guestWrites.Load()
 	var t timings
 	b.StartTimer()
@@ -272,8 +275,8 @@ func (c *convergence) measure(b *testing.B, r *rancher, fips *fipWatch, guests [
 	// The watch's count first: it lags the API server's, so a guest write may be missing from it,
 	// never one the API server has not counted; the allocation path's figure errs high, not low.
 	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
-	after := r.apiRequests(b)
-	if err := r.allAllocated(guests); err != nil {
+	after := apiRequests(r, b)
+	if err := allAllocated(b, r, guests); err != nil {
 		b.Fatal(err)
 	}
 	for k, v := range after {
@@ -290,7 +293,7 @@ func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] +
 
 // peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
 // figures; p must still run.
-func (c *convergence) peak(b *testing.B, p *testenv.Process) {
+func (c *convergence) peak(b *testing.B, p *controlplane.Process) {
 	bytes, err := p.PeakRSS()
 	if err != nil {
 		b.Fatalf("reading the operator's peak RSS: %v", err)
@@ -441,8 +444,8 @@ func (k requestKey) String() string { return k.verb + " " + k.path() + " " + k.c
 
 // apiRequests reads the API server's own count of the requests it answered since it started,
 // apiserver_request_total, by verb, resource, subresource and code.
-func (r *rancher) apiRequests(b *testing.B) map[requestKey]float64 {
-	raw, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(bg())
+func apiRequests(r *rancher.World, b *testing.B) map[requestKey]float64 {
+	raw, err := r.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatalf("reading the API server's metrics: %v", err)
 	}
@@ -470,14 +473,14 @@ func (r *rancher) apiRequests(b *testing.B) map[requestKey]float64 {
 // waitConverged waits until every guest's FloatingIP holds an address, as the watch shows them,
 // and returns when the last FloatingIP was created and when the last address was held. It fails
 // at once if the operator p exits.
-func waitConverged(b *testing.B, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
+func waitConverged(b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
 	deadline := time.Now().Add(timeout)
 	for {
 		exist, held := 0, 0
 		for _, name := range guests {
 			if x, err := fips.Get("c-m-"+name, name+"-kubevip"); err == nil {
 				exist++
-				if allocated(x) {
+				if suite.Allocated(x) {
 					held++
 				}
 			}
@@ -494,25 +497,16 @@ func waitConverged(b *testing.B, p *testenv.Process, fips kubefipcontrollers.Flo
 		}
 		select {
 		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d FloatingIPs exist, %d hold an address; its output ends:\n%s", exist, len(guests), held, lastLines(p.Logs(), 60))
+			b.Fatalf("the operator exited: %d of %d FloatingIPs exist, %d hold an address; its output ends:\n%s", exist, len(guests), held, rig.LastLines(p.Logs(), 60))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // allAllocated checks, from the API server itself, that every guest has exactly one FloatingIP,
 // holding an address no other guest holds.
-func (r *rancher) allAllocated(guests []string) error {
-	list, err := r.fips.FloatingIP().List("", metav1.ListOptions{})
+func allAllocated(t testing.TB, r *rancher.World, guests []string) error {
+	list, err := r.FIPs.FloatingIP().List("", metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -523,8 +517,8 @@ func (r *rancher) allAllocated(guests []string) error {
 	holder := map[string]string{}
 	for _, name := range guests {
 		fips := byNamespace["c-m-"+name]
-		if len(fips) != 1 || !allocated(&fips[0]) {
-			return fmt.Errorf("guest %s has %d FloatingIPs, allocated: %v", name, len(fips), len(fips) == 1 && allocated(&fips[0]))
+		if len(fips) != 1 || !suite.Allocated(&fips[0]) {
+			return fmt.Errorf("guest %s has %d FloatingIPs, allocated: %v", name, len(fips), len(fips) == 1 && suite.Allocated(&fips[0]))
 		}
 		if other, dup := holder[fips[0].Status.IPAddress]; dup {
 			return fmt.Errorf("%s is held by both %s and %s", fips[0].Status.IPAddress, other, name)
@@ -536,13 +530,13 @@ func (r *rancher) allAllocated(guests []string) error {
 
 // teardown deletes the guests' provisioning clusters and waits until the operator deleted their
 // FloatingIPs and released every address.
-func (r *rancher) teardown(b *testing.B, rangeName string, guests []string) {
-	if err := parallel(guests, func(name string) error { return r.prov.Delete(fleetNS, name, nil) }); err != nil {
+func teardown(r *rancher.World, b *testing.B, rangeName string, guests []string) {
+	if err := rig.Parallel(guests, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		held := heldIn(b, r.fips, rangeName)
+		held := suite.HeldIn(b, r.FIPs, rangeName)
 		if len(held) == 0 {
 			return
 		}
@@ -553,19 +547,19 @@ func (r *rancher) teardown(b *testing.B, rangeName string, guests []string) {
 	}
 }
 
-func (r *rancher) deleteRange(b *testing.B, name string) {
-	if err := r.fips.FloatingIPRange().Delete(name, nil); err != nil {
+func deleteRange(r *rancher.World, b *testing.B, name string) {
+	if err := r.FIPs.FloatingIPRange().Delete(name, nil); err != nil {
 		b.Errorf("deleting range %s: %v", name, err)
 	}
 }
 
 // deleteRangeAndWait deletes a range and waits until it is gone: the operator, which must still
 // run, removes its finalizer.
-func (r *rancher) deleteRangeAndWait(b *testing.B, name string) {
-	r.deleteRange(b, name)
+func deleteRangeAndWait(r *rancher.World, b *testing.B, name string) {
+	deleteRange(r, b, name)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, err := r.fips.FloatingIPRange().Get(name, metav1.GetOptions{})
+		_, err := r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return
 		}
@@ -574,14 +568,4 @@ func (r *rancher) deleteRangeAndWait(b *testing.B, name string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// loopbackPort returns a loopback port nothing listens on right now.
-func loopbackPort(b *testing.B) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestDiscoveryMalformedInputs: each malformed value gets a Warning Event naming the reason —
@@ -20,20 +24,20 @@ import (
 // running, never logs the credential's data, and a fixed credential is picked up at the next retry.
 func TestDiscoveryMalformedInputs(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-bad")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("disc-bad", "10.164.0.0/24", "harv-bad", "vlan10")
-	r.managementCluster("c-m-harvbad", "harv-bad")
+	rig.Must(t, r.AddManagementCluster("c-m-harvbad", "harv-bad"))
 
-	good := harvesterCredential("c-m-harvbad")
+	good := rancher.HarvesterCredential("c-m-harvbad")
 	noKey := map[string]string{"harvestercredentialConfig-kubeconfigContent": good["harvestercredentialConfig-kubeconfigContent"]}
-	workers := harvesterPool("nc-bad-nocp")
+	workers := rancher.HarvesterPool("nc-bad-nocp")
 	workers.ControlPlaneRole, workers.EtcdRole = false, false
 	// The provisioning CRD's schema requires machineConfigRef, so a pool without one never gets
 	// past the API server; an empty one does.
-	noRef := harvesterPool("")
+	noRef := rancher.HarvesterPool("")
 	noRef.NodeConfig = nil
-	if _, err := r.prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "bad-rejected", Namespace: fleetNS},
+	if _, err := r.Prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "bad-rejected", Namespace: rancher.FleetNamespace},
 		Spec: provv1.ClusterSpec{RKEConfig: &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{noRef}}}}); !apierrors.IsInvalid(err) {
 		t.Fatalf("a pool without machineConfigRef: %v, want Invalid", err)
 	}
@@ -47,7 +51,7 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	}{
 		{name: "bad-nokey", reason: v1.ReasonInvalidCloudCredential, contains: "has no " + harvester.ClusterIDKey, credential: noKey},
 		{name: "bad-ref", reason: v1.ReasonInvalidCloudCredential, contains: "names a namespace other than", credentialRef: "a:b:c"},
-		{name: "bad-slashes", reason: v1.ReasonInvalidNetwork, contains: "is not namespace/name", network: vlan("vlan10/x")},
+		{name: "bad-slashes", reason: v1.ReasonInvalidNetwork, contains: "is not namespace/name", network: rancher.Network("vlan10/x")},
 		{name: "bad-notjson", reason: v1.ReasonInvalidNetwork, contains: "networkInfo is not the JSON",
 			network: map[string]interface{}{"networkInfo": "default/vlan10"}},
 		{name: "bad-noifaces", reason: v1.ReasonInvalidNetwork, contains: "lists no interfaces",
@@ -59,46 +63,46 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	}
 	for i, c := range cases {
 		id := fmt.Sprintf("c-m-bad%05d", i)
-		r.namespace(id)
+		rig.Must(t, r.AddNamespace(id))
 		if c.credential == nil {
 			c.credential = good
 		}
-		r.credential("cc-"+c.name, c.credential)
+		rig.Must(t, r.AddCredential("cc-"+c.name, c.credential))
 		if c.network == nil {
-			c.network = vlan("vlan10")
+			c.network = rancher.Network("vlan10")
 		}
-		r.machineConfig("nc-"+c.name, c.network)
+		rig.Must(t, r.AddMachineConfig("nc-"+c.name, c.network))
 		if c.pool.Name == "" {
-			c.pool = harvesterPool("nc-" + c.name)
+			c.pool = rancher.HarvesterPool("nc-" + c.name)
 		}
 		if c.credentialRef == "" {
-			c.credentialRef = globalNS + ":cc-" + c.name
+			c.credentialRef = rancher.GlobalNamespace + ":cc-" + c.name
 		}
 		// Rancher makes a management cluster for every provisioning cluster; its namespace is
 		// the one whose FloatingIPs get addresses.
-		r.managementCluster(id, c.name)
-		r.cluster(c.name, id, c.credentialRef, c.pool)
+		rig.Must(t, r.AddManagementCluster(id, c.name))
+		rig.Must(t, r.AddProvisioningCluster(provisioningCluster(c.name, c.credentialRef, c.pool), id, ""))
 	}
 	for _, c := range cases {
-		eventually(t, quick, fmt.Sprintf("a %s Event on %s", c.reason, c.name), func() bool {
-			return hasEvent(t, fleetNS, c.name, corev1.EventTypeWarning, c.reason, c.contains)
+		rig.Eventually(t, quick, fmt.Sprintf("a %s Event on %s", c.reason, c.name), func() bool {
+			return shared.HasEvent(t, rancher.FleetNamespace, c.name, corev1.EventTypeWarning, c.reason, c.contains)
 		})
 	}
-	r.waitFIP("c-m-bad00007", "bad-bare-kubevip", quick)
+	suite.WaitFIP(t, r.FIPs, "c-m-bad00007", "bad-bare-kubevip", quick)
 
 	// Handled again (Rancher updates its clusters all the time): no Event repeats.
 	handled := map[string]int{}
 	for _, c := range cases {
-		eventually(t, 30*time.Second, "a discovery pass over "+c.name, func() bool { return passesOver(p, c.name) > 0 })
+		rig.Eventually(t, 30*time.Second, "a discovery pass over "+c.name, func() bool { return passesOver(p, c.name) > 0 })
 		handled[c.name] = passesOver(p, c.name)
 	}
 	for _, c := range cases {
-		x, err := r.prov.Get(fleetNS, c.name, metav1.GetOptions{})
+		x, err := r.Prov.Get(rancher.FleetNamespace, c.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		x.Labels = map[string]string{"touched": "yes"}
-		if _, err := r.prov.Update(x); err != nil {
+		if _, err := r.Prov.Update(x); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,10 +110,10 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 		waitPassesOver(t, p, c.name, handled[c.name])
 	}
 	for i, c := range cases {
-		if n := countEvents(t, fleetNS, c.name, c.reason); n != 1 {
+		if n := countEvents(t, rancher.FleetNamespace, c.name, c.reason); n != 1 {
 			t.Errorf("%s: %s recorded %d times, want once", c.name, c.reason, n)
 		}
-		if c.name != "bad-bare" && len(r.fipsIn(fmt.Sprintf("c-m-bad%05d", i))) != 0 {
+		if c.name != "bad-bare" && len(suite.FIPsIn(t, r.FIPs, fmt.Sprintf("c-m-bad%05d", i))) != 0 {
 			t.Errorf("%s got a FloatingIP", c.name)
 		}
 	}
@@ -128,16 +132,16 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 
 	// The person fixes the credential: the next credential retry brings the cluster its
 	// FloatingIP.
-	s, err := r.kube.CoreV1().Secrets(globalNS).Get(bg(), "cc-bad-nokey", metav1.GetOptions{})
+	s, err := r.Kube.CoreV1().Secrets(rancher.GlobalNamespace).Get(context.Background(), "cc-bad-nokey", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Data[harvester.ClusterIDKey] = []byte("c-m-harvbad")
-	if _, err := r.kube.CoreV1().Secrets(globalNS).Update(bg(), s, metav1.UpdateOptions{}); err != nil {
+	if _, err := r.Kube.CoreV1().Secrets(rancher.GlobalNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fixed := time.Now()
-	r.waitFIP("c-m-bad00000", "bad-nokey-kubevip", 2*credentialPickup)
+	suite.WaitFIP(t, r.FIPs, "c-m-bad00000", "bad-nokey-kubevip", 2*credentialPickup)
 	t.Logf("the fixed credential was read %s after the fix", time.Since(fixed).Round(time.Millisecond))
 }
 
@@ -147,39 +151,39 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 // address released once it is back.
 func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-restart")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	p, _ := f.operator()
 	f.createRangeFor("disc-restart", "10.165.0.0/24", "harv-restart", "vlan10")
-	g := func(name, id string) guest {
-		return guest{name: name, id: id, harvester: "c-m-harvrs", display: "harv-restart", network: vlan("vlan10")}
+	g := func(name, id string) rancher.Guest {
+		return rancher.Guest{Name: name, ID: id, Harvester: "c-m-harvrs", Display: "harv-restart", Network: rancher.Network("vlan10")}
 	}
 
 	auto, gone := g("rs-auto", "c-m-rsauto"), g("rs-gone", "c-m-rsgone")
-	r.create(auto)
-	r.create(gone)
+	rig.Must(t, r.AddGuest(auto))
+	rig.Must(t, r.AddGuest(gone))
 	hand := g("rs-hand", "c-m-rshand")
-	r.namespace(hand.id)
-	byHand := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "my-vip", Namespace: hand.id, Annotations: map[string]string{
-		v1.AnnotationClusterName: hand.name, v1.AnnotationFloatingIPRange: "disc-restart", v1.AnnotationUpdateConfigMap: "false"}}}
-	if _, err := r.fips.FloatingIP().Create(byHand); err != nil {
+	rig.Must(t, r.AddNamespace(hand.ID))
+	byHand := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "my-vip", Namespace: hand.ID, Annotations: map[string]string{
+		v1.AnnotationClusterName: hand.Name, v1.AnnotationFloatingIPRange: "disc-restart", v1.AnnotationUpdateConfigMap: "false"}}}
+	if _, err := r.FIPs.FloatingIP().Create(byHand); err != nil {
 		t.Fatal(err)
 	}
-	r.create(hand)
-	before := r.waitFIP(auto.id, "rs-auto-kubevip", quick)
-	goneFIP := r.waitFIP(gone.id, "rs-gone-kubevip", quick)
-	r.waitFIP(hand.id, "my-vip", quick)
+	rig.Must(t, r.AddGuest(hand))
+	before := suite.WaitFIP(t, r.FIPs, auto.ID, "rs-auto-kubevip", quick)
+	goneFIP := suite.WaitFIP(t, r.FIPs, gone.ID, "rs-gone-kubevip", quick)
+	suite.WaitFIP(t, r.FIPs, hand.ID, "my-vip", quick)
 
 	if err := p.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	r.deleteCluster(gone.name)
+	rig.Must(t, r.DeleteCluster(gone.Name))
 	p, _ = f.debugOperator()
 	fresh := g("rs-fresh", "c-m-rsfresh")
-	r.create(fresh)
-	r.waitFIP(fresh.id, "rs-fresh-kubevip", quick)
+	rig.Must(t, r.AddGuest(fresh))
+	suite.WaitFIP(t, r.FIPs, fresh.ID, "rs-fresh-kubevip", quick)
 
-	eventually(t, quick, "the FloatingIP of the cluster deleted meanwhile to be deleted", func() bool {
-		_, err := r.fips.FloatingIP().Get(gone.id, "rs-gone-kubevip", metav1.GetOptions{})
+	rig.Eventually(t, quick, "the FloatingIP of the cluster deleted meanwhile to be deleted", func() bool {
+		_, err := r.FIPs.FloatingIP().Get(gone.ID, "rs-gone-kubevip", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	for addr, a := range f.held("disc-restart") {
@@ -188,17 +192,17 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 		}
 	}
 	// Deleted while the operator was down, the cluster still gets its address retained.
-	if kept, ok := retainedIn(t, f.api, "disc-restart")[goneFIP.Status.IPAddress]; !ok || kept.Spec.Retained.Cluster.Name != gone.name {
+	if kept, ok := suite.RetainedIn(t, f.api, "disc-restart")[goneFIP.Status.IPAddress]; !ok || kept.Spec.Retained.Cluster.Name != gone.Name {
 		t.Errorf("%s of the cluster deleted meanwhile is not retained for it: %+v", goneFIP.Status.IPAddress, kept.Spec)
 	}
 	// The restarted operator handled both clusters, found their FloatingIPs and created no other.
-	waitDecision(t, p, auto.name, "has its FloatingIP")
-	waitDecision(t, p, hand.name, "has its FloatingIP")
-	after := r.fipsIn(auto.id)
+	waitDecision(t, p, auto.Name, "has its FloatingIP")
+	waitDecision(t, p, hand.Name, "has its FloatingIP")
+	after := suite.FIPsIn(t, r.FIPs, auto.ID)
 	if len(after) != 1 || after[0].UID != before.UID || after[0].Status.IPAddress != before.Status.IPAddress {
 		t.Errorf("rs-auto has %d FloatingIPs after the restart; want only %s with %s", len(after), before.Name, before.Status.IPAddress)
 	}
-	if fips := r.fipsIn(hand.id); len(fips) != 1 || fips[0].Name != "my-vip" {
+	if fips := suite.FIPsIn(t, r.FIPs, hand.ID); len(fips) != 1 || fips[0].Name != "my-vip" {
 		t.Errorf("rs-hand has %d FloatingIPs; want only my-vip", len(fips))
 	}
 }
@@ -214,41 +218,41 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 // namespace — the namespace included — carries a finalizer of the operator's.
 func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-remove")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	// Without retention, the address is released with the FloatingIP.
 	f.operatorConfig(map[string]string{"addressRetention": "0"})
 	f.operator()
 	f.createRangeFor("disc-remove", "10.166.0.0/29", "harv-remove", "vlan10")
-	one := guest{name: "rm-one", id: "c-m-rmone", harvester: "c-m-harvrm", display: "harv-remove", network: vlan("vlan10")}
-	two := guest{name: "rm-two", id: "c-m-rmtwo", harvester: "c-m-harvrm", display: "harv-remove", network: vlan("vlan10")}
-	r.create(one)
-	first := r.waitFIP(one.id, "rm-one-kubevip", quick)
+	one := rancher.Guest{Name: "rm-one", ID: "c-m-rmone", Harvester: "c-m-harvrm", Display: "harv-remove", Network: rancher.Network("vlan10")}
+	two := rancher.Guest{Name: "rm-two", ID: "c-m-rmtwo", Harvester: "c-m-harvrm", Display: "harv-remove", Network: rancher.Network("vlan10")}
+	rig.Must(t, r.AddGuest(one))
+	first := suite.WaitFIP(t, r.FIPs, one.ID, "rm-one-kubevip", quick)
 
 	// Deleted by hand while the cluster lives: made again.
-	if err := r.fips.FloatingIP().Delete(one.id, first.Name, nil); err != nil {
+	if err := r.FIPs.FloatingIP().Delete(one.ID, first.Name, nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, quick, "a new FloatingIP for rm-one", func() bool {
-		x, err := r.fips.FloatingIP().Get(one.id, first.Name, metav1.GetOptions{})
-		return err == nil && x.UID != first.UID && allocated(x)
+	rig.Eventually(t, quick, "a new FloatingIP for rm-one", func() bool {
+		x, err := r.FIPs.FloatingIP().Get(one.ID, first.Name, metav1.GetOptions{})
+		return err == nil && x.UID != first.UID && suite.Allocated(x)
 	})
-	one1 := r.waitFIP(one.id, "rm-one-kubevip", quick)
+	one1 := suite.WaitFIP(t, r.FIPs, one.ID, "rm-one-kubevip", quick)
 
 	// A cluster that another controller's finalizer keeps (as Rancher's keep theirs): its
 	// FloatingIP goes as soon as the deletion starts.
-	parts := r.parts(two)
+	parts := r.Steps(two)
 	for _, step := range []string{"management", "credential", "config", "namespace"} {
-		parts[step]()
+		rig.Must(t, parts[step]())
 	}
-	r.managementCluster(two.id, two.name)
-	c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: two.name, Namespace: fleetNS, Finalizers: []string{"test.cattle.io/rancher"}}}
-	c.Spec.CloudCredentialSecretName = globalNS + ":" + two.credentialName()
-	c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{harvesterPool(two.configName())}}
-	r.createCluster(c, two.id)
-	fip2 := r.waitFIP(two.id, "rm-two-kubevip", quick)
+	rig.Must(t, r.AddManagementCluster(two.ID, two.Name))
+	c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: two.Name, Namespace: rancher.FleetNamespace, Finalizers: []string{"test.cattle.io/rancher"}}}
+	c.Spec.CloudCredentialSecretName = rancher.GlobalNamespace + ":" + two.CredentialName()
+	c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{rancher.HarvesterPool(two.ConfigName())}}
+	rig.Must(t, r.AddProvisioningCluster(c, two.ID, ""))
+	fip2 := suite.WaitFIP(t, r.FIPs, two.ID, "rm-two-kubevip", quick)
 
-	for _, name := range []string{one.name, two.name} {
-		x, err := r.prov.Get(fleetNS, name, metav1.GetOptions{})
+	for _, name := range []string{one.Name, two.Name} {
+		x, err := r.Prov.Get(rancher.FleetNamespace, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,30 +261,30 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 		}
 	}
 
-	r.deleteCluster(two.name)
-	r.waitGone(two.id, fip2)
-	if x, err := r.prov.Get(fleetNS, two.name, metav1.GetOptions{}); err != nil || x.DeletionTimestamp == nil {
+	rig.Must(t, r.DeleteCluster(two.Name))
+	waitGone(t, r, two.ID, fip2)
+	if x, err := r.Prov.Get(rancher.FleetNamespace, two.Name, metav1.GetOptions{}); err != nil || x.DeletionTimestamp == nil {
 		t.Fatalf("rm-two should still be held by its finalizer: %v", err)
 	}
-	eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
-		return hasEvent(t, fleetNS, two.name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
+	rig.Eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
+		return shared.HasEvent(t, rancher.FleetNamespace, two.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
 	})
 
-	r.deleteCluster(one.name)
-	r.waitGone(one.id, one1)
+	rig.Must(t, r.DeleteCluster(one.Name))
+	waitGone(t, r, one.ID, one1)
 
-	for _, ns := range []string{one.id, two.id} {
-		if err := r.kube.CoreV1().Namespaces().Delete(bg(), ns, metav1.DeleteOptions{}); err != nil {
+	for _, ns := range []string{one.ID, two.ID} {
+		if err := r.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		n, err := r.kube.CoreV1().Namespaces().Get(bg(), ns, metav1.GetOptions{})
+		n, err := r.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(n.Finalizers) > 0 || len(n.Spec.Finalizers) != 1 || n.Spec.Finalizers[0] != corev1.FinalizerKubernetes {
 			t.Errorf("namespace %s carries finalizers %v / %v beyond Kubernetes' own", ns, n.Finalizers, n.Spec.Finalizers)
 		}
-		if fips := r.fipsIn(ns); len(fips) != 0 {
+		if fips := suite.FIPsIn(t, r.FIPs, ns); len(fips) != 0 {
 			t.Errorf("namespace %s still holds FloatingIP %s (finalizers %v)", ns, fips[0].Name, fips[0].Finalizers)
 		}
 	}
@@ -290,19 +294,19 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 }
 
 // waitGone waits until the FloatingIP is gone and its range no longer records its address.
-func (r *rancher) waitGone(namespace string, x *v1.FloatingIP) {
-	r.t.Helper()
+func waitGone(t testing.TB, r *rancher.World, namespace string, x *v1.FloatingIP) {
+	t.Helper()
 	start := time.Now()
 	deadline := start.Add(quick)
 	for {
-		_, err := r.fips.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
-		_, held := heldIn(r.t, r.fips, x.Status.Range)[x.Status.IPAddress]
+		_, err := r.FIPs.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
+		_, held := suite.HeldIn(t, r.FIPs, x.Status.Range)[x.Status.IPAddress]
 		if apierrors.IsNotFound(err) && !held {
-			r.t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
+			t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("FloatingIP %s/%s: not gone and released within %s (get: %v, held: %v)", namespace, x.Name, quick, err, held)
+			t.Fatalf("FloatingIP %s/%s: not gone and released within %s (get: %v, held: %v)", namespace, x.Name, quick, err, held)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -17,7 +17,9 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // fixture is one test's corner of the shared API server: its own namespace for FloatingIPs and the
@@ -34,8 +36,8 @@ type kubefipAPI = kubefipcontrollers.Interface
 
 func newFixture(t *testing.T, ns string) *fixture {
 	t.Helper()
-	createNamespace(t, ns)
-	f := &fixture{t: t, ns: ns, api: kubefipClients(t)}
+	shared.CreateNamespace(t, ns)
+	f := &fixture{t: t, ns: ns, api: shared.Kubefip}
 	// Registered first, so it runs last, after the test's own operators stopped.
 	t.Cleanup(f.cleanup)
 	return f
@@ -47,8 +49,8 @@ func (f *fixture) cleanup() {
 	// The cleanup deletes FloatingIPs of guest clusters whose Rancher objects are gone: their
 	// addresses are released, not retained for a day.
 	f.retentionOff()
-	p, err := testenv.StartOperator(shared.operator, nil, nil, "--kubeconfig", shared.env.Kubeconfig,
-		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(freePort(f.t)))
+	p, err := controlplane.StartOperator(shared.Operator, nil, nil, "--kubeconfig", shared.Env.Kubeconfig,
+		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(f.t)))
 	if err != nil {
 		f.t.Errorf("cleanup: %v", err)
 		return
@@ -63,12 +65,12 @@ func (f *fixture) cleanup() {
 	}
 	for _, name := range f.ranges {
 		// A retained address holds its range for a day: let it go, as a person would.
-		for _, a := range retainedIn(f.t, f.api, name) {
+		for _, a := range suite.RetainedIn(f.t, f.api, name) {
 			_ = f.api.FloatingIPAllocation().Delete(a.Name, nil)
 		}
 		if left := f.deleteRangeAndWait(name); left != "" {
 			f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s:\n%s\ncleanup operator's output ends:\n%s",
-				name, f.ns, left, lastLines(p.Logs(), 60))
+				name, f.ns, left, rig.LastLines(p.Logs(), 60))
 		}
 	}
 }
@@ -76,10 +78,10 @@ func (f *fixture) cleanup() {
 // operator starts the operator for this fixture's namespace and returns it and its metrics port.
 // It may install from the tests' loopback chart repositories and registries; extra flags come
 // after, so a test can set its own allow-list.
-func (f *fixture) operator(extra ...string) (*testenv.Process, int) {
+func (f *fixture) operator(extra ...string) (*controlplane.Process, int) {
 	f.t.Helper()
-	port := freePort(f.t)
-	p := startOperator(f.t, f.ns, port, append(testenv.LoopbackChartSourceArgs(), extra...)...)
+	port := rig.FreePort(f.t)
+	p := startOperator(f.t, f.ns, port, append(controlplane.LoopbackChartSourceArgs(), extra...)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func (f *fixture) leftovers(name string) string {
 	if r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil {
 		fmt.Fprintf(&out, "FloatingIPRange %s: finalizers %v, used %d, conditions %+v\n", name, r.Finalizers, r.Status.Used, r.Status.Conditions)
 	}
-	for addr, a := range heldIn(f.t, f.api, name) {
+	for addr, a := range suite.HeldIn(f.t, f.api, name) {
 		fmt.Fprintf(&out, "FloatingIPAllocation %s: owner %s/%s %s\n", addr, a.Namespace, a.Name, a.UID)
 	}
 	return out.String()
@@ -197,7 +199,7 @@ func (f *fixture) waitFIP(name string, timeout time.Duration, what string, cond 
 			}
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), statusText(last))
+			f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), suite.StatusText(last))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -235,21 +237,6 @@ func specOf(x *v1.FloatingIP) interface{} {
 	return x.Spec
 }
 
-func statusText(x *v1.FloatingIP) string {
-	if x == nil {
-		return "<none>"
-	}
-	var parts []string
-	for _, c := range x.Status.Conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return fmt.Sprintf("ip=%q range=%q %s", x.Status.IPAddress, x.Status.Range, strings.Join(parts, " "))
-}
-
-func allocated(x *v1.FloatingIP) bool {
-	return x != nil && v1.Allocated.IsTrue(x) && x.Status.IPAddress != "" && x.Spec.IPAddress == x.Status.IPAddress
-}
-
 func reasonIs(reason string) func(*v1.FloatingIP) bool {
 	return func(x *v1.FloatingIP) bool {
 		c, ok := v1.GetCondition(x.Status.Conditions, v1.Ready)
@@ -274,24 +261,7 @@ func message(conds []genericcondition.GenericCondition, typ condition.Cond) stri
 // objects existed. Addresses retained for deleted clusters are not held: see retainedIn.
 func (f *fixture) held(rangeName string) map[string]v1.Allocation {
 	f.t.Helper()
-	return heldIn(f.t, f.api, rangeName)
-}
-
-func heldIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.Allocation {
-	t.Helper()
-	list, err := api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]v1.Allocation{}
-	for _, a := range list.Items {
-		s, ok := v1.ParseAllocationName(a.Name)
-		if !ok || a.Spec.Range != rangeName || a.Spec.Retained != nil {
-			continue
-		}
-		out[s.Addr.String()] = v1.Allocation{Namespace: a.Spec.Owner.Namespace, Name: a.Spec.Owner.Name, UID: a.Spec.Owner.UID}
-	}
-	return out
+	return suite.HeldIn(f.t, f.api, rangeName)
 }
 
 // checkRecord asserts the invariants between a range's allocations and the FloatingIPs: every
@@ -302,7 +272,7 @@ func (f *fixture) checkRecord(rangeName string, wantUsed int) {
 	f.t.Helper()
 	var held map[string]v1.Allocation
 	var r *v1.FloatingIPRange
-	settled := eventuallyOK(10*time.Second, func() bool {
+	settled := rig.Within(10*time.Second, func() bool {
 		held = f.held(rangeName)
 		r = f.getRange(rangeName)
 		return len(held) == wantUsed && r.Status.Used == int64(wantUsed)
@@ -346,39 +316,6 @@ func (f *fixture) checkRecord(rangeName string, wantUsed int) {
 	}
 }
 
-// eventuallyOK polls cond until it holds or the time is up, and reports which.
-func eventuallyOK(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func events(t *testing.T, ns, name string) []corev1.Event {
-	t.Helper()
-	client := kubernetes.NewForConfigOrDie(shared.env.Config)
-	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return list.Items
-}
-
-func hasEvent(t *testing.T, ns, name, typ, reason, contains string) bool {
-	for _, e := range events(t, ns, name) {
-		if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, contains) {
-			return true
-		}
-	}
-	return false
-}
-
 func listAll() metav1.ListOptions { return metav1.ListOptions{} }
 
 // extraNamespace adds a namespace whose FloatingIPs the fixture's cleanup deletes too.
@@ -404,38 +341,21 @@ func (f *fixture) waitFIPIn(ns, name string, timeout time.Duration, what string,
 	return g.waitFIP(name, timeout, what, cond)
 }
 
-// retainedIn returns the addresses of range rangeName retained for deleted guest clusters: address →
-// allocation.
-func retainedIn(t testing.TB, api kubefipAPI, rangeName string) map[string]v1.FloatingIPAllocation {
-	t.Helper()
-	list, err := api.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]v1.FloatingIPAllocation{}
-	for _, a := range list.Items {
-		if a.Spec.Range == rangeName && a.Spec.Retained != nil {
-			out[a.Spec.Address] = a
-		}
-	}
-	return out
-}
-
 // retentionOff sets addressRetention to 0 in the fixture's kube-fip-config, keeping its other keys.
 func (f *fixture) retentionOff() {
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	cms := kube.CoreV1().ConfigMaps(f.ns)
-	cm, err := cms.Get(bg(), "kube-fip-config", metav1.GetOptions{})
+	cm, err := cms.Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: map[string]string{"addressRetention": "0"}}
-		_, err = cms.Create(bg(), cm, metav1.CreateOptions{})
+		_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
 	case err == nil:
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
 		cm.Data["addressRetention"] = "0"
-		_, err = cms.Update(bg(), cm, metav1.UpdateOptions{})
+		_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		f.t.Errorf("cleanup: turning address retention off: %v", err)

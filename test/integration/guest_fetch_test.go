@@ -6,7 +6,8 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestGuestStalledChartSourceDoesNotStopOthers: the chart repository accepts connections and never
@@ -32,7 +33,7 @@ func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	}
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "clusterlabel",
-		"kubevipChartRepoUrl": "http://" + testenv.StallingServerForTest(t)})
+		"kubevipChartRepoUrl": "http://" + chartrepo.StallingServerForTest(t)})
 	f.operator()
 	f.createRange("stall", "10.155.0.0/27")
 	// The stuck ones first, so that they are ahead in the queue.
@@ -45,7 +46,7 @@ func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	}
 	for i, gc := range free {
 		if !gc.hasCIDR(t, fmt.Sprintf("10.155.0.%d/32", 20+i), 30*time.Second) {
-			t.Fatalf("%s not configured within 30s while the chart repository stalls: %s", gc.name, statusText(f.getFIPIn(gc.id, gc.name+"-kubevip")))
+			t.Fatalf("%s not configured within 30s while the chart repository stalls: %s", gc.name, suite.StatusText(f.getFIPIn(gc.id, gc.name+"-kubevip")))
 		}
 	}
 	took := time.Since(start)

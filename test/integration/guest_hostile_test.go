@@ -42,7 +42,10 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 // Hostile guests and hostile configuration, shown against real guest API servers with the operator
@@ -86,8 +89,8 @@ func startCountingChartRepo(t *testing.T, charts ...*chart.Chart) *countingChart
 
 // defaultCharts are the stand-ins of the chart versions the operator installs by default.
 func defaultCharts() []*chart.Chart {
-	return []*chart.Chart{testenv.KubevipChart(config.DefaultKubevipChartVersion),
-		testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
+	return []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
 }
 
 // kubevipValuesWith is the operator's default kube-vip values, YAML, with edit applied: the
@@ -250,8 +253,8 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 		if msg := message(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(msg, "kubevipChartValues") {
 			t.Errorf("%s: the condition %q does not name the ConfigMap key", c.name, msg)
 		}
-		eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
-			return hasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, config.ProblemChartValuesNotAllowed, want)
+		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
+			return shared.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, config.ProblemChartValuesNotAllowed, want)
 		})
 		// The pass that wrote the refusal ran with these values and is over: had it, or any pass
 		// before it, fetched or applied something, it would show now. (Waiting for more passes
@@ -379,7 +382,7 @@ func releaseRecordVersions(t *testing.T, gc *guestCluster, name string) map[stri
 // its own kube-vip is installed, which here it never is.
 func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	start := time.Now()
-	repo := testenv.ChartRepoForTest(t, defaultCharts()...)
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforeign")
 	proxy := startProxy(t)
 	g := startGuest(t, "hforeign")
@@ -389,9 +392,9 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	gc := rancherCluster(t, proxy, "hforeign", "c-m-hforeign", nil, g)
 	f.extraNamespace(gc.id)
 
-	before := releaseObjects(t, gc, "kube-system", testenv.HarvesterRelease)
-	records := releaseRecordVersions(t, gc, testenv.HarvesterRelease)
-	provider := "Deployment kube-system/" + testenv.HarvesterRelease
+	before := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
+	records := releaseRecordVersions(t, gc, controlplane.HarvesterRelease)
+	provider := "Deployment kube-system/" + controlplane.HarvesterRelease
 	if _, ok := before[provider]; !ok {
 		t.Fatalf("the release lists no %s; it lists %v", provider, keys(before))
 	}
@@ -400,25 +403,25 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	}
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL,
-		"kubevipReleaseName": testenv.HarvesterRelease, "kubevipUpdate": "true"})
+		"kubevipReleaseName": controlplane.HarvesterRelease, "kubevipUpdate": "true"})
 	_, port := f.operator()
 	f.createRange("hforeign", "10.182.0.0/28")
 	f.createFIPIn(gc.id, "hforeign-kubevip", "hforeign", "10.182.0.2")
 
 	x := f.waitFIPIn(gc.id, "hforeign-kubevip", 60*time.Second, "KubevipInstalled=False ForeignRelease", kubevipReason(v1.ReasonForeignRelease))
 	msg := message(x.Status.Conditions, v1.KubevipInstalled)
-	if !strings.Contains(msg, "kube-system/"+testenv.HarvesterRelease) || !strings.Contains(msg, `"`+testenv.HarvesterRelease+`"`) {
+	if !strings.Contains(msg, "kube-system/"+controlplane.HarvesterRelease) || !strings.Contains(msg, `"`+controlplane.HarvesterRelease+`"`) {
 		t.Errorf("the condition %q does not name the release and the chart it holds", msg)
 	}
-	eventually(t, 30*time.Second, "a Warning Event ForeignRelease naming the release", func() bool {
-		return hasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+testenv.HarvesterRelease)
+	rig.Eventually(t, 30*time.Second, "a Warning Event ForeignRelease naming the release", func() bool {
+		return shared.HasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+controlplane.HarvesterRelease)
 	})
 	waitGuestPasses(t, port, gc)
-	first := releaseObjects(t, gc, "kube-system", testenv.HarvesterRelease)
+	first := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
 	// More passes, each of which would have upgraded the release had it taken it for its own
 	// (kubevipUpdate is on): at least five in all, the later ones backing off.
 	waitGuestPasses(t, port, gc)
-	after := releaseObjects(t, gc, "kube-system", testenv.HarvesterRelease)
+	after := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
 	if !v1.KubevipInstalled.IsFalse(f.getFIPIn(gc.id, "hforeign-kubevip")) {
 		t.Error("KubevipInstalled is no longer False")
 	}
@@ -441,14 +444,14 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 			t.Errorf("%s changed: resourceVersion %s → %s, generation %d → %d", key, b.resourceVersion, a.resourceVersion, b.generation, a.generation)
 		}
 	}
-	if now := releaseRecordVersions(t, gc, testenv.HarvesterRelease); !reflect.DeepEqual(now, records) {
+	if now := releaseRecordVersions(t, gc, controlplane.HarvesterRelease); !reflect.DeepEqual(now, records) {
 		t.Errorf("the release's records were %v, now %v: its revision changed", records, now)
 	}
 	// Nor did the operator put kube-vip beside it under another name.
 	if recs := helmRecords(t, gc, "name=kube-vip"); len(recs) != 0 {
 		t.Errorf("a kube-vip release was installed: %s", recs[0].Name)
 	}
-	t.Logf("%d objects of release %s unchanged over at least five passes; %s in all", len(before), testenv.HarvesterRelease,
+	t.Logf("%d objects of release %s unchanged over at least five passes; %s in all", len(before), controlplane.HarvesterRelease,
 		time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -465,7 +468,7 @@ func keys(m map[string]objectState) []string {
 // for the operator's container.
 func operatorMemoryLimit(t *testing.T) resource.Quantity {
 	t.Helper()
-	for _, obj := range renderOperatorChart(t, "kube-fip-hbomb", nil) {
+	for _, obj := range chartrepo.RenderOperatorChart(t, "kube-fip-hbomb", nil) {
 		if obj.GetKind() != "Deployment" {
 			continue
 		}
@@ -498,7 +501,7 @@ func operatorMemoryLimit(t *testing.T) resource.Quantity {
 func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 	ctx := context.Background()
 	limit := operatorMemoryLimit(t)
-	repo := testenv.ChartRepoForTest(t, defaultCharts()...)
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hbomb")
 	proxy := startProxy(t)
 	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, startGuest(t, "hbomb-a"))
@@ -507,7 +510,7 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 	f.extraNamespace(b.id)
 
 	const expanded = 600 << 20
-	record, err := testenv.ReleaseRecordBomb(expanded)
+	record, err := guests.ReleaseRecordBomb(expanded)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +562,7 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 
 	select {
 	case <-p.Done():
-		t.Fatalf("the operator exited; its output ends:\n%s", lastLines(p.Logs(), 40))
+		t.Fatalf("the operator exited; its output ends:\n%s", rig.LastLines(p.Logs(), 40))
 	default:
 	}
 	peak, err := p.PeakRSS()
@@ -573,7 +576,7 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 		t.Errorf("the operator's peak RSS, %.1f MiB, is over the %s its chart allows", mib(peak), limit.String())
 	}
 	if strings.Contains(p.Logs(), "panic") {
-		t.Errorf("the operator panicked:\n%s", lastLines(p.Logs(), 40))
+		t.Errorf("the operator panicked:\n%s", rig.LastLines(p.Logs(), 40))
 	}
 }
 
@@ -586,7 +589,7 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	repo := testenv.ChartRepoForTest(t, defaultCharts()...)
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforged")
 	proxy := startProxy(t)
 	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, startGuest(t, "hforged"))
@@ -643,7 +646,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	}()
 
 	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99,
-		Chart:    testenv.KubevipChart(config.DefaultKubevipChartVersion),
+		Chart:    chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		Info:     &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
 		Manifest: "---\n# Source: kube-vip/templates/namespace.yaml\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + victim + "\n",
 		Hooks: []*release.Hook{{Name: binding, Kind: "ClusterRoleBinding", Path: "kube-vip/templates/hook.yaml", Manifest: string(hook),
@@ -662,10 +665,10 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 		return v1.KubevipInstalled.IsTrue(x)
 	})
 	gc.waitCIDR(t, "10.184.0.2/32", 30*time.Second)
-	eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
-		return hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
+	rig.Eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
+		return shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
 	})
-	if !hasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(guestclient.Recovered)) {
+	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(guestclient.Recovered)) {
 		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	waitGuestPasses(t, port, gc)
@@ -714,7 +717,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 func eventMessages(t *testing.T, ns, name string) []string {
 	t.Helper()
 	var out []string
-	for _, e := range events(t, ns, name) {
+	for _, e := range shared.Events(t, ns, name) {
 		out = append(out, e.Type+" "+e.Reason+": "+e.Message)
 	}
 	return out

@@ -16,12 +16,14 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // setKubeconfig rewrites the cluster's kubeconfig Secret with Rancher's kubeconfig for it, changed
 // by change, as somebody with write access to fleet-default could.
-func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *testenv.ClusterProxy, change func(*clientcmdapi.Config)) {
+func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *guests.ClusterProxy, change func(*clientcmdapi.Config)) {
 	t.Helper()
 	raw, err := proxy.Kubeconfig(gc.id, gc.token)
 	if err != nil {
@@ -37,13 +39,13 @@ func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *testenv.ClusterProxy,
 	if raw, err = clientcmd.Write(*cfg); err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-	s, err := kube.CoreV1().Secrets(fleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	s, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Data["value"] = raw
-	if _, err := kube.CoreV1().Secrets(fleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -52,8 +54,8 @@ func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *testenv.ClusterProxy,
 // Events on them and their conditions.
 func guestTexts(t *testing.T, namespaces ...string) string {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-	api := kubefipClients(t)
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	api := shared.Kubefip
 	var b strings.Builder
 	for _, ns := range namespaces {
 		evs, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -136,7 +138,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 	})
 	// A second proxy that Rancher's settings do not name, serving the victim's guest under this
 	// cluster's id: a path and token that look right, on a host that is not Rancher's.
-	foreign, err := testenv.StartClusterProxy()
+	foreign, err := guests.StartClusterProxy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +174,8 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 		if x.Status.GuestState != "Error" {
 			t.Errorf("%s: guest state %q, want Error", tc.gc.name, x.Status.GuestState)
 		}
-		eventually(t, 10*time.Second, tc.gc.name+": a Warning Event KubeconfigRefused", func() bool {
-			return hasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
+		rig.Eventually(t, 10*time.Second, tc.gc.name+": a Warning Event KubeconfigRefused", func() bool {
+			return shared.HasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
 		})
 	}
 
@@ -233,8 +235,8 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	f.waitFIPIn(gc.id, "secrecy-kubevip", 30*time.Second, "NotClusterOwner", guestReason("NotClusterOwner"))
 	updateConfig(t, f.ns, map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "enabled",
 		"kubevipChartRepoUrl": "https://kube-fip:" + password + "@127.0.0.1:1/charts"})
-	eventually(t, 30*time.Second, "a Warning Event on kube-fip-config about kubevipChartRepoUrl", func() bool {
-		for _, e := range events(t, f.ns, "kube-fip-config") {
+	rig.Eventually(t, 30*time.Second, "a Warning Event on kube-fip-config about kubevipChartRepoUrl", func() bool {
+		for _, e := range shared.Events(t, f.ns, "kube-fip-config") {
 			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "kubevipChartRepoUrl") {
 				return true
 			}
@@ -244,7 +246,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	waitGuestPasses(t, port, gc)
 
 	texts := guestTexts(t, gc.id)
-	for _, e := range events(t, f.ns, "kube-fip-config") {
+	for _, e := range shared.Events(t, f.ns, "kube-fip-config") {
 		texts += fmt.Sprintf("event %s %s: %s\n", e.Type, e.Reason, e.Message)
 	}
 	if !strings.Contains(texts, "NotClusterOwner") {

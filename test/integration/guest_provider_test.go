@@ -17,7 +17,10 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 // releaseDeployed reports whether the guest has release namespace/name in state deployed, read
@@ -37,7 +40,7 @@ func (gc *guestCluster) releaseDeployed(t *testing.T, namespace, name string) bo
 func (gc *guestCluster) providerReads(t *testing.T, namespace string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	ns, name, err := testenv.ProviderConfigMap(ctx, gc.direct, namespace, "kube-vip-cloud-provider")
+	ns, name, err := guests.ProviderConfigMap(ctx, gc.direct, namespace, "kube-vip-cloud-provider")
 	if err != nil {
 		return "", ""
 	}
@@ -65,9 +68,9 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 		{"0.2.3", "kube-vip-system", "kube-vip-system/kube-vip-cloud-provider-cm"},
 		{"0.2.10", "kube-vip-system", "kube-vip-system/kubevip"},
 	}
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.9"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
 	for _, c := range cases {
-		if err := repo.Add(testenv.KubevipCloudProviderChart(c.provider)); err != nil {
+		if err := repo.Add(chartrepo.KubevipCloudProviderChart(c.provider)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +99,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			addr := fmt.Sprintf("10.154.0.%d", i+2)
 			f.createFIPIn(id, name+"-kubevip", "harvcase", addr)
 
-			eventually(t, 60*time.Second, "the FloatingIP Configured", func() bool {
+			rig.Eventually(t, 60*time.Second, "the FloatingIP Configured", func() bool {
 				x := f.getFIPIn(id, name+"-kubevip")
 				return v1.GuestConfigured.IsTrue(x)
 			})
@@ -105,7 +108,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 					t.Errorf("release %s/%s is not deployed", c.namespace, rel)
 				}
 			}
-			if !gc.releaseDeployed(t, "kube-system", testenv.HarvesterRelease) {
+			if !gc.releaseDeployed(t, "kube-system", controlplane.HarvesterRelease) {
 				t.Error("the Harvester cloud provider's release is no longer deployed")
 			}
 			if _, err := gc.direct.AppsV1().DaemonSets(c.namespace).Get(ctx, "kube-fip-kube-vip", metav1.GetOptions{}); err != nil {
@@ -121,11 +124,11 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			}
 
 			// The provider's lookup, as its source does it, for a Service in namespace default.
-			ns, cm, err := testenv.ProviderConfigMap(ctx, gc.direct, c.namespace, "kube-vip-cloud-provider")
+			ns, cm, err := guests.ProviderConfigMap(ctx, gc.direct, c.namespace, "kube-vip-cloud-provider")
 			if err != nil {
 				t.Fatal(err)
 			}
-			pool, key, err := testenv.ProviderPool(ctx, gc.direct, ns, cm, "default")
+			pool, key, err := guests.ProviderPool(ctx, gc.direct, ns, cm, "default")
 			if err != nil || key != "cidr-global" || len(pool) != 1 || pool[0] != netip.MustParseAddr(addr) {
 				t.Fatalf("the provider's pool = %v from key %q, %v; want exactly %s from cidr-global", pool, key, err, addr)
 			}
@@ -137,7 +140,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			if _, err := gc.direct.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := testenv.ServeLoadBalancer(ctx, gc.direct, ns, cm, svc)
+			got, err := guests.ServeLoadBalancer(ctx, gc.direct, ns, cm, svc)
 			if err != nil || got.String() != addr {
 				t.Errorf("the LoadBalancer Service got %v, %v; want %s", got, err, addr)
 			}
@@ -172,7 +175,7 @@ func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range list.Items {
-			if s.Labels["name"] != testenv.HarvesterRelease {
+			if s.Labels["name"] != controlplane.HarvesterRelease {
 				t.Errorf("release %s was installed in %s with kubevipGuestInstall disabled", s.Labels["name"], ns)
 			}
 		}
@@ -182,7 +185,7 @@ func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 // setRancherConditions replaces the management cluster's conditions, as Rancher's controllers do.
 func setRancherConditions(t *testing.T, id string, conds ...mgmtv3.ClusterCondition) {
 	t.Helper()
-	mgmt := management.NewFactoryFromConfigOrDie(shared.env.Config).Management().V3().Cluster()
+	mgmt := management.NewFactoryFromConfigOrDie(shared.Env.Config).Management().V3().Cluster()
 	m, err := mgmt.Get(id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +211,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	f.extraNamespace(gc.id)
 	// A new RKE2 cluster: Connected=False, Ready=Unknown/Waiting, no Provisioned.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Ready", corev1.ConditionUnknown, "Waiting"))
-	proxy.SetMode(gc.id, testenv.ProxyNotProvisioned)
+	proxy.SetMode(gc.id, guests.ProxyNotProvisioned)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 	f.createRange("states", "10.156.0.0/28")
@@ -225,13 +228,13 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		if string(x.Status.GuestState) != state {
 			t.Errorf("%s: guest state %q, want %q", what, x.Status.GuestState, state)
 		}
-		eventually(t, 15*time.Second, what+": status metric "+value, metric(value))
+		rig.Eventually(t, 15*time.Second, what+": status metric "+value, metric(value))
 	}
 	step("not yet provisioned", "Provisioning", "Provisioning", "2")
 	x := f.getFIPIn(gc.id, "states-kubevip")
 	shows(t, "not yet provisioned", x, x.Status.Conditions, "Provisioning", true)
-	eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
-		return hasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
+	rig.Eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
+		return shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
 	})
 
 	// Connected, but the proxy still answers 503 ClusterUnavailable.
@@ -244,7 +247,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		t.Errorf("503 from the proxy: guest state %q, want Provisioning", x.Status.GuestState)
 	}
 
-	proxy.SetMode(gc.id, testenv.ProxyConnected)
+	proxy.SetMode(gc.id, guests.ProxyConnected)
 	gc.waitCIDR(t, "10.156.0.4/32", 30*time.Second)
 	step("connected", "Configured", "Configured", "1")
 	x = f.getFIPIn(gc.id, "states-kubevip")
@@ -254,7 +257,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("cluster-owner rights removed", "NotClusterOwner", "Error", "0")
-	if !hasEvent(t, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
+	if !shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
 		t.Error("no Warning Event naming the missing cluster-owner role")
 	}
 	x = f.getFIPIn(gc.id, "states-kubevip")
@@ -264,7 +267,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	}
 	step("rights back", "Configured", "Configured", "1")
 
-	proxy.SetMode(gc.id, testenv.ProxyDisconnected)
+	proxy.SetMode(gc.id, guests.ProxyDisconnected)
 	step("tunnel broken (500)", "Disconnected", "Disconnected", "0")
 
 	// Rancher notices: Connected=False, Ready=False/Disconnected.
@@ -295,7 +298,7 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
 	mine := map[string]interface{}{"data": map[string]string{"range-team-a": "10.157.1.0-10.157.1.9"}}
 	patch, _ := json.Marshal(mine)
-	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Patch(bg(), "kubevip", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Patch(context.Background(), "kubevip", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -348,7 +351,7 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 		return 0
 	}
 	start := passes()
-	eventually(t, 30*time.Second, "three more passes", func() bool { return passes() >= start+3 })
+	rig.Eventually(t, 30*time.Second, "three more passes", func() bool { return passes() >= start+3 })
 
 	// The second one goes: its address leaves the guest.
 	if err := f.api.FloatingIP().Delete(gc.id, "twofips-second", nil); err != nil {
@@ -365,7 +368,7 @@ func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	if strings.Join(values, " ") != "10.157.0.9/32 "+both+" 10.157.0.9/32" {
 		t.Errorf("the guest's cidr-global went %q; want one address, both, then one again", values)
 	}
-	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(bg(), "kubevip", metav1.GetOptions{})
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
 	if err != nil || cm.Data["range-team-a"] != "10.157.1.0-10.157.1.9" {
 		t.Errorf("the person's key did not survive: %v, %v", cm.Data, err)
 	}

@@ -16,7 +16,8 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 func kubevipDaemonSet(release string) *appsv1.DaemonSet {
@@ -46,7 +47,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, startGuest(t, "secure-harv"))
 	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, startGuest(t, "secure-other"))
 	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, startGuest(t, "secure-prov"))
-	proxy.SetMode(prov.id, testenv.ProxyNotProvisioned)
+	proxy.SetMode(prov.id, guests.ProxyNotProvisioned)
 	for _, gc := range []*guestCluster{harv, other, prov} {
 		f.extraNamespace(gc.id)
 	}
@@ -89,7 +90,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	if len(ds.Spec.Template.Spec.NodeSelector) != 0 || ds.Generation != 1 {
 		t.Errorf("somebody else's DaemonSet was changed: %v, generation %d", ds.Spec.Template.Spec.NodeSelector, ds.Generation)
 	}
-	if !hasEvent(t, harv.id, "secure-harv-kubevip", corev1.EventTypeNormal, "HarvesterKubevipDisabled", "") {
+	if !shared.HasEvent(t, harv.id, "secure-harv-kubevip", corev1.EventTypeNormal, "HarvesterKubevipDisabled", "") {
 		t.Error("no HarvesterKubevipDisabled Event")
 	}
 
@@ -114,8 +115,8 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	}
 
 	// Nothing secret in the logs, trace level included.
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-	secret, err := kube.CoreV1().Secrets(fleetNamespace).Get(ctx, "secure-harv-kubeconfig", metav1.GetOptions{})
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	secret, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(ctx, "secure-harv-kubeconfig", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

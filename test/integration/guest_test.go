@@ -12,14 +12,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // startGuests starts guest API servers name-from .. name-(to-1), four at a time; the slice has
 // them at their index.
-func startGuests(t *testing.T, name string, from, to int) []*testenv.Guest {
+func startGuests(t *testing.T, name string, from, to int) []*controlplane.Guest {
 	t.Helper()
-	guests := make([]*testenv.Guest, to)
+	servers := make([]*controlplane.Guest, to)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for i := from; i < to; i++ {
@@ -28,12 +32,12 @@ func startGuests(t *testing.T, name string, from, to int) []*testenv.Guest {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g, err := shared.env.StartGuest(fmt.Sprintf("%s-%02d", name, i))
+			g, err := shared.Env.StartGuest(fmt.Sprintf("%s-%02d", name, i))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			guests[i] = g
+			servers[i] = g
 			t.Cleanup(g.StopSoon)
 		}(i)
 	}
@@ -41,7 +45,7 @@ func startGuests(t *testing.T, name string, from, to int) []*testenv.Guest {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return guests
+	return servers
 }
 
 func guestReason(reason string) func(*v1.FloatingIP) bool {
@@ -69,7 +73,7 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 		return v1.Ready.IsTrue(x) && x.Status.GuestState == "Configured"
 	})
 	if !v1.GuestConfigured.IsTrue(x) {
-		t.Errorf("GuestConfigured is not True: %s", statusText(x))
+		t.Errorf("GuestConfigured is not True: %s", suite.StatusText(x))
 	}
 
 	ctx := context.Background()
@@ -113,7 +117,7 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	if err := f.api.FloatingIP().Delete(f.ns, "guestcm1-kubevip", nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the guest's series removed with its FloatingIP", func() bool {
+	rig.Eventually(t, 30*time.Second, "the guest's series removed with its FloatingIP", func() bool {
 		_, body := httpGet(t, url)
 		return !strings.Contains(body, `guestclustername="guestcm1"`)
 	})
@@ -124,13 +128,13 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 // from an OCI registry; with kubevipUpdate false a later pass changes nothing, not even a newly
 // pinned version, with true only a new version does.
 func TestGuestKubevipInstallModes(t *testing.T) {
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.7"), testenv.KubevipCloudProviderChart("0.2.4"))
-	oci := testenv.OCIRegistryForTest(t)
-	kvRef, err := oci.Push(testenv.KubevipChart("0.9.9"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipCloudProviderChart("0.2.4"))
+	oci := chartrepo.OCIRegistryForTest(t)
+	kvRef, err := oci.Push(chartrepo.KubevipChart("0.9.9"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpRef, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.10"))
+	cpRef, err := oci.Push(chartrepo.KubevipCloudProviderChart("0.2.10"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 
 	// clusterlabel: only the labelled cluster gets the releases.
-	eventually(t, 30*time.Second, "kube-vip installed in the labelled cluster", func() bool {
+	rig.Eventually(t, 30*time.Second, "kube-vip installed in the labelled cluster", func() bool {
 		n, _ := revision(clusters["labelled"], "kube-vip")
 		m, _ := revision(clusters["labelled"], "kube-vip-cloud-provider")
 		return n == 1 && m == 1
@@ -196,12 +200,12 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 
 	// enabled: every cluster; a new version is not taken without kubevipUpdate.
-	if err := repo.Add(testenv.KubevipChart("0.9.8")); err != nil {
+	if err := repo.Add(chartrepo.KubevipChart("0.9.8")); err != nil {
 		t.Fatal(err)
 	}
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled",
 		"kubevipChartVersion": "0.9.8", "kubevipCloudProviderChartVersion": "0.2.4"})
-	eventually(t, 30*time.Second, "kube-vip installed in the unlabelled cluster under enabled", func() bool {
+	rig.Eventually(t, 30*time.Second, "kube-vip installed in the unlabelled cluster under enabled", func() bool {
 		n, _ := revision(clusters["plain"], "kube-vip")
 		return n == 1
 	})
@@ -215,7 +219,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		"kubevipChartRef": kvRef, "kubevipChartVersion": "0.9.9", "kubevipCloudProviderChartRef": cpRef, "kubevipCloudProviderChartVersion": "0.2.10"})
 	for name, gc := range clusters {
 		gc := gc
-		eventually(t, 30*time.Second, name+" upgraded to the OCI chart 0.9.9", func() bool {
+		rig.Eventually(t, 30*time.Second, name+" upgraded to the OCI chart 0.9.9", func() bool {
 			_, v := revision(gc, "kube-vip")
 			return v == "0.9.9"
 		})
@@ -244,18 +248,18 @@ func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
 	proxy.DisconnectDelay = 10 * time.Second
 	// The 15 reachable clusters get their API servers now; the 5 unreachable ones need none until
 	// they reconnect (the proxy never forwards for them), which keeps the machine's load honest.
-	guests := startGuests(t, "twenty", 5, 20)
+	servers := startGuests(t, "twenty", 5, 20)
 	clusters := make([]*guestCluster, 20)
 	for i := range clusters {
 		id := fmt.Sprintf("c-m-twen%04d", i)
-		g := guests[i]
+		g := servers[i]
 		if g == nil {
-			g = guests[5] // never reached while disconnected
+			g = servers[5] // never reached while disconnected
 		}
 		clusters[i] = rancherCluster(t, proxy, fmt.Sprintf("twenty-%02d", i), id, nil, g)
 		f.extraNamespace(id)
 		if i < 5 {
-			proxy.SetMode(id, testenv.ProxyDisconnected)
+			proxy.SetMode(id, guests.ProxyDisconnected)
 		}
 	}
 	const interval = 600 * time.Second
@@ -270,7 +274,7 @@ func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
 	for i := 5; i < 20; i++ {
 		if !clusters[i].hasCIDR(t, fmt.Sprintf("10.152.0.%d/32", i+1), interval/6) {
 			x := f.getFIPIn(clusters[i].id, fmt.Sprintf("twenty-%02d-kubevip", i))
-			t.Fatalf("guest %s not configured within %s: %s", clusters[i].name, interval/6, statusText(x))
+			t.Fatalf("guest %s not configured within %s: %s", clusters[i].name, interval/6, suite.StatusText(x))
 		}
 	}
 	t.Logf("15 reachable guests configured in %s (interval %s, 5 guests hold each request 10s)", time.Since(start).Round(100*time.Millisecond), interval)
@@ -278,7 +282,7 @@ func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
 		f.waitFIPIn(clusters[i].id, fmt.Sprintf("twenty-%02d-kubevip", i), 60*time.Second, "Disconnected", guestReason("Disconnected"))
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	eventually(t, 30*time.Second, "status metric 0 for the unreachable and 1 for the others", func() bool {
+	rig.Eventually(t, 30*time.Second, "status metric 0 for the unreachable and 1 for the others", func() bool {
 		_, body := httpGet(t, url)
 		return strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="twenty-00",harvesterclustername="harvester-c-m-twenty"} 0`) &&
 			strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="twenty-19",harvesterclustername="harvester-c-m-twenty"} 1`)

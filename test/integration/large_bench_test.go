@@ -12,7 +12,10 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // largeBatch is how many FloatingIPs BenchmarkLargeRange creates at once.
@@ -37,8 +40,8 @@ const largeBatch = 500
 // nothing about time.
 func BenchmarkLargeRange(b *testing.B) {
 	n := largeN(b)
-	r := newRancher(b)
-	p := r.runningBenchOperator(b, "kube-fip-large")
+	r := shared.Rancher(b)
+	p := runningBenchOperator(r, b, "kube-fip-large")
 	fips := watchFloatingIPs(b)
 	for _, c := range []struct{ name, cidr string }{{"ipv4-16", "10.190.0.0/16"}, {"ipv6-64", "fd00:190::/64"}} {
 		b.Run(c.name, func(b *testing.B) { benchmarkLargeRange(b, r, p, fips, c.name, c.cidr, n) })
@@ -58,22 +61,22 @@ func largeN(b *testing.B) int {
 	return n
 }
 
-func benchmarkLargeRange(b *testing.B, r *rancher, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, name, cidr string, n int) {
+func benchmarkLargeRange(b *testing.B, r *rancher.World, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, name, cidr string, n int) {
 	b.StopTimer()
 	ns, rangeName := "c-m-large-"+name, "large-"+name
-	if err := r.addNamespace(ns); err != nil {
+	if err := r.AddNamespace(ns); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
+	if _, err := r.FIPs.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: rangeName},
 		Spec:       v1.FloatingIPRangeSpec{IPRange: cidr, AllowedNamespaces: []string{ns}},
 	}); err != nil {
 		b.Fatal(err)
 	}
 	for iter := 0; iter < b.N; iter++ {
-		before := r.apiRequests(b)
-		fill := r.fillRange(b, p, fips, ns, rangeName, n)
-		after := r.apiRequests(b)
+		before := apiRequests(r, b)
+		fill := fillRange(r, b, p, fips, ns, rangeName, n)
+		after := apiRequests(r, b)
 		c := newConvergence(n)
 		for k, v := range after {
 			if d := v - before[k]; d > 0 {
@@ -81,7 +84,7 @@ func benchmarkLargeRange(b *testing.B, r *rancher, p *testenv.Process, fips kube
 			}
 		}
 		c.runs = 1
-		if err := r.allAllocatedIn(ns, rangeName, n); err != nil {
+		if err := allAllocatedIn(b, r, ns, rangeName, n); err != nil {
 			b.Fatal(err)
 		}
 		first, last := fill.batches[0], fill.batches[len(fill.batches)-1]
@@ -90,8 +93,8 @@ func benchmarkLargeRange(b *testing.B, r *rancher, p *testenv.Process, fips kube
 		b.ReportMetric(last/first, "last/first")
 		b.ReportMetric(float64(n)/fill.total.Seconds(), "claims/s")
 		b.ReportMetric(float64(fill.rangeMax), "B-range-max")
-		b.ReportMetric(float64(r.largestFIP(b, ns)), "B-fip-max")
-		b.ReportMetric(float64(r.largestAllocation(b, rangeName)), "B-alloc-max")
+		b.ReportMetric(float64(largestFIP(r, b, ns)), "B-fip-max")
+		b.ReportMetric(float64(largestAllocation(r, b, rangeName)), "B-alloc-max")
 		b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() }), "alloc-writes/claim")
 		// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
 		fmt.Printf("%s: ms per claim by batch of %d:", b.Name(), largeBatch)
@@ -101,9 +104,9 @@ func benchmarkLargeRange(b *testing.B, r *rancher, p *testenv.Process, fips kube
 			}
 		}
 		fmt.Println()
-		r.emptyRange(b, ns, rangeName)
+		emptyRange(r, b, ns, rangeName)
 	}
-	r.deleteRangeAndWait(b, rangeName)
+	deleteRangeAndWait(r, b, rangeName)
 }
 
 // filling is what fillRange measured.
@@ -115,7 +118,7 @@ type filling struct {
 
 // fillRange creates n FloatingIPs for range rangeName in namespace ns, largeBatch at a time, each
 // batch once the one before holds its addresses, and times every batch.
-func (r *rancher) fillRange(b *testing.B, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, ns, rangeName string, n int) filling {
+func fillRange(r *rancher.World, b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, ns, rangeName string, n int) filling {
 	var out filling
 	for start := 0; start < n; start += largeBatch {
 		names := make([]string, largeBatch)
@@ -124,8 +127,8 @@ func (r *rancher) fillRange(b *testing.B, p *testenv.Process, fips kubefipcontro
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		if err := parallel(names, func(name string) error {
-			_, err := r.fips.FloatingIP().Create(&v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		if err := rig.Parallel(names, func(name string) error {
+			_, err := r.FIPs.FloatingIP().Create(&v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: rangeName}}})
 			return err
 		}); err != nil {
@@ -136,7 +139,7 @@ func (r *rancher) fillRange(b *testing.B, p *testenv.Process, fips kubefipcontro
 		b.StopTimer()
 		out.total += d
 		out.batches = append(out.batches, float64(d.Microseconds())/1000/largeBatch)
-		if x, err := r.fips.FloatingIPRange().Get(rangeName, metav1.GetOptions{}); err == nil {
+		if x, err := r.FIPs.FloatingIPRange().Get(rangeName, metav1.GetOptions{}); err == nil {
 			out.rangeMax = max(out.rangeMax, jsonSize(b, x))
 		}
 	}
@@ -145,12 +148,12 @@ func (r *rancher) fillRange(b *testing.B, p *testenv.Process, fips kubefipcontro
 
 // waitAllocated waits until every FloatingIP names in ns holds an address, as the watch shows
 // them; it fails if the operator exits or after ten minutes.
-func waitAllocated(b *testing.B, p *testenv.Process, fips kubefipcontrollers.FloatingIPCache, ns string, names []string) {
+func waitAllocated(b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, ns string, names []string) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		held := 0
 		for _, name := range names {
-			if x, err := fips.Get(ns, name); err == nil && allocated(x) {
+			if x, err := fips.Get(ns, name); err == nil && suite.Allocated(x) {
 				held++
 			}
 		}
@@ -162,7 +165,7 @@ func waitAllocated(b *testing.B, p *testenv.Process, fips kubefipcontrollers.Flo
 		}
 		select {
 		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d FloatingIPs hold an address; its output ends:\n%s", held, len(names), lastLines(p.Logs(), 60))
+			b.Fatalf("the operator exited: %d of %d FloatingIPs hold an address; its output ends:\n%s", held, len(names), rig.LastLines(p.Logs(), 60))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -170,15 +173,15 @@ func waitAllocated(b *testing.B, p *testenv.Process, fips kubefipcontrollers.Flo
 
 // allAllocatedIn checks, from the API server, that ns's n FloatingIPs each hold an address of
 // their own in rangeName, that the range has an allocation for each and counts n.
-func (r *rancher) allAllocatedIn(ns, rangeName string, n int) error {
-	list, err := r.fips.FloatingIP().List(ns, metav1.ListOptions{})
+func allAllocatedIn(t testing.TB, r *rancher.World, ns, rangeName string, n int) error {
+	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	seen := map[string]string{}
 	for i := range list.Items {
 		x := &list.Items[i]
-		if !allocated(x) || x.Status.Range != rangeName {
+		if !suite.Allocated(x) || x.Status.Range != rangeName {
 			return fmt.Errorf("%s holds no address in %s", x.Name, rangeName)
 		}
 		if other, dup := seen[x.Status.IPAddress]; dup {
@@ -189,7 +192,7 @@ func (r *rancher) allAllocatedIn(ns, rangeName string, n int) error {
 	if len(seen) != n {
 		return fmt.Errorf("%d FloatingIPs hold an address, want %d", len(seen), n)
 	}
-	allocs, err := r.fips.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
+	allocs, err := r.FIPs.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
 	if err != nil {
 		return err
 	}
@@ -198,7 +201,7 @@ func (r *rancher) allAllocatedIn(ns, rangeName string, n int) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		x, err := r.fips.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
+		x, err := r.FIPs.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
 		if err == nil && x.Status.Used == int64(n) {
 			return nil
 		}
@@ -210,8 +213,8 @@ func (r *rancher) allAllocatedIn(ns, rangeName string, n int) error {
 }
 
 // largestFIP is the size of the largest FloatingIP in ns, as JSON.
-func (r *rancher) largestFIP(b *testing.B, ns string) int {
-	list, err := r.fips.FloatingIP().List(ns, metav1.ListOptions{})
+func largestFIP(r *rancher.World, b *testing.B, ns string) int {
+	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -219,8 +222,8 @@ func (r *rancher) largestFIP(b *testing.B, ns string) int {
 }
 
 // largestAllocation is the size of the largest FloatingIPAllocation of rangeName, as JSON.
-func (r *rancher) largestAllocation(b *testing.B, rangeName string) int {
-	list, err := r.fips.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
+func largestAllocation(r *rancher.World, b *testing.B, rangeName string) int {
+	list, err := r.FIPs.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -246,8 +249,8 @@ func jsonSize(b *testing.B, x any) int {
 
 // emptyRange deletes ns's FloatingIPs and waits until the operator released every address of
 // rangeName.
-func (r *rancher) emptyRange(b *testing.B, ns, rangeName string) {
-	list, err := r.fips.FloatingIP().List(ns, metav1.ListOptions{})
+func emptyRange(r *rancher.World, b *testing.B, ns, rangeName string) {
+	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -255,11 +258,11 @@ func (r *rancher) emptyRange(b *testing.B, ns, rangeName string) {
 	for i := range list.Items {
 		names[i] = list.Items[i].Name
 	}
-	if err := parallel(names, func(name string) error { return r.fips.FloatingIP().Delete(ns, name, nil) }); err != nil {
+	if err := rig.Parallel(names, func(name string) error { return r.FIPs.FloatingIP().Delete(ns, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Minute)
-	for len(heldIn(b, r.fips, rangeName)) > 0 {
+	for len(suite.HeldIn(b, r.FIPs, rangeName)) > 0 {
 		if time.Now().After(deadline) {
 			b.Fatalf("range %s still holds addresses 15 minutes after its FloatingIPs were deleted", rangeName)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +55,7 @@ func (g grant) String() string {
 // and keeps the ServiceAccount and the RBAC objects.
 func renderChartRBAC(t *testing.T, ns string) *chartRBAC {
 	t.Helper()
-	objs := renderOperatorChart(t, ns, nil)
+	objs := chartrepo.RenderOperatorChart(t, ns, nil)
 	out := &chartRBAC{}
 	for _, o := range objs {
 		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
@@ -149,9 +150,9 @@ func without(rules []rbacv1.PolicyRule, g *grant) []rbacv1.PolicyRule {
 func (r *chartRBAC) apply(t *testing.T, skip *grant) {
 	t.Helper()
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	for _, ns := range r.namespaces() {
-		createNamespace(t, ns)
+		shared.CreateNamespace(t, ns)
 	}
 	check := func(what string, err error) {
 		t.Helper()
@@ -202,7 +203,7 @@ func (r *chartRBAC) apply(t *testing.T, skip *grant) {
 // deleteAll removes what apply created, except namespaces.
 func (r *chartRBAC) deleteAll() {
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	del := metav1.DeleteOptions{}
 	for _, b := range r.clusterRoleBindings {
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, del)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"os"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func (e *lpEnv) removalRun(g grant, k int) removalRow {
 		row.refused = row.refused || g.covers(r)
 	}
 	if !row.refused {
-		fmt.Fprintf(os.Stderr, "---- operator output (without %s, world %d) ----\n%s\n", g, k, lastLines(res.logs, 80))
+		fmt.Fprintf(os.Stderr, "---- operator output (without %s, world %d) ----\n%s\n", g, k, rig.LastLines(res.logs, 80))
 	}
 	return row
 }

@@ -18,7 +18,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // Scenarios of the least-privilege suite, in the order a run goes through them.
@@ -51,13 +54,13 @@ type lpEnv struct {
 	rbac       *chartRBAC
 	kubeconfig string
 	kube       kubernetes.Interface
-	r          *rancher
-	proxy      *testenv.ClusterProxy
-	guest      *testenv.Guest
+	r          *rancher.World
+	proxy      *guests.ClusterProxy
+	guest      *controlplane.Guest
 	guestKube  kubernetes.Interface
 	// api is the operator's way to the API server: it can hold back a watch, so that a scenario
 	// can make the operator write from a stale cache and meet a conflict.
-	api *testenv.APIProxy
+	api *controlplane.APIProxy
 }
 
 // newLPEnv renders the chart for release namespace ns, applies its ServiceAccount, roles and
@@ -66,23 +69,23 @@ type lpEnv struct {
 func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	t.Helper()
 	f := newFixture(t, ns)
-	e := &lpEnv{t: t, ns: f.ns, tag: tag, octet: octet, kube: kubernetes.NewForConfigOrDie(shared.env.Config)}
+	e := &lpEnv{t: t, ns: f.ns, tag: tag, octet: octet, kube: kubernetes.NewForConfigOrDie(shared.Env.Config)}
 	e.rbac = renderChartRBAC(t, e.ns)
 	e.rbac.apply(t, nil)
 	t.Cleanup(e.rbac.deleteAll)
-	e.r = newRancher(t)
+	e.r = shared.Rancher(t)
 	e.proxy = startProxy(t)
 	e.guest = startGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
 	e.guestKube = kubernetes.NewForConfigOrDie(e.guest.Config)
 
 	e.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	sa := e.rbac.serviceAccount
-	if err := testenv.ServiceAccountKubeconfig(shared.env.Config, sa.Namespace, sa.Name, e.kubeconfig, time.Hour); err != nil {
+	if err := controlplane.ServiceAccountKubeconfig(shared.Env.Config, sa.Namespace, sa.Name, e.kubeconfig, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// The operator reaches the API server through a proxy that passes its token on.
 	token := restConfigOf(t, e.kubeconfig).BearerToken
-	api, err := testenv.StartAPIProxy(shared.env.Config, false)
+	api, err := controlplane.StartAPIProxy(shared.Env.Config, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func (e *lpEnv) mayDo(g grant) bool {
 // waitAuthorizer waits until the authorizer's answer for g is allowed.
 func (e *lpEnv) waitAuthorizer(g grant, allowed bool) {
 	e.t.Helper()
-	eventually(e.t, 30*time.Second, fmt.Sprintf("the authorizer to answer %v for %s", allowed, g), func() bool {
+	rig.Eventually(e.t, 30*time.Second, fmt.Sprintf("the authorizer to answer %v for %s", allowed, g), func() bool {
 		return e.mayDo(g) == allowed
 	})
 }
@@ -150,11 +153,11 @@ type runResult struct {
 
 // startOperator runs the operator binary with the ServiceAccount's kubeconfig. The leader
 // election periods are short so that a renewal is seen within seconds.
-func (e *lpEnv) startOperator() *testenv.Process {
+func (e *lpEnv) startOperator() *controlplane.Process {
 	e.t.Helper()
 	env := []string{"CATTLE_ELECTION_LEASE_DURATION=20s", "CATTLE_ELECTION_RENEW_DEADLINE=15s", "CATTLE_ELECTION_RETRY_PERIOD=1s"}
-	p, err := testenv.StartOperator(shared.operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
-		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(freePort(e.t)), "--log-level", "info")
+	p, err := controlplane.StartOperator(shared.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
+		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -226,35 +229,8 @@ type scenario struct {
 	check func() error
 }
 
-// poll waits until cond holds; it gives up at timeout, or at once when stop reports a reason.
-func poll(timeout time.Duration, what string, stop func() error, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		if stop != nil {
-			if err := stop(); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("%s: not within %s (last: %v)", what, timeout, last)
-			}
-			return fmt.Errorf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // exited stops a wait once the operator has exited.
-func exited(p *testenv.Process) func() error {
+func exited(p *controlplane.Process) func() error {
 	return func() error {
 		select {
 		case <-p.Done():

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // lpWorld is what one run creates once the operator runs, so that each watch the operator needs
@@ -28,16 +29,16 @@ type lpWorld struct {
 	contenders []string
 	// late are FloatingIPs a scenario creates in rangeName once the operator runs.
 	late    []string
-	a, b    guest
+	a, b    rancher.Guest
 	token   string
 	renewed time.Time
 }
 
 func (e *lpEnv) newWorld(k int) *lpWorld {
 	harvID, display := fmt.Sprintf("c-m-lph%s%03d", e.tag, k), fmt.Sprintf("harv-lp%s-%02d", e.tag, k)
-	g := func(which string) guest {
-		return guest{name: fmt.Sprintf("lp%s%s-%02d", e.tag, which, k), id: fmt.Sprintf("c-m-lp%s%s%03d", e.tag, which, k),
-			harvester: harvID, display: display, network: vlan("vlan10")}
+	g := func(which string) rancher.Guest {
+		return rancher.Guest{Name: fmt.Sprintf("lp%s%s-%02d", e.tag, which, k), ID: fmt.Sprintf("c-m-lp%s%s%03d", e.tag, which, k),
+			Harvester: harvID, Display: display, Network: rancher.Network("vlan10")}
 	}
 	return &lpWorld{e: e, rangeName: fmt.Sprintf("lp%s-%02d", e.tag, k), cidr: fmt.Sprintf("10.%d.%d.0/28", e.octet, k),
 		a: g("a"), b: g("b"), token: fmt.Sprintf("token-lp%s-%02d", e.tag, k), contended: fmt.Sprintf("lp%s-%02d-c", e.tag, k)}
@@ -51,7 +52,7 @@ const contenders = 8
 // starts. Each names a guest cluster that does not exist, so guest operations write their status
 // too.
 func (w *lpWorld) createContended(k int) error {
-	api := w.e.r.fips
+	api := w.e.r.FIPs
 	_, err := api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: w.contended, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harv-lp-contended", v1.AnnotationHarvesterNetworkName: "vlan10"}},
@@ -75,72 +76,61 @@ func (w *lpWorld) createContended(k int) error {
 // create creates the range and both guest clusters, each one's cloud credential last.
 func (w *lpWorld) create() error {
 	r, e := w.e.r, w.e
-	_, err := r.fips.FloatingIPRange().Create(&v1.FloatingIPRange{
+	_, err := r.FIPs.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: w.rangeName, Annotations: map[string]string{
-			v1.AnnotationHarvesterClusterName: w.a.display, v1.AnnotationHarvesterNetworkName: "vlan10"}},
+			v1.AnnotationHarvesterClusterName: w.a.Display, v1.AnnotationHarvesterNetworkName: "vlan10"}},
 		Spec: v1.FloatingIPRangeSpec{IPRange: w.cidr, AllowedNamespaces: []string{w.e.ns}},
 	})
 	if err != nil {
 		return err
 	}
-	if err := r.addManagementCluster(w.a.harvester, w.a.display); err != nil {
+	if err := r.AddManagementCluster(w.a.Harvester, w.a.Display); err != nil {
 		return err
 	}
-	for _, g := range []guest{w.a, w.b} {
-		if err := r.addMachineConfig(g.configName(), g.network); err != nil {
+	for _, g := range []rancher.Guest{w.a, w.b} {
+		if err := r.AddMachineConfig(g.ConfigName(), g.Network); err != nil {
 			return err
 		}
-		if err := r.addNamespace(g.id); err != nil {
+		if err := r.AddNamespace(g.ID); err != nil {
 			return err
 		}
-		m, err := r.mgmt.Create(&mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: g.id}, Spec: mgmtv3.ClusterSpec{DisplayName: g.name}})
-		if err != nil {
-			return err
-		}
-		r.remember(&r.managementClusters, g.id)
+		m := &mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: g.ID}, Spec: mgmtv3.ClusterSpec{DisplayName: g.Name}}
 		m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
-		if _, err := r.mgmt.UpdateStatus(m); err != nil {
+		if err := r.CreateManagementCluster(m); err != nil {
 			return err
 		}
 	}
-	if err := e.proxy.Register(w.a.id, e.guest, w.token); err != nil {
+	if err := e.proxy.Register(w.a.ID, e.guest, w.token); err != nil {
 		return err
 	}
-	kc, err := e.proxy.Kubeconfig(w.a.id, w.token)
+	kc, err := e.proxy.Kubeconfig(w.a.ID, w.token)
 	if err != nil {
 		return err
 	}
-	if _, err := e.kube.CoreV1().Secrets(fleetNS).Create(bg(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: w.a.name + "-kubeconfig", Namespace: fleetNS}, Data: map[string][]byte{"value": kc},
-	}, metav1.CreateOptions{}); err != nil {
+	if err := r.AddKubeconfigSecret(w.a.SecretName(), kc); err != nil {
 		return err
 	}
-	for _, g := range []guest{w.a, w.b} {
-		c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: fleetNS}}
-		c.Spec.CloudCredentialSecretName = g.credentialName()
-		if g.name == w.a.name {
-			c.Spec.CloudCredentialSecretName = globalNS + ":" + g.credentialName()
+	for _, g := range []rancher.Guest{w.a, w.b} {
+		c := &provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: rancher.FleetNamespace}}
+		c.Spec.CloudCredentialSecretName = g.CredentialName()
+		if g.Name == w.a.Name {
+			c.Spec.CloudCredentialSecretName = rancher.GlobalNamespace + ":" + g.CredentialName()
 		}
-		c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{harvesterPool(g.configName())}}
-		created, err := r.prov.Create(c)
-		if err != nil {
-			return err
+		c.Spec.RKEConfig = &provv1.RKEConfig{MachinePools: []provv1.RKEMachinePool{rancher.HarvesterPool(g.ConfigName())}}
+		secret := ""
+		if g.Name == w.a.Name {
+			secret = g.SecretName()
 		}
-		r.remember(&r.clusters, g.name)
-		created.Status.ClusterName = g.id
-		if g.name == w.a.name {
-			created.Status.ClientSecretName = g.name + "-kubeconfig"
-		}
-		if _, err := r.prov.UpdateStatus(created); err != nil {
+		if err := r.AddProvisioningCluster(c, g.ID, secret); err != nil {
 			return err
 		}
 	}
-	if err := r.addCredential(w.a.credentialName(), harvesterCredential(w.a.harvester)); err != nil {
+	if err := r.AddCredential(w.a.CredentialName(), rancher.HarvesterCredential(w.a.Harvester)); err != nil {
 		return err
 	}
-	_, err = e.kube.CoreV1().Secrets(fleetNS).Create(bg(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: w.b.credentialName(), Namespace: fleetNS},
-		StringData: harvesterCredential(w.b.harvester), Type: "provisioning.cattle.io/cloud-credential",
+	_, err = e.kube.CoreV1().Secrets(rancher.FleetNamespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: w.b.CredentialName(), Namespace: rancher.FleetNamespace},
+		StringData: rancher.HarvesterCredential(w.b.Harvester), Type: "provisioning.cattle.io/cloud-credential",
 	}, metav1.CreateOptions{})
 	return err
 }
@@ -149,38 +139,38 @@ func (w *lpWorld) create() error {
 // off the finalizers a crippled operator could not process.
 func (w *lpWorld) cleanup() {
 	r, ctx, del := w.e.r, context.Background(), metav1.DeleteOptions{}
-	for _, g := range []guest{w.a, w.b} {
-		_ = r.prov.Delete(fleetNS, g.name, nil)
-		if list, err := r.fips.FloatingIP().List(g.id, metav1.ListOptions{}); err == nil {
+	for _, g := range []rancher.Guest{w.a, w.b} {
+		_ = r.Prov.Delete(rancher.FleetNamespace, g.Name, nil)
+		if list, err := r.FIPs.FloatingIP().List(g.ID, metav1.ListOptions{}); err == nil {
 			for i := range list.Items {
 				x := &list.Items[i]
 				if len(x.Finalizers) > 0 {
 					x.Finalizers = nil
-					_, _ = r.fips.FloatingIP().Update(x)
+					_, _ = r.FIPs.FloatingIP().Update(x)
 				}
-				_ = r.fips.FloatingIP().Delete(g.id, x.Name, nil)
+				_ = r.FIPs.FloatingIP().Delete(g.ID, x.Name, nil)
 			}
 		}
-		_ = r.mgmt.Delete(g.id, nil)
-		_ = r.dyn.Resource(discovery.HarvesterConfigResource()).Namespace(fleetNS).Delete(ctx, g.configName(), del)
-		_ = r.kube.CoreV1().Namespaces().Delete(ctx, g.id, del)
+		_ = r.Mgmt.Delete(g.ID, nil)
+		_ = r.Dyn.Resource(discovery.HarvesterConfigResource()).Namespace(rancher.FleetNamespace).Delete(ctx, g.ConfigName(), del)
+		_ = r.Kube.CoreV1().Namespaces().Delete(ctx, g.ID, del)
 	}
-	_ = r.kube.CoreV1().Secrets(fleetNS).Delete(ctx, w.a.name+"-kubeconfig", del)
-	_ = r.kube.CoreV1().Secrets(globalNS).Delete(ctx, w.a.credentialName(), del)
-	_ = r.kube.CoreV1().Secrets(fleetNS).Delete(ctx, w.b.credentialName(), del)
-	_ = r.mgmt.Delete(w.a.harvester, nil)
+	_ = r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(ctx, w.a.SecretName(), del)
+	_ = r.Kube.CoreV1().Secrets(rancher.GlobalNamespace).Delete(ctx, w.a.CredentialName(), del)
+	_ = r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(ctx, w.b.CredentialName(), del)
+	_ = r.Mgmt.Delete(w.a.Harvester, nil)
 	for _, name := range append(append([]string(nil), w.contenders...), w.late...) {
-		if x, err := r.fips.FloatingIP().Get(w.e.ns, name, metav1.GetOptions{}); err == nil && len(x.Finalizers) > 0 {
+		if x, err := r.FIPs.FloatingIP().Get(w.e.ns, name, metav1.GetOptions{}); err == nil && len(x.Finalizers) > 0 {
 			x.Finalizers = nil
-			_, _ = r.fips.FloatingIP().Update(x)
+			_, _ = r.FIPs.FloatingIP().Update(x)
 		}
-		_ = r.fips.FloatingIP().Delete(w.e.ns, name, nil)
+		_ = r.FIPs.FloatingIP().Delete(w.e.ns, name, nil)
 	}
 	for _, name := range []string{w.rangeName, w.contended} {
-		if x, err := r.fips.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil && len(x.Finalizers) > 0 {
+		if x, err := r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil && len(x.Finalizers) > 0 {
 			x.Finalizers = nil
-			_, _ = r.fips.FloatingIPRange().Update(x)
+			_, _ = r.FIPs.FloatingIPRange().Update(x)
 		}
-		_ = r.fips.FloatingIPRange().Delete(name, nil)
+		_ = r.FIPs.FloatingIPRange().Delete(name, nil)
 	}
 }

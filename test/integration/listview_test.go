@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestListViewCells reads the API server's table, the one kubectl and the Rancher UI list, for
@@ -29,7 +30,7 @@ func TestListViewCells(t *testing.T) {
 		return r != nil && r.Status.Capacity != ""
 	})
 	x := f.waitFIP("lv-1", 30*time.Second, "an address and a guest state", func(x *v1.FloatingIP) bool {
-		return allocated(x) && x.Status.GuestState != ""
+		return suite.Allocated(x) && x.Status.GuestState != ""
 	})
 
 	row := tableRow(t, tableOf(t, "floatingipranges", "", "listview29"))

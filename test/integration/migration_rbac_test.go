@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // originalLeftovers are the Roles and RoleBindings the original kube-fip-operator's install left
@@ -28,7 +27,7 @@ var originalLeftovers = map[string]string{ // name -> namespace
 // commands of the README's migration section, as namespace/kind/name.
 func readmeMigrationDeletes(t *testing.T) [][3]string {
 	t.Helper()
-	section, err := testenv.ReadmeSection("## Migrating from the original kube-fip-operator")
+	section, err := rig.ReadmeSection("## Migrating from the original kube-fip-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func TestMigrationRemovesOriginalRoles(t *testing.T) {
 	ctx := context.Background()
 	sa := e.rbac.serviceAccount
 	for name, ns := range originalLeftovers {
-		createNamespace(t, ns)
+		shared.CreateNamespace(t, ns)
 		role := &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}},

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestMigrationFromRangeRecords: ranges as the previous release left them — every allocation in
@@ -49,7 +50,7 @@ func TestMigrationFromRangeRecords(t *testing.T) {
 
 	p, _ := f.operator()
 	for name, addr := range map[string]string{"a": "10.146.0.10", "b": "10.146.0.11", "c": "10.146.0.12", "unrecorded": "10.146.0.20"} {
-		x := f.waitFIP(name, 30*time.Second, "kept "+addr, allocated)
+		x := f.waitFIP(name, 30*time.Second, "kept "+addr, suite.Allocated)
 		if x.Status.IPAddress != addr {
 			t.Errorf("%s holds %s after the migration, want %s", name, x.Status.IPAddress, addr)
 		}

@@ -10,27 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // startOperator runs the operator binary against the test API server in namespace and stops it
 // when the test ends. Its output is echoed when the test fails.
-func startOperator(t *testing.T, namespace string, metricsPort int, extra ...string) *testenv.Process {
+func startOperator(t *testing.T, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
 	args := append([]string{
-		"--kubeconfig", shared.env.Kubeconfig,
+		"--kubeconfig", shared.Env.Kubeconfig,
 		"--namespace", namespace,
 		"--metrics-bind-address", "127.0.0.1",
 		"--metrics-port", fmt.Sprint(metricsPort),
 		// Allocations of FloatingIPs removed behind the operator's back are released in seconds.
 		"--orphan-grace-period", "2s",
 	}, extra...)
-	p, err := testenv.StartOperator(shared.operator, nil, nil, args...)
+	p, err := controlplane.StartOperator(shared.Operator, nil, nil, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +57,6 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// eventually polls cond every 100ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestOperatorStartsLeadsAndReloadsConfig runs the operator binary: it acquires the leader Lease,
 // syncs its caches, serves /metrics, /healthz and /readyz on the configured port, reloads a
 // changed kube-fip-config without a restart, reports a bad value with an Event while keeping the
@@ -76,10 +64,10 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
 	ctx := context.Background()
 	const ns = "kube-fip-lifecycle"
-	createNamespace(t, ns)
-	client := kubernetes.NewForConfigOrDie(shared.env.Config)
+	shared.CreateNamespace(t, ns)
+	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
 
-	port := freePort(t)
+	port := rig.FreePort(t)
 	_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: ns},
 		Data:       map[string]string{"logLevel": "Info", "operateGuestClusterInterval": "480", "metricsPort": fmt.Sprint(port)},
@@ -107,7 +95,7 @@ func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
 	}
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	eventually(t, 10*time.Second, "/readyz to answer 200", func() bool {
+	rig.Eventually(t, 10*time.Second, "/readyz to answer 200", func() bool {
 		code, _ := httpGetQuiet(base + "/readyz")
 		return code == http.StatusOK
 	})
@@ -142,7 +130,7 @@ func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
 
 	// A bad value: a Warning Event on the ConfigMap names the key, and the old value stays.
 	updateConfig(t, ns, map[string]string{"logLevel": "Debug", "operateGuestClusterInterval": "soon", "metricsPort": fmt.Sprint(port)})
-	eventually(t, 30*time.Second, "a Warning Event on kube-fip-config naming operateGuestClusterInterval", func() bool {
+	rig.Eventually(t, 30*time.Second, "a Warning Event on kube-fip-config naming operateGuestClusterInterval", func() bool {
 		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kube-fip-config"})
 		if err != nil {
 			return false
@@ -183,7 +171,7 @@ func httpGetQuiet(url string) (int, error) {
 
 func updateConfig(t *testing.T, ns string, data map[string]string) {
 	t.Helper()
-	client := kubernetes.NewForConfigOrDie(shared.env.Config)
+	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		t.Fatal("kube-fip-config is gone")

@@ -9,20 +9,18 @@ import (
 	"testing"
 	"time"
 
-	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
-	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
-
-const fleetNamespace = "fleet-default"
 
 // guestCluster is a Rancher guest cluster as the operator sees it: a namespace c-m-xxxx, a
 // management cluster of that name, a provisioning cluster in fleet-default pointing at it, the
@@ -31,67 +29,34 @@ type guestCluster struct {
 	name   string
 	id     string
 	token  string
-	guest  *testenv.Guest
+	guest  *controlplane.Guest
 	direct kubernetes.Interface
+	world  *rancher.World
 }
 
 // rancherCluster creates the Rancher objects of a guest cluster reachable through proxy. With a nil
 // guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
-func rancherCluster(t *testing.T, proxy *testenv.ClusterProxy, name, id string, labels map[string]string, g *testenv.Guest) *guestCluster {
+func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
 	t.Helper()
-	ctx := context.Background()
-	createNamespace(t, fleetNamespace)
-	createNamespace(t, id)
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-	mgmt := management.NewFactoryFromConfigOrDie(shared.env.Config).Management().V3().Cluster()
-	prov := provisioning.NewFactoryFromConfigOrDie(shared.env.Config).Provisioning().V1().Cluster()
-
-	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g}
+	shared.CreateNamespace(t, id)
+	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g, world: shared.Rancher(t)}
 	if g != nil {
 		gc.direct = kubernetes.NewForConfigOrDie(g.Config)
 		if err := proxy.Register(id, g, gc.token); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m, err := mgmt.Create(&mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels}, Spec: mgmtv3.ClusterSpec{DisplayName: name}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
-	if _, err := mgmt.UpdateStatus(m); err != nil {
-		t.Fatal(err)
-	}
 	kc, err := proxy.Kubeconfig(id, gc.token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = kube.CoreV1().Secrets(fleetNamespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: fleetNamespace},
-		Data:       map[string][]byte{"value": kc},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace, Labels: labels}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Status.ClusterName = id
-	p.Status.ClientSecretName = name + "-kubeconfig"
-	if _, err := prov.UpdateStatus(p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = prov.Delete(fleetNamespace, name, nil)
-		_ = mgmt.Delete(id, nil)
-		_ = kube.CoreV1().Secrets(fleetNamespace).Delete(ctx, name+"-kubeconfig", metav1.DeleteOptions{})
-	})
+	rig.Must(t, gc.world.AddCluster(rancher.Guest{Name: name, ID: id, Labels: labels, Kubeconfig: kc}))
 	return gc
 }
 
 // rotate gives the cluster a new token, as Rancher does: the proxy rejects the old one from now on
 // and the Secret carries the new kubeconfig.
-func (gc *guestCluster) rotate(t *testing.T, proxy *testenv.ClusterProxy) {
+func (gc *guestCluster) rotate(t *testing.T, proxy *guests.ClusterProxy) {
 	t.Helper()
 	gc.token += "r"
 	proxy.SetToken(gc.id, gc.token)
@@ -99,13 +64,13 @@ func (gc *guestCluster) rotate(t *testing.T, proxy *testenv.ClusterProxy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
-	s, err := kube.CoreV1().Secrets(fleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	s, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Data["value"] = kc
-	if _, err := kube.CoreV1().Secrets(fleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -138,7 +103,7 @@ func (gc *guestCluster) hasCIDR(t *testing.T, want string, timeout time.Duration
 
 func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {
+	rig.Eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {
 		return gc.kubevipCIDR(t) == want
 	})
 }
@@ -147,14 +112,14 @@ func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duratio
 // FloatingIP fipName holds.
 func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout time.Duration) {
 	f.t.Helper()
-	x := f.waitFIPIn(gc.id, fipName, timeout, "an address", allocated)
+	x := f.waitFIPIn(gc.id, fipName, timeout, "an address", suite.Allocated)
 	gc.waitCIDR(f.t, guestclient.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
 }
 
 // operatorConfig writes the fixture's kube-fip-config.
 func (f *fixture) operatorConfig(data map[string]string) {
 	f.t.Helper()
-	kube := kubernetes.NewForConfigOrDie(shared.env.Config)
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: data}
 	_, err := kube.CoreV1().ConfigMaps(f.ns).Create(context.Background(), cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -165,14 +130,14 @@ func (f *fixture) operatorConfig(data map[string]string) {
 	}
 }
 
-func startProxy(t *testing.T) *testenv.ClusterProxy {
+func startProxy(t *testing.T) *guests.ClusterProxy {
 	t.Helper()
-	p, err := testenv.StartClusterProxy()
+	p, err := guests.StartClusterProxy()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	restore, err := testenv.PublishRancherAddress(shared.env.Config, p.URL)
+	restore, err := rancher.PublishRancherAddress(shared.Env.Config, p.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +145,9 @@ func startProxy(t *testing.T) *testenv.ClusterProxy {
 	return p
 }
 
-func startGuest(t *testing.T, name string) *testenv.Guest {
+func startGuest(t *testing.T, name string) *controlplane.Guest {
 	t.Helper()
-	g, err := shared.env.StartGuest(name)
+	g, err := shared.Env.StartGuest(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +182,7 @@ func waitGuestPasses(t *testing.T, port int, clusters ...*guestCluster) {
 	for i, gc := range clusters {
 		want[i] = guestPasses(t, port, gc.name) + 2
 	}
-	eventually(t, time.Minute, fmt.Sprintf("two more passes over each of %d guest clusters", len(clusters)), func() bool {
+	rig.Eventually(t, time.Minute, fmt.Sprintf("two more passes over each of %d guest clusters", len(clusters)), func() bool {
 		for i, gc := range clusters {
 			if guestPasses(t, port, gc.name) < want[i] {
 				return false

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
@@ -59,8 +61,8 @@ func TestRangeEdits(t *testing.T) {
 	f.createRange("edits", "10.145.0.0/28")
 	f.createFIP("a", "edits", "10.145.0.2")
 	f.createFIP("b", "edits", "10.145.0.3")
-	f.waitFIP("a", 30*time.Second, "allocated", allocated)
-	f.waitFIP("b", 30*time.Second, "allocated", allocated)
+	f.waitFIP("a", 30*time.Second, "allocated", suite.Allocated)
+	f.waitFIP("b", 30*time.Second, "allocated", suite.Allocated)
 
 	// Grow.
 	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/27" })
@@ -68,7 +70,7 @@ func TestRangeEdits(t *testing.T) {
 		return rangeReady(r) && r.Status.Capacity == "30" && r.Status.Used == 2 && len(f.held("edits")) == 2
 	})
 	f.createFIP("c", "edits", "10.145.0.20")
-	f.waitFIP("c", 30*time.Second, "10.145.0.20 in the grown range", allocated)
+	f.waitFIP("c", 30*time.Second, "10.145.0.20 in the grown range", suite.Allocated)
 
 	// Shrink that would orphan 10.145.0.20.
 	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/28" })
@@ -79,20 +81,20 @@ func TestRangeEdits(t *testing.T) {
 	if held := f.held("edits"); len(held) != 3 {
 		t.Errorf("the refused shrink dropped allocations: %+v", held)
 	}
-	if !hasEvent(t, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
+	if !shared.HasEvent(t, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
 		t.Error("no OrphanedAllocations Warning Event on the range")
 	}
 	shows(t, "a shrink that would orphan an address", r, r.Status.Conditions, "OrphanedAllocations", false)
 	f.createFIP("d", "edits", "")
 	f.waitFIP("d", 30*time.Second, "RangeNotReady while the range is flagged", reasonIs("RangeNotReady"))
-	if x := f.getFIP("c"); !allocated(x) {
-		t.Errorf("the orphaned FloatingIP lost its address: %s", statusText(x))
+	if x := f.getFIP("c"); !suite.Allocated(x) {
+		t.Errorf("the orphaned FloatingIP lost its address: %s", suite.StatusText(x))
 	}
 
 	// Undo: back to the /27; d gets an address.
 	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/27" })
 	f.waitRange("edits", 30*time.Second, "Ready again", rangeReady)
-	f.waitFIP("d", 30*time.Second, "an address once the range is fixed", allocated)
+	f.waitFIP("d", 30*time.Second, "an address once the range is fixed", suite.Allocated)
 
 	// Exclude that would orphan 10.145.0.3.
 	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.Exclude = []string{"10.145.0.3"} })
@@ -117,7 +119,7 @@ func TestRangeEdits(t *testing.T) {
 	if c, ok := v1.GetCondition(r.Status.Conditions, v1.Reconciling); !ok || c.Reason != "DeletionBlocked" {
 		t.Errorf("a blocked deletion: Reconciling = %+v, %v; want True with reason DeletionBlocked", c, ok)
 	}
-	if !hasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses") {
+	if !shared.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses") {
 		t.Error("no Normal DeletionBlocked Event on the range")
 	}
 	for _, name := range []string{"a", "b", "c", "d"} {
@@ -157,7 +159,7 @@ func TestOverlappingRanges(t *testing.T) {
 
 	f.editRange("overlap-new", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.146.1.0/25" })
 	f.waitRange("overlap-new", 30*time.Second, "Ready after the fix", rangeReady)
-	f.waitFIP("x", 30*time.Second, "an address from the fixed range", allocated)
+	f.waitFIP("x", 30*time.Second, "an address from the fixed range", suite.Allocated)
 }
 
 // TestRangeMetrics: the range gauges carry the original labels and exact values, follow
@@ -171,7 +173,7 @@ func TestRangeMetrics(t *testing.T) {
 
 	labels := fmt.Sprintf(`{fiprange="10.147.0.0/29",fiprangename="metrics",harvesterclustername="harvester-%s",harvesternetworkname="vlan10"}`, f.ns)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	eventually(t, 10*time.Second, "the range gauges", func() bool {
+	rig.Eventually(t, 10*time.Second, "the range gauges", func() bool {
 		_, body := httpGet(t, url)
 		return strings.Contains(body, "kubefipoperator_fipranges_capacity"+labels+" 6") &&
 			strings.Contains(body, "kubefipoperator_fipranges_reserved"+labels+" 4") &&
@@ -186,7 +188,7 @@ func TestRangeMetrics(t *testing.T) {
 		_ = f.api.FloatingIP().Delete(f.ns, x.Name, nil)
 	}
 	_ = f.api.FloatingIPRange().Delete("metrics", nil)
-	eventually(t, 30*time.Second, "the range's series removed", func() bool {
+	rig.Eventually(t, 30*time.Second, "the range's series removed", func() bool {
 		_, body := httpGet(t, url)
 		return !strings.Contains(body, `fiprangename="metrics"`)
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,8 +22,8 @@ func TestRepairReleasesLeaks(t *testing.T) {
 	f.createRange("leak", "10.148.0.0/30") // 2 addresses
 	f.createFIP("keep", "leak", "")
 	f.createFIP("gone", "leak", "")
-	f.waitFIP("keep", 30*time.Second, "allocated", allocated)
-	leaked := f.waitFIP("gone", 30*time.Second, "allocated", allocated).Status.IPAddress
+	f.waitFIP("keep", 30*time.Second, "allocated", suite.Allocated)
+	leaked := f.waitFIP("gone", 30*time.Second, "allocated", suite.Allocated).Status.IPAddress
 	if err := p.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestRepairReleasesLeaks(t *testing.T) {
 	if err := p.WaitForLog(context.Background(), "repair: released leak/"+leaked, 30*time.Second); err != nil {
 		t.Error(err)
 	}
-	x = f.waitFIP("waiting", 30*time.Second, "the leaked address", allocated)
+	x = f.waitFIP("waiting", 30*time.Second, "the leaked address", suite.Allocated)
 	if x.Status.IPAddress != leaked {
 		t.Errorf("waiting got %s, want the released %s", x.Status.IPAddress, leaked)
 	}
@@ -55,7 +56,7 @@ func TestRepairReleasesLeaks(t *testing.T) {
 // each pass.
 func TestTraceIPAMData(t *testing.T) {
 	f := newFixture(t, "c-m-trace")
-	client := kubernetes.NewForConfigOrDie(shared.env.Config)
+	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
 	_, err := client.CoreV1().ConfigMaps(f.ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns},
 		Data:       map[string]string{"traceIpamData": "true", "operateGuestClusterInterval": "1"},
@@ -66,7 +67,7 @@ func TestTraceIPAMData(t *testing.T) {
 	p, _ := f.operator()
 	f.createRange("trace", "10.149.0.0/29")
 	x := f.createFIP("traced", "trace", "10.149.0.3")
-	f.waitFIP("traced", 30*time.Second, "allocated", allocated)
+	f.waitFIP("traced", 30*time.Second, "allocated", suite.Allocated)
 	line := fmt.Sprintf("10.149.0.3 %s/traced uid=%s", f.ns, x.UID)
 	if err := p.WaitForLog(context.Background(), line, 30*time.Second); err != nil {
 		t.Fatal(err)

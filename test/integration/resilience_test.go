@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // createMany creates FloatingIPs name-000..name-(n-1) from 8 goroutines at once.
@@ -47,7 +48,7 @@ func (f *fixture) waitAllAllocated(want int, timeout time.Duration) map[string]s
 		}
 		held := map[string]string{}
 		for _, x := range list.Items {
-			if allocated(&x) && x.DeletionTimestamp == nil {
+			if suite.Allocated(&x) && x.DeletionTimestamp == nil {
 				held[x.Name] = x.Status.IPAddress
 			}
 		}
@@ -110,7 +111,7 @@ func TestRestartKeepsEveryAllocation(t *testing.T) {
 	}
 	f.operator()
 	f.createFIP("after", "restart1", "")
-	f.waitFIP("after", 30*time.Second, "an address after the restart", allocated)
+	f.waitFIP("after", 30*time.Second, "an address after the restart", suite.Allocated)
 
 	after := f.waitAllAllocated(21, 30*time.Second)
 	for name, addr := range before {
@@ -156,7 +157,7 @@ func TestCrashDuringChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range list.Items {
-		if allocated(&x) {
+		if suite.Allocated(&x) {
 			snapshot[x.Name] = x.Status.IPAddress
 		}
 	}
@@ -209,7 +210,7 @@ func countAllocated(f *fixture) int {
 	}
 	n := 0
 	for _, x := range list.Items {
-		if allocated(&x) {
+		if suite.Allocated(&x) {
 			n++
 		}
 	}
@@ -232,14 +233,14 @@ func TestAdoptionOfExistingObjects(t *testing.T) {
 
 	f.operator()
 	for name, addr := range map[string]string{"first": "10.143.0.50", "second": "10.143.0.60", "older": "10.143.0.70"} {
-		x := f.waitFIP(name, 30*time.Second, "adopted", allocated)
+		x := f.waitFIP(name, 30*time.Second, "adopted", suite.Allocated)
 		if x.Spec.IPAddress != addr || x.Status.IPAddress != addr {
 			t.Errorf("%s was adopted as %s/%s, want %s unchanged", name, x.Spec.IPAddress, x.Status.IPAddress, addr)
 		}
 	}
 	y := f.waitFIP("younger", 30*time.Second, "IPConflict", reasonIs("IPConflict"))
 	if y.Status.IPAddress != "" || !strings.Contains(message(y.Status.Conditions, v1.Ready), f.ns+"/older") {
-		t.Errorf("the younger duplicate: %s", statusText(y))
+		t.Errorf("the younger duplicate: %s", suite.StatusText(y))
 	}
 	f.checkRecord("adopt", 3)
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func schemaOwner(name string) *kubefipv1.FloatingIP {
 // kubefipv1.AllocationName writes it, is taken for IPv4 and IPv6; its labels may change, its spec
 // may not — releasing an address is deleting the object.
 func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
-	c := kubefipClients(t).FloatingIPAllocation()
+	c := shared.Kubefip.FloatingIPAllocation()
 	for _, text := range []string{"10.214.0.5", "fd00:214::5"} {
 		addr := netip.MustParseAddr(text)
 		a, err := c.Create(newAllocation(addr, "schema-alloc", schemaOwner("a1")))
@@ -117,7 +118,7 @@ func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
 // the uniqueness of addresses.
 func TestSchemaAllocationRejects(t *testing.T) {
 	gvr := kubefipv1.SchemeGroupVersion.WithResource("floatingipallocations")
-	dyn := dynamic.NewForConfigOrDie(shared.env.Config).Resource(gvr)
+	dyn := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(gvr)
 	owner := map[string]any{"namespace": "c-m-schema04", "name": "r1", "uid": string(schemaOwner("r1").UID)}
 	const nameRule = "metadata.name must be the address"
 	hash := "." + kubefipv1.AddressSpace{}.Hash()
@@ -156,9 +157,9 @@ func TestSchemaAllocationRejects(t *testing.T) {
 				"metadata":   map[string]any{"name": tc.name},
 				"spec":       tc.spec,
 			}}
-			_, err := dyn.Create(bg(), obj, metav1.CreateOptions{})
+			_, err := dyn.Create(context.Background(), obj, metav1.CreateOptions{})
 			if err == nil {
-				_ = dyn.Delete(bg(), tc.name, metav1.DeleteOptions{})
+				_ = dyn.Delete(context.Background(), tc.name, metav1.DeleteOptions{})
 				t.Fatalf("the API server accepted %s with spec %v", tc.name, tc.spec)
 			}
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,43 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
-
-// kubefipClients returns the generated clients of the kubefip kinds. Only their client half is
-// used here; no informer is started.
-func kubefipClients(t *testing.T) kubefipcontrollers.Interface {
-	t.Helper()
-	// client-go's default of 5 requests a second would pace tests that create hundreds of objects.
-	cfg := rest.CopyConfig(shared.env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	f, err := kubefip.NewFactoryFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f.Kubefip().V1()
-}
-
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	c := kubernetes.NewForConfigOrDie(shared.env.Config)
-	_, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
 
 // TestSchemaAcceptsValidObjects creates an IPv4 and an IPv6 range and FloatingIPs with and without
 // an address: the API server takes them as they are.
 func TestSchemaAcceptsValidObjects(t *testing.T) {
-	c := kubefipClients(t)
-	createNamespace(t, "c-m-schema01")
+	c := shared.Kubefip
+	shared.CreateNamespace(t, "c-m-schema01")
 
 	for name, spec := range map[string]kubefipv1.FloatingIPRangeSpec{
 		"schema-v4": {IPRange: "10.135.10.192/26", Exclude: []string{"10.135.10.200", "10.135.10.208/30", "10.135.10.220-10.135.10.225"}},
@@ -88,8 +62,8 @@ func TestSchemaAcceptsValidObjects(t *testing.T) {
 // TestSchemaRejectsMalformedObjects shows the API server itself refusing malformed ranges and
 // addresses, with a message that names the field.
 func TestSchemaRejectsMalformedObjects(t *testing.T) {
-	c := kubefipClients(t)
-	createNamespace(t, "c-m-schema02")
+	c := shared.Kubefip
+	shared.CreateNamespace(t, "c-m-schema02")
 
 	for _, tc := range []struct {
 		name    string
@@ -179,7 +153,7 @@ func TestPrinterColumns(t *testing.T) {
 // name is given, else of every object of the resource (in namespace, when given).
 func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 	t.Helper()
-	cfg := rest.CopyConfig(shared.env.Config)
+	cfg := rest.CopyConfig(shared.Env.Config)
 	cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = kubernetesCodecs()
@@ -209,11 +183,11 @@ func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 // kind.
 func crdSchemas(t *testing.T) map[string]*apiextv1.CustomResourceDefinition {
 	t.Helper()
-	c := apiextclient.NewForConfigOrDie(shared.env.Config)
+	c := apiextclient.NewForConfigOrDie(shared.Env.Config)
 	out := map[string]*apiextv1.CustomResourceDefinition{}
 	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org",
 		"floatingipallocations.kubefip.k8s.binbash.org"} {
-		def, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(bg(), name, metav1.GetOptions{})
+		def, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("reading CRD %s: %v", name, err)
 		}
@@ -282,9 +256,9 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 // TestSchemaDescriptionsArePublished: the descriptions reach the OpenAPI document the API server
 // publishes for the group, which is what kubectl explain reads.
 func TestSchemaDescriptionsArePublished(t *testing.T) {
-	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.env.Config)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.Env.Config)
 	var schemas map[string]map[string]any
-	eventually(t, 30*time.Second, "the kubefip group in the published OpenAPI v3 document", func() bool {
+	rig.Eventually(t, 30*time.Second, "the kubefip group in the published OpenAPI v3 document", func() bool {
 		paths, err := dc.OpenAPIV3().Paths()
 		if err != nil {
 			return false
@@ -343,7 +317,7 @@ func nested(m map[string]any, keys ...string) map[string]any {
 // the typed client keeps it.
 func TestSchemaKeepsRegion(t *testing.T) {
 	rangeGVR := kubefipv1.SchemeGroupVersion.WithResource("floatingipranges")
-	dyn := dynamic.NewForConfigOrDie(shared.env.Config).Resource(rangeGVR)
+	dyn := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(rangeGVR)
 	original := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubefip.k8s.binbash.org/v1",
 		"kind":       "FloatingIPRange",
@@ -356,12 +330,12 @@ func TestSchemaKeepsRegion(t *testing.T) {
 		},
 		"spec": map[string]any{"iprange": "10.213.13.0/28", "region": "eu-west-1"},
 	}}
-	if _, err := dyn.Create(bg(), original, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Create(context.Background(), original, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Delete(bg(), "schema-region", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = dyn.Delete(context.Background(), "schema-region", metav1.DeleteOptions{}) })
 
-	got, err := dyn.Get(bg(), "schema-region", metav1.GetOptions{})
+	got, err := dyn.Get(context.Background(), "schema-region", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +343,7 @@ func TestSchemaKeepsRegion(t *testing.T) {
 		t.Fatalf("spec.region read back as %q, want eu-west-1: the API server pruned it", region)
 	}
 
-	c := kubefipClients(t)
+	c := shared.Kubefip
 	r, err := c.FloatingIPRange().Get("schema-region", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +355,7 @@ func TestSchemaKeepsRegion(t *testing.T) {
 	if _, err := c.FloatingIPRange().Update(r); err != nil {
 		t.Fatal(err)
 	}
-	got, err = dyn.Get(bg(), "schema-region", metav1.GetOptions{})
+	got, err = dyn.Get(context.Background(), "schema-region", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,8 +367,8 @@ func TestSchemaKeepsRegion(t *testing.T) {
 // TestSchemaCategory resolves the kubefip category as kubectl get kubefip does, through discovery,
 // and lists what it names: all three kinds, with a range, a FloatingIP and an allocation in them.
 func TestSchemaCategory(t *testing.T) {
-	c := kubefipClients(t)
-	createNamespace(t, "c-m-schema03")
+	c := shared.Kubefip
+	shared.CreateNamespace(t, "c-m-schema03")
 	r, err := c.FloatingIPRange().Create(&kubefipv1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "schema-category"},
 		Spec:       kubefipv1.FloatingIPRangeSpec{IPRange: "10.213.13.16/28"},
@@ -419,7 +393,7 @@ func TestSchemaCategory(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.FloatingIPAllocation().Delete(a.Name, &metav1.DeleteOptions{}) })
 
-	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.env.Config)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.Env.Config)
 	resources, ok := restmapper.NewDiscoveryCategoryExpander(dc).Expand("kubefip")
 	if !ok {
 		t.Fatal("discovery knows no category kubefip")
@@ -434,10 +408,10 @@ func TestSchemaCategory(t *testing.T) {
 		t.Fatalf("category kubefip = %v, want %s", names, want)
 	}
 
-	dyn := dynamic.NewForConfigOrDie(shared.env.Config)
+	dyn := dynamic.NewForConfigOrDie(shared.Env.Config)
 	found := map[string]bool{}
 	for _, gr := range resources {
-		list, err := dyn.Resource(gr.WithVersion("v1")).List(bg(), metav1.ListOptions{})
+		list, err := dyn.Resource(gr.WithVersion("v1")).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 )
 
 // secretRequests are the requests about Secrets among reqs.
-func secretRequests(reqs []testenv.APIRequest) []testenv.APIRequest {
-	var out []testenv.APIRequest
+func secretRequests(reqs []controlplane.APIRequest) []controlplane.APIRequest {
+	var out []controlplane.APIRequest
 	for _, q := range reqs {
 		if strings.HasPrefix(q.Path, "/api/v1/secrets") || strings.Contains(q.Path, "/secrets") && strings.HasPrefix(q.Path, "/api/v1/namespaces/") {
 			out = append(out, q)
@@ -36,9 +36,9 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "disabled"})
 
 	rec, kubeconfig := adminAPIProxy(t)
-	port := freePort(t)
+	port := rig.FreePort(t)
 	// The last --kubeconfig wins: the operator talks only through the recording proxy.
-	p := startOperator(t, f.ns, port, append(testenv.LoopbackChartSourceArgs(), "--kubeconfig", kubeconfig)...)
+	p := startOperator(t, f.ns, port, append(controlplane.LoopbackChartSourceArgs(), "--kubeconfig", kubeconfig)...)
 	if err := p.WaitForLog(t.Context(), "controllers running", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	gc.rotate(t, proxy)
-	labelProvisioningCluster(t, gc.name, "kubefip.k8s.binbash.org/test-rotated", "true")
+	rig.Must(t, gc.world.LabelCluster(gc.name, "kubefip.k8s.binbash.org/test-rotated", "true"))
 	gc.waitCIDR(t, "10.154.0.2/32", 30*time.Second)
 
 	var kubeconfigGets int
@@ -72,29 +72,11 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 	t.Logf("Secret requests: %d GETs of the kubeconfig, no list or watch", kubeconfigGets)
 }
 
-// labelProvisioningCluster sets a label on the provisioning cluster name, as a person editing it
-// in Rancher would.
-func labelProvisioningCluster(t *testing.T, name, key, value string) {
-	t.Helper()
-	prov := provisioning.NewFactoryFromConfigOrDie(shared.env.Config).Provisioning().V1().Cluster()
-	c, err := prov.Get(fleetNamespace, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	c.Labels[key] = value
-	if _, err := prov.Update(c); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // adminAPIProxy starts an APIProxy acting as administrator in front of the test API server, closed
 // when the test ends, and returns it with the path of a kubeconfig for it.
-func adminAPIProxy(t *testing.T) (*testenv.APIProxy, string) {
+func adminAPIProxy(t *testing.T) (*controlplane.APIProxy, string) {
 	t.Helper()
-	api, err := testenv.StartAPIProxy(shared.env.Config, true)
+	api, err := controlplane.StartAPIProxy(shared.Env.Config, true)
 	if err != nil {
 		t.Fatal(err)
 	}

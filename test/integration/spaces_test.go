@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestTwoSitesShareAPrivateRange: two Harvester clusters each have a range of the same private
@@ -25,7 +29,7 @@ import (
 // nothing.
 func TestTwoSitesShareAPrivateRange(t *testing.T) {
 	f := newFixture(t, "kube-fip-space-sites")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	f.operator()
 
 	const cidr, lowest = "198.19.10.0/24", "198.19.10.1"
@@ -39,12 +43,12 @@ func TestTwoSitesShareAPrivateRange(t *testing.T) {
 		f.waitRange(name, 30*time.Second, "Ready=True although the other site has the same CIDR", rangeReady)
 	}
 
-	g1 := guest{name: "space-site1-guest", id: "c-m-spcsite1", harvester: "c-m-harvspc1", display: site1, network: vlan("vlan10")}
-	g2 := guest{name: "space-site2-guest", id: "c-m-spcsite2", harvester: "c-m-harvspc2", display: site2, network: vlan("vlan10")}
-	r.create(g1)
-	r.create(g2)
-	x1 := r.waitFIP(g1.id, g1.name+"-kubevip", 30*time.Second)
-	x2 := r.waitFIP(g2.id, g2.name+"-kubevip", 30*time.Second)
+	g1 := rancher.Guest{Name: "space-site1-guest", ID: "c-m-spcsite1", Harvester: "c-m-harvspc1", Display: site1, Network: rancher.Network("vlan10")}
+	g2 := rancher.Guest{Name: "space-site2-guest", ID: "c-m-spcsite2", Harvester: "c-m-harvspc2", Display: site2, Network: rancher.Network("vlan10")}
+	rig.Must(t, r.AddGuest(g1))
+	rig.Must(t, r.AddGuest(g2))
+	x1 := suite.WaitFIP(t, r.FIPs, g1.ID, g1.Name+"-kubevip", 30*time.Second)
+	x2 := suite.WaitFIP(t, r.FIPs, g2.ID, g2.Name+"-kubevip", 30*time.Second)
 	for _, c := range []struct {
 		x         *v1.FloatingIP
 		wantRange string
@@ -150,7 +154,7 @@ func TestTwoSitesShareAPrivateRange(t *testing.T) {
 // not get it.
 func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	f := newFixture(t, "kube-fip-sticky-back")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "1h"})
 	p, port := f.operator()
 
@@ -162,25 +166,25 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	// The lowest address goes to a FloatingIP made by hand, so that the guest's is not the one
 	// any newcomer gets; it is freed before the cluster comes back.
 	f.createFIP("sticky-low", rng, "")
-	low := f.waitFIP("sticky-low", 30*time.Second, "an address", allocated)
+	low := f.waitFIP("sticky-low", 30*time.Second, "an address", suite.Allocated)
 
-	first := guest{name: "sticky-guest", id: "c-m-stkback1", harvester: "c-m-harvstk", display: "harvester-" + f.ns, network: vlan("vlan10")}
-	r.create(first)
-	x1 := r.waitFIP(first.id, first.name+"-kubevip", 30*time.Second)
+	first := rancher.Guest{Name: "sticky-guest", ID: "c-m-stkback1", Harvester: "c-m-harvstk", Display: "harvester-" + f.ns, Network: rancher.Network("vlan10")}
+	rig.Must(t, r.AddGuest(first))
+	x1 := suite.WaitFIP(t, r.FIPs, first.ID, first.Name+"-kubevip", 30*time.Second)
 	addr := x1.Status.IPAddress
 	if addr == low.Status.IPAddress || !netip.MustParseAddr(low.Status.IPAddress).Less(netip.MustParseAddr(addr)) {
 		t.Fatalf("the guest holds %s and sticky-low %s; want the guest's above the lowest", addr, low.Status.IPAddress)
 	}
 	name := v1.AllocationName(space, netip.MustParseAddr(addr))
 	held := f.waitAllocation(name, 10*time.Second, "held by "+x1.Name, allocationHeldBy(x1.UID))
-	cluster := v1.ClusterReference{Namespace: fleetNS, Name: first.name}
+	cluster := v1.ClusterReference{Namespace: rancher.FleetNamespace, Name: first.Name}
 
 	// Rancher deletes the cluster: the provisioning cluster, then its management cluster and
 	// namespace.
 	deleted := time.Now()
-	r.deleteCluster(first.name)
-	eventually(t, 30*time.Second, "the deleted cluster's FloatingIP to be deleted", func() bool {
-		_, err := r.fips.FloatingIP().Get(first.id, x1.Name, metav1.GetOptions{})
+	rig.Must(t, r.DeleteCluster(first.Name))
+	rig.Eventually(t, 30*time.Second, "the deleted cluster's FloatingIP to be deleted", func() bool {
+		_, err := r.FIPs.FloatingIP().Get(first.ID, x1.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	kept := f.waitAllocation(name, 10*time.Second, "retained for "+cluster.Name, allocationRetained)
@@ -194,17 +198,17 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	if earliest, latest := deleted.Add(time.Hour-2*time.Second), time.Now().Add(time.Hour+time.Second); until.Before(earliest) || until.After(latest) {
 		t.Errorf("allocation %s retained until %s, want an hour after the deletion (%s .. %s)", name, until, earliest, latest)
 	}
-	if kept.Spec.Owner.UID != x1.UID || kept.Labels[v1.LabelRetainedFor] != first.name || kept.Spec.Address != addr || kept.Spec.Range != rng {
+	if kept.Spec.Owner.UID != x1.UID || kept.Labels[v1.LabelRetainedFor] != first.Name || kept.Spec.Address != addr || kept.Spec.Range != rng {
 		t.Errorf("allocation %s: owner %+v, %s=%q, address %s, range %s; want the last holder %s, %q, %s, %s",
-			name, kept.Spec.Owner, v1.LabelRetainedFor, kept.Labels[v1.LabelRetainedFor], kept.Spec.Address, kept.Spec.Range, x1.UID, first.name, addr, rng)
+			name, kept.Spec.Owner, v1.LabelRetainedFor, kept.Labels[v1.LabelRetainedFor], kept.Spec.Address, kept.Spec.Range, x1.UID, first.Name, addr, rng)
 	}
-	if err := p.WaitForLog(bg(), fmt.Sprintf("%s is retained for a cluster re-created as %s/%s", addr, fleetNS, first.name), 10*time.Second); err != nil {
+	if err := p.WaitForLog(context.Background(), fmt.Sprintf("%s is retained for a cluster re-created as %s/%s", addr, rancher.FleetNamespace, first.Name), 10*time.Second); err != nil {
 		t.Error(err)
 	}
-	if err := r.mgmt.Delete(first.id, nil); err != nil {
+	if err := r.Mgmt.Delete(first.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.kube.CoreV1().Namespaces().Delete(bg(), first.id, metav1.DeleteOptions{}); err != nil {
+	if err := r.Kube.CoreV1().Namespaces().Delete(context.Background(), first.ID, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -215,7 +219,7 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	if x.Status.Available != "12" { // 14 addresses in a /28
 		t.Errorf("range %s: available %s, want 12 (capacity %s, one used, one retained)", rng, x.Status.Available, x.Status.Capacity)
 	}
-	eventually(t, 10*time.Second, "kubefipoperator_fipranges_retained 1 and _reserved 1 for "+rng, func() bool {
+	rig.Eventually(t, 10*time.Second, "kubefipoperator_fipranges_retained 1 and _reserved 1 for "+rng, func() bool {
 		kept, ok1 := rangeGauge(t, port, "kubefipoperator_fipranges_retained", rng)
 		used, ok2 := rangeGauge(t, port, "kubefipoperator_fipranges_reserved", rng)
 		return ok1 && ok2 && kept == 1 && used == 1
@@ -224,8 +228,8 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	// Nobody else gets it by asking for it.
 	f.createFIP("sticky-wants-a", rng, addr)
 	w := f.waitFIP("sticky-wants-a", 30*time.Second, "Allocated=False, IPRetained", allocatedReason("IPRetained"))
-	if msg := message(w.Status.Conditions, v1.Allocated); !strings.Contains(msg, fleetNS+"/"+first.name) || !strings.Contains(msg, name) {
-		t.Errorf("IPRetained message %q names neither the cluster %s/%s nor the allocation %s", msg, fleetNS, first.name, name)
+	if msg := message(w.Status.Conditions, v1.Allocated); !strings.Contains(msg, rancher.FleetNamespace+"/"+first.Name) || !strings.Contains(msg, name) {
+		t.Errorf("IPRetained message %q names neither the cluster %s/%s nor the allocation %s", msg, rancher.FleetNamespace, first.Name, name)
 	}
 	if w.Status.IPAddress != "" {
 		t.Errorf("sticky-wants-a holds %s", w.Status.IPAddress)
@@ -235,18 +239,18 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	if err := f.api.FloatingIP().Delete(f.ns, "sticky-low", nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "sticky-low's address to be released", func() bool {
+	rig.Eventually(t, 30*time.Second, "sticky-low's address to be released", func() bool {
 		_, ok := f.held(rng)[low.Status.IPAddress]
 		return !ok
 	})
 
 	// Rancher creates a cluster of the same name: a new management cluster id and namespace.
 	again := first
-	again.id = "c-m-stkback2"
-	parts := r.parts(again)
-	parts["namespace"]()
-	parts["cluster"]()
-	x2 := r.waitFIP(again.id, again.name+"-kubevip", 30*time.Second)
+	again.ID = "c-m-stkback2"
+	parts := r.Steps(again)
+	rig.Must(t, parts["namespace"]())
+	rig.Must(t, parts["cluster"]())
+	x2 := suite.WaitFIP(t, r.FIPs, again.ID, again.Name+"-kubevip", 30*time.Second)
 	if x2.Status.IPAddress != addr {
 		t.Fatalf("the re-created cluster's FloatingIP holds %s, want its retained %s (the lowest free was %s)", x2.Status.IPAddress, addr, low.Status.IPAddress)
 	}
@@ -264,18 +268,18 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 	f.waitRange(rng, 10*time.Second, "used 1, retained 0", func(x *v1.FloatingIPRange) bool {
 		return x != nil && x.Status.Used == 1 && x.Status.Retained == 0
 	})
-	eventually(t, 10*time.Second, "kubefipoperator_fipranges_retained 0 for "+rng, func() bool {
+	rig.Eventually(t, 10*time.Second, "kubefipoperator_fipranges_retained 0 for "+rng, func() bool {
 		v, ok := rangeGauge(t, port, "kubefipoperator_fipranges_retained", rng)
 		return ok && v == 0
 	})
-	eventually(t, 10*time.Second, "a FloatingIPCreated Event saying the cluster gets "+addr+" back", func() bool {
-		return hasEvent(t, fleetNS, again.name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "gets back "+addr)
+	rig.Eventually(t, 10*time.Second, "a FloatingIPCreated Event saying the cluster gets "+addr+" back", func() bool {
+		return shared.HasEvent(t, rancher.FleetNamespace, again.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "gets back "+addr)
 	})
 
 	// The FloatingIP that asked for it still does not have it: now another FloatingIP holds it.
 	w = f.waitFIP("sticky-wants-a", 30*time.Second, "Allocated=False, IPConflict", allocatedReason("IPConflict"))
 	if w.Status.IPAddress != "" || !strings.Contains(message(w.Status.Conditions, v1.Allocated), x2.Name) {
-		t.Errorf("sticky-wants-a: ip %q, %s; want none, and the holder %s named", w.Status.IPAddress, statusText(w), x2.Name)
+		t.Errorf("sticky-wants-a: ip %q, %s; want none, and the holder %s named", w.Status.IPAddress, suite.StatusText(w), x2.Name)
 	}
 	f.checkRecord(rng, 1)
 }
@@ -287,7 +291,7 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 // With addressRetention 0 a deleted cluster's address is released at once and never retained.
 func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	f := newFixture(t, "kube-fip-retain-end")
-	r := newRancher(t)
+	r := shared.Rancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "5s"})
 	p, _ := f.operator()
 
@@ -296,19 +300,19 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	f.waitRange(rng, 30*time.Second, "Ready", rangeReady)
 	space := v1.SpaceOf(f.getRange(rng))
 	nameOf := func(addr string) string { return v1.AllocationName(space, netip.MustParseAddr(addr)) }
-	g := func(name, id string) guest {
-		return guest{name: name, id: id, harvester: "c-m-harvret", display: "harvester-" + f.ns, network: vlan("vlan10")}
+	g := func(name, id string) rancher.Guest {
+		return rancher.Guest{Name: name, ID: id, Harvester: "c-m-harvret", Display: "harvester-" + f.ns, Network: rancher.Network("vlan10")}
 	}
 
 	// A short retention ends on its own.
 	short := g("retain-short", "c-m-retshort")
-	r.create(short)
-	x := r.waitFIP(short.id, short.name+"-kubevip", 30*time.Second)
+	rig.Must(t, r.AddGuest(short))
+	x := suite.WaitFIP(t, r.FIPs, short.ID, short.Name+"-kubevip", 30*time.Second)
 	a := x.Status.IPAddress
 	f.waitAllocation(nameOf(a), 10*time.Second, "held by "+x.Name, allocationHeldBy(x.UID))
 	deleted := time.Now()
-	r.deleteCluster(short.name)
-	kept := f.waitAllocation(nameOf(a), 30*time.Second, "retained for "+short.name, allocationRetained)
+	rig.Must(t, r.DeleteCluster(short.Name))
+	kept := f.waitAllocation(nameOf(a), 30*time.Second, "retained for "+short.Name, allocationRetained)
 	until := kept.Spec.Retained.Until.Time
 	// The end is rounded up to the second the API keeps: never early, at most a second late.
 	if until.Before(deleted.Add(5*time.Second)) || until.After(time.Now().Add(6*time.Second)) {
@@ -320,14 +324,14 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	if now := time.Now(); now.Before(until) {
 		t.Errorf("%s released at %s, before its retention ended at %s", a, now, until)
 	}
-	if err := p.WaitForLog(bg(), fmt.Sprintf("repair: released %s/%s %s/%s, whose retention ended", rng, a, fleetNS, short.name), 10*time.Second); err != nil {
+	if err := p.WaitForLog(context.Background(), fmt.Sprintf("repair: released %s/%s %s/%s, whose retention ended", rng, a, rancher.FleetNamespace, short.Name), 10*time.Second); err != nil {
 		t.Error(err)
 	}
 	t.Logf("%s retained until %s, released %s after the deletion", a, until.Format(time.RFC3339), time.Since(deleted).Round(time.Millisecond))
 
 	other := g("retain-other", "c-m-retother")
-	r.create(other)
-	y := r.waitFIP(other.id, other.name+"-kubevip", 30*time.Second)
+	rig.Must(t, r.AddGuest(other))
+	y := suite.WaitFIP(t, r.FIPs, other.ID, other.Name+"-kubevip", 30*time.Second)
 	if y.Status.IPAddress != a {
 		t.Errorf("another cluster's FloatingIP got %s, want %s, the lowest free once its retention ended", y.Status.IPAddress, a)
 	}
@@ -338,18 +342,18 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	// A long retention, cut short by deleting the allocation.
 	f.setRetention("1h", "1h0m0s")
 	long := g("retain-long", "c-m-retlong")
-	r.create(long)
-	z := r.waitFIP(long.id, long.name+"-kubevip", 30*time.Second)
+	rig.Must(t, r.AddGuest(long))
+	z := suite.WaitFIP(t, r.FIPs, long.ID, long.Name+"-kubevip", 30*time.Second)
 	b := z.Status.IPAddress
 	f.waitAllocation(nameOf(b), 10*time.Second, "held by "+z.Name, allocationHeldBy(z.UID))
-	r.deleteCluster(long.name)
-	keptB := f.waitAllocation(nameOf(b), 30*time.Second, "retained for "+long.name, allocationRetained)
+	rig.Must(t, r.DeleteCluster(long.Name))
+	keptB := f.waitAllocation(nameOf(b), 30*time.Second, "retained for "+long.Name, allocationRetained)
 	if left := time.Until(keptB.Spec.Retained.Until.Time); left < 59*time.Minute {
 		t.Errorf("%s retained for %s more, want about an hour", b, left)
 	}
 	// b is the lowest address nobody holds, but retained: a newcomer gets the next one.
 	f.createFIP("retain-newcomer", rng, "")
-	n := f.waitFIP("retain-newcomer", 30*time.Second, "an address", allocated)
+	n := f.waitFIP("retain-newcomer", 30*time.Second, "an address", suite.Allocated)
 	if n.Status.IPAddress == b || !netip.MustParseAddr(b).Less(netip.MustParseAddr(n.Status.IPAddress)) {
 		t.Errorf("a newcomer got %s while %s is retained; want an address above it", n.Status.IPAddress, b)
 	}
@@ -360,7 +364,7 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	if err := f.api.FloatingIPAllocation().Delete(keptB.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
 		t.Fatal(err)
 	}
-	w := f.waitFIP("retain-waiter", quick, b+" once its retained allocation was deleted", allocated)
+	w := f.waitFIP("retain-waiter", quick, b+" once its retained allocation was deleted", suite.Allocated)
 	if w.Status.IPAddress != b {
 		t.Errorf("retain-waiter holds %s, want %s", w.Status.IPAddress, b)
 	}
@@ -372,14 +376,14 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	// Retention off: released at once, never retained.
 	f.setRetention("0", "0s")
 	off := g("retain-off", "c-m-retoff")
-	r.create(off)
-	o := r.waitFIP(off.id, off.name+"-kubevip", 30*time.Second)
+	rig.Must(t, r.AddGuest(off))
+	o := suite.WaitFIP(t, r.FIPs, off.ID, off.Name+"-kubevip", 30*time.Second)
 	c := o.Status.IPAddress
 	f.waitAllocation(nameOf(c), 10*time.Second, "held by "+o.Name, allocationHeldBy(o.UID))
 	start = time.Now()
-	r.deleteCluster(off.name)
-	eventually(t, 30*time.Second, "the FloatingIP of "+off.name+" deleted and "+c+" released", func() bool {
-		_, err := r.fips.FloatingIP().Get(off.id, o.Name, metav1.GetOptions{})
+	rig.Must(t, r.DeleteCluster(off.Name))
+	rig.Eventually(t, 30*time.Second, "the FloatingIP of "+off.Name+" deleted and "+c+" released", func() bool {
+		_, err := r.FIPs.FloatingIP().Get(off.ID, o.Name, metav1.GetOptions{})
 		x, aerr := f.api.FloatingIPAllocation().Get(nameOf(c), metav1.GetOptions{})
 		if aerr == nil && allocationRetained(x) {
 			t.Fatalf("with addressRetention 0, %s was retained: %s", c, allocationText(x, nil))
@@ -387,7 +391,7 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 		return apierrors.IsNotFound(err) && apierrors.IsNotFound(aerr)
 	})
 	t.Logf("with retention off, %s released %s after the deletion", c, time.Since(start).Round(time.Millisecond))
-	if err := p.WaitForLog(bg(), fmt.Sprintf("deleted FloatingIP %s/%s of the removed guest cluster; its finalizer releases %s", off.id, o.Name, c), 10*time.Second); err != nil {
+	if err := p.WaitForLog(context.Background(), fmt.Sprintf("deleted FloatingIP %s/%s of the removed guest cluster; its finalizer releases %s", off.ID, o.Name, c), 10*time.Second); err != nil {
 		t.Error(err)
 	}
 	f.waitRange(rng, 10*time.Second, "used 3, retained 0", func(x *v1.FloatingIPRange) bool {
@@ -400,8 +404,8 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 func (f *fixture) setRetention(value, printed string) {
 	f.t.Helper()
 	f.operatorConfig(map[string]string{"addressRetention": value})
-	eventually(f.t, 30*time.Second, "the operator to reload addressRetention="+printed, func() bool {
-		return hasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
+	rig.Eventually(f.t, 30*time.Second, "the operator to reload addressRetention="+printed, func() bool {
+		return shared.HasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
 	})
 }
 

@@ -1,11 +1,12 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"testing"
 	"time"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // BenchmarkStartupConvergence creates N complete Harvester guest clusters and their range with no
@@ -29,7 +30,7 @@ import (
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
 // conflicts, throttled and writes. Nothing else writes in that window.
 func BenchmarkStartupConvergence(b *testing.B) {
-	r := newRancher(b)
+	r := shared.Rancher(b)
 	fips := watchFloatingIPs(b)
 	for i, n := range []int{100, 1000} {
 		cidr := fmt.Sprintf("10.%d.0.0/16", 181+i)
@@ -37,7 +38,7 @@ func BenchmarkStartupConvergence(b *testing.B) {
 	}
 }
 
-func benchmarkStartup(b *testing.B, r *rancher, fips *fipWatch, n int, cidr string) {
+func benchmarkStartup(b *testing.B, r *rancher.World, fips *fipWatch, n int, cidr string) {
 	b.StopTimer()
 	c := newConvergence(n)
 	for iter := 0; iter < b.N; iter++ {
@@ -54,19 +55,19 @@ func benchmarkStartup(b *testing.B, r *rancher, fips *fipWatch, n int, cidr stri
 // the operator still runs (its finalizers), and the operator stopped. connect, when given, makes
 // the guests reachable before the operator starts; the run then also waits until every guest is
 // configured.
-func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
+func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
 	harv := "harv-" + prefix
 	rangeName := "range-" + prefix
 	// A namespace of its own for the operator's Lease: a run never waits for an earlier one's.
 	ns := "kube-fip-" + prefix
-	if err := r.addNamespace(ns); err != nil {
+	if err := r.AddNamespace(ns); err != nil {
 		b.Fatal(err)
 	}
-	if err := r.addBenchRange(rangeName, harv, cidr); err != nil {
+	if err := addBenchRange(b, r, rangeName, harv, cidr); err != nil {
 		b.Fatal(err)
 	}
 	guests := newBenchGuests(prefix, n, harv)
-	if err := r.addGuests(guests); err != nil {
+	if err := addGuests(b, r, guests); err != nil {
 		b.Fatal(err)
 	}
 	if connect != nil {
@@ -74,23 +75,23 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 			b.Fatal(err)
 		}
 		defer func() {
-			if err := r.dropKubeconfigs(guests); err != nil {
+			if err := dropKubeconfigs(b, r, guests); err != nil {
 				b.Error(err)
 			}
 		}()
 	}
 
-	var p *testenv.Process
+	var p *controlplane.Process
 	defer func() {
 		if p != nil {
 			_ = p.Stop(30 * time.Second)
 		}
 	}()
 	running := make(chan time.Time, 1)
-	t := c.measure(b, r, fips, guests.names, func() *testenv.Process {
+	t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
 		p = startBenchOperator(b, ns)
-		go func(p *testenv.Process) {
-			if p.WaitForLog(bg(), "controllers running", 10*time.Minute) == nil {
+		go func(p *controlplane.Process) {
+			if p.WaitForLog(context.Background(), "controllers running", 10*time.Minute) == nil {
 				running <- time.Now()
 			}
 		}(p)
@@ -112,6 +113,6 @@ func startupRun(b *testing.B, r *rancher, fips *fipWatch, c *convergence, prefix
 	case <-time.After(5 * time.Second):
 		b.Fatal("the operator converged but did not log \"controllers running\"")
 	}
-	r.teardown(b, rangeName, guests.names)
-	r.deleteRangeAndWait(b, rangeName)
+	teardown(r, b, rangeName, guests.names)
+	deleteRangeAndWait(r, b, rangeName)
 }

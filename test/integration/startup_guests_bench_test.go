@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,7 +12,11 @@ import (
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // benchGuestServers is how many real guest API servers the clusters of BenchmarkStartupWithGuests
@@ -31,21 +36,21 @@ const benchGuestServers = 8
 //
 //	s-to-guests-configured  operator process started → every FloatingIP GuestConfigured=True
 func BenchmarkStartupWithGuests(b *testing.B) {
-	r := newRancher(b)
+	r := shared.Rancher(b)
 	fips := watchFloatingIPs(b)
-	proxy, err := testenv.StartClusterProxy()
+	proxy, err := guests.StartClusterProxy()
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = proxy.Close() })
-	restore, err := testenv.PublishRancherAddress(shared.env.Config, proxy.URL)
+	restore, err := rancher.PublishRancherAddress(shared.Env.Config, proxy.URL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = restore() })
-	servers := make([]*testenv.Guest, benchGuestServers)
+	servers := make([]*controlplane.Guest, benchGuestServers)
 	for i := range servers {
-		g, err := shared.env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
+		g, err := shared.Env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -58,7 +63,7 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 			b.StopTimer()
 			c := newConvergence(n)
 			for iter := 0; iter < b.N; iter++ {
-				connect := func(guests benchGuests) error { return r.connectGuests(proxy, servers, guests) }
+				connect := func(guests benchGuests) error { return connectGuests(b, r, proxy, servers, guests) }
 				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
 			}
 			c.report(b)
@@ -74,39 +79,39 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 // cluster-owner rights there), the kubeconfig Secret <name>-kubeconfig holds the proxy's
 // kubeconfig, the provisioning cluster's status names that Secret, and the management cluster is
 // Connected.
-func (r *rancher) connectGuests(proxy *testenv.ClusterProxy, servers []*testenv.Guest, s benchGuests) error {
+func connectGuests(t testing.TB, r *rancher.World, proxy *guests.ClusterProxy, servers []*controlplane.Guest, s benchGuests) error {
 	index := map[string]int{}
 	for i, name := range s.names {
 		index[name] = i
 	}
-	return parallel(s.names, func(name string) error {
+	return rig.Parallel(s.names, func(name string) error {
 		g := s.byName[name]
 		token := "token-" + name
-		if err := proxy.Register(g.id, servers[index[name]%len(servers)], token); err != nil {
-			return fmt.Errorf("registering %s with the cluster proxy: %w", g.id, err)
+		if err := proxy.Register(g.ID, servers[index[name]%len(servers)], token); err != nil {
+			return fmt.Errorf("registering %s with the cluster proxy: %w", g.ID, err)
 		}
-		kc, err := proxy.Kubeconfig(g.id, token)
+		kc, err := proxy.Kubeconfig(g.ID, token)
 		if err != nil {
 			return err
 		}
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: fleetNS}, Data: map[string][]byte{"value": kc}}
-		if _, err := r.kube.CoreV1().Secrets(fleetNS).Create(bg(), secret, metav1.CreateOptions{}); err != nil {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: rancher.FleetNamespace}, Data: map[string][]byte{"value": kc}}
+		if _, err := r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating the kubeconfig Secret of %s: %w", name, err)
 		}
-		m, err := r.mgmt.Get(g.id, metav1.GetOptions{})
+		m, err := r.Mgmt.Get(g.ID, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
-		if _, err := r.mgmt.UpdateStatus(m); err != nil {
-			return fmt.Errorf("marking management cluster %s Connected: %w", g.id, err)
+		if _, err := r.Mgmt.UpdateStatus(m); err != nil {
+			return fmt.Errorf("marking management cluster %s Connected: %w", g.ID, err)
 		}
-		p, err := r.prov.Get(fleetNS, name, metav1.GetOptions{})
+		p, err := r.Prov.Get(rancher.FleetNamespace, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		p.Status.ClientSecretName = name + "-kubeconfig"
-		if _, err := r.prov.UpdateStatus(p); err != nil {
+		if _, err := r.Prov.UpdateStatus(p); err != nil {
 			return fmt.Errorf("naming the kubeconfig Secret of %s: %w", name, err)
 		}
 		return nil
@@ -114,15 +119,15 @@ func (r *rancher) connectGuests(proxy *testenv.ClusterProxy, servers []*testenv.
 }
 
 // dropKubeconfigs deletes the guests' kubeconfig Secrets.
-func (r *rancher) dropKubeconfigs(s benchGuests) error {
-	return parallel(s.names, func(name string) error {
-		return r.kube.CoreV1().Secrets(fleetNS).Delete(bg(), name+"-kubeconfig", metav1.DeleteOptions{})
+func dropKubeconfigs(t testing.TB, r *rancher.World, s benchGuests) error {
+	return rig.Parallel(s.names, func(name string) error {
+		return r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(context.Background(), name+"-kubeconfig", metav1.DeleteOptions{})
 	})
 }
 
 // waitGuestsConfigured waits until every guest's FloatingIP says GuestConfigured=True and returns
 // when the last one did.
-func waitGuestsConfigured(b *testing.B, p *testenv.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
+func waitGuestsConfigured(b *testing.B, p *controlplane.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
 	deadline := time.Now().Add(timeout)
 	for {
 		configured := 0
@@ -140,11 +145,11 @@ func waitGuestsConfigured(b *testing.B, p *testenv.Process, fips *fipWatch, gues
 			return now
 		}
 		if now.After(deadline) {
-			b.Fatalf("after %s: %d of %d guests configured; one that is not: %s", timeout, configured, len(guests), statusText(last))
+			b.Fatalf("after %s: %d of %d guests configured; one that is not: %s", timeout, configured, len(guests), suite.StatusText(last))
 		}
 		select {
 		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d guests configured; its output ends:\n%s", configured, len(guests), lastLines(p.Logs(), 60))
+			b.Fatalf("the operator exited: %d of %d guests configured; its output ends:\n%s", configured, len(guests), rig.LastLines(p.Logs(), 60))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -26,7 +26,11 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // ugRange is the range the guest upgrade test's FloatingIPs hold their addresses in.
@@ -37,7 +41,7 @@ const ugRange = "upgrade-guest"
 // and the one FloatingIP naming it.
 type ugGuest struct {
 	name, id, token string
-	guest           *testenv.Guest
+	guest           *controlplane.Guest
 	direct          kubernetes.Interface
 	// fip and addr are the cluster's FloatingIP and the address it asks for.
 	fip, addr string
@@ -105,19 +109,19 @@ func ugWriters(cm *corev1.ConfigMap) string {
 //     the ConfigMap to exactly the recorded content. Guest B is not touched throughout.
 func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	began := time.Now()
-	oldBinary, err := testenv.BuildRelease(testenv.PreviousRelease)
+	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldCRDs, err := testenv.ReleaseCRDs(testenv.PreviousRelease)
+	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCRDs, err := testenv.ChartCRDs()
+	newCRDs, err := controlplane.ChartCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := testenv.StartWithCRDs(oldCRDs)
+	env, err := controlplane.StartWithCRDs(oldCRDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +132,14 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	})
 	u := newUpgradeWorld(t, env)
 	u.createNamespace(upgradeOperatorNamespace)
-	u.createNamespace(fleetNamespace)
+	u.createNamespace(rancher.FleetNamespace)
 
-	proxy, err := testenv.StartClusterProxy()
+	proxy, err := guests.StartClusterProxy()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = proxy.Close() })
-	if _, err := testenv.PublishRancherAddress(env.Config, proxy.URL); err != nil {
+	if _, err := rancher.PublishRancherAddress(env.Config, proxy.URL); err != nil {
 		t.Fatal(err)
 	}
 	// Guest A's FloatingIP holds .12 and the second one added after the upgrade .9: sorted
@@ -152,11 +156,11 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		Data:       map[string]string{"range-team-a": "10.173.1.0-10.173.1.9"},
 		BinaryData: map[string][]byte{"notes.bin": {0, 1, 2, 0xfe, 0xff}},
 	}
-	if _, err := b.direct.CoreV1().ConfigMaps(persons.Namespace).Create(bg(), persons, metav1.CreateOptions{}); err != nil {
+	if _, err := b.direct.CoreV1().ConfigMaps(persons.Namespace).Create(context.Background(), persons, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err = u.kube.CoreV1().ConfigMaps(upgradeOperatorNamespace).Create(bg(), &corev1.ConfigMap{
+	_, err = u.kube.CoreV1().ConfigMaps(upgradeOperatorNamespace).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: upgradeOperatorNamespace},
 		Data:       map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"},
 	}, metav1.CreateOptions{})
@@ -181,7 +185,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	for _, g := range guests {
 		g.waitCIDR(t, guestclient.CIDR(netip.MustParseAddr(g.addr)), time.Minute, old)
 		u.ugWaitFIP(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
-			return allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
+			return suite.Allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
 		}, old)
 	}
 	// Two more passes over each guest, so that the previous release has settled.
@@ -206,16 +210,16 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		t.Fatalf("stopping the previous release: %v", err)
 	}
 
-	if err := testenv.UpgradeCRDs(env.Config, newCRDs); err != nil {
+	if err := controlplane.UpgradeCRDs(env.Config, newCRDs); err != nil {
 		t.Fatal(err)
 	}
 	u.waitNewSchema()
 
 	upgradeStart := time.Now()
-	next, port := u.ugStartOperator(shared.operator, "new release")
+	next, port := u.ugStartOperator(shared.Operator, "new release")
 	for _, g := range guests {
 		u.ugWaitFIP(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
-			return allocated(x) && guestReason("Configured")(x) && x.Status.GuestAddresses == g.addr
+			return suite.Allocated(x) && guestReason("Configured")(x) && x.Status.GuestAddresses == g.addr
 		}, next)
 	}
 	// At least three passes of the new operator reached each guest (the first and two more, all
@@ -250,7 +254,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 			}
 		}
 		x := u.ugWaitFIP(g.id, g.fip, 10*time.Second, "its address, Configured", func(x *v1.FloatingIP) bool {
-			return allocated(x) && x.Status.IPAddress == g.addr && x.Spec.IPAddress == g.addr && guestReason("Configured")(x)
+			return suite.Allocated(x) && x.Status.IPAddress == g.addr && x.Spec.IPAddress == g.addr && guestReason("Configured")(x)
 		}, next)
 		if x.UID != uids[g.name] {
 			t.Errorf("FloatingIP %s/%s was replaced (UID %s, was %s)", g.id, g.fip, x.UID, uids[g.name])
@@ -283,7 +287,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.waitCIDR(t, guestclient.CIDR(netip.MustParseAddr(a.addr)), time.Minute, next)
-	if !eventuallyOK(30*time.Second, func() bool {
+	if !rig.Within(30*time.Second, func() bool {
 		_, err := u.api.FloatingIP().Get(a.id, second, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}) {
@@ -331,7 +335,7 @@ const ugEventConfigMap = "configmap_management"
 // that control plane, as rancherCluster does on the shared one, the Rancher objects of a guest
 // cluster reachable through proxy: its namespace id, the management cluster (Connected), the
 // provisioning cluster in fleet-default and the kubeconfig Secret.
-func (u *upgradeWorld) ugRancherGuest(proxy *testenv.ClusterProxy, name, id, fip, addr string) *ugGuest {
+func (u *upgradeWorld) ugRancherGuest(proxy *guests.ClusterProxy, name, id, fip, addr string) *ugGuest {
 	t := u.t
 	t.Helper()
 	g, err := u.env.StartGuest(name)
@@ -357,14 +361,14 @@ func (u *upgradeWorld) ugRancherGuest(proxy *testenv.ClusterProxy, name, id, fip
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = u.kube.CoreV1().Secrets(fleetNamespace).Create(bg(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: fleetNamespace},
+	_, err = u.kube.CoreV1().Secrets(rancher.FleetNamespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: rancher.FleetNamespace},
 		Data:       map[string][]byte{"value": kc},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace}})
+	p, err := prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rancher.FleetNamespace}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +399,10 @@ func (u *upgradeWorld) ugCreateFIP(g *ugGuest, name, addr string) *v1.FloatingIP
 }
 
 // ugWaitFIP is waitFIP with the guest conditions in the report.
-func (u *upgradeWorld) ugWaitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *testenv.Process) *v1.FloatingIP {
+func (u *upgradeWorld) ugWaitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *controlplane.Process) *v1.FloatingIP {
 	u.t.Helper()
 	var last *v1.FloatingIP
-	if eventuallyOK(timeout, func() bool {
+	if rig.Within(timeout, func() bool {
 		x, err := u.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -408,11 +412,11 @@ func (u *upgradeWorld) ugWaitFIP(ns, name string, timeout time.Duration, what st
 	}) {
 		return last
 	}
-	desc := statusText(last)
+	desc := suite.StatusText(last)
 	if last != nil {
 		desc += fmt.Sprintf(" guestState=%q guestAddresses=%q", last.Status.GuestState, last.Status.GuestAddresses)
 	}
-	u.t.Fatalf("FloatingIP %s/%s: timed out after %s waiting for %s; last: %s\noperator output ends:\n%s", ns, name, timeout, what, desc, lastLines(p.Logs(), 60))
+	u.t.Fatalf("FloatingIP %s/%s: timed out after %s waiting for %s; last: %s\noperator output ends:\n%s", ns, name, timeout, what, desc, rig.LastLines(p.Logs(), 60))
 	return nil
 }
 
@@ -420,7 +424,7 @@ func (u *upgradeWorld) ugWaitFIP(ns, name string, timeout time.Duration, what st
 // write of the guest's ConfigMap the operators reported.
 func (u *upgradeWorld) ugConfiguredEvents(ns, name string) int32 {
 	u.t.Helper()
-	list, err := u.kube.CoreV1().Events(ns).List(bg(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	list, err := u.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -434,10 +438,10 @@ func (u *upgradeWorld) ugConfiguredEvents(ns, name string) int32 {
 }
 
 // ugStartOperator is startOperator, and returns the metrics port too.
-func (u *upgradeWorld) ugStartOperator(binary, what string) (*testenv.Process, int) {
+func (u *upgradeWorld) ugStartOperator(binary, what string) (*controlplane.Process, int) {
 	u.t.Helper()
-	port := freePort(u.t)
-	p, err := testenv.StartOperator(binary, nil, nil,
+	port := rig.FreePort(u.t)
+	p, err := controlplane.StartOperator(binary, nil, nil,
 		"--kubeconfig", u.env.Kubeconfig,
 		"--namespace", upgradeOperatorNamespace,
 		"--metrics-bind-address", "127.0.0.1",
@@ -455,7 +459,7 @@ func (u *upgradeWorld) ugStartOperator(binary, what string) (*testenv.Process, i
 		}
 	})
 	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
-		u.t.Fatalf("the %s: %v\n%s", what, err, lastLines(p.Logs(), 60))
+		u.t.Fatalf("the %s: %v\n%s", what, err, rig.LastLines(p.Logs(), 60))
 	}
 	return p, port
 }
@@ -495,13 +499,13 @@ func ugConnections(t *testing.T, port int, name string) float64 {
 }
 
 // ugWaitPasses waits until n more passes of the operator on port have reached each guest.
-func ugWaitPasses(t *testing.T, port, n int, p *testenv.Process, guests ...*ugGuest) {
+func ugWaitPasses(t *testing.T, port, n int, p *controlplane.Process, guests ...*ugGuest) {
 	t.Helper()
 	want := make([]float64, len(guests))
 	for i, g := range guests {
 		want[i] = ugConnections(t, port, g.name) + float64(n)
 	}
-	if !eventuallyOK(time.Minute, func() bool {
+	if !rig.Within(time.Minute, func() bool {
 		for i, g := range guests {
 			if ugConnections(t, port, g.name) < want[i] {
 				return false
@@ -509,24 +513,24 @@ func ugWaitPasses(t *testing.T, port, n int, p *testenv.Process, guests ...*ugGu
 		}
 		return true
 	}) {
-		t.Fatalf("the operator did not reach each of %d guests %d more times within a minute\noperator output ends:\n%s", len(guests), n, lastLines(p.Logs(), 60))
+		t.Fatalf("the operator did not reach each of %d guests %d more times within a minute\noperator output ends:\n%s", len(guests), n, rig.LastLines(p.Logs(), 60))
 	}
 }
 
 func (g *ugGuest) configMap(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(bg(), guestclient.KubevipConfigMap, metav1.GetOptions{})
+	cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(context.Background(), guestclient.KubevipConfigMap, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("guest %s: %v", g.name, err)
 	}
 	return cm
 }
 
-func (g *ugGuest) waitCIDR(t *testing.T, want string, timeout time.Duration, p *testenv.Process) {
+func (g *ugGuest) waitCIDR(t *testing.T, want string, timeout time.Duration, p *controlplane.Process) {
 	t.Helper()
 	var last string
-	if !eventuallyOK(timeout, func() bool {
-		cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(bg(), guestclient.KubevipConfigMap, metav1.GetOptions{})
+	if !rig.Within(timeout, func() bool {
+		cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(context.Background(), guestclient.KubevipConfigMap, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false
@@ -534,7 +538,7 @@ func (g *ugGuest) waitCIDR(t *testing.T, want string, timeout time.Duration, p *
 		last = cm.Data[guestclient.GlobalCIDRKey]
 		return last == want
 	}) {
-		t.Fatalf("guest %s: cidr-global is %q after %s, want %q\noperator output ends:\n%s", g.name, last, timeout, want, lastLines(p.Logs(), 60))
+		t.Fatalf("guest %s: cidr-global is %q after %s, want %q\noperator output ends:\n%s", g.name, last, timeout, want, rig.LastLines(p.Logs(), 60))
 	}
 }
 
@@ -558,7 +562,7 @@ func (g *ugGuest) watchConfigMap(t *testing.T, rv string) *ugWatch {
 	t.Helper()
 	cms := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace)
 	r := newRecorder(t, rv, func(rv string) (watch.Interface, error) {
-		return cms.Watch(bg(), metav1.ListOptions{FieldSelector: "metadata.name=" + guestclient.KubevipConfigMap, ResourceVersion: rv})
+		return cms.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + guestclient.KubevipConfigMap, ResourceVersion: rv})
 	})
 	w := &ugWatch{recorder: r, from: rv}
 	t.Cleanup(w.end)
@@ -575,7 +579,7 @@ func ugCaughtUp(t *testing.T, w *ugWatch, rv string) []event {
 		t.Fatal(err)
 	}
 	var events []event
-	if !eventuallyOK(30*time.Second, func() bool {
+	if !rig.Within(30*time.Second, func() bool {
 		var err error
 		events, err = w.snapshot()
 		if err != nil {

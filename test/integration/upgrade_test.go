@@ -26,7 +26,9 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // upgradeOperatorNamespace holds kube-fip-config, the leader Lease and the Events of both
@@ -102,20 +104,20 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	began := time.Now()
 	buildStart := time.Now()
-	oldBinary, err := testenv.BuildRelease(testenv.PreviousRelease)
+	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("previous release %s: %s (ready in %s)", testenv.PreviousRelease[:12], oldBinary, time.Since(buildStart).Round(time.Millisecond))
-	oldCRDs, err := testenv.ReleaseCRDs(testenv.PreviousRelease)
+	t.Logf("previous release %s: %s (ready in %s)", controlplane.PreviousRelease[:12], oldBinary, time.Since(buildStart).Round(time.Millisecond))
+	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCRDs, err := testenv.ChartCRDs()
+	newCRDs, err := controlplane.ChartCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := testenv.StartWithCRDs(oldCRDs)
+	env, err := controlplane.StartWithCRDs(oldCRDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	}
 	for _, a := range before {
 		if s, ok := v1.ParseAllocationName(a.Name); !ok || s.Space != "" {
-			t.Fatalf("the previous release made allocation %s, not named by the bare address: is %s the release before address spaces?", a.Name, testenv.PreviousRelease)
+			t.Fatalf("the previous release made allocation %s, not named by the bare address: is %s the release before address spaces?", a.Name, controlplane.PreviousRelease)
 		}
 		h, ok := held[a.Spec.Owner.UID]
 		if !ok || v1.AllocationAddressText(h.addr) != a.Name || h.rng != a.Spec.Range {
@@ -172,7 +174,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	legacy := map[types.UID]heldFIP{legacyV4.uid: legacyV4, legacyV6.uid: legacyV6}
 
 	// The CRD chart is upgraded first; the new schema must be in force before the operator runs.
-	if err := testenv.UpgradeCRDs(env.Config, newCRDs); err != nil {
+	if err := controlplane.UpgradeCRDs(env.Config, newCRDs); err != nil {
 		t.Fatal(err)
 	}
 	u.waitNewSchema()
@@ -180,7 +182,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	allocWatch := u.watchAllocations()
 	fipWatch := u.watchFloatingIPs()
 	upgradeStart := time.Now()
-	next := u.startOperator(shared.operator, "new release")
+	next := u.startOperator(shared.Operator, "new release")
 	u.waitMigrated(len(held)+len(legacy), 2*time.Minute, next)
 	t.Logf("the new operator renamed and adopted every allocation %s after its start", time.Since(upgradeStart).Round(time.Millisecond))
 	final := u.listAllocations()
@@ -234,7 +236,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	thief := u.createFIP(1, "upgrade-thief", "upgrade-one-v4", taken.addr.String())
 	for key := range fresh {
 		ns, name, _ := strings.Cut(key, "/")
-		x := u.waitFIP(ns, name, time.Minute, "allocated", allocated, next)
+		x := u.waitFIP(ns, name, time.Minute, "allocated", suite.Allocated, next)
 		addr := netip.MustParseAddr(x.Status.IPAddress)
 		for _, h := range everyone {
 			if h.rng == x.Status.Range && h.addr == addr {
@@ -272,7 +274,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 // upgradeWorld is the upgrade test's own API server and its clients.
 type upgradeWorld struct {
 	t    *testing.T
-	env  *testenv.Environment
+	env  *controlplane.Environment
 	api  kubefipAPI
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
@@ -280,7 +282,7 @@ type upgradeWorld struct {
 	reported map[string]bool
 }
 
-func newUpgradeWorld(t *testing.T, env *testenv.Environment) *upgradeWorld {
+func newUpgradeWorld(t *testing.T, env *controlplane.Environment) *upgradeWorld {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	f, err := kubefip.NewFactoryFromConfig(cfg)
@@ -302,13 +304,13 @@ func (u *upgradeWorld) createNamespace(name string) {
 // startOperator runs binary against the upgrade test's API server with the flags the fixtures'
 // operators get, and waits until its controllers run. It is stopped when the test ends, and its
 // output printed if the test failed.
-func (u *upgradeWorld) startOperator(binary, what string) *testenv.Process {
+func (u *upgradeWorld) startOperator(binary, what string) *controlplane.Process {
 	u.t.Helper()
-	p, err := testenv.StartOperator(binary, nil, nil,
+	p, err := controlplane.StartOperator(binary, nil, nil,
 		"--kubeconfig", u.env.Kubeconfig,
 		"--namespace", upgradeOperatorNamespace,
 		"--metrics-bind-address", "127.0.0.1",
-		"--metrics-port", fmt.Sprint(freePort(u.t)),
+		"--metrics-port", fmt.Sprint(rig.FreePort(u.t)),
 		"--orphan-grace-period", "2s",
 	)
 	if err != nil {
@@ -323,7 +325,7 @@ func (u *upgradeWorld) startOperator(binary, what string) *testenv.Process {
 		}
 	})
 	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
-		u.t.Fatalf("the %s: %v\n%s", what, err, lastLines(p.Logs(), 60))
+		u.t.Fatalf("the %s: %v\n%s", what, err, rig.LastLines(p.Logs(), 60))
 	}
 	return p
 }
@@ -366,10 +368,10 @@ func (u *upgradeWorld) createFIP(i int, name, rangeName, ip string) string {
 
 // waitAllocated waits until want FloatingIPs exist and every one holds its address, and returns
 // them by UID.
-func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *testenv.Process) map[types.UID]heldFIP {
+func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *controlplane.Process) map[types.UID]heldFIP {
 	u.t.Helper()
 	var last []v1.FloatingIP
-	ok := eventuallyOK(timeout, func() bool {
+	ok := rig.Within(timeout, func() bool {
 		list, err := u.api.FloatingIP().List("", metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -377,7 +379,7 @@ func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *testenv
 		last = list.Items
 		n := 0
 		for i := range list.Items {
-			if allocated(&list.Items[i]) {
+			if suite.Allocated(&list.Items[i]) {
 				n++
 			}
 		}
@@ -386,9 +388,9 @@ func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *testenv
 	if !ok {
 		var b strings.Builder
 		for i := range last {
-			fmt.Fprintf(&b, "%s/%s: %s\n", last[i].Namespace, last[i].Name, statusText(&last[i]))
+			fmt.Fprintf(&b, "%s/%s: %s\n", last[i].Namespace, last[i].Name, suite.StatusText(&last[i]))
 		}
-		u.t.Fatalf("not all %d FloatingIPs allocated within %s:\n%soperator output ends:\n%s", want, timeout, b.String(), lastLines(p.Logs(), 60))
+		u.t.Fatalf("not all %d FloatingIPs allocated within %s:\n%soperator output ends:\n%s", want, timeout, b.String(), rig.LastLines(p.Logs(), 60))
 	}
 	out := map[types.UID]heldFIP{}
 	for _, x := range last {
@@ -402,10 +404,10 @@ func heldOf(x *v1.FloatingIP) heldFIP {
 	return heldFIP{ns: x.Namespace, name: x.Name, rng: x.Status.Range, uid: x.UID, addr: addr, spec: x.Spec.IPAddress, status: x.Status.IPAddress}
 }
 
-func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *testenv.Process) *v1.FloatingIP {
+func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *controlplane.Process) *v1.FloatingIP {
 	u.t.Helper()
 	var last *v1.FloatingIP
-	if eventuallyOK(timeout, func() bool {
+	if rig.Within(timeout, func() bool {
 		x, err := u.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -415,7 +417,7 @@ func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what stri
 	}) {
 		return last
 	}
-	u.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: %s\noperator output ends:\n%s", ns, name, what, statusText(last), lastLines(p.Logs(), 60))
+	u.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: %s\noperator output ends:\n%s", ns, name, what, suite.StatusText(last), rig.LastLines(p.Logs(), 60))
 	return nil
 }
 
@@ -431,10 +433,10 @@ func countIn(fips map[types.UID]heldFIP, rangeName string) int {
 
 // waitRangeCounts waits until range r is Ready and counts used addresses, with capacity and
 // available right and no legacy record.
-func (u *upgradeWorld) waitRangeCounts(r upgradeRange, used int, p *testenv.Process) {
+func (u *upgradeWorld) waitRangeCounts(r upgradeRange, used int, p *controlplane.Process) {
 	u.t.Helper()
 	var last *v1.FloatingIPRange
-	ok := eventuallyOK(30*time.Second, func() bool {
+	ok := rig.Within(30*time.Second, func() bool {
 		x, err := u.api.FloatingIPRange().Get(r.name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -451,7 +453,7 @@ func (u *upgradeWorld) waitRangeCounts(r upgradeRange, used int, p *testenv.Proc
 			desc = fmt.Sprintf("%+v", last.Status)
 		}
 		u.t.Errorf("range %s: want Ready, used %d, capacity %d, available %d, no retained and no legacy record; last status %s\noperator output ends:\n%s",
-			r.name, used, r.capacity, r.capacity-used, desc, lastLines(p.Logs(), 40))
+			r.name, used, r.capacity, r.capacity-used, desc, rig.LastLines(p.Logs(), 40))
 	}
 }
 
@@ -530,7 +532,7 @@ func (u *upgradeWorld) waitNewSchema() {
 		return err
 	}
 	var newErr, oldErr error
-	if !eventuallyOK(30*time.Second, func() bool {
+	if !rig.Within(30*time.Second, func() bool {
 		newErr = dry(v1.AllocationName(r.space, addr), &r.space)
 		oldErr = dry(v1.AllocationAddressText(addr), nil)
 		return newErr == nil && apierrors.IsInvalid(oldErr)
@@ -682,7 +684,7 @@ func (a *allocationRecorder) caughtUp(t *testing.T, final []v1.FloatingIPAllocat
 		want[x.Name] = x.UID
 	}
 	var live map[string]types.UID
-	caughtUp := eventuallyOK(30*time.Second, func() bool {
+	caughtUp := rig.Within(30*time.Second, func() bool {
 		events, _ := a.snapshot()
 		live = map[string]types.UID{}
 		for _, x := range a.initial {
@@ -722,11 +724,11 @@ func (u *upgradeWorld) watchFloatingIPs() *recorder {
 
 // waitMigrated waits until no allocation has a bare name, want allocations are named for their
 // space, and every FloatingIP holds its address.
-func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *testenv.Process) {
+func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *controlplane.Process) {
 	u.t.Helper()
 	var bare, spaced []string
 	var notAllocated []string
-	if eventuallyOK(timeout, func() bool {
+	if rig.Within(timeout, func() bool {
 		list, err := u.api.FloatingIPAllocation().List(metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -745,8 +747,8 @@ func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *testenv.
 		}
 		notAllocated = nil
 		for i := range fips.Items {
-			if !allocated(&fips.Items[i]) {
-				notAllocated = append(notAllocated, fips.Items[i].Namespace+"/"+fips.Items[i].Name+": "+statusText(&fips.Items[i]))
+			if !suite.Allocated(&fips.Items[i]) {
+				notAllocated = append(notAllocated, fips.Items[i].Namespace+"/"+fips.Items[i].Name+": "+suite.StatusText(&fips.Items[i]))
 			}
 		}
 		return len(bare) == 0 && len(spaced) == want && len(notAllocated) == 0
@@ -754,7 +756,7 @@ func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *testenv.
 		return
 	}
 	u.t.Fatalf("the upgrade did not finish within %s: %d allocations still named by the bare address %v, %d named for their space (want %d), FloatingIPs not allocated: %v\nnew operator's output ends:\n%s",
-		timeout, len(bare), bare, len(spaced), want, notAllocated, lastLines(p.Logs(), 80))
+		timeout, len(bare), bare, len(spaced), want, notAllocated, rig.LastLines(p.Logs(), 80))
 }
 
 // spaceOfRange is the space of one of the upgrade test's ranges.
@@ -817,12 +819,12 @@ func (u *upgradeWorld) checkState(kept map[types.UID]heldFIP, fresh map[string]s
 					key, x.Spec.IPAddress, x.Status.IPAddress, x.Status.Range, want, want.spec, want.status)
 			}
 			if !v1.Allocated.IsTrue(x) {
-				t.Errorf("FloatingIP %s is not Allocated after the upgrade: %s", key, statusText(x))
+				t.Errorf("FloatingIP %s is not Allocated after the upgrade: %s", key, suite.StatusText(x))
 			}
 		} else if rng, ok := fresh[key]; ok {
 			pfx := netip.MustParsePrefix(cidrOf(rng))
-			if !allocated(x) || x.Status.Range != rng || !pfx.Contains(h.addr) {
-				t.Errorf("new FloatingIP %s: %s, want an address of %s", key, statusText(x), rng)
+			if !suite.Allocated(x) || x.Status.Range != rng || !pfx.Contains(h.addr) {
+				t.Errorf("new FloatingIP %s: %s, want an address of %s", key, suite.StatusText(x), rng)
 			}
 		} else if x.Name != "upgrade-thief" {
 			t.Errorf("unexpected FloatingIP %s (uid %s)", key, x.UID)
