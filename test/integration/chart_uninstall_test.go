@@ -291,7 +291,7 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 	if err := controlplane.ServiceAccountKubeconfig(w.admin, chartNamespace, pod.ServiceAccountName, kubeconfig, 10*time.Minute); err != nil {
 		w.t.Fatal(err)
 	}
-	as := kubernetes.NewForConfigOrDie(restConfigOf(w.t, kubeconfig))
+	as := kubernetes.NewForConfigOrDie(controlplane.RESTConfigOf(w.t, kubeconfig))
 	if _, err := as.CoreV1().Secrets(chartNamespace).List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		w.t.Fatalf("as the hook's ServiceAccount, listing Secrets: %v; want Forbidden (is RBAC enforced?)", err)
 	}

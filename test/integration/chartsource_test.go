@@ -51,8 +51,8 @@ func TestChartSourceAllowList(t *testing.T) {
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 
 	f := newFixture(t, "kube-fip-chartsrc")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, startGuest(t, "chartsrc"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, shared.StartGuest(t, "chartsrc"))
 	f.extraNamespace(gc.id)
 
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled"}
@@ -126,8 +126,8 @@ func TestChartSourceAllowList(t *testing.T) {
 func TestInstallModeTypoAtStartUp(t *testing.T) {
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-typo")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, startGuest(t, "typo"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, shared.StartGuest(t, "typo"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "disable"})

@@ -58,7 +58,7 @@ func newAddressesGuest(t *testing.T, ns, name, id string, guestNamespaces ...str
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, ns)
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	f.operatorConfig(map[string]string{config.KeyKubevipChartRepoURL: repo.URL})
 	f.operator()
 	g, err := shared.Env.StartGuestWithServiceCIDRs(name, dualStackServiceCIDRs)

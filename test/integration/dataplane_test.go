@@ -263,7 +263,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 		chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart("0.2.4"), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-dataplane")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	// The default kube-fip-config but for the repository: kube-vip goes into clusters labelled
 	// kube-vip=true.
 	base := map[string]string{config.KeyKubevipChartRepoURL: repo.URL}
@@ -294,7 +294,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 			}
 			f.operatorConfig(cfg)
 			name := fmt.Sprintf("dataplane%d", i)
-			g := startGuest(t, name)
+			g := shared.StartGuest(t, name)
 			if c.harvester {
 				if err := g.InstallHarvesterCloudProvider(); err != nil {
 					t.Fatal(err)

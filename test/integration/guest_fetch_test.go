@@ -16,9 +16,9 @@ import (
 // twelve say that their chart is still being fetched.
 func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	f := newFixture(t, "c-m-stall")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	// The labelled clusters never get past the chart fetch, so one API server serves them all.
-	stuckGuest := startGuest(t, "stall-stuck")
+	stuckGuest := shared.StartGuest(t, "stall-stuck")
 	var stuck []*guestCluster
 	for i := 0; i < 12; i++ {
 		gc := rancherCluster(t, proxy, fmt.Sprintf("stall-%02d", i), fmt.Sprintf("c-m-stal%04d", i), map[string]string{"kube-vip": "True"}, stuckGuest)
@@ -27,7 +27,7 @@ func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	}
 	var free []*guestCluster
 	for _, name := range []string{"stall-free-a", "stall-free-b"} {
-		gc := rancherCluster(t, proxy, name, "c-m-"+name[len(name)-6:], nil, startGuest(t, name))
+		gc := rancherCluster(t, proxy, name, "c-m-"+name[len(name)-6:], nil, shared.StartGuest(t, name))
 		f.extraNamespace(gc.id)
 		free = append(free, gc)
 	}

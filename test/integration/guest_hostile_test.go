@@ -200,8 +200,8 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 	start := time.Now()
 	charts := startCountingChartRepo(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hinject")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, startGuest(t, "hinject"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, shared.StartGuest(t, "hinject"))
 	f.extraNamespace(gc.id)
 
 	// What the lookup would read, had the template ever been evaluated.
@@ -384,8 +384,8 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	start := time.Now()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforeign")
-	proxy := startProxy(t)
-	g := startGuest(t, "hforeign")
+	proxy := shared.StartClusterProxy(t)
+	g := shared.StartGuest(t, "hforeign")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -503,9 +503,9 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 	limit := operatorMemoryLimit(t)
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hbomb")
-	proxy := startProxy(t)
-	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, startGuest(t, "hbomb-a"))
-	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, startGuest(t, "hbomb-b"))
+	proxy := shared.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, shared.StartGuest(t, "hbomb-a"))
+	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, shared.StartGuest(t, "hbomb-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 
@@ -591,8 +591,8 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	start := time.Now()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforged")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, startGuest(t, "hforged"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, shared.StartGuest(t, "hforged"))
 	f.extraNamespace(gc.id)
 
 	const victim, binding, user = "forged-victim", "forged-admin", "mallory"

@@ -91,12 +91,12 @@ func guestMessage(x *v1.FloatingIP) string {
 // or log line. Once Rancher's own kubeconfig is back, the guest is configured.
 func TestGuestKubeconfigRefused(t *testing.T) {
 	f := newFixture(t, "c-m-kcrefuse")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "exec-plugin-ran")
 	tokenFile := filepath.Join(dir, "token")
 
-	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, startGuest(t, "kc-victim"))
+	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, shared.StartGuest(t, "kc-victim"))
 	execCluster := rancherCluster(t, proxy, "kc-exec", "c-m-kcexec01", nil, nil)
 	fileCluster := rancherCluster(t, proxy, "kc-file", "c-m-kcfile01", nil, nil)
 	insecure := rancherCluster(t, proxy, "kc-insecure", "c-m-kcinsec1", nil, nil)
@@ -216,8 +216,8 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	const password = "S3CRETrepoPassw0rd"
 	f := newFixture(t, "c-m-secrecy")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, startGuest(t, "secrecy"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, shared.StartGuest(t, "secrecy"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})

@@ -75,7 +75,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 		}
 	}
 	f := newFixture(t, "c-m-harvcase")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	f.createRange("harvcase", "10.154.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	f.operatorConfig(base)
@@ -84,7 +84,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	for i, c := range cases {
 		name := fmt.Sprintf("harv%d", i)
 		t.Run(c.provider+"-in-"+c.namespace, func(t *testing.T) {
-			g := startGuest(t, "harvcase-"+name)
+			g := shared.StartGuest(t, "harvcase-"+name)
 			if err := g.InstallHarvesterCloudProvider(); err != nil {
 				t.Fatal(err)
 			}
@@ -153,8 +153,8 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 // kube-system/kubevip; no release is installed.
 func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 	f := newFixture(t, "c-m-noinst")
-	proxy := startProxy(t)
-	g := startGuest(t, "noinst")
+	proxy := shared.StartClusterProxy(t)
+	g := shared.StartGuest(t, "noinst")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +205,9 @@ func cond(typ string, status corev1.ConditionStatus, reason string) mgmtv3.Clust
 // each: never "down" while Rancher is still provisioning.
 func TestGuestFollowsRancherClusterState(t *testing.T) {
 	f := newFixture(t, "c-m-states")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	proxy.DisconnectDelay = 200 * time.Millisecond
-	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, startGuest(t, "states"))
+	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, shared.StartGuest(t, "states"))
 	f.extraNamespace(gc.id)
 	// A new RKE2 cluster: Connected=False, Ready=Unknown/Waiting, no Provisioned.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Ready", corev1.ConditionUnknown, "Waiting"))
@@ -288,8 +288,8 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 // person added stays throughout.
 func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
 	f := newFixture(t, "c-m-twofips")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, startGuest(t, "twofips"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, shared.StartGuest(t, "twofips"))
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()

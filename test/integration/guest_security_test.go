@@ -43,10 +43,10 @@ func kubevipDaemonSet(release string) *appsv1.DaemonSet {
 func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "c-m-secure")
-	proxy := startProxy(t)
-	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, startGuest(t, "secure-harv"))
-	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, startGuest(t, "secure-other"))
-	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, startGuest(t, "secure-prov"))
+	proxy := shared.StartClusterProxy(t)
+	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, shared.StartGuest(t, "secure-harv"))
+	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, shared.StartGuest(t, "secure-other"))
+	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, shared.StartGuest(t, "secure-prov"))
 	proxy.SetMode(prov.id, guests.ProxyNotProvisioned)
 	for _, gc := range []*guestCluster{harv, other, prov} {
 		f.extraNamespace(gc.id)

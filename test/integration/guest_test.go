@@ -61,8 +61,8 @@ func guestReason(reason string) func(*v1.FloatingIP) bool {
 // ConfigMap is left alone with a condition saying so.
 func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	f := newFixture(t, "c-m-guestcm1")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, startGuest(t, "guestcm1"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, shared.StartGuest(t, "guestcm1"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 	f.createRange("guestcm1", "10.150.0.0/28")
@@ -140,14 +140,14 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 
 	f := newFixture(t, "c-m-install")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	clusters := map[string]*guestCluster{}
 	for _, c := range []struct {
 		name  string
 		label map[string]string
 	}{{"labelled", map[string]string{"kube-vip": "True"}}, {"plain", nil}} {
 		id := "c-m-inst" + c.name[:4]
-		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, startGuest(t, "install-"+c.name))
+		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, shared.StartGuest(t, "install-"+c.name))
 		f.extraNamespace(id)
 	}
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel",
@@ -244,7 +244,7 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 // the 5 report Disconnected with status 0, and recover by themselves once reconnected.
 func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
 	f := newFixture(t, "c-m-twenty")
-	proxy := startProxy(t)
+	proxy := shared.StartClusterProxy(t)
 	proxy.DisconnectDelay = 10 * time.Second
 	// The 15 reachable clusters get their API servers now; the 5 unreachable ones need none until
 	// they reconnect (the proxy never forwards for them), which keeps the machine's load honest.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -119,40 +118,7 @@ func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout tim
 // operatorConfig writes the fixture's kube-fip-config.
 func (f *fixture) operatorConfig(data map[string]string) {
 	f.t.Helper()
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: data}
-	_, err := kube.CoreV1().ConfigMaps(f.ns).Create(context.Background(), cm, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		_, err = kube.CoreV1().ConfigMaps(f.ns).Update(context.Background(), cm, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func startProxy(t *testing.T) *guests.ClusterProxy {
-	t.Helper()
-	p, err := guests.StartClusterProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	restore, err := rancher.PublishRancherAddress(shared.Env.Config, p.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = restore() })
-	return p
-}
-
-func startGuest(t *testing.T, name string) *controlplane.Guest {
-	t.Helper()
-	g, err := shared.Env.StartGuest(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.StopSoon)
-	return g
+	shared.WriteOperatorConfig(f.t, f.ns, data)
 }
 
 // guestPasses is how many passes the operator serving metrics on port has finished over guest

@@ -30,8 +30,8 @@ func secretRequests(reqs []controlplane.APIRequest) []controlplane.APIRequest {
 // pass: the pass after a rotation uses the new token.
 func TestSecretsAreReadOnlyByName(t *testing.T) {
 	f := newFixture(t, "c-m-secmeta")
-	proxy := startProxy(t)
-	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, startGuest(t, "secmeta"))
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, shared.StartGuest(t, "secmeta"))
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "disabled"})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -46,4 +47,14 @@ func ServiceAccountKubeconfig(admin *rest.Config, namespace, name, path string, 
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// RESTConfigOf loads the kubeconfig file at path.
+func RESTConfigOf(t testing.TB, path string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -20,6 +20,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
@@ -116,4 +117,45 @@ func (s *Suite) Rancher(t testing.TB) *rancher.World {
 	rig.Must(t, err)
 	t.Cleanup(w.Cleanup)
 	return w
+}
+
+// WriteOperatorConfig writes kube-fip-config in namespace ns with data, creating or replacing it.
+func (s *Suite) WriteOperatorConfig(t testing.TB, ns string, data map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: ns}, Data: data}
+	_, err := s.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = s.Kube.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartClusterProxy starts the test cluster proxy, published as Rancher's address, until the test
+// ends.
+func (s *Suite) StartClusterProxy(t testing.TB) *guests.ClusterProxy {
+	t.Helper()
+	p, err := guests.StartClusterProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	restore, err := rancher.PublishRancherAddress(s.Env.Config, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restore() })
+	return p
+}
+
+// StartGuest starts a guest API server named name, stopped when the test ends.
+func (s *Suite) StartGuest(t testing.TB, name string) *controlplane.Guest {
+	t.Helper()
+	g, err := s.Env.StartGuest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.StopSoon)
+	return g
 }

@@ -1,4 +1,4 @@
-package integration
+package leastprivilege
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/test/rig"
@@ -68,14 +66,14 @@ type lpEnv struct {
 // token of that ServiceAccount.
 func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	t.Helper()
-	f := newFixture(t, ns)
-	e := &lpEnv{t: t, ns: f.ns, tag: tag, octet: octet, kube: kubernetes.NewForConfigOrDie(shared.Env.Config)}
+	shared.CreateNamespace(t, ns)
+	e := &lpEnv{t: t, ns: ns, tag: tag, octet: octet, kube: kubernetes.NewForConfigOrDie(shared.Env.Config)}
 	e.rbac = renderChartRBAC(t, e.ns)
 	e.rbac.apply(t, nil)
 	t.Cleanup(e.rbac.deleteAll)
 	e.r = shared.Rancher(t)
-	e.proxy = startProxy(t)
-	e.guest = startGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
+	e.proxy = shared.StartClusterProxy(t)
+	e.guest = shared.StartGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
 	e.guestKube = kubernetes.NewForConfigOrDie(e.guest.Config)
 
 	e.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
@@ -84,7 +82,7 @@ func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 		t.Fatal(err)
 	}
 	// The operator reaches the API server through a proxy that passes its token on.
-	token := restConfigOf(t, e.kubeconfig).BearerToken
+	token := controlplane.RESTConfigOf(t, e.kubeconfig).BearerToken
 	api, err := controlplane.StartAPIProxy(shared.Env.Config, false)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +94,7 @@ func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	}
 	// The API server must judge this identity by RBAC: as the ServiceAccount, reading Secrets in
 	// kube-system is refused and reading FloatingIPs is not.
-	as, err := kubernetes.NewForConfig(restConfigOf(t, e.kubeconfig))
+	as, err := kubernetes.NewForConfig(controlplane.RESTConfigOf(t, e.kubeconfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +218,7 @@ func (e *lpEnv) writeConfig(data map[string]string) {
 	for k, v := range data {
 		all[k] = v
 	}
-	(&fixture{t: e.t, ns: e.ns}).operatorConfig(all)
+	shared.WriteOperatorConfig(e.t, e.ns, all)
 }
 
 // scenario is one named check of a run.
@@ -239,16 +237,6 @@ func exited(p *controlplane.Process) func() error {
 			return nil
 		}
 	}
-}
-
-// restConfigOf loads a kubeconfig file.
-func restConfigOf(t *testing.T, path string) *rest.Config {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 // TestLeastPrivilegeUnderChartRBAC runs the operator binary authenticated as the chart's
