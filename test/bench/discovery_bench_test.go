@@ -474,9 +474,10 @@ func apiRequests(r *rancher.World, b *testing.B) map[requestKey]float64 {
 // and returns when the last FloatingIP was created and when the last address was held. It fails
 // at once if the operator p exits.
 func waitConverged(b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
-	deadline := time.Now().Add(timeout)
-	for {
-		exist, held := 0, 0
+	var exist, held int
+	// The cache is local: look often, so that the times measured are close to the events.
+	err := rig.UntilEvery(20*time.Millisecond, timeout, "every FloatingIP holding an address", p.Exited, func() (bool, error) {
+		exist, held = 0, 0
 		for _, name := range guests {
 			if x, err := fips.Get("c-m-"+name, name+"-kubevip"); err == nil {
 				exist++
@@ -485,22 +486,16 @@ func waitConverged(b *testing.B, p *controlplane.Process, fips kubefipcontroller
 				}
 			}
 		}
-		now := time.Now()
+		done = time.Now()
 		if exist == len(guests) && allExist.IsZero() {
-			allExist = now
+			allExist = done
 		}
-		if held == len(guests) {
-			return allExist, now
-		}
-		if now.After(deadline) {
-			b.Fatalf("after %s: %d of %d FloatingIPs exist, %d hold an address", timeout, exist, len(guests), held)
-		}
-		select {
-		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d FloatingIPs exist, %d hold an address; its output ends:\n%s", exist, len(guests), held, rig.LastLines(p.Logs(), 60))
-		case <-time.After(20 * time.Millisecond):
-		}
+		return held == len(guests), nil
+	})
+	if err != nil {
+		b.Fatalf("%v: %d of %d FloatingIPs exist, %d hold an address; the operator's output ends:\n%s", err, exist, len(guests), held, rig.LastLines(p.Logs(), 60))
 	}
+	return allExist, done
 }
 
 // allAllocated checks, from the API server itself, that every guest has exactly one FloatingIP,
@@ -534,16 +529,12 @@ func teardown(r *rancher.World, b *testing.B, rangeName string, guests []string)
 	if err := rig.Parallel(guests, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		held := suite.HeldIn(b, r.FIPs, rangeName)
-		if len(held) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, len(held))
-		}
-		time.Sleep(200 * time.Millisecond)
+	held := 0
+	if !rig.Within(10*time.Minute, func() bool {
+		held = len(suite.HeldIn(b, r.FIPs, rangeName))
+		return held == 0
+	}) {
+		b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, held)
 	}
 }
 
@@ -557,15 +548,11 @@ func deleteRange(r *rancher.World, b *testing.B, name string) {
 // run, removes its finalizer.
 func deleteRangeAndWait(r *rancher.World, b *testing.B, name string) {
 	deleteRange(r, b, name)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		_, err := r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("range %s still there 2 minutes after its deletion (%v)", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !rig.Within(2*time.Minute, func() bool {
+		_, err = r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		b.Fatalf("range %s still there 2 minutes after its deletion (%v)", name, err)
 	}
 }

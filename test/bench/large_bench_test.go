@@ -149,25 +149,19 @@ func fillRange(r *rancher.World, b *testing.B, p *controlplane.Process, fips kub
 // waitAllocated waits until every FloatingIP names in ns holds an address, as the watch shows
 // them; it fails if the operator exits or after ten minutes.
 func waitAllocated(b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, ns string, names []string) {
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		held := 0
+	held := 0
+	// The cache is local: look often, so that the times measured are close to the events.
+	err := rig.UntilEvery(10*time.Millisecond, 10*time.Minute, "every FloatingIP holding an address", p.Exited, func() (bool, error) {
+		held = 0
 		for _, name := range names {
 			if x, err := fips.Get(ns, name); err == nil && suite.Allocated(x) {
 				held++
 			}
 		}
-		if held == len(names) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("after 10 minutes %d of %d FloatingIPs hold an address", held, len(names))
-		}
-		select {
-		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d FloatingIPs hold an address; its output ends:\n%s", held, len(names), rig.LastLines(p.Logs(), 60))
-		case <-time.After(10 * time.Millisecond):
-		}
+		return held == len(names), nil
+	})
+	if err != nil {
+		b.Fatalf("%v: %d of %d FloatingIPs hold an address; the operator's output ends:\n%s", err, held, len(names), rig.LastLines(p.Logs(), 60))
 	}
 }
 
@@ -199,17 +193,10 @@ func allAllocatedIn(t testing.TB, r *rancher.World, ns, rangeName string, n int)
 	if len(allocs.Items) != n {
 		return fmt.Errorf("range %s has %d FloatingIPAllocations, want %d", rangeName, len(allocs.Items), n)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return rig.Until(time.Minute, fmt.Sprintf("range %s counting %d used", rangeName, n), nil, func() (bool, error) {
 		x, err := r.FIPs.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
-		if err == nil && x.Status.Used == int64(n) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("range %s does not count %d used (%v)", rangeName, n, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && x.Status.Used == int64(n), err
+	})
 }
 
 // largestFIP is the size of the largest FloatingIP in ns, as JSON.
@@ -261,11 +248,10 @@ func emptyRange(r *rancher.World, b *testing.B, ns, rangeName string) {
 	if err := rig.Parallel(names, func(name string) error { return r.FIPs.FloatingIP().Delete(ns, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Minute)
-	for len(suite.HeldIn(b, r.FIPs, rangeName)) > 0 {
-		if time.Now().After(deadline) {
-			b.Fatalf("range %s still holds addresses 15 minutes after its FloatingIPs were deleted", rangeName)
-		}
-		time.Sleep(2 * time.Second)
+	// Each look lists every allocation of the range: look seldom.
+	if err := rig.UntilEvery(2*time.Second, 15*time.Minute, fmt.Sprintf("range %s holding no address after its FloatingIPs were deleted", rangeName), nil, func() (bool, error) {
+		return len(suite.HeldIn(b, r.FIPs, rangeName)) == 0, nil
+	}); err != nil {
+		b.Fatal(err)
 	}
 }

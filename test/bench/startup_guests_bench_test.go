@@ -128,10 +128,11 @@ func dropKubeconfigs(t testing.TB, r *rancher.World, s benchGuests) error {
 // waitGuestsConfigured waits until every guest's FloatingIP says GuestConfigured=True and returns
 // when the last one did.
 func waitGuestsConfigured(b *testing.B, p *controlplane.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
-	deadline := time.Now().Add(timeout)
-	for {
-		configured := 0
-		var last *v1.FloatingIP
+	var configured int
+	var last *v1.FloatingIP
+	var done time.Time
+	err := rig.Until(timeout, "every guest configured", p.Exited, func() (bool, error) {
+		configured, last = 0, nil
 		for _, name := range guests {
 			x, err := fips.Get("c-m-"+name, name+"-kubevip")
 			if err == nil && v1.GuestConfigured.IsTrue(x) {
@@ -140,17 +141,11 @@ func waitGuestsConfigured(b *testing.B, p *controlplane.Process, fips *fipWatch,
 				last = x
 			}
 		}
-		now := time.Now()
-		if configured == len(guests) {
-			return now
-		}
-		if now.After(deadline) {
-			b.Fatalf("after %s: %d of %d guests configured; one that is not: %s", timeout, configured, len(guests), suite.StatusText(last))
-		}
-		select {
-		case <-p.Done():
-			b.Fatalf("the operator exited: %d of %d guests configured; its output ends:\n%s", configured, len(guests), rig.LastLines(p.Logs(), 60))
-		case <-time.After(100 * time.Millisecond):
-		}
+		done = time.Now()
+		return configured == len(guests), nil
+	})
+	if err != nil {
+		b.Fatalf("%v: %d of %d guests configured; one that is not: %s; the operator's output ends:\n%s", err, configured, len(guests), suite.StatusText(last), rig.LastLines(p.Logs(), 60))
 	}
+	return done
 }

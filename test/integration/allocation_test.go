@@ -79,9 +79,8 @@ func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
 	}
 	wg.Wait()
 
-	deadline := time.Now().Add(60 * time.Second)
 	var held, pending int
-	for {
+	if !rig.Within(60*time.Second, func() bool {
 		list, err := f.api.FloatingIP().List(f.ns, listAll())
 		if err != nil {
 			t.Fatal(err)
@@ -100,13 +99,9 @@ func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
 				pending++
 			}
 		}
-		if held == 30 && pending == 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60s: %d held, %d RangeExhausted; want 30 and 20", held, pending)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return held == 30 && pending == 20
+	}) {
+		t.Fatalf("after 60s: %d held, %d RangeExhausted; want 30 and 20", held, pending)
 	}
 	f.waitRange("alloc50", 10*time.Second, "used 30", func(r *v1.FloatingIPRange) bool {
 		return r.Status.Used == 30 && r.Status.Available == "0" && r.Status.Capacity == "30"
@@ -137,11 +132,7 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 	wg.Wait()
 
 	var holder, loser string
-	deadline := time.Now().Add(30 * time.Second)
-	for holder == "" || loser == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no clear holder and loser: left %s / right %s", suite.StatusText(f.getFIP("left")), suite.StatusText(f.getFIP("right")))
-		}
+	if !rig.Within(30*time.Second, func() bool {
 		holder, loser = "", ""
 		for _, pair := range [][2]string{{"left", "right"}, {"right", "left"}} {
 			a, b := f.getFIP(pair[0]), f.getFIP(pair[1])
@@ -149,7 +140,9 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 				holder, loser = pair[0], pair[1]
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		return holder != "" && loser != ""
+	}) {
+		t.Fatalf("no clear holder and loser: left %s / right %s", suite.StatusText(f.getFIP("left")), suite.StatusText(f.getFIP("right")))
 	}
 	msg := message(f.getFIP(loser).Status.Conditions, v1.Ready)
 	if !strings.Contains(msg, f.ns+"/"+holder) {

@@ -221,7 +221,10 @@ func removeWithoutFinalizers(t *testing.T, f *fixture, ns, name string) {
 		}
 		return apierrors.IsNotFound(err)
 	}
-	for attempt := 0; !gone(); attempt++ {
+	err := rig.Until(10*time.Second, fmt.Sprintf("%s/%s removed", ns, name), nil, func() (bool, error) {
+		if gone() {
+			return true, nil
+		}
 		var err error
 		if ns == "" {
 			var r *v1.FloatingIPRange
@@ -240,9 +243,12 @@ func removeWithoutFinalizers(t *testing.T, f *fixture, ns, name string) {
 				}
 			}
 		}
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) || attempt > 50 {
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			t.Fatalf("removing %s/%s: %v", ns, name, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false, err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

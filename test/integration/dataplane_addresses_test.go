@@ -450,11 +450,11 @@ func addIPv6(link *dataplane.Link, prefix netip.Prefix, node, client netip.Addr)
 	return nil
 }
 
-// settled6 waits until every IPv6 address on the interface name in ns, the link-local one too,
+// dadDone6 waits until every IPv6 address on the interface name in ns, the link-local one too,
 // has passed duplicate address detection (is no longer tentative), and if want is valid until it
 // is one of them: a link just made has tentative addresses for a second or two, to which nothing
 // can bind, where a node's interface has long had them.
-func settled6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Duration) error {
+func dadDone6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Duration) error {
 	var last string
 	ok := rig.Within(timeout, func() bool {
 		h, err := netlink.NewHandleAt(ns)
@@ -489,7 +489,7 @@ func settled6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Dura
 		return found && linkLocal
 	})
 	if !ok {
-		return fmt.Errorf("the IPv6 addresses of %s did not settle within %s: %s", name, timeout, last)
+		return fmt.Errorf("the IPv6 addresses of %s did not pass duplicate address detection within %s: %s", name, timeout, last)
 	}
 	return nil
 }
@@ -554,7 +554,7 @@ func reach(link *dataplane.Link, addr netip.Addr) (string, error) {
 // on an interface that came up a moment ago, whose link-local address is still tentative, it logs
 // "failed to create new NDP Responder ... bind: cannot assign requested address" and sends no
 // advertisements for that address. A node's interface has long had its link-local address, so the
-// test waits for the link's to settle before starting kube-vip.
+// test waits for the link's to pass it before starting kube-vip.
 func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	dp := realDataplane(t)
 	a := newAddressesGuest(t, "kube-fip-dpaddrs", "dpaddrs", "c-m-dpaddr01")
@@ -583,7 +583,7 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 		ns   netns.NsHandle
 		name string
 	}{{link.Node, link.NodeInterface}, {link.Client, "eth0"}} {
-		if err := settled6(end.ns, end.name, netip.Addr{}, 10*time.Second); err != nil {
+		if err := dadDone6(end.ns, end.name, netip.Addr{}, 10*time.Second); err != nil {
 			link.Close()
 			t.Fatal(err)
 		}
@@ -613,7 +613,7 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	if !s.bound(six, 30*time.Second) {
 		t.Fatalf("kube-vip did not bind %s on %s\n%s", six, link.NodeInterface, s.logs())
 	}
-	if err := settled6(link.Node, link.NodeInterface, six, 10*time.Second); err != nil {
+	if err := dadDone6(link.Node, link.NodeInterface, six, 10*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, s.logs())
 	}
 	if strings.Contains(s.kubevip.Logs(), "failed to create new NDP Responder") {

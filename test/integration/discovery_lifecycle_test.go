@@ -297,17 +297,14 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 func waitGone(t testing.TB, r *rancher.World, namespace string, x *v1.FloatingIP) {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(quick)
-	for {
-		_, err := r.FIPs.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
-		_, held := suite.HeldIn(t, r.FIPs, x.Status.Range)[x.Status.IPAddress]
-		if apierrors.IsNotFound(err) && !held {
-			t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FloatingIP %s/%s: not gone and released within %s (get: %v, held: %v)", namespace, x.Name, quick, err, held)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	var held bool
+	if !rig.Within(quick, func() bool {
+		_, err = r.FIPs.FloatingIP().Get(namespace, x.Name, metav1.GetOptions{})
+		_, held = suite.HeldIn(t, r.FIPs, x.Status.Range)[x.Status.IPAddress]
+		return apierrors.IsNotFound(err) && !held
+	}) {
+		t.Fatalf("FloatingIP %s/%s: not gone and released within %s (get: %v, held: %v)", namespace, x.Name, quick, err, held)
 	}
+	t.Logf("FloatingIP %s/%s gone and %s released %s after the deletion", namespace, x.Name, x.Status.IPAddress, time.Since(start).Round(time.Millisecond))
 }

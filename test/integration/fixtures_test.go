@@ -116,14 +116,12 @@ func (f *fixture) deleteRangeAndWait(name string) string {
 		}
 	}
 	_ = f.api.FloatingIPRange().Delete(name, nil)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	if rig.Within(60*time.Second, func() bool {
 		fips, err1 := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 		_, err2 := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
-		if err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2) {
-			return ""
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2)
+	}) {
+		return ""
 	}
 	return f.leftovers(name)
 }
@@ -189,45 +187,42 @@ func (f *fixture) getRange(name string) *v1.FloatingIPRange {
 func (f *fixture) waitFIP(name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
 	f.t.Helper()
 	var last *v1.FloatingIP
-	deadline := time.Now().Add(timeout)
-	for {
+	if !rig.Within(timeout, func() bool {
 		x, err := f.api.FloatingIP().Get(f.ns, name, metav1.GetOptions{})
-		if err == nil {
-			last = x
-			if cond(x) {
-				return x
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), suite.StatusText(last))
-		}
-		time.Sleep(100 * time.Millisecond)
+		last = x
+		return cond(x)
+	}) {
+		f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), suite.StatusText(last))
 	}
+	return last
 }
 
 func (f *fixture) waitRange(name string, timeout time.Duration, what string, cond func(*v1.FloatingIPRange) bool) *v1.FloatingIPRange {
 	f.t.Helper()
 	var last *v1.FloatingIPRange
-	deadline := time.Now().Add(timeout)
-	for {
+	gone := false
+	if !rig.Within(timeout, func() bool {
 		r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
 		if err == nil {
 			last = r
-			if cond(r) {
-				return r
-			}
-		} else if apierrors.IsNotFound(err) && cond(nil) {
-			return nil
+			return cond(r)
 		}
-		if time.Now().After(deadline) {
-			desc := "gone"
-			if last != nil {
-				desc = fmt.Sprintf("%+v", last.Status)
-			}
-			f.t.Fatalf("range %s: timed out waiting for %s; last status: %s", name, what, desc)
+		gone = apierrors.IsNotFound(err) && cond(nil)
+		return gone
+	}) {
+		desc := "gone"
+		if last != nil {
+			desc = fmt.Sprintf("%+v", last.Status)
 		}
-		time.Sleep(100 * time.Millisecond)
+		f.t.Fatalf("range %s: timed out waiting for %s; last status: %s", name, what, desc)
 	}
+	if gone {
+		return nil
+	}
+	return last
 }
 
 func specOf(x *v1.FloatingIP) interface{} {
@@ -272,12 +267,12 @@ func (f *fixture) checkRecord(rangeName string, wantUsed int) {
 	f.t.Helper()
 	var held map[string]v1.Allocation
 	var r *v1.FloatingIPRange
-	settled := rig.Within(10*time.Second, func() bool {
+	consistent := rig.Within(10*time.Second, func() bool {
 		held = f.held(rangeName)
 		r = f.getRange(rangeName)
 		return len(held) == wantUsed && r.Status.Used == int64(wantUsed)
 	})
-	if !settled {
+	if !consistent {
 		f.t.Errorf("range %s: %d allocations (status used %d), want %d", rangeName, len(held), r.Status.Used, wantUsed)
 	}
 	if len(r.Status.Allocations) != 0 {

@@ -27,7 +27,7 @@ func TestMigrationFromRangeRecords(t *testing.T) {
 	f.createRange(rangeName, "10.146.0.0/24")
 	// "early" asks for .12 before "c", which the record says holds it.
 	early := f.createFIP("early", rangeName, "10.146.0.12")
-	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+	shared.WaitPast(t, early.CreationTimestamp)
 	record := map[string]v1.Allocation{
 		"10.146.0.13": {Namespace: f.ns, Name: "gone", UID: "uid-of-a-deleted-floatingip"},
 	}

@@ -106,16 +106,11 @@ func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
 	// which may come just after the caches report synced.
 	var code int
 	var body string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !rig.Within(10*time.Second, func() bool {
 		code, body = httpGet(t, base+"/metrics")
-		if code == http.StatusOK && strings.Contains(body, `kubefipoperator_config_reloads_total{status="success"}`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics = %d without a successful config reload after 10s:\n%.500s", code, body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return code == http.StatusOK && strings.Contains(body, `kubefipoperator_config_reloads_total{status="success"}`)
+	}) {
+		t.Fatalf("/metrics = %d without a successful config reload after 10s:\n%.500s", code, body)
 	}
 
 	// A valid change is picked up live: the log level applies at once (debug lines appear) and the

@@ -90,14 +90,7 @@ func (gc *guestCluster) kubevipCIDR(t *testing.T) string {
 // hasCIDR waits up to timeout for the guest's cidr-global to be want.
 func (gc *guestCluster) hasCIDR(t *testing.T, want string, timeout time.Duration) bool {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for gc.kubevipCIDR(t) != want {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return rig.Within(timeout, func() bool { return gc.kubevipCIDR(t) == want })
 }
 
 func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duration) {

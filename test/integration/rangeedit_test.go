@@ -143,9 +143,9 @@ func TestRangeEdits(t *testing.T) {
 func TestOverlappingRanges(t *testing.T) {
 	f := newFixture(t, "c-m-overlap")
 	f.operator()
-	f.createRange("overlap-old", "10.146.0.0/24")
+	old := f.createRange("overlap-old", "10.146.0.0/24")
 	f.waitRange("overlap-old", 30*time.Second, "Ready", rangeReady)
-	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+	shared.WaitPast(t, old.CreationTimestamp)
 	f.createRange("overlap-new", "10.146.0.128/25")
 	r := f.waitRange("overlap-new", 30*time.Second, "Overlap", rangeReason("Overlap"))
 	if !strings.Contains(message(r.Status.Conditions, v1.Ready), "overlap-old") {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"strings"
 	"sync"
 	"testing"
@@ -40,26 +41,24 @@ func (f *fixture) createMany(prefix, rangeName string, from, n int) {
 // by name.
 func (f *fixture) waitAllAllocated(want int, timeout time.Duration) map[string]string {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var held map[string]string
+	var exist int
+	if !rig.Within(timeout, func() bool {
 		list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		held := map[string]string{}
+		held, exist = map[string]string{}, len(list.Items)
 		for _, x := range list.Items {
 			if suite.Allocated(&x) && x.DeletionTimestamp == nil {
 				held[x.Name] = x.Status.IPAddress
 			}
 		}
-		if len(held) == want && len(list.Items) == want {
-			return held
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("after %s: %d of %d FloatingIPs hold an address (%d exist)", timeout, len(held), want, len(list.Items))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(held) == want && exist == want
+	}) {
+		f.t.Fatalf("after %s: %d of %d FloatingIPs hold an address (%d exist)", timeout, len(held), want, exist)
 	}
+	return held
 }
 
 func distinct(t *testing.T, held map[string]string) {
@@ -144,10 +143,7 @@ func TestCrashDuringChurn(t *testing.T) {
 		f.createMany("fip", "restart2", 0, 40)
 	}()
 	// Kill it in the middle of the burst, as a crash would.
-	deadline := time.Now().Add(30 * time.Second)
-	for countAllocated(f) < 10 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rig.Within(30*time.Second, func() bool { return countAllocated(f) >= 10 })
 	p.Kill()
 	<-done
 
@@ -226,9 +222,9 @@ func TestAdoptionOfExistingObjects(t *testing.T) {
 	f.createRange("adopt", "10.143.0.0/24")
 	f.createFIP("first", "adopt", "10.143.0.50")
 	f.createFIP("second", "adopt", "10.143.0.60")
-	f.createFIP("older", "adopt", "10.143.0.70")
+	older := f.createFIP("older", "adopt", "10.143.0.70")
 	// creationTimestamp has one-second resolution: make "younger" clearly younger.
-	time.Sleep(1100 * time.Millisecond)
+	shared.WaitPast(t, older.CreationTimestamp)
 	f.createFIP("younger", "adopt", "10.143.0.70")
 
 	f.operator()

@@ -415,28 +415,22 @@ func (f *fixture) waitAllocation(name string, timeout time.Duration, what string
 	f.t.Helper()
 	var last *v1.FloatingIPAllocation
 	var lastErr error
-	deadline := time.Now().Add(timeout)
-	for {
+	if !rig.Within(timeout, func() bool {
 		a, err := f.api.FloatingIPAllocation().Get(name, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			last, lastErr = a, nil
-			if cond(a) {
-				return a
-			}
 		case apierrors.IsNotFound(err):
 			last, lastErr = nil, nil
-			if cond(nil) {
-				return nil
-			}
 		default:
 			lastErr = err
+			return false
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("FloatingIPAllocation %s: timed out after %s waiting for %s; last: %s", name, timeout, what, allocationText(last, lastErr))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return cond(last)
+	}) {
+		f.t.Fatalf("FloatingIPAllocation %s: timed out after %s waiting for %s; last: %s", name, timeout, what, allocationText(last, lastErr))
 	}
+	return last
 }
 
 // allocationHeldBy: the allocation exists and is Held by the FloatingIP uid.

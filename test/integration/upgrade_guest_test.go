@@ -188,7 +188,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
 		}, old)
 	}
-	// Two more passes over each guest, so that the previous release has settled.
+	// Two more passes over each guest, so that the previous release is done with every one.
 	ugWaitPasses(t, oldPort, 2, old, guests...)
 	recorded := map[string]ugRecorded{}
 	watches := map[string]*ugWatch{}

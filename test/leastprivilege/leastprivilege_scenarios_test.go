@@ -30,7 +30,7 @@ func (e *lpEnv) scenarioNames() []string {
 
 // scenarios are run's checks in order; each waits at most timeout.
 func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Duration) []scenario {
-	ctx, stop := context.Background(), exited(p)
+	ctx, stop := context.Background(), p.Exited
 	fip := func(g rancher.Guest) (*v1.FloatingIP, error) {
 		return e.r.FIPs.FloatingIP().Get(g.ID, g.Name+"-kubevip", metav1.GetOptions{})
 	}

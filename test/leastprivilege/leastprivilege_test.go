@@ -2,7 +2,6 @@ package leastprivilege
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -225,18 +224,6 @@ func (e *lpEnv) writeConfig(data map[string]string) {
 type scenario struct {
 	name  string
 	check func() error
-}
-
-// exited stops a wait once the operator has exited.
-func exited(p *controlplane.Process) func() error {
-	return func() error {
-		select {
-		case <-p.Done():
-			return errors.New("the operator exited")
-		default:
-			return nil
-		}
-	}
 }
 
 // TestLeastPrivilegeUnderChartRBAC runs the operator binary authenticated as the chart's

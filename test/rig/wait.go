@@ -15,6 +15,12 @@ const pollInterval = 100 * time.Millisecond
 // has passed, or at once when stop (which may be nil) reports why waiting longer is pointless,
 // for example because the process under test exited.
 func Until(timeout time.Duration, what string, stop func() error, cond func() (bool, error)) error {
+	return UntilEvery(pollInterval, timeout, what, stop, cond)
+}
+
+// UntilEvery is Until looking again every interval: less often where looking is costly, such as
+// listing tens of thousands of objects.
+func UntilEvery(interval, timeout time.Duration, what string, stop func() error, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
@@ -36,7 +42,7 @@ func Until(timeout time.Duration, what string, stop func() error, cond func() (b
 			}
 			return fmt.Errorf("%s: not within %s", what, timeout)
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(interval)
 	}
 }
 

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,6 +85,17 @@ func (p *Process) Logs() string { return p.logs.String() }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports, once the process has exited, that it has: a wait on something the process must
+// bring about gives up then.
+func (p *Process) Exited() error {
+	select {
+	case <-p.done:
+		return errors.New("the process exited")
+	default:
+		return nil
+	}
+}
 
 // WaitForLog waits until the output contains substr, the process exits, or timeout passes.
 func (p *Process) WaitForLog(ctx context.Context, substr string, timeout time.Duration) error {

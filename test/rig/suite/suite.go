@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -158,4 +159,22 @@ func (s *Suite) StartGuest(t testing.TB, name string) *controlplane.Guest {
 	}
 	t.Cleanup(g.StopSoon)
 	return g
+}
+
+// WaitPast waits until the API server's clock has passed the second of stamp, so that an object
+// created next is younger than one stamped then: creation timestamps have one-second resolution.
+// The server's clock is read from the creation timestamp it gives a dry-run object.
+func (s *Suite) WaitPast(t testing.TB, stamp metav1.Time) {
+	t.Helper()
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "clock-", Namespace: metav1.NamespaceDefault}}
+	err := rig.Until(5*time.Second, "the API server's clock past "+stamp.String(), nil, func() (bool, error) {
+		cm, err := s.Kube.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return cm.CreationTimestamp.After(stamp.Time), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
