@@ -38,16 +38,7 @@ const benchGuestServers = 8
 func BenchmarkStartupWithGuests(b *testing.B) {
 	r := shared.Rancher(b)
 	fips := watchFloatingIPs(b)
-	proxy, err := guests.StartClusterProxy()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = proxy.Close() })
-	restore, err := rancher.PublishRancherAddress(shared.Env.Config, proxy.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = restore() })
+	proxy := shared.StartClusterProxy(b)
 	servers := make([]*controlplane.Guest, benchGuestServers)
 	for i := range servers {
 		g, err := shared.Env.StartGuest(fmt.Sprintf("bench-guest-%d", i))

@@ -153,8 +153,10 @@ func (a *addressesGuest) waitConfigMap(what string, want map[string]string, owne
 }
 
 // startProvider runs the real kube-vip-cloud-provider against the guest API server as the
-// operator's release renders it, exactly as runDataplane does, but without kube-vip: the provider
-// only talks to the API server, so it needs no network namespace.
+// operator's release renders it: its command, without the binary's path, plus what running out of
+// a cluster needs (--OutSideCluster makes it read $HOME/.kube/config; no serving port on this
+// machine's loopback). The provider only talks to the API server, so it needs no network
+// namespace.
 func startProvider(t *testing.T, gc *guestCluster, binary string) *controlplane.Process {
 	t.Helper()
 	dep, err := gc.direct.AppsV1().Deployments("kube-system").Get(context.Background(), "kube-vip-cloud-provider", metav1.GetOptions{})
@@ -494,25 +496,6 @@ func dadDone6(ns netns.NsHandle, name string, want netip.Addr, timeout time.Dura
 	return nil
 }
 
-// clientNeighbour6 is what the client learnt over neighbour discovery of addr's hardware address.
-func clientNeighbour6(link *dataplane.Link, addr netip.Addr) (net.HardwareAddr, error) {
-	h, err := netlink.NewHandleAt(link.Client)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	neighs, err := h.NeighList(0, netlink.FAMILY_V6)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range neighs {
-		if ip, ok := netip.AddrFromSlice(n.IP); ok && ip == addr && len(n.HardwareAddr) > 0 {
-			return n.HardwareAddr, nil
-		}
-	}
-	return nil, fmt.Errorf("the client has no neighbour entry for %s", addr)
-}
-
 // reach connects from the client to addr:18080, where a listener on the node answers, and returns
 // the line read.
 func reach(link *dataplane.Link, addr netip.Addr) (string, error) {
@@ -623,7 +606,7 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	if err != nil || !strings.Contains(line, six.String()) {
 		t.Fatalf("the client read %q, %v from [%s]:18080\n%s", line, err, six, s.logs())
 	}
-	mac, err := clientNeighbour6(link, six)
+	mac, err := link.ClientNeighbour(six)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -79,31 +77,10 @@ func runDataplane(t *testing.T, gc *guestCluster, link *dataplane.Link, kubevipB
 	if err != nil {
 		t.Fatalf("our kube-vip DaemonSet: %v", err)
 	}
-	dep, err := gc.direct.AppsV1().Deployments("kube-system").Get(ctx, "kube-vip-cloud-provider", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the kube-vip-cloud-provider Deployment: %v", err)
-	}
 	fields := map[string]string{"spec.nodeName": "node-1", "metadata.namespace": "kube-system"}
 
-	// kube-vip-cloud-provider: its command, without the binary's path, plus what running out of a
-	// cluster needs (--OutSideCluster makes it read $HOME/.kube/config; no serving port on this
-	// machine's loopback).
-	pc := dep.Spec.Template.Spec.Containers[0]
-	penv, err := dataplane.ContainerEnv(pc, fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	kubeconfig, err := dataplane.PodKubeconfig(gc.guest.Config, "kube-system", dep.Spec.Template.Spec.ServiceAccountName, home, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append(append([]string{}, pc.Command[1:]...), pc.Args...)
-	args = append(args, "--kubeconfig="+kubeconfig, "--OutSideCluster", "--secure-port=0")
-	if s.provider, err = dataplane.StartIn(-1, providerBinary, nil, home, penv, args...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.provider.Stop(10 * time.Second) })
+	// kube-vip-cloud-provider, as startProvider runs it.
+	s.provider = startProvider(t, gc, providerBinary)
 
 	// kube-vip, in the node's network namespace, reaching the guest API server through a forwarder
 	// on the node's loopback.
@@ -188,31 +165,9 @@ func (s *servedGuest) served(service string, addr netip.Addr) {
 	if !s.bound(addr, 30*time.Second) {
 		t.Fatalf("kube-vip did not bind %s on %s\n%s", addr, s.link.NodeInterface, s.logs())
 	}
-	ln, err := dataplane.ListenIn(s.link.Node, ":18080")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = fmt.Fprintf(c, "served by node-1 at %s\n", c.LocalAddr())
-			_ = c.Close()
-		}
-	}()
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := dataplane.DialIn(dctx, s.link.Client, net.JoinHostPort(addr.String(), "18080"))
-	if err != nil {
-		t.Fatalf("the client could not reach %s:18080: %v\n%s", addr, err, s.logs())
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	_ = conn.Close()
+	line, err := reach(s.link, addr)
 	if err != nil || !strings.Contains(line, addr.String()) {
-		t.Fatalf("the client read %q, %v from %s:18080", line, err, addr)
+		t.Fatalf("the client read %q, %v from %s:18080\n%s", line, err, addr, s.logs())
 	}
 	mac, err := s.link.ClientNeighbour(addr)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // setKubeconfig rewrites the cluster's kubeconfig Secret with Rancher's kubeconfig for it, changed
@@ -39,15 +38,7 @@ func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *guests.ClusterProxy, 
 	if raw, err = clientcmd.Write(*cfg); err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
-	s, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Data["value"] = raw
-	if _, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rig.Must(t, gc.world.SetKubeconfig(gc.name+"-kubeconfig", raw))
 }
 
 // guestTexts is everything the operator wrote for people about the FloatingIPs in namespaces: the

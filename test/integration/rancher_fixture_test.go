@@ -63,15 +63,7 @@ func (gc *guestCluster) rotate(t *testing.T, proxy *guests.ClusterProxy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
-	s, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(context.Background(), gc.name+"-kubeconfig", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Data["value"] = kc
-	if _, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rig.Must(t, gc.world.SetKubeconfig(gc.name+"-kubeconfig", kc))
 }
 
 // kubevipCIDR returns cidr-global of the guest's kube-system/kubevip, "" when there is none.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,28 +108,8 @@ func ugWriters(cm *corev1.ConfigMap) string {
 //     the ConfigMap to exactly the recorded content. Guest B is not touched throughout.
 func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	began := time.Now()
-	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCRDs, err := controlplane.ChartCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := controlplane.StartWithCRDs(oldCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the guest upgrade test's control plane: %v", err)
-		}
-	})
-	u := newUpgradeWorld(t, env)
+	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
+	env := u.env
 	u.createNamespace(upgradeOperatorNamespace)
 	u.createNamespace(rancher.FleetNamespace)
 
@@ -169,7 +148,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	}
 
 	// The previous release writes both guests.
-	old, oldPort := u.ugStartOperator(oldBinary, "previous release")
+	old, oldPort := u.startOperator(oldBinary, "previous release")
 	_, err = u.api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: ugRange, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harvester-upgg", v1.AnnotationHarvesterNetworkName: "vlan10"}},
@@ -184,7 +163,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	}
 	for _, g := range guests {
 		g.waitCIDR(t, guestclient.CIDR(netip.MustParseAddr(g.addr)), time.Minute, old)
-		u.ugWaitFIP(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
+		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
 		}, old)
 	}
@@ -216,9 +195,9 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	u.waitNewSchema()
 
 	upgradeStart := time.Now()
-	next, port := u.ugStartOperator(shared.Operator, "new release")
+	next, port := u.startOperator(shared.Operator, "new release")
 	for _, g := range guests {
-		u.ugWaitFIP(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
+		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && guestReason("Configured")(x) && x.Status.GuestAddresses == g.addr
 		}, next)
 	}
@@ -253,7 +232,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 				t.Errorf("guest %s: watch event %s at resourceVersion %d during the upgrade: %s; written by: %s", g.name, e.typ, e.rv, ugSerialize(t, cm), ugWriters(cm))
 			}
 		}
-		x := u.ugWaitFIP(g.id, g.fip, 10*time.Second, "its address, Configured", func(x *v1.FloatingIP) bool {
+		x := u.waitFIP(g.id, g.fip, 10*time.Second, "its address, Configured", func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && x.Spec.IPAddress == g.addr && guestReason("Configured")(x)
 		}, next)
 		if x.UID != uids[g.name] {
@@ -275,7 +254,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	u.ugCreateFIP(a, second, secondAddr)
 	a.waitCIDR(t, both, time.Minute, next)
 	for _, name := range []string{a.fip, second} {
-		u.ugWaitFIP(a.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
+		u.waitFIP(a.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
 			c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == secondAddr+","+a.addr
 		}, next)
@@ -293,7 +272,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	}) {
 		t.Errorf("FloatingIP %s/%s is still there 30s after its deletion", a.id, second)
 	}
-	u.ugWaitFIP(a.id, a.fip, 30*time.Second, "guestAddresses "+a.addr+" again", func(x *v1.FloatingIP) bool {
+	u.waitFIP(a.id, a.fip, 30*time.Second, "guestAddresses "+a.addr+" again", func(x *v1.FloatingIP) bool {
 		return guestReason("Configured")(x) && x.Status.GuestAddresses == a.addr
 	}, next)
 	cm := a.configMap(t)
@@ -398,28 +377,6 @@ func (u *upgradeWorld) ugCreateFIP(g *ugGuest, name, addr string) *v1.FloatingIP
 	return x
 }
 
-// ugWaitFIP is waitFIP with the guest conditions in the report.
-func (u *upgradeWorld) ugWaitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *controlplane.Process) *v1.FloatingIP {
-	u.t.Helper()
-	var last *v1.FloatingIP
-	if rig.Within(timeout, func() bool {
-		x, err := u.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		last = x
-		return cond(x)
-	}) {
-		return last
-	}
-	desc := suite.StatusText(last)
-	if last != nil {
-		desc += fmt.Sprintf(" guestState=%q guestAddresses=%q", last.Status.GuestState, last.Status.GuestAddresses)
-	}
-	u.t.Fatalf("FloatingIP %s/%s: timed out after %s waiting for %s; last: %s\noperator output ends:\n%s", ns, name, timeout, what, desc, rig.LastLines(p.Logs(), 60))
-	return nil
-}
-
 // ugConfiguredEvents sums the counts of the Configured Events of FloatingIP ns/name: one for each
 // write of the guest's ConfigMap the operators reported.
 func (u *upgradeWorld) ugConfiguredEvents(ns, name string) int32 {
@@ -435,33 +392,6 @@ func (u *upgradeWorld) ugConfiguredEvents(ns, name string) int32 {
 		}
 	}
 	return n
-}
-
-// ugStartOperator is startOperator, and returns the metrics port too.
-func (u *upgradeWorld) ugStartOperator(binary, what string) (*controlplane.Process, int) {
-	u.t.Helper()
-	port := rig.FreePort(u.t)
-	p, err := controlplane.StartOperator(binary, nil, nil,
-		"--kubeconfig", u.env.Kubeconfig,
-		"--namespace", upgradeOperatorNamespace,
-		"--metrics-bind-address", "127.0.0.1",
-		"--metrics-port", fmt.Sprint(port),
-	)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	u.t.Cleanup(func() {
-		if err := p.Stop(20 * time.Second); err != nil {
-			u.t.Errorf("stopping the %s: %v", what, err)
-		}
-		if u.t.Failed() {
-			fmt.Fprintf(os.Stderr, "---- %s operator output (%s) ----\n%s\n", what, u.t.Name(), p.Logs())
-		}
-	})
-	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
-		u.t.Fatalf("the %s: %v\n%s", what, err, rig.LastLines(p.Logs(), 60))
-	}
-	return p, port
 }
 
 // ugMetric sums the samples of metric name served on port whose labels contain every one of

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/netip"
 	"os"
 	"sort"
@@ -103,36 +104,14 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 // it over at once, as a restarted pod of the same name would.
 func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	began := time.Now()
-	buildStart := time.Now()
-	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("previous release %s: %s (ready in %s)", controlplane.PreviousRelease[:12], oldBinary, time.Since(buildStart).Round(time.Millisecond))
-	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCRDs, err := controlplane.ChartCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := controlplane.StartWithCRDs(oldCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the upgrade test's control plane: %v", err)
-		}
-	})
-	u := newUpgradeWorld(t, env)
+	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
+	env := u.env
 	for _, ns := range append([]string{upgradeOperatorNamespace}, upgradeNamespaces...) {
 		u.createNamespace(ns)
 	}
 
 	// The previous release hands out the addresses.
-	old := u.startOperator(oldBinary, "previous release")
+	old, _ := u.startOperator(oldBinary, "previous release", "--orphan-grace-period", "2s")
 	for _, r := range upgradeRanges {
 		u.createRange(r)
 	}
@@ -182,7 +161,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	allocWatch := u.watchAllocations()
 	fipWatch := u.watchFloatingIPs()
 	upgradeStart := time.Now()
-	next := u.startOperator(shared.Operator, "new release")
+	next, _ := u.startOperator(shared.Operator, "new release", "--orphan-grace-period", "2s")
 	u.waitMigrated(len(held)+len(legacy), 2*time.Minute, next)
 	t.Logf("the new operator renamed and adopted every allocation %s after its start", time.Since(upgradeStart).Round(time.Millisecond))
 	final := u.listAllocations()
@@ -282,6 +261,36 @@ type upgradeWorld struct {
 	reported map[string]bool
 }
 
+// newPreviousReleaseWorld builds the previous release and starts a control plane of the test's own
+// with that release's CRDs, stopped when the test ends. It returns the world on that control plane,
+// the release's binary and the working tree's CRDs, to upgrade to.
+func newPreviousReleaseWorld(t *testing.T) (u *upgradeWorld, oldBinary string, newCRDs []*apiextv1.CustomResourceDefinition) {
+	t.Helper()
+	buildStart := time.Now()
+	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("previous release %s: %s (ready in %s)", controlplane.PreviousRelease[:12], oldBinary, time.Since(buildStart).Round(time.Millisecond))
+	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newCRDs, err = controlplane.ChartCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := controlplane.StartWithCRDs(oldCRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane of %s: %v", t.Name(), err)
+		}
+	})
+	return newUpgradeWorld(t, env), oldBinary, newCRDs
+}
+
 func newUpgradeWorld(t *testing.T, env *controlplane.Environment) *upgradeWorld {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -302,17 +311,17 @@ func (u *upgradeWorld) createNamespace(name string) {
 }
 
 // startOperator runs binary against the upgrade test's API server with the flags the fixtures'
-// operators get, and waits until its controllers run. It is stopped when the test ends, and its
-// output printed if the test failed.
-func (u *upgradeWorld) startOperator(binary, what string) *controlplane.Process {
+// operators get and extra, and waits until its controllers run. It returns the process and its
+// metrics port. It is stopped when the test ends, and its output printed if the test failed.
+func (u *upgradeWorld) startOperator(binary, what string, extra ...string) (*controlplane.Process, int) {
 	u.t.Helper()
-	p, err := controlplane.StartOperator(binary, nil, nil,
+	port := rig.FreePort(u.t)
+	p, err := controlplane.StartOperator(binary, nil, nil, append([]string{
 		"--kubeconfig", u.env.Kubeconfig,
 		"--namespace", upgradeOperatorNamespace,
 		"--metrics-bind-address", "127.0.0.1",
-		"--metrics-port", fmt.Sprint(rig.FreePort(u.t)),
-		"--orphan-grace-period", "2s",
-	)
+		"--metrics-port", fmt.Sprint(port),
+	}, extra...)...)
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -327,7 +336,7 @@ func (u *upgradeWorld) startOperator(binary, what string) *controlplane.Process 
 	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
 		u.t.Fatalf("the %s: %v\n%s", what, err, rig.LastLines(p.Logs(), 60))
 	}
-	return p
+	return p, port
 }
 
 func (u *upgradeWorld) createRange(r upgradeRange) {
@@ -404,6 +413,8 @@ func heldOf(x *v1.FloatingIP) heldFIP {
 	return heldFIP{ns: x.Namespace, name: x.Name, rng: x.Status.Range, uid: x.UID, addr: addr, spec: x.Spec.IPAddress, status: x.Status.IPAddress}
 }
 
+// waitFIP waits until the FloatingIP ns/name satisfies cond; on timeout it reports the FloatingIP's
+// last status, its guest fields included, and the end of p's output.
 func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *controlplane.Process) *v1.FloatingIP {
 	u.t.Helper()
 	var last *v1.FloatingIP
@@ -417,7 +428,11 @@ func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what stri
 	}) {
 		return last
 	}
-	u.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: %s\noperator output ends:\n%s", ns, name, what, suite.StatusText(last), rig.LastLines(p.Logs(), 60))
+	desc := suite.StatusText(last)
+	if last != nil {
+		desc += fmt.Sprintf(" guestState=%q guestAddresses=%q", last.Status.GuestState, last.Status.GuestAddresses)
+	}
+	u.t.Fatalf("FloatingIP %s/%s: timed out after %s waiting for %s; last: %s\noperator output ends:\n%s", ns, name, timeout, what, desc, rig.LastLines(p.Logs(), 60))
 	return nil
 }
 

@@ -192,14 +192,19 @@ func (l *Link) NodeMAC() (net.HardwareAddr, error) {
 	return link.Attrs().HardwareAddr, nil
 }
 
-// ClientNeighbour is what the client learnt, over ARP, of addr's hardware address.
+// ClientNeighbour is what the client learnt of addr's hardware address: over ARP for an IPv4
+// address, over neighbour discovery for an IPv6 one.
 func (l *Link) ClientNeighbour(addr netip.Addr) (net.HardwareAddr, error) {
 	h, err := netlink.NewHandleAt(l.Client)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
-	neighs, err := h.NeighList(0, netlink.FAMILY_V4)
+	family := netlink.FAMILY_V4
+	if addr.Is6() && !addr.Is4In6() {
+		family = netlink.FAMILY_V6
+	}
+	neighs, err := h.NeighList(0, family)
 	if err != nil {
 		return nil, err
 	}

@@ -157,6 +157,21 @@ func (w *World) AddKubeconfigSecret(name string, kubeconfig []byte) error {
 	return nil
 }
 
+// SetKubeconfig replaces what the kubeconfig Secret name in fleet-default holds, as Rancher does
+// when it rotates a guest's token.
+func (w *World) SetKubeconfig(name string, kubeconfig []byte) error {
+	secrets := w.Kube.CoreV1().Secrets(FleetNamespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := secrets.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Data = map[string][]byte{"value": kubeconfig}
+		_, err = secrets.Update(context.Background(), s, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // HarvesterConfigResource is the Harvester node driver's machine configuration.
 func HarvesterConfigResource() schema.GroupVersionResource {
 	return HarvesterConfigGVK.GroupVersion().WithResource("harvesterconfigs")

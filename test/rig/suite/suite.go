@@ -37,6 +37,15 @@ type Suite struct {
 	Kubefip kubefipcontrollers.Interface
 }
 
+// Shared is a package's Suite, set by Main before the package's tests run.
+type Shared struct{ *Suite }
+
+// Main is a package's TestMain: it runs the package's tests with the Suite set and exits with
+// their result.
+func (s *Shared) Main(m *testing.M) {
+	os.Exit(Run(m, func(x *Suite) { s.Suite = x }))
+}
+
 // Run is a package's TestMain: it builds the operator, starts the control plane, hands both to use
 // and runs the tests, and returns the exit code.
 func Run(m *testing.M, use func(*Suite)) int {
