@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/netip"
 	"os"
@@ -228,9 +229,8 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	if msg := message(x.Status.Conditions, v1.Ready); !strings.Contains(msg, taken.ns+"/"+taken.name) {
 		t.Errorf("%s's IPConflict does not name the holder %s: %q", thief, taken, msg)
 	}
-	// Longer than twice the orphan grace period, so that the reaper has looked at every
-	// successor more than once.
-	time.Sleep(time.Until(upgradeStart.Add(10 * time.Second)))
+	// The reaper has looked at every successor, past the orphan grace period, more than once.
+	u.waitReapPasses(2, next)
 	after := u.checkState(everyone, fresh)
 	if len(after) != len(everyone)+len(fresh) {
 		t.Errorf("%d FloatingIPs hold an address at the end, want %d", len(after), len(everyone)+len(fresh))
@@ -411,6 +411,51 @@ func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *control
 func heldOf(x *v1.FloatingIP) heldFIP {
 	addr, _ := netip.ParseAddr(x.Status.IPAddress)
 	return heldFIP{ns: x.Namespace, name: x.Name, rng: x.Status.Range, uid: x.UID, addr: addr, spec: x.Spec.IPAddress, status: x.Status.IPAddress}
+}
+
+// canaryLabel marks the allocations the test makes to observe the reaper: they are no part of
+// what the upgrade did.
+const canaryLabel = "test.kubefip.k8s.binbash.org/canary"
+
+// waitReapPasses observes n passes of the operator p's reaper, one after the other: each time it
+// creates an allocation whose FloatingIP never existed, in a range of its own, and waits until
+// the reaper deletes it. The pass that does ran once that allocation was past the grace period,
+// so it judged every allocation made before it.
+func (u *upgradeWorld) waitReapPasses(n int, p *controlplane.Process) {
+	u.t.Helper()
+	const rangeName, cidr = "upgrade-canary", "10.179.0.0/29"
+	if _, err := u.api.FloatingIPRange().Get(rangeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		u.createRange(upgradeRange{name: rangeName, cidr: cidr})
+	}
+	for i := range n {
+		addr := netip.AddrFrom4([4]byte{10, 179, 0, byte(3 + i)})
+		var space v1.AddressSpace
+		a := &v1.FloatingIPAllocation{
+			ObjectMeta: metav1.ObjectMeta{Name: v1.AllocationName(space, addr), Labels: map[string]string{
+				canaryLabel:              "true",
+				v1.LabelRange:            v1.RangeLabelValue(rangeName),
+				v1.LabelIPFamily:         "IPv4",
+				v1.LabelAddress:          v1.AllocationAddressText(addr),
+				v1.LabelSpace:            space.Hash(),
+				v1.LabelHarvesterCluster: v1.LabelValue(space.HarvesterClusterName),
+				v1.LabelHarvesterNetwork: v1.LabelValue(space.HarvesterNetworkName),
+				v1.LabelOwnerNamespace:   upgradeNamespaces[0],
+				v1.LabelState:            allocation.StateHeld,
+			}},
+			Spec: v1.FloatingIPAllocationSpec{Address: addr.String(), Range: rangeName, Space: space,
+				Owner: v1.FloatingIPReference{Namespace: upgradeNamespaces[0], Name: fmt.Sprintf("never-%d", i), UID: types.UID(fmt.Sprintf("uid-of-never-%d", i))}},
+		}
+		if _, err := u.api.FloatingIPAllocation().Create(a); err != nil {
+			u.t.Fatalf("creating the canary allocation %s: %v", a.Name, err)
+		}
+		var err error
+		if !rig.Within(time.Minute, func() bool {
+			_, err = u.api.FloatingIPAllocation().Get(a.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}) {
+			u.t.Fatalf("the reaper did not release the canary allocation %s within a minute (%v)\noperator output ends:\n%s", a.Name, err, rig.LastLines(p.Logs(), 60))
+		}
+	}
 }
 
 // waitFIP waits until the FloatingIP ns/name satisfies cond; on timeout it reports the FloatingIP's
@@ -980,6 +1025,9 @@ func (u *upgradeWorld) checkAllocationHistory(phase string, initial []v1.Floatin
 	renamed := 0
 	for _, e := range events {
 		a := e.obj.(*v1.FloatingIPAllocation)
+		if a.Labels[canaryLabel] != "" {
+			continue
+		}
 		s, _ := v1.ParseAllocationName(a.Name)
 		key, ok := slotKey(a)
 		if !ok {

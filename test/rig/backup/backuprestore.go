@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -172,10 +172,10 @@ func restoreObject(ctx context.Context, dyn dynamic.Interface, o BackupObject, s
 }
 
 func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return rig.Until(time.Minute, fmt.Sprintf("CRD %s Established", name), ctx.Err, func() (bool, error) {
 		u, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err
 		}
 		var def apiextv1.CustomResourceDefinition
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &def); err != nil {

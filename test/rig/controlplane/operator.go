@@ -99,25 +99,18 @@ func (p *Process) Exited() error {
 
 // WaitForLog waits until the output contains substr, the process exits, or timeout passes.
 func (p *Process) WaitForLog(ctx context.Context, substr string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if strings.Contains(p.Logs(), substr) {
-			return nil
+	logged := func() (bool, error) { return strings.Contains(p.Logs(), substr), nil }
+	// The process's output is complete once it has exited: only then is waiting pointless.
+	stop := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the operator did not log %q within %s", substr, timeout)
-		case <-p.done:
-			if strings.Contains(p.Logs(), substr) {
-				return nil
-			}
-			return fmt.Errorf("the operator exited (%v) before logging %q", p.err, substr)
-		case <-tick.C:
+		if p.Exited() != nil && !strings.Contains(p.Logs(), substr) {
+			return fmt.Errorf("the operator exited (%v)", p.err)
 		}
+		return nil
 	}
+	return rig.UntilEvery(50*time.Millisecond, timeout, fmt.Sprintf("the operator logging %q", substr), stop, logged)
 }
 
 // Stop sends SIGTERM and waits for the process to exit, killing it after grace.

@@ -139,17 +139,13 @@ func UpgradeCRDs(cfg *rest.Config, crds []*apiextv1.CustomResourceDefinition) er
 			return fmt.Errorf("upgrading CRD %s: %w", def.Name, err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
 	for _, def := range crds {
-		for {
+		err := rig.Until(time.Minute, fmt.Sprintf("CRD %s Established after its upgrade", def.Name), nil, func() (bool, error) {
 			got, err := client.Get(ctx, def.Name, metav1.GetOptions{})
-			if err == nil && established(got) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("CRD %s is not Established a minute after its upgrade (last error %v)", def.Name, err)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err == nil && established(got), err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -149,17 +150,10 @@ func grantClusterOwner(g *controlplane.Guest, user string) error {
 func waitAuthorized(ctx context.Context, kube kubernetes.Interface, guest, user string, allowed bool) error {
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "list", Resource: "configmaps"}}}
-	for {
+	return rig.UntilEvery(20*time.Millisecond, time.Hour, fmt.Sprintf("guest %s judging %s as cluster-owner=%t", guest, user, allowed), ctx.Err, func() (bool, error) {
 		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err == nil && got.Status.Allowed == allowed {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("guest %s never judged %s as cluster-owner=%t: %v", guest, user, allowed, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return err == nil && got.Status.Allowed == allowed, err
+	})
 }
 
 func clusterOwnerBinding(user string) string { return "cluster-owner-" + user }
