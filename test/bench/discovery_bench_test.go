@@ -47,7 +47,7 @@ import (
 // benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
 func BenchmarkDiscoveryConvergence(b *testing.B) {
 	r := shared.Rancher(b)
-	p := runningBenchOperator(r, b, "kube-fip-bench")
+	p := runningBenchOperator(b, r, "kube-fip-bench")
 	fips := watchFloatingIPs(b)
 	for i, n := range []int{10, 100, 1000} {
 		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
@@ -59,16 +59,16 @@ func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Proces
 	b.StopTimer()
 	harv := fmt.Sprintf("harv-bench%d", n)
 	rangeName := fmt.Sprintf("disc-bench%d", n)
-	if err := addBenchRange(b, r, rangeName, harv, cidr); err != nil {
+	if err := addBenchRange(r, rangeName, harv, cidr); err != nil {
 		b.Fatal(err)
 	}
-	defer deleteRange(r, b, rangeName)
+	defer deleteRange(b, r, rangeName)
 
 	c := newConvergence(n)
 	for iter := 0; iter < b.N; iter++ {
 		guests := newBenchGuests(fmt.Sprintf("bench%d-%d", n, iter), n, harv)
 		t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
-			if err := addGuests(b, r, guests); err != nil {
+			if err := addGuests(r, guests); err != nil {
 				b.Fatal(err)
 			}
 			return p
@@ -76,7 +76,7 @@ func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Proces
 		c.time("s-to-converge", t.done.Sub(t.start))
 		c.time("s-to-create", t.allExist.Sub(t.start))
 		c.time("s-after-last-created", t.done.Sub(t.acted))
-		teardown(r, b, rangeName, guests.names)
+		teardown(b, r, rangeName, guests.names)
 	}
 	c.report(b)
 }
@@ -122,7 +122,7 @@ func chartRuntimeEnv(b *testing.B) []string {
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
 // waits until its controllers run, and stops it when the benchmark ends.
-func runningBenchOperator(r *rancher.World, b *testing.B, ns string) *controlplane.Process {
+func runningBenchOperator(b *testing.B, r *rancher.World, ns string) *controlplane.Process {
 	shared.CreateNamespace(b, ns)
 	p := startBenchOperator(b, ns)
 	b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
@@ -203,7 +203,7 @@ func newBenchGuests(prefix string, n int, harv string) benchGuests {
 // addGuests creates every part of every guest, 16 guests at a time, in addGuest's order but for
 // the Harvester cluster, which addBenchRange created: creating it again for every guest would be
 // answered 409 and counted among the conflicts.
-func addGuests(t testing.TB, r *rancher.World, s benchGuests) error {
+func addGuests(r *rancher.World, s benchGuests) error {
 	return rig.Parallel(s.names, func(name string) error {
 		steps := r.Steps(s.byName[name])
 		for _, step := range []string{"credential", "config", "namespace", "cluster"} {
@@ -217,7 +217,7 @@ func addGuests(t testing.TB, r *rancher.World, s benchGuests) error {
 
 // addBenchRange creates the Harvester cluster harv (its management cluster) and a range for its
 // network vlan10.
-func addBenchRange(t testing.TB, r *rancher.World, name, harv, cidr string) error {
+func addBenchRange(r *rancher.World, name, harv, cidr string) error {
 	if err := r.AddManagementCluster("c-m-"+harv, harv); err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ type timings struct {
 // an address (failing if the operator exits), stops the timer, reads the counters again, adds the
 // difference and checks from the API server that every guest holds an address of its own.
 func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process) timings {
-	before := apiRequests(r, b)
+	before := apiRequests(b, r)
 	guestBefore := fips.guestWrites.Load()
 	var t timings
 	b.StartTimer()
@@ -275,8 +275,8 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 	// The watch's count first: it lags the API server's, so a guest write may be missing from it,
 	// never one the API server has not counted; the allocation path's figure errs high, not low.
 	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
-	after := apiRequests(r, b)
-	if err := allAllocated(b, r, guests); err != nil {
+	after := apiRequests(b, r)
+	if err := allAllocated(r, guests); err != nil {
 		b.Fatal(err)
 	}
 	for k, v := range after {
@@ -444,7 +444,7 @@ func (k requestKey) String() string { return k.verb + " " + k.path() + " " + k.c
 
 // apiRequests reads the API server's own count of the requests it answered since it started,
 // apiserver_request_total, by verb, resource, subresource and code.
-func apiRequests(r *rancher.World, b *testing.B) map[requestKey]float64 {
+func apiRequests(b *testing.B, r *rancher.World) map[requestKey]float64 {
 	raw, err := r.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatalf("reading the API server's metrics: %v", err)
@@ -500,7 +500,7 @@ func waitConverged(b *testing.B, p *controlplane.Process, fips kubefipcontroller
 
 // allAllocated checks, from the API server itself, that every guest has exactly one FloatingIP,
 // holding an address no other guest holds.
-func allAllocated(t testing.TB, r *rancher.World, guests []string) error {
+func allAllocated(r *rancher.World, guests []string) error {
 	list, err := r.FIPs.FloatingIP().List("", metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -525,7 +525,7 @@ func allAllocated(t testing.TB, r *rancher.World, guests []string) error {
 
 // teardown deletes the guests' provisioning clusters and waits until the operator deleted their
 // FloatingIPs and released every address.
-func teardown(r *rancher.World, b *testing.B, rangeName string, guests []string) {
+func teardown(b *testing.B, r *rancher.World, rangeName string, guests []string) {
 	if err := rig.Parallel(guests, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func teardown(r *rancher.World, b *testing.B, rangeName string, guests []string)
 	}
 }
 
-func deleteRange(r *rancher.World, b *testing.B, name string) {
+func deleteRange(b *testing.B, r *rancher.World, name string) {
 	if err := r.FIPs.FloatingIPRange().Delete(name, nil); err != nil {
 		b.Errorf("deleting range %s: %v", name, err)
 	}
@@ -546,8 +546,8 @@ func deleteRange(r *rancher.World, b *testing.B, name string) {
 
 // deleteRangeAndWait deletes a range and waits until it is gone: the operator, which must still
 // run, removes its finalizer.
-func deleteRangeAndWait(r *rancher.World, b *testing.B, name string) {
-	deleteRange(r, b, name)
+func deleteRangeAndWait(b *testing.B, r *rancher.World, name string) {
+	deleteRange(b, r, name)
 	var err error
 	if !rig.Within(2*time.Minute, func() bool {
 		_, err = r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{})

@@ -41,7 +41,7 @@ const largeBatch = 500
 func BenchmarkLargeRange(b *testing.B) {
 	n := largeN(b)
 	r := shared.Rancher(b)
-	p := runningBenchOperator(r, b, "kube-fip-large")
+	p := runningBenchOperator(b, r, "kube-fip-large")
 	fips := watchFloatingIPs(b)
 	for _, c := range []struct{ name, cidr string }{{"ipv4-16", "10.190.0.0/16"}, {"ipv6-64", "fd00:190::/64"}} {
 		b.Run(c.name, func(b *testing.B) { benchmarkLargeRange(b, r, p, fips, c.name, c.cidr, n) })
@@ -74,9 +74,9 @@ func benchmarkLargeRange(b *testing.B, r *rancher.World, p *controlplane.Process
 		b.Fatal(err)
 	}
 	for iter := 0; iter < b.N; iter++ {
-		before := apiRequests(r, b)
-		fill := fillRange(r, b, p, fips, ns, rangeName, n)
-		after := apiRequests(r, b)
+		before := apiRequests(b, r)
+		fill := fillRange(b, r, p, fips, ns, rangeName, n)
+		after := apiRequests(b, r)
 		c := newConvergence(n)
 		for k, v := range after {
 			if d := v - before[k]; d > 0 {
@@ -84,7 +84,7 @@ func benchmarkLargeRange(b *testing.B, r *rancher.World, p *controlplane.Process
 			}
 		}
 		c.runs = 1
-		if err := allAllocatedIn(b, r, ns, rangeName, n); err != nil {
+		if err := allAllocatedIn(r, ns, rangeName, n); err != nil {
 			b.Fatal(err)
 		}
 		first, last := fill.batches[0], fill.batches[len(fill.batches)-1]
@@ -93,8 +93,8 @@ func benchmarkLargeRange(b *testing.B, r *rancher.World, p *controlplane.Process
 		b.ReportMetric(last/first, "last/first")
 		b.ReportMetric(float64(n)/fill.total.Seconds(), "claims/s")
 		b.ReportMetric(float64(fill.rangeMax), "B-range-max")
-		b.ReportMetric(float64(largestFIP(r, b, ns)), "B-fip-max")
-		b.ReportMetric(float64(largestAllocation(r, b, rangeName)), "B-alloc-max")
+		b.ReportMetric(float64(largestFIP(b, r, ns)), "B-fip-max")
+		b.ReportMetric(float64(largestAllocation(b, r, rangeName)), "B-alloc-max")
 		b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() }), "alloc-writes/claim")
 		// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
 		fmt.Printf("%s: ms per claim by batch of %d:", b.Name(), largeBatch)
@@ -104,9 +104,9 @@ func benchmarkLargeRange(b *testing.B, r *rancher.World, p *controlplane.Process
 			}
 		}
 		fmt.Println()
-		emptyRange(r, b, ns, rangeName)
+		emptyRange(b, r, ns, rangeName)
 	}
-	deleteRangeAndWait(r, b, rangeName)
+	deleteRangeAndWait(b, r, rangeName)
 }
 
 // filling is what fillRange measured.
@@ -118,7 +118,7 @@ type filling struct {
 
 // fillRange creates n FloatingIPs for range rangeName in namespace ns, largeBatch at a time, each
 // batch once the one before holds its addresses, and times every batch.
-func fillRange(r *rancher.World, b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, ns, rangeName string, n int) filling {
+func fillRange(b *testing.B, r *rancher.World, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, ns, rangeName string, n int) filling {
 	var out filling
 	for start := 0; start < n; start += largeBatch {
 		names := make([]string, largeBatch)
@@ -167,7 +167,7 @@ func waitAllocated(b *testing.B, p *controlplane.Process, fips kubefipcontroller
 
 // allAllocatedIn checks, from the API server, that ns's n FloatingIPs each hold an address of
 // their own in rangeName, that the range has an allocation for each and counts n.
-func allAllocatedIn(t testing.TB, r *rancher.World, ns, rangeName string, n int) error {
+func allAllocatedIn(r *rancher.World, ns, rangeName string, n int) error {
 	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func allAllocatedIn(t testing.TB, r *rancher.World, ns, rangeName string, n int)
 }
 
 // largestFIP is the size of the largest FloatingIP in ns, as JSON.
-func largestFIP(r *rancher.World, b *testing.B, ns string) int {
+func largestFIP(b *testing.B, r *rancher.World, ns string) int {
 	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -209,7 +209,7 @@ func largestFIP(r *rancher.World, b *testing.B, ns string) int {
 }
 
 // largestAllocation is the size of the largest FloatingIPAllocation of rangeName, as JSON.
-func largestAllocation(r *rancher.World, b *testing.B, rangeName string) int {
+func largestAllocation(b *testing.B, r *rancher.World, rangeName string) int {
 	list, err := r.FIPs.FloatingIPAllocation().List(metav1.ListOptions{LabelSelector: v1.LabelRange + "=" + v1.RangeLabelValue(rangeName)})
 	if err != nil {
 		b.Fatal(err)
@@ -236,7 +236,7 @@ func jsonSize(b *testing.B, x any) int {
 
 // emptyRange deletes ns's FloatingIPs and waits until the operator released every address of
 // rangeName.
-func emptyRange(r *rancher.World, b *testing.B, ns, rangeName string) {
+func emptyRange(b *testing.B, r *rancher.World, ns, rangeName string) {
 	list, err := r.FIPs.FloatingIP().List(ns, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)

@@ -63,11 +63,11 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	if err := r.AddNamespace(ns); err != nil {
 		b.Fatal(err)
 	}
-	if err := addBenchRange(b, r, rangeName, harv, cidr); err != nil {
+	if err := addBenchRange(r, rangeName, harv, cidr); err != nil {
 		b.Fatal(err)
 	}
 	guests := newBenchGuests(prefix, n, harv)
-	if err := addGuests(b, r, guests); err != nil {
+	if err := addGuests(r, guests); err != nil {
 		b.Fatal(err)
 	}
 	if connect != nil {
@@ -75,7 +75,7 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 			b.Fatal(err)
 		}
 		defer func() {
-			if err := dropKubeconfigs(b, r, guests); err != nil {
+			if err := dropKubeconfigs(r, guests); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -113,6 +113,6 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	case <-time.After(5 * time.Second):
 		b.Fatal("the operator converged but did not log \"controllers running\"")
 	}
-	teardown(r, b, rangeName, guests.names)
-	deleteRangeAndWait(r, b, rangeName)
+	teardown(b, r, rangeName, guests.names)
+	deleteRangeAndWait(b, r, rangeName)
 }

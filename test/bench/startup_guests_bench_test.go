@@ -54,7 +54,7 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 			b.StopTimer()
 			c := newConvergence(n)
 			for iter := 0; iter < b.N; iter++ {
-				connect := func(guests benchGuests) error { return connectGuests(b, r, proxy, servers, guests) }
+				connect := func(guests benchGuests) error { return connectGuests(r, proxy, servers, guests) }
 				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
 			}
 			c.report(b)
@@ -70,7 +70,7 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 // cluster-owner rights there), the kubeconfig Secret <name>-kubeconfig holds the proxy's
 // kubeconfig, the provisioning cluster's status names that Secret, and the management cluster is
 // Connected.
-func connectGuests(t testing.TB, r *rancher.World, proxy *guests.ClusterProxy, servers []*controlplane.Guest, s benchGuests) error {
+func connectGuests(r *rancher.World, proxy *guests.ClusterProxy, servers []*controlplane.Guest, s benchGuests) error {
 	index := map[string]int{}
 	for i, name := range s.names {
 		index[name] = i
@@ -110,7 +110,7 @@ func connectGuests(t testing.TB, r *rancher.World, proxy *guests.ClusterProxy, s
 }
 
 // dropKubeconfigs deletes the guests' kubeconfig Secrets.
-func dropKubeconfigs(t testing.TB, r *rancher.World, s benchGuests) error {
+func dropKubeconfigs(r *rancher.World, s benchGuests) error {
 	return rig.Parallel(s.names, func(name string) error {
 		return r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(context.Background(), name+"-kubeconfig", metav1.DeleteOptions{})
 	})
