@@ -55,9 +55,12 @@ func NewWorld(cfg *rest.Config) (*World, error) {
 	// client-go's default of 5 requests a second would make a benchmark measure the client.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	w := &World{Dyn: dynamic.NewForConfigOrDie(cfg)}
+	w := &World{}
 	var err error
 	if w.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if w.Dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
 	prov, err := provisioning.NewFactoryFromConfig(cfg)
