@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/backup"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 const resourceSetName = "kube-fip-operator-resource-set"
@@ -28,7 +28,7 @@ func renderBackup(t *testing.T, ns string, values map[string]interface{}) []*uns
 		t.Fatal(err)
 	}
 	objs, err := Render(c, RenderOptions{Namespace: ns, Values: values, KubeVersion: testKubeVersion,
-		APIVersions: []string{CRDAPIVersion, testenv.ResourceSetAPIVersion}})
+		APIVersions: []string{CRDAPIVersion, backup.ResourceSetAPIVersion}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestBackupResourceSetOffByDefault(t *testing.T) {
 func TestBackupResourceSet(t *testing.T) {
 	const ns = "fip-elsewhere"
 	objs := renderBackup(t, ns, backupOn())
-	var set testenv.ResourceSet
+	var set backup.ResourceSet
 	rendered := find(t, objs, "ResourceSet", resourceSetName)
 	convert(t, rendered, &set)
 	if set.APIVersion != "resources.cattle.io/v1" || set.Namespace != "" {
@@ -67,7 +67,7 @@ func TestBackupResourceSet(t *testing.T) {
 	}
 
 	deploy := find(t, objs, "Deployment", "kube-fip-operator")
-	want := testenv.ControllerReference{APIVersion: "apps/v1", Resource: "deployments", Namespace: deploy.GetNamespace(), Name: deploy.GetName()}
+	want := backup.ControllerReference{APIVersion: "apps/v1", Resource: "deployments", Namespace: deploy.GetNamespace(), Name: deploy.GetName()}
 	if len(set.ControllerReferences) != 1 || set.ControllerReferences[0] != want || deploy.GetNamespace() != ns {
 		t.Errorf("controllerReferences %+v, want only %+v", set.ControllerReferences, want)
 	}
@@ -159,7 +159,7 @@ func TestBackupResourceSetNeedsRancherBackups(t *testing.T) {
 // TestBackupReadme: the README's Backup names the ResourceSet the chart renders, and its Restore
 // keeps objects created since the backup (prune off), as the text explains.
 func TestBackupReadme(t *testing.T) {
-	section, err := testenv.ReadmeSection("### Rancher Backups")
+	section, err := rig.ReadmeSection("### Rancher Backups")
 	if err != nil {
 		t.Fatal(err)
 	}

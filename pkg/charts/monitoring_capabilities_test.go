@@ -1,11 +1,10 @@
 package charts
 
 import (
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // monitoringSwitches are the values that each render one monitoring.coreos.com object, its kind
@@ -71,7 +70,7 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 // TestRunbookURLs: every alert carries a runbook_url into the project's README on GitHub whose
 // anchor is a heading of README.md's Troubleshooting section, also with another base URL.
 func TestRunbookURLs(t *testing.T) {
-	section, err := testenv.ReadmeSection("## Troubleshooting")
+	section, err := rig.ReadmeSection("## Troubleshooting")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,13 @@
 package charts
 
 import (
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // eventOnlyReasons are reasons the operator gives only to Events, never to a condition: discovery's
@@ -63,7 +62,7 @@ func TestReadmeTroubleshootingReasons(t *testing.T) {
 	if len(reasons) < 40 {
 		t.Fatalf("found only %d reasons in pkg/; the scan misses the code", len(reasons))
 	}
-	section, err := testenv.ReadmeSection("## Troubleshooting")
+	section, err := rig.ReadmeSection("## Troubleshooting")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -465,7 +464,7 @@ func TestNothingWantedCreatesNothing(t *testing.T) {
 }
 
 // TestProviderReadsTheWrittenPools: the ConfigMap as written, read the way kube-vip-cloud-provider
-// reads it (testenv.ProviderPool), gives each namespace its own addresses and every other one the
+// reads it (guests.ProviderPool), gives each namespace its own addresses and every other one the
 // global addresses, of both families.
 func TestProviderReadsTheWrittenPools(t *testing.T) {
 	c, kube := fakeGuest()
@@ -481,7 +480,7 @@ func TestProviderReadsTheWrittenPools(t *testing.T) {
 		{"default", "cidr-global", addrs("10.0.0.5", "10.0.0.6", "10.0.0.9", "fd00::1")},
 		{"team-a", "cidr-team-a", addrs("10.0.0.20", "fd00::a")},
 	} {
-		pool, key, err := testenv.ProviderPool(context.Background(), kube, KubevipConfigMapNamespace, KubevipConfigMap, tc.namespace)
+		pool, key, err := guests.ProviderPool(context.Background(), kube, KubevipConfigMapNamespace, KubevipConfigMap, tc.namespace)
 		if err != nil || !slices.Equal(pool, tc.pool) || key != tc.key {
 			t.Errorf("namespace %s: the provider's pool = %v from %s, %v; want %v from %s", tc.namespace, pool, key, err, tc.pool, tc.key)
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // archive packs files (paths below the chart's directory) as a chart archive.
@@ -118,8 +117,8 @@ func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
 	limits := testLimits()
 	in := newTestInstaller(t, limits)
 	ctx := context.Background()
-	stalled := testenv.StallingServerForTest(t)
-	healthy := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
+	stalled := chartrepo.StallingServerForTest(t)
+	healthy := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
 
 	sources := []Release{
 		{Chart: "kube-vip", RepoURL: "http://" + stalled, Version: "0.1.0"},

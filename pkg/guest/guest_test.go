@@ -14,24 +14,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // rig is one real guest API server behind the test cluster proxy.
 type rig struct {
-	env    *testenv.Environment
-	guest  *testenv.Guest
-	proxy  *testenv.ClusterProxy
+	env    *controlplane.Environment
+	guest  *controlplane.Guest
+	proxy  *guests.ClusterProxy
 	direct kubernetes.Interface
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	env, err := testenv.Start()
+	env, err := controlplane.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := testenv.StartClusterProxy()
+	proxy, err := guests.StartClusterProxy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +74,16 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 		if state, err := c.Check(ctx); state != Connected || err != nil {
 			t.Fatalf("Check = %v, %v; want Connected", state, err)
 		}
-		r.proxy.SetMode("c-m-guest001", testenv.ProxyNotProvisioned)
+		r.proxy.SetMode("c-m-guest001", guests.ProxyNotProvisioned)
 		if state, err := c.Check(ctx); state != Provisioning {
 			t.Errorf("Check before the cluster is provisioned (503) = %v, %v; want Provisioning", state, err)
 		}
 		r.proxy.DisconnectDelay = 200 * time.Millisecond
-		r.proxy.SetMode("c-m-guest001", testenv.ProxyDisconnected)
+		r.proxy.SetMode("c-m-guest001", guests.ProxyDisconnected)
 		if state, err := c.Check(ctx); state != Unreachable {
 			t.Errorf("Check with the tunnel down (500) = %v, %v; want Unreachable", state, err)
 		}
-		r.proxy.SetMode("c-m-guest001", testenv.ProxyConnected)
+		r.proxy.SetMode("c-m-guest001", guests.ProxyConnected)
 		if state, err := r.client(t, "wrong-token").Check(ctx); state != Unauthorized {
 			t.Errorf("Check with a wrong token (401) = %v, %v; want Unauthorized", state, err)
 		}
@@ -202,9 +203,9 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	c := r.client(t, "token-1")
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
-	oci := testenv.OCIRegistryForTest(t)
-	ref, err := oci.Push(testenv.KubevipCloudProviderChart("0.2.10"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
+	oci := chartrepo.OCIRegistryForTest(t)
+	ref, err := oci.Push(chartrepo.KubevipCloudProviderChart("0.2.10"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
 		t.Errorf("update allowed but nothing changed = %v, %v; want unchanged", out, err)
 	}
-	if err := repo.Add(testenv.KubevipChart("0.1.1")); err != nil {
+	if err := repo.Add(chartrepo.KubevipChart("0.1.1")); err != nil {
 		t.Fatal(err)
 	}
 	kubevip.Version = "0.1.1"
@@ -290,14 +291,14 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	c := r.client(t, "token-1")
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.1.0"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
 	in, err := NewInstaller(t.TempDir(), DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	cfg := r.helm(t)
-	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1, Chart: testenv.KubevipChart("0.1.0"),
+	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1, Chart: chartrepo.KubevipChart("0.1.0"),
 		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Now()}}
 	if err := cfg.Releases.Create(stuck); err != nil {
 		t.Fatal(err)

@@ -9,12 +9,12 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
 )
 
 // TestForeignReleasesAreLeftAlone: with kubevipReleaseName naming the Harvester cloud provider's
@@ -27,20 +27,20 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	if err := r.guest.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.9"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
 	in, err := NewInstaller(t.TempDir(), DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := Release{Namespace: "kube-system", Name: testenv.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true}
+	rel := Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true}
 	var foreign *ForeignRelease
-	if out, err := in.Ensure(ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != testenv.HarvesterRelease {
+	if out, err := in.Ensure(ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
 		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
 	}
 	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{}); err != nil {
 		t.Errorf("the Harvester cloud provider's Deployment: %v", err)
 	}
-	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", testenv.HarvesterRelease); !errors.As(err, &foreign) {
+	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", controlplane.HarvesterRelease); !errors.As(err, &foreign) {
 		t.Errorf("ProviderConfigMap followed a foreign release: %v", err)
 	}
 }
@@ -52,14 +52,14 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	c := r.client(t, "token-1")
-	repo := testenv.ChartRepoForTest(t, testenv.KubevipChart("0.9.9"))
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
 	in, err := NewInstaller(t.TempDir(), DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := r.helm(t)
 	hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-hook-ran\n  namespace: kube-system\n"
-	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99, Chart: testenv.KubevipChart("0.9.9"),
+	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99, Chart: chartrepo.KubevipChart("0.9.9"),
 		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
 		Hooks: []*release.Hook{{Name: "forged-hook-ran", Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
 			Events: []release.HookEvent{release.HookPreDelete}}}}

@@ -4,24 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func get(url string) (int, string, error) {
 	resp, err := (&http.Client{Timeout: time.Second}).Get(url)
@@ -36,17 +26,16 @@ func get(url string) (int, string, error) {
 // waitFor polls url until it answers with code or a second passes.
 func waitFor(t *testing.T, url string, code int) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, body, err := get(url)
-		if err == nil && got == code {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: code %d, err %v; want %d", url, got, err, code)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got int
+	var body string
+	var err error
+	if !rig.Within(5*time.Second, func() bool {
+		got, body, err = get(url)
+		return err == nil && got == code
+	}) {
+		t.Fatalf("GET %s: code %d, err %v; want %d", url, got, err, code)
 	}
+	return body
 }
 
 func TestServerEndpointsReadinessAndPortChange(t *testing.T) {
@@ -56,7 +45,7 @@ func TestServerEndpointsReadinessAndPortChange(t *testing.T) {
 	s := NewServer(m, "127.0.0.1")
 	go s.Run(ctx)
 
-	first := freePort(t)
+	first := rig.FreePort(t)
 	s.SetPort(first)
 	base := fmt.Sprintf("http://127.0.0.1:%d", first)
 	waitFor(t, base+"/healthz", http.StatusOK)
@@ -77,7 +66,7 @@ func TestServerEndpointsReadinessAndPortChange(t *testing.T) {
 		}
 	}
 
-	second := freePort(t)
+	second := rig.FreePort(t)
 	s.SetPort(second)
 	waitFor(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", second), http.StatusOK)
 	if _, _, err := get(base + "/healthz"); err == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // contractAddr is a floating IP the kube-vip under contract is asked to serve.
@@ -142,7 +142,7 @@ func renderKubevip(t *testing.T, values string, post postrender.PostRenderer) ([
 		t.Fatalf("values %q: %v", values, problems)
 	}
 	rel := release(cfg, cfg.Kubevip, "kube-vip")
-	return charts.Render(testenv.KubevipChart(config.DefaultKubevipChartVersion), charts.RenderOptions{
+	return charts.Render(chartrepo.KubevipChart(config.DefaultKubevipChartVersion), charts.RenderOptions{
 		ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values, PostRenderer: post})
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // TestRenderedObjectsAreJudged: what the chart renders is judged, not what the values asked: the
@@ -47,7 +47,7 @@ func TestRenderedObjectsAreJudged(t *testing.T) {
 	// The provider chart as installed passes its own policy; kube-vip's policy refuses it.
 	cfg := config.Default()
 	rel := release(cfg, cfg.KubevipCloudProvider, "kube-vip-cloud-provider")
-	provider := testenv.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
+	provider := chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 	own := newRenderPolicy("kube-vip-cloud-provider", "kube-system", config.DefaultPolicy(), nil)
 	if _, err := charts.Render(provider, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values,
 		PostRenderer: guest.Judged{Judge: own.judge, Done: own.done}}); err != nil {

@@ -1,3 +1,0 @@
-// Package integration holds the tests that run the operator binary against a real kube-apiserver
-// and etcd (pkg/testenv). It has no code of its own.
-package integration

@@ -1,0 +1,592 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+// BenchmarkDiscoveryConvergence creates N complete Harvester guest clusters at once — namespace,
+// provisioning cluster (and its management cluster), cloud credential and HarvesterConfig — against
+// the real API server with the operator running, and reports the time until every one holds its
+// address and the API requests that took. It checks that every cluster got exactly one address and
+// no address was handed out twice; it asserts nothing about time. The operator's flags end with
+// the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
+//
+//	s-to-converge            first object created → last address held
+//	s-to-create              first object created → every FloatingIP exists (discovery's part)
+//	s-after-last-created     last object created → last address held
+//
+// and, per cluster, the requests the API server counted in that time (see convergence.report):
+// alloc-writes, alloc-reads, events, conflicts, throttled and writes. The writes include the
+// benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
+func BenchmarkDiscoveryConvergence(b *testing.B) {
+	r := shared.Rancher(b)
+	p := runningBenchOperator(b, r, "kube-fip-bench")
+	fips := watchFloatingIPs(b)
+	for i, n := range []int{10, 100, 1000} {
+		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchmarkConvergence(b, r, p, fips, n, cidr) })
+	}
+}
+
+func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Process, fips *fipWatch, n int, cidr string) {
+	b.StopTimer()
+	harv := fmt.Sprintf("harv-bench%d", n)
+	rangeName := fmt.Sprintf("disc-bench%d", n)
+	if err := addBenchRange(r, rangeName, harv, cidr); err != nil {
+		b.Fatal(err)
+	}
+	defer deleteRange(b, r, rangeName)
+
+	c := newConvergence(n)
+	for iter := 0; iter < b.N; iter++ {
+		guests := newBenchGuests(fmt.Sprintf("bench%d-%d", n, iter), n, harv)
+		t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
+			if err := addGuests(r, guests); err != nil {
+				b.Fatal(err)
+			}
+			return p
+		})
+		c.time("s-to-converge", t.done.Sub(t.start))
+		c.time("s-to-create", t.allExist.Sub(t.start))
+		c.time("s-after-last-created", t.done.Sub(t.acted))
+		teardown(b, r, rangeName, guests.names)
+	}
+	c.report(b)
+}
+
+// startBenchOperator starts the operator with its Lease, Events and kube-fip-config in ns and the
+// words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
+// Its kube-fip-config sets addressRetention to 0, and nothing else: the benchmarks delete their
+// clusters and then their range, which would otherwise wait a day for the retained addresses.
+func startBenchOperator(b *testing.B, ns string) *controlplane.Process {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+		Data: map[string]string{config.KeyAddressRetention: "0"}}
+	cms := kubernetes.NewForConfigOrDie(shared.Env.Config).CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatalf("writing the benchmark operator's %s: %v", config.ConfigMapName, err)
+	}
+	args := []string{"--kubeconfig", shared.Env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(rig.FreePort(b))}
+	args = append(args, benchOperatorArgs()...)
+	p, err := controlplane.StartOperator(shared.Operator, nil, chartRuntimeEnv(b), args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// chartRuntimeEnv is the Go runtime's environment the chart gives the operator with its default
+// values (GOMEMLIMIT from goMemoryLimit), so that the benchmarks measure the operator as installed.
+// $BENCH_GO_MEMORY_LIMIT, when set, takes the place of the chart's GOMEMLIMIT ("off": none).
+func chartRuntimeEnv(b *testing.B) []string {
+	env := chartGoEnv(b)
+	limit, ok := os.LookupEnv("BENCH_GO_MEMORY_LIMIT")
+	if !ok {
+		return env
+	}
+	out := []string{"GOMEMLIMIT=" + limit}
+	for _, v := range env {
+		if !strings.HasPrefix(v, "GOMEMLIMIT=") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// chartGoEnv is the GO* environment of the chart's Deployment rendered with its default values.
+func chartGoEnv(b *testing.B) []string {
+	b.Helper()
+	var env []string
+	for _, obj := range chartrepo.RenderOperatorChart(b, "kube-fip", nil) {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range containers {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]interface{}), "env")
+			for _, v := range vars {
+				name, _, _ := unstructured.NestedString(v.(map[string]interface{}), "name")
+				value, _, _ := unstructured.NestedString(v.(map[string]interface{}), "value")
+				if strings.HasPrefix(name, "GO") {
+					env = append(env, name+"="+value)
+				}
+			}
+		}
+	}
+	return env
+}
+
+// runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
+// waits until its controllers run, and stops it when the benchmark ends.
+func runningBenchOperator(b *testing.B, r *rancher.World, ns string) *controlplane.Process {
+	shared.CreateNamespace(b, ns)
+	p := startBenchOperator(b, ns)
+	b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
+	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// benchOperatorArgs are the words of $BENCH_OPERATOR_ARGS, flags for the benchmarks' operator.
+func benchOperatorArgs() []string { return strings.Fields(os.Getenv("BENCH_OPERATOR_ARGS")) }
+
+// fipWatch is a cache of every FloatingIP fed by a watch until the benchmark ends: progress is read
+// from it rather than by listing every FloatingIP again and again, which would load the API server
+// being measured. It also counts the writes the watch shows that changed nothing but the guest
+// pass's fields, to tell the guest pass's status writes from the allocation path's.
+type fipWatch struct {
+	kubefipcontrollers.FloatingIPCache
+	guestWrites atomic.Int64
+}
+
+func watchFloatingIPs(b *testing.B) *fipWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	factory := kubefip.NewFactoryFromConfigOrDie(shared.Env.Config)
+	w := &fipWatch{FloatingIPCache: factory.Kubefip().V1().FloatingIP().Cache()}
+	_, err := factory.Kubefip().V1().FloatingIP().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*v1.FloatingIP)
+			updated, ok2 := newObj.(*v1.FloatingIP)
+			if ok1 && ok2 && old.ResourceVersion != updated.ResourceVersion && guestFieldsOnly(old, updated) {
+				w.guestWrites.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := factory.Start(ctx, 1); err != nil {
+		b.Fatal(err)
+	}
+	if err := factory.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// guestFieldsOnly tells whether a FloatingIP changed in nothing the allocation path writes: its
+// metadata, spec, address, range, observed generation and Allocated condition are as they were, so
+// the write was the guest pass's (its GuestConfigured and KubevipInstalled conditions, guest
+// state, and the Ready condition both compute).
+func guestFieldsOnly(old, updated *v1.FloatingIP) bool {
+	allocated := func(f *v1.FloatingIP) interface{} {
+		c, _ := v1.GetCondition(f.Status.Conditions, v1.Allocated)
+		return []interface{}{f.Spec, f.Annotations, f.Finalizers, f.DeletionTimestamp, f.Status.IPAddress, f.Status.Range,
+			f.Status.ClusterName, f.Status.ObservedGeneration, c}
+	}
+	return equality.Semantic.DeepEqual(allocated(old), allocated(updated))
+}
+
+// benchGuests are the guest clusters of one iteration, all on one Harvester cluster and network.
+type benchGuests struct {
+	names  []string
+	byName map[string]rancher.Guest
+}
+
+// newBenchGuests names n guests prefix-0000, prefix-0001, … on the Harvester cluster harv, vlan10.
+func newBenchGuests(prefix string, n int, harv string) benchGuests {
+	s := benchGuests{names: make([]string, n), byName: map[string]rancher.Guest{}}
+	for i := range s.names {
+		g := rancher.Guest{Name: fmt.Sprintf("%s-%04d", prefix, i), Harvester: "c-m-" + harv, Display: harv, Network: rancher.Network("vlan10")}
+		g.ID = "c-m-" + g.Name
+		s.names[i], s.byName[g.Name] = g.Name, g
+	}
+	return s
+}
+
+// addGuests creates every part of every guest, 16 guests at a time, in addGuest's order but for
+// the Harvester cluster, which addBenchRange created: creating it again for every guest would be
+// answered 409 and counted among the conflicts.
+func addGuests(r *rancher.World, s benchGuests) error {
+	return rig.Parallel(s.names, func(name string) error {
+		steps := r.Steps(s.byName[name])
+		for _, step := range []string{"credential", "config", "namespace", "cluster"} {
+			if err := steps[step](); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// addBenchRange creates the Harvester cluster harv (its management cluster) and a range for its
+// network vlan10.
+func addBenchRange(r *rancher.World, name, harv, cidr string) error {
+	if err := r.AddManagementCluster("c-m-"+harv, harv); err != nil {
+		return err
+	}
+	_, err := r.FIPs.FloatingIPRange().Create(&v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			v1.AnnotationHarvesterClusterName: harv, v1.AnnotationHarvesterNetworkName: "vlan10"}},
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr},
+	})
+	if err != nil {
+		return fmt.Errorf("creating range %s: %w", name, err)
+	}
+	return nil
+}
+
+// convergence sums one sub-benchmark's figures over its iterations.
+type convergence struct {
+	clusters int
+	runs     int
+	seconds  map[string]float64     // metric → sum over the runs
+	requests map[requestKey]float64 // requests counted in the measured windows
+	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
+	guestWrites float64
+	// peakRSS is the operator process's peak resident memory in MiB, summed over the runs that
+	// read it.
+	peakRSS     float64
+	peakRSSRuns int
+}
+
+func newConvergence(clusters int) *convergence {
+	return &convergence{clusters: clusters, seconds: map[string]float64{}, requests: map[requestKey]float64{}}
+}
+
+// timings are the moments of one measured run.
+type timings struct {
+	start    time.Time // the timer started
+	acted    time.Time // act returned
+	allExist time.Time // every guest's FloatingIP exists
+	done     time.Time // every guest's FloatingIP holds an address
+}
+
+// measure reads the API server's request counters, starts the timer and runs act, which sets
+// things in motion and returns the running operator; it waits until every guest's FloatingIP holds
+// an address (failing if the operator exits), stops the timer, reads the counters again, adds the
+// difference and checks from the API server that every guest holds an address of its own.
+func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process) timings {
+	before := apiRequests(b, r)
+	guestBefore := fips.guestWrites.Load()
+	var t timings
+	b.StartTimer()
+	t.start = time.Now()
+	p := act()
+	t.acted = time.Now()
+	t.allExist, t.done = waitConverged(b, p, fips, guests, 10*time.Minute)
+	b.StopTimer()
+	// The watch's count first: it lags the API server's, so a guest write may be missing from it,
+	// never one the API server has not counted; the allocation path's figure errs high, not low.
+	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
+	after := apiRequests(b, r)
+	if err := allAllocated(r, guests); err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			c.requests[k] += d
+		}
+	}
+	c.runs++
+	return t
+}
+
+// time adds one run's duration to metric.
+func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] += d.Seconds() }
+
+// peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
+// figures; p must still run.
+func (c *convergence) peak(b *testing.B, p *controlplane.Process) {
+	bytes, err := p.PeakRSS()
+	if err != nil {
+		b.Fatalf("reading the operator's peak RSS: %v", err)
+	}
+	mib := float64(bytes) / (1 << 20)
+	limit := "none"
+	for _, v := range chartRuntimeEnv(b) {
+		if l, ok := strings.CutPrefix(v, "GOMEMLIMIT="); ok {
+			limit = l
+		}
+	}
+	// Printed as well: a run that fails later reports no metric.
+	fmt.Printf("%s: operator peak RSS %.1f MiB (GOMEMLIMIT %s)\n", b.Name(), mib, limit)
+	c.peakRSS += mib
+	c.peakRSSRuns++
+}
+
+// mean is metric's mean over the runs.
+func (c *convergence) mean(metric string) float64 { return c.seconds[metric] / float64(c.runs) }
+
+// perCluster is the mean number of requests per run and cluster that match.
+func (c *convergence) perCluster(match func(requestKey) bool) float64 {
+	var sum float64
+	for k, v := range c.requests {
+		if k.resource != "leases" && match(k) {
+			sum += v
+		}
+	}
+	return sum / float64(c.runs) / float64(c.clusters)
+}
+
+// report reports the mean of every time metric and, per cluster, the requests the API server
+// counted in the measured windows (leader-election leases excluded, every answer code included):
+//
+//	alloc-writes/cluster  POST, PUT, PATCH, DELETE on floatingips, floatingipranges,
+//	                      floatingipallocations and their status
+//	guest-status-writes/cluster
+//	                      of those, the FloatingIP writes that changed only what the guest
+//	                      pass writes (see guestFieldsOnly), as the watch showed them
+//	alloc-path-writes/cluster
+//	                      the difference: the allocation path's writes, its 409s included
+//	alloc-reads/cluster   GET on those and on secrets
+//	events/cluster        writes of Events
+//	conflicts/cluster     requests answered 409 Conflict
+//	throttled/cluster     requests answered 429 Too Many Requests (the API server's Priority and
+//	                      Fairness; a client's own rate limiter never reaches the server)
+//	writes/cluster        every write
+//
+// and prints the table of requests per cluster by verb, resource and code.
+func (c *convergence) report(b *testing.B) {
+	if c.runs == 0 {
+		return
+	}
+	for metric := range c.seconds {
+		b.ReportMetric(c.mean(metric), metric)
+	}
+	if c.peakRSSRuns > 0 {
+		b.ReportMetric(c.peakRSS/float64(c.peakRSSRuns), "MiB-peak-rss")
+	}
+	allocWrites := c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() })
+	guestWrites := c.guestWrites / float64(c.runs) / float64(c.clusters)
+	b.ReportMetric(allocWrites, "alloc-writes/cluster")
+	b.ReportMetric(guestWrites, "guest-status-writes/cluster")
+	b.ReportMetric(allocWrites-guestWrites, "alloc-path-writes/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.verb == "GET" && (k.allocation() || k.resource == "secrets") }), "alloc-reads/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.resource == "events" }), "events/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "409" }), "conflicts/cluster")
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "429" }), "throttled/cluster")
+	b.ReportMetric(c.perCluster(requestKey.write), "writes/cluster")
+	// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
+	fmt.Printf("%s: %s", b.Name(), c.table())
+}
+
+// table lists the requests per run and cluster by verb, resource and code, most first; rows
+// under 0.005 per cluster are summed into one line.
+func (c *convergence) table() string {
+	type row struct {
+		k requestKey
+		v float64
+	}
+	var rows []row
+	for k, v := range c.requests {
+		if k.resource != "leases" {
+			rows = append(rows, row{k, v / float64(c.runs) / float64(c.clusters)})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].v != rows[j].v {
+			return rows[i].v > rows[j].v
+		}
+		return rows[i].k.String() < rows[j].k.String()
+	})
+	var out strings.Builder
+	fmt.Fprintf(&out, "API requests per cluster (N=%d, %d run(s), leases excluded; flags from BENCH_OPERATOR_ARGS: %q):\n", c.clusters, c.runs, strings.Join(benchOperatorArgs(), " "))
+	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "VERB\tRESOURCE\tCODE\tPER CLUSTER")
+	var rest float64
+	var restRows int
+	for _, x := range rows {
+		if x.v < 0.005 {
+			rest += x.v
+			restRows++
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%11.3f\n", x.k.verb, x.k.path(), x.k.code, x.v)
+	}
+	if restRows > 0 {
+		fmt.Fprintf(w, "\t(%d rows under 0.005)\t\t%11.3f\n", restRows, rest)
+	}
+	_ = w.Flush()
+	return out.String()
+}
+
+// requestKey is one series of the API server's apiserver_request_total, less the labels the
+// benchmarks do not tell apart (group, version, scope, component, dry_run).
+type requestKey struct {
+	verb, resource, subresource, code string
+}
+
+// write tells whether the verb changes something.
+func (k requestKey) write() bool {
+	switch k.verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
+		return true
+	}
+	return false
+}
+
+// allocation tells whether the request is on the allocation path: FloatingIPs, ranges, and
+// (once they exist) FloatingIPAllocations, or their status.
+func (k requestKey) allocation() bool {
+	switch k.resource {
+	case "floatingips", "floatingipranges", "floatingipallocations":
+		return k.subresource == "" || k.subresource == "status"
+	}
+	return false
+}
+
+// path is resource/subresource; for a request not on a resource the path the API server names
+// (/healthz, /livez, /readyz) or "(non-resource)" (/metrics, /version, discovery).
+func (k requestKey) path() string {
+	switch {
+	case k.resource == "" && k.subresource != "":
+		return k.subresource
+	case k.resource == "":
+		return "(non-resource)"
+	case k.subresource == "":
+		return k.resource
+	}
+	return k.resource + "/" + k.subresource
+}
+
+func (k requestKey) String() string { return k.verb + " " + k.path() + " " + k.code }
+
+// apiRequests reads the API server's own count of the requests it answered since it started,
+// apiserver_request_total, by verb, resource, subresource and code.
+func apiRequests(b *testing.B, r *rancher.World) map[requestKey]float64 {
+	raw, err := r.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatalf("parsing the API server's metrics: %v", err)
+	}
+	family, ok := families["apiserver_request_total"]
+	if !ok {
+		b.Fatal("the API server's metrics have no apiserver_request_total")
+	}
+	counts := map[requestKey]float64{}
+	for _, m := range family.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		k := requestKey{verb: labels["verb"], resource: labels["resource"], subresource: labels["subresource"], code: labels["code"]}
+		counts[k] += m.GetCounter().GetValue()
+	}
+	return counts
+}
+
+// waitConverged waits until every guest's FloatingIP holds an address, as the watch shows them,
+// and returns when the last FloatingIP was created and when the last address was held. It fails
+// at once if the operator p exits.
+func waitConverged(b *testing.B, p *controlplane.Process, fips kubefipcontrollers.FloatingIPCache, guests []string, timeout time.Duration) (allExist, done time.Time) {
+	var exist, held int
+	// The cache is local: look often, so that the times measured are close to the events.
+	err := rig.UntilEvery(20*time.Millisecond, timeout, "every FloatingIP holding an address", p.Exited, func() (bool, error) {
+		exist, held = 0, 0
+		for _, name := range guests {
+			if x, err := fips.Get("c-m-"+name, name+"-kubevip"); err == nil {
+				exist++
+				if suite.Allocated(x) {
+					held++
+				}
+			}
+		}
+		done = time.Now()
+		if exist == len(guests) && allExist.IsZero() {
+			allExist = done
+		}
+		return held == len(guests), nil
+	})
+	if err != nil {
+		b.Fatalf("%v: %d of %d FloatingIPs exist, %d hold an address; the operator's output ends:\n%s", err, exist, len(guests), held, rig.LastLines(p.Logs(), 60))
+	}
+	return allExist, done
+}
+
+// allAllocated checks, from the API server itself, that every guest has exactly one FloatingIP,
+// holding an address no other guest holds.
+func allAllocated(r *rancher.World, guests []string) error {
+	list, err := r.FIPs.FloatingIP().List("", metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	byNamespace := map[string][]v1.FloatingIP{}
+	for _, x := range list.Items {
+		byNamespace[x.Namespace] = append(byNamespace[x.Namespace], x)
+	}
+	holder := map[string]string{}
+	for _, name := range guests {
+		fips := byNamespace["c-m-"+name]
+		if len(fips) != 1 || !suite.Allocated(&fips[0]) {
+			return fmt.Errorf("guest %s has %d FloatingIPs, allocated: %v", name, len(fips), len(fips) == 1 && suite.Allocated(&fips[0]))
+		}
+		if other, dup := holder[fips[0].Status.IPAddress]; dup {
+			return fmt.Errorf("%s is held by both %s and %s", fips[0].Status.IPAddress, other, name)
+		}
+		holder[fips[0].Status.IPAddress] = name
+	}
+	return nil
+}
+
+// teardown deletes the guests' provisioning clusters and waits until the operator deleted their
+// FloatingIPs and released every address.
+func teardown(b *testing.B, r *rancher.World, rangeName string, guests []string) {
+	if err := rig.Parallel(guests, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
+		b.Fatal(err)
+	}
+	held := 0
+	if !rig.Within(10*time.Minute, func() bool {
+		held = len(suite.HeldIn(b, r.FIPs, rangeName))
+		return held == 0
+	}) {
+		b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, held)
+	}
+}
+
+func deleteRange(b *testing.B, r *rancher.World, name string) {
+	if err := r.FIPs.FloatingIPRange().Delete(name, nil); err != nil {
+		b.Errorf("deleting range %s: %v", name, err)
+	}
+}
+
+// deleteRangeAndWait deletes a range and waits until it is gone: the operator, which must still
+// run, removes its finalizer.
+func deleteRangeAndWait(b *testing.B, r *rancher.World, name string) {
+	deleteRange(b, r, name)
+	var err error
+	if !rig.Within(2*time.Minute, func() bool {
+		_, err = r.FIPs.FloatingIPRange().Get(name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		b.Fatalf("range %s still there 2 minutes after its deletion (%v)", name, err)
+	}
+}

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+// benchGuestServers is how many real guest API servers the clusters of BenchmarkStartupWithGuests
+// share, round robin.
+const benchGuestServers = 8
+
+// BenchmarkStartupWithGuests is BenchmarkStartupConvergence with every guest reachable, as a new
+// installation meets a Rancher that already runs its clusters: each management cluster is
+// Connected, each provisioning cluster names the kubeconfig Secret Rancher writes, and each
+// guest answers through the test cluster proxy with its own token and Rancher user. So the guest
+// passes — the Secret's GET, the probe through the proxy, the kube-vip ConfigMap — run alongside
+// the allocations, under the configuration a new installation has (kubevipGuestInstall
+// clusterlabel: no chart for an unlabelled cluster). The clusters share benchGuestServers real
+// guest API servers; a pass costs the operator the same whichever guest answers it.
+//
+// It reports what BenchmarkStartupConvergence reports, and
+//
+//	s-to-guests-configured  operator process started → every FloatingIP GuestConfigured=True
+func BenchmarkStartupWithGuests(b *testing.B) {
+	r := shared.Rancher(b)
+	fips := watchFloatingIPs(b)
+	proxy := shared.StartClusterProxy(b)
+	servers := make([]*controlplane.Guest, benchGuestServers)
+	for i := range servers {
+		g, err := shared.Env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(g.StopSoon)
+		servers[i] = g
+	}
+	for i, n := range []int{100, 1000} {
+		cidr := fmt.Sprintf("10.%d.0.0/16", 183+i)
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			c := newConvergence(n)
+			for iter := 0; iter < b.N; iter++ {
+				connect := func(guests benchGuests) error { return connectGuests(r, proxy, servers, guests) }
+				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
+			}
+			c.report(b)
+			if s := c.mean("s-to-converge"); s > 0 {
+				b.ReportMetric(float64(n)/s, "clusters/s")
+			}
+		})
+	}
+}
+
+// connectGuests makes every guest reachable through proxy, as Rancher records a running cluster:
+// a guest API server of servers answers for it with a token and Rancher user of its own (with
+// cluster-owner rights there), the kubeconfig Secret <name>-kubeconfig holds the proxy's
+// kubeconfig, the provisioning cluster's status names that Secret, and the management cluster is
+// Connected.
+func connectGuests(r *rancher.World, proxy *guests.ClusterProxy, servers []*controlplane.Guest, s benchGuests) error {
+	index := map[string]int{}
+	for i, name := range s.names {
+		index[name] = i
+	}
+	return rig.Parallel(s.names, func(name string) error {
+		g := s.byName[name]
+		token := "token-" + name
+		if err := proxy.Register(g.ID, servers[index[name]%len(servers)], token); err != nil {
+			return fmt.Errorf("registering %s with the cluster proxy: %w", g.ID, err)
+		}
+		kc, err := proxy.Kubeconfig(g.ID, token)
+		if err != nil {
+			return err
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: rancher.FleetNamespace}, Data: map[string][]byte{"value": kc}}
+		if _, err := r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the kubeconfig Secret of %s: %w", name, err)
+		}
+		m, err := r.Mgmt.Get(g.ID, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
+		if _, err := r.Mgmt.UpdateStatus(m); err != nil {
+			return fmt.Errorf("marking management cluster %s Connected: %w", g.ID, err)
+		}
+		p, err := r.Prov.Get(rancher.FleetNamespace, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.ClientSecretName = name + "-kubeconfig"
+		if _, err := r.Prov.UpdateStatus(p); err != nil {
+			return fmt.Errorf("naming the kubeconfig Secret of %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// dropKubeconfigs deletes the guests' kubeconfig Secrets.
+func dropKubeconfigs(r *rancher.World, s benchGuests) error {
+	return rig.Parallel(s.names, func(name string) error {
+		return r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(context.Background(), name+"-kubeconfig", metav1.DeleteOptions{})
+	})
+}
+
+// waitGuestsConfigured waits until every guest's FloatingIP says GuestConfigured=True and returns
+// when the last one did.
+func waitGuestsConfigured(b *testing.B, p *controlplane.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
+	var configured int
+	var last *v1.FloatingIP
+	var done time.Time
+	err := rig.Until(timeout, "every guest configured", p.Exited, func() (bool, error) {
+		configured, last = 0, nil
+		for _, name := range guests {
+			x, err := fips.Get("c-m-"+name, name+"-kubevip")
+			if err == nil && v1.GuestConfigured.IsTrue(x) {
+				configured++
+			} else if err == nil {
+				last = x
+			}
+		}
+		done = time.Now()
+		return configured == len(guests), nil
+	})
+	if err != nil {
+		b.Fatalf("%v: %d of %d guests configured; one that is not: %s; the operator's output ends:\n%s", err, configured, len(guests), suite.StatusText(last), rig.LastLines(p.Logs(), 60))
+	}
+	return done
+}

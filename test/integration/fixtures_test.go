@@ -1,0 +1,358 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rancher/wrangler/v2/pkg/condition"
+	"github.com/rancher/wrangler/v2/pkg/genericcondition"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+// fixture is one test's corner of the shared API server: its own namespace for FloatingIPs and the
+// operator, and ranges named after it.
+type fixture struct {
+	t      *testing.T
+	ns     string
+	api    kubefipAPI
+	ranges []string
+	extra  []string
+}
+
+type kubefipAPI = kubefipcontrollers.Interface
+
+func newFixture(t *testing.T, ns string) *fixture {
+	t.Helper()
+	shared.CreateNamespace(t, ns)
+	f := &fixture{t: t, ns: ns, api: shared.Kubefip}
+	// Registered first, so it runs last, after the test's own operators stopped.
+	t.Cleanup(f.cleanup)
+	return f
+}
+
+// cleanup deletes the fixture's FloatingIPs and ranges with an operator of its own (the finalizers
+// need one) and waits until they are gone, so that the next test starts on a clean API server.
+func (f *fixture) cleanup() {
+	// The cleanup deletes FloatingIPs of guest clusters whose Rancher objects are gone: their
+	// addresses are released, not retained for a day.
+	f.retentionOff()
+	p, err := controlplane.StartOperator(shared.Operator, nil, nil, "--kubeconfig", shared.Env.Kubeconfig,
+		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(f.t)))
+	if err != nil {
+		f.t.Errorf("cleanup: %v", err)
+		return
+	}
+	defer func() { _ = p.Stop(20 * time.Second) }()
+	for _, ns := range f.extra {
+		if list, err := f.api.FloatingIP().List(ns, metav1.ListOptions{}); err == nil {
+			for _, x := range list.Items {
+				_ = f.api.FloatingIP().Delete(ns, x.Name, nil)
+			}
+		}
+	}
+	for _, name := range f.ranges {
+		// A retained address holds its range for a day: let it go, as a person would.
+		for _, a := range suite.RetainedIn(f.t, f.api, name) {
+			_ = f.api.FloatingIPAllocation().Delete(a.Name, nil)
+		}
+		if left := f.deleteRangeAndWait(name); left != "" {
+			f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s:\n%s\ncleanup operator's output ends:\n%s",
+				name, f.ns, left, rig.LastLines(p.Logs(), 60))
+		}
+	}
+}
+
+// operator starts the operator for this fixture's namespace and returns it and its metrics port.
+// It may install from the tests' loopback chart repositories and registries; extra flags come
+// after, so a test can set its own allow-list.
+func (f *fixture) operator(extra ...string) (*controlplane.Process, int) {
+	f.t.Helper()
+	port := rig.FreePort(f.t)
+	p := startOperator(f.t, f.ns, port, append(controlplane.LoopbackChartSourceArgs(), extra...)...)
+	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
+		f.t.Fatal(err)
+	}
+	return p, port
+}
+
+func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
+	f.t.Helper()
+	r, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			v1.AnnotationHarvesterClusterName: "harvester-" + f.ns,
+			v1.AnnotationHarvesterNetworkName: "vlan10",
+		}},
+		// The test's FloatingIPs live in its own namespaces (extra ones registered before the
+		// range), which no Rancher guest cluster owns.
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude, AllowedNamespaces: append([]string{f.ns}, f.extra...)},
+	})
+	if err != nil {
+		f.t.Fatalf("creating range %s: %v", name, err)
+	}
+	f.ranges = append(f.ranges, name)
+	return r
+}
+
+// deleteRangeAndWait deletes the fixture's FloatingIPs and then the range, and waits until both
+// are gone; if they are not gone within 60s it describes what is left.
+func (f *fixture) deleteRangeAndWait(name string) string {
+	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+	if err == nil {
+		for _, x := range list.Items {
+			_ = f.api.FloatingIP().Delete(f.ns, x.Name, nil)
+		}
+	}
+	_ = f.api.FloatingIPRange().Delete(name, nil)
+	if rig.Within(60*time.Second, func() bool {
+		fips, err1 := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+		_, err2 := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+		return err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2)
+	}) {
+		return ""
+	}
+	return f.leftovers(name)
+}
+
+// leftovers describes what of the fixture's FloatingIPs, range name and its allocations is still
+// there, for a cleanup that did not finish.
+func (f *fixture) leftovers(name string) string {
+	var out strings.Builder
+	if fips, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{}); err == nil {
+		for _, x := range fips.Items {
+			fmt.Fprintf(&out, "FloatingIP %s: finalizers %v, deleting %v, spec %q, status %q in %q\n",
+				x.Name, x.Finalizers, x.DeletionTimestamp != nil, x.Spec.IPAddress, x.Status.IPAddress, x.Status.Range)
+		}
+	}
+	if r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil {
+		fmt.Fprintf(&out, "FloatingIPRange %s: finalizers %v, used %d, conditions %+v\n", name, r.Finalizers, r.Status.Used, r.Status.Conditions)
+	}
+	for addr, a := range suite.HeldIn(f.t, f.api, name) {
+		fmt.Fprintf(&out, "FloatingIPAllocation %s: owner %s/%s %s\n", addr, a.Namespace, a.Name, a.UID)
+	}
+	return out.String()
+}
+
+func (f *fixture) createFIP(name, rangeName, ip string) *v1.FloatingIP {
+	f.t.Helper()
+	x, err := f.api.FloatingIP().Create(f.fip(name, rangeName, ip))
+	if err != nil {
+		f.t.Fatalf("creating FloatingIP %s: %v", name, err)
+	}
+	return x
+}
+
+func (f *fixture) fip(name, rangeName, ip string) *v1.FloatingIP {
+	return &v1.FloatingIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Annotations: map[string]string{
+			v1.AnnotationClusterName:     name,
+			v1.AnnotationFloatingIPRange: rangeName,
+			v1.AnnotationUpdateConfigMap: "true",
+		}},
+		Spec: v1.FloatingIPSpec{IPAddress: ip},
+	}
+}
+
+func (f *fixture) getFIP(name string) *v1.FloatingIP {
+	f.t.Helper()
+	x, err := f.api.FloatingIP().Get(f.ns, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("getting FloatingIP %s: %v", name, err)
+	}
+	return x
+}
+
+func (f *fixture) getRange(name string) *v1.FloatingIPRange {
+	f.t.Helper()
+	r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("getting range %s: %v", name, err)
+	}
+	return r
+}
+
+// waitFIP waits until the FloatingIP satisfies cond, reporting its last state on timeout.
+func (f *fixture) waitFIP(name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
+	f.t.Helper()
+	var last *v1.FloatingIP
+	if !rig.Within(timeout, func() bool {
+		x, err := f.api.FloatingIP().Get(f.ns, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		last = x
+		return cond(x)
+	}) {
+		f.t.Fatalf("FloatingIP %s/%s: timed out waiting for %s; last: spec=%+v status=%s", f.ns, name, what, specOf(last), suite.StatusText(last))
+	}
+	return last
+}
+
+func (f *fixture) waitRange(name string, timeout time.Duration, what string, cond func(*v1.FloatingIPRange) bool) *v1.FloatingIPRange {
+	f.t.Helper()
+	var last *v1.FloatingIPRange
+	gone := false
+	if !rig.Within(timeout, func() bool {
+		r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
+		if err == nil {
+			last = r
+			return cond(r)
+		}
+		gone = apierrors.IsNotFound(err) && cond(nil)
+		return gone
+	}) {
+		desc := "gone"
+		if last != nil {
+			desc = fmt.Sprintf("%+v", last.Status)
+		}
+		f.t.Fatalf("range %s: timed out waiting for %s; last status: %s", name, what, desc)
+	}
+	if gone {
+		return nil
+	}
+	return last
+}
+
+func specOf(x *v1.FloatingIP) interface{} {
+	if x == nil {
+		return nil
+	}
+	return x.Spec
+}
+
+func reasonIs(reason string) func(*v1.FloatingIP) bool {
+	return func(x *v1.FloatingIP) bool {
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.Ready)
+		return ok && c.Status == corev1.ConditionFalse && c.Reason == reason
+	}
+}
+
+func rangeReason(reason string) func(*v1.FloatingIPRange) bool {
+	return func(r *v1.FloatingIPRange) bool {
+		c, ok := v1.GetCondition(r.Status.Conditions, v1.Ready)
+		return r != nil && ok && c.Reason == reason
+	}
+}
+
+func message(conds []genericcondition.GenericCondition, typ condition.Cond) string {
+	c, _ := v1.GetCondition(conds, typ)
+	return c.Message
+}
+
+// held returns the addresses FloatingIPs hold in range rangeName, read from the
+// FloatingIPAllocation objects: address → holder, as the range's status recorded them before those
+// objects existed. Addresses retained for deleted clusters are not held: see retainedIn.
+func (f *fixture) held(rangeName string) map[string]v1.Allocation {
+	f.t.Helper()
+	return suite.HeldIn(f.t, f.api, rangeName)
+}
+
+// checkRecord asserts the invariants between a range's allocations and the FloatingIPs: every
+// address held once, by the FloatingIP (the same object, by UID) that shows it, no FloatingIP
+// holding two, the range's counts exact (once its batched status write came) and its legacy
+// record empty.
+func (f *fixture) checkRecord(rangeName string, wantUsed int) {
+	f.t.Helper()
+	var held map[string]v1.Allocation
+	var r *v1.FloatingIPRange
+	consistent := rig.Within(10*time.Second, func() bool {
+		held = f.held(rangeName)
+		r = f.getRange(rangeName)
+		return len(held) == wantUsed && r.Status.Used == int64(wantUsed)
+	})
+	if !consistent {
+		f.t.Errorf("range %s: %d allocations (status used %d), want %d", rangeName, len(held), r.Status.Used, wantUsed)
+	}
+	if len(r.Status.Allocations) != 0 {
+		f.t.Errorf("range %s keeps a legacy record: %v", rangeName, r.Status.Allocations)
+	}
+	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	byAddr := map[string][]v1.FloatingIP{}
+	owners := map[string][]string{}
+	for _, x := range list.Items {
+		if x.Status.Range == rangeName && x.Status.IPAddress != "" {
+			byAddr[x.Status.IPAddress] = append(byAddr[x.Status.IPAddress], x)
+		}
+	}
+	for addr, a := range held {
+		owners[string(a.UID)] = append(owners[string(a.UID)], addr)
+	}
+	for uid, addrs := range owners {
+		if len(addrs) > 1 {
+			f.t.Errorf("one FloatingIP (uid %s) holds %v", uid, addrs)
+		}
+	}
+	for addr, holders := range byAddr {
+		if len(holders) > 1 {
+			f.t.Errorf("address %s is shown as held by %d FloatingIPs", addr, len(holders))
+		}
+		a, ok := held[addr]
+		switch {
+		case !ok:
+			f.t.Errorf("FloatingIP %s shows %s, which range %s does not hold", holders[0].Name, addr, rangeName)
+		case a.Name != holders[0].Name || a.UID != holders[0].UID:
+			f.t.Errorf("range %s holds %s for %s/%s (%s), but %s (%s) shows it", rangeName, addr, a.Namespace, a.Name, a.UID, holders[0].Name, holders[0].UID)
+		}
+	}
+}
+
+func listAll() metav1.ListOptions { return metav1.ListOptions{} }
+
+// extraNamespace adds a namespace whose FloatingIPs the fixture's cleanup deletes too.
+func (f *fixture) extraNamespace(ns string) {
+	f.extra = append(f.extra, ns)
+}
+
+func (f *fixture) createFIPIn(ns, name, rangeName, ip string) *v1.FloatingIP {
+	f.t.Helper()
+	x := f.fip(name, rangeName, ip)
+	x.Namespace = ns
+	x.Annotations[v1.AnnotationClusterName] = strings.TrimSuffix(name, "-kubevip")
+	created, err := f.api.FloatingIP().Create(x)
+	if err != nil {
+		f.t.Fatalf("creating FloatingIP %s/%s: %v", ns, name, err)
+	}
+	return created
+}
+
+func (f *fixture) waitFIPIn(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
+	f.t.Helper()
+	g := &fixture{t: f.t, ns: ns, api: f.api}
+	return g.waitFIP(name, timeout, what, cond)
+}
+
+// retentionOff sets addressRetention to 0 in the fixture's kube-fip-config, keeping its other keys.
+func (f *fixture) retentionOff() {
+	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	cms := kube.CoreV1().ConfigMaps(f.ns)
+	cm, err := cms.Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: map[string]string{"addressRetention": "0"}}
+		_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
+	case err == nil:
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["addressRetention"] = "0"
+		_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		f.t.Errorf("cleanup: turning address retention off: %v", err)
+	}
+}

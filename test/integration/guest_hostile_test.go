@@ -1,0 +1,724 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/repo"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+)
+
+// Hostile guests and hostile configuration, shown against real guest API servers with the operator
+// binary running: what the unit tests in pkg/guest (ownership_test.go) and
+// pkg/controllers/guestcluster (renderpolicy_test.go) show of the parts, here end to end.
+
+// countingChartRepo is a chart repository on a loopback port that counts every request it gets,
+// so that a test can show a chart was never even fetched.
+type countingChartRepo struct {
+	URL      string
+	requests atomic.Int64
+}
+
+func startCountingChartRepo(t *testing.T, charts ...*chart.Chart) *countingChartRepo {
+	t.Helper()
+	dir := t.TempDir()
+	r := &countingChartRepo{}
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		files.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	for _, c := range charts {
+		if _, err := chartutil.Save(c, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The index lists the archives on this very server, so the downloads are counted too.
+	index, err := repo.IndexDirectory(dir, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index.SortEntries()
+	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// defaultCharts are the stand-ins of the chart versions the operator installs by default.
+func defaultCharts() []*chart.Chart {
+	return []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
+}
+
+// kubevipValuesWith is the operator's default kube-vip values, YAML, with edit applied: the
+// injected string is then the only thing wrong with them, and the refusal must be about it.
+func kubevipValuesWith(t *testing.T, edit func(map[string]interface{})) string {
+	t.Helper()
+	values := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(config.DefaultKubevipChartValues), &values); err != nil {
+		t.Fatal(err)
+	}
+	edit(values)
+	out, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// hostWorkloads describes every workload or Pod in the guest that shares the host's process or
+// IPC namespace, mounts a host path, or runs a container other than kube-vip's own: what the
+// injections would have put there.
+func hostWorkloads(t *testing.T, gc *guestCluster) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	judge := func(what string, spec corev1.PodSpec) {
+		if spec.HostPID || spec.HostIPC {
+			out = append(out, what+" shares the host's PID or IPC namespace")
+		}
+		for _, v := range spec.Volumes {
+			if v.HostPath != nil {
+				out = append(out, fmt.Sprintf("%s mounts host path %s", what, v.HostPath.Path))
+			}
+		}
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			run := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+			if strings.Contains(c.Image, "alpine") || strings.Contains(run, "chroot") {
+				out = append(out, fmt.Sprintf("%s runs container %s (%s %s)", what, c.Name, c.Image, run))
+			}
+		}
+	}
+	apps := gc.direct.AppsV1()
+	dss, err := apps.DaemonSets("").List(ctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range dss.Items {
+		judge("DaemonSet "+x.Namespace+"/"+x.Name, x.Spec.Template.Spec)
+	}
+	deps, err := apps.Deployments("").List(ctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range deps.Items {
+		judge("Deployment "+x.Namespace+"/"+x.Name, x.Spec.Template.Spec)
+	}
+	sts, err := apps.StatefulSets("").List(ctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range sts.Items {
+		judge("StatefulSet "+x.Namespace+"/"+x.Name, x.Spec.Template.Spec)
+	}
+	jobs, err := gc.direct.BatchV1().Jobs("").List(ctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range jobs.Items {
+		judge("Job "+x.Namespace+"/"+x.Name, x.Spec.Template.Spec)
+	}
+	pods, err := gc.direct.CoreV1().Pods("").List(ctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range pods.Items {
+		judge("Pod "+x.Namespace+"/"+x.Name, x.Spec)
+	}
+	return out
+}
+
+// helmRecords are the Helm release records in every namespace of the guest matching selector
+// (besides owner=helm).
+func helmRecords(t *testing.T, gc *guestCluster, selector string) []corev1.Secret {
+	t.Helper()
+	if selector != "" {
+		selector = "," + selector
+	}
+	list, err := gc.direct.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm" + selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied: kubevipChartValues whose
+// strings carry line breaks that the kube-vip chart would print unquoted into its DaemonSet (a
+// second container that chroots into the host through image.pullPolicy; hostPID and a hostPath
+// volume of / through priorityClassName), and a template that would read every Secret of the guest
+// (lookup in extraArgs), are each refused before anything is fetched or applied: the FloatingIP's
+// KubevipInstalled is False with ChartValuesNotAllowed naming the key, a Warning Event says so, the
+// chart repository gets not one request, and the guest holds no release record, no DaemonSet, and
+// no workload sharing the host's PID namespace or mounting a host path. A Secret planted in the
+// guest never shows in an Event, a condition or the log. With the default values the same guest
+// gets the releases — so each "nothing there" above could have seen something.
+func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	charts := startCountingChartRepo(t, defaultCharts()...)
+	f := newFixture(t, "kube-fip-hinject")
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, shared.StartGuest(t, "hinject"))
+	f.extraNamespace(gc.id)
+
+	// What the lookup would read, had the template ever been evaluated.
+	planted := "planted-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-s3cret"
+	_, err := gc.direct.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "hostile-planted", Namespace: "kube-system"},
+		StringData: map[string]string{"token": planted},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name, at string
+		edit     func(map[string]interface{})
+	}{
+		{"a second container chrooting into the host through image.pullPolicy", "image.pullPolicy", func(v map[string]interface{}) {
+			v["image"].(map[string]interface{})["pullPolicy"] = "IfNotPresent\n        name: kv\n      - image: docker.io/library/alpine:3.20\n        command: [sh, -c, 'chroot /host id']"
+		}},
+		{"hostPID and a hostPath volume of / through priorityClassName", "priorityClassName", func(v map[string]interface{}) {
+			v["priorityClassName"] = "system-node-critical\n      hostPID: true\n      volumes: [{name: host, hostPath: {path: /}}]"
+		}},
+		{"a template listing every Secret of kube-system through extraArgs", "extraArgs.leaseDuration", func(v map[string]interface{}) {
+			v["extraArgs"] = map[string]interface{}{"leaseDuration": `{{ lookup "v1" "Secret" "kube-system" "" }}`}
+		}},
+	}
+	withValues := func(values string) {
+		data := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": charts.URL}
+		if values != "" {
+			data["kubevipChartValues"] = values
+		}
+		f.operatorConfig(data)
+	}
+	withValues(kubevipValuesWith(t, cases[0].edit))
+	p, _ := f.operator()
+	f.createRange("hinject", "10.181.0.0/28")
+	f.createFIPIn(gc.id, "hinject-kubevip", "hinject", "10.181.0.2")
+
+	for i, c := range cases {
+		if i > 0 {
+			withValues(kubevipValuesWith(t, c.edit))
+		}
+		// The message names the key that carries the injection, and says why.
+		want := c.at + " holds a line break or a template"
+		x := f.waitFIPIn(gc.id, "hinject-kubevip", 60*time.Second, c.name+": KubevipInstalled=False ChartValuesNotAllowed naming "+c.at,
+			func(x *v1.FloatingIP) bool {
+				return kubevipReason(config.ProblemChartValuesNotAllowed)(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), want)
+			})
+		if msg := message(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(msg, "kubevipChartValues") {
+			t.Errorf("%s: the condition %q does not name the ConfigMap key", c.name, msg)
+		}
+		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
+			return shared.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, config.ProblemChartValuesNotAllowed, want)
+		})
+		// The pass that wrote the refusal ran with these values and is over: had it, or any pass
+		// before it, fetched or applied something, it would show now. (Waiting for more passes
+		// would only wait out the backoff of a refused install, up to 30s a pass.)
+		if n := charts.requests.Load(); n != 0 {
+			t.Errorf("%s: the chart repository got %d requests; a refusal comes before any fetch", c.name, n)
+		}
+		if recs := helmRecords(t, gc, ""); len(recs) != 0 {
+			t.Errorf("%s: %d Helm release records in the guest, the first %s/%s", c.name, len(recs), recs[0].Namespace, recs[0].Name)
+		}
+		dss, err := gc.direct.AppsV1().DaemonSets("").List(ctx, listAll())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ds := range dss.Items {
+			t.Errorf("%s: DaemonSet %s/%s is in the guest", c.name, ds.Namespace, ds.Name)
+		}
+		for _, w := range hostWorkloads(t, gc) {
+			t.Errorf("%s: %s", c.name, w)
+		}
+	}
+	refused := time.Since(start)
+
+	// Nothing the guest holds reached what people read.
+	if texts := guestTexts(t, gc.id, f.ns); strings.Contains(texts, planted) {
+		t.Error("the planted Secret's value is in an Event or condition")
+	}
+	if strings.Contains(p.Logs(), planted) {
+		t.Error("the planted Secret's value is in the operator's log")
+	}
+
+	// The control: the same guest, operator and repository with the default values get both
+	// releases, so the checks above were looking where an install lands.
+	withValues("")
+	f.waitFIPIn(gc.id, "hinject-kubevip", 90*time.Second, "KubevipInstalled=True with the default values", func(x *v1.FloatingIP) bool {
+		return v1.KubevipInstalled.IsTrue(x)
+	})
+	if n := charts.requests.Load(); n == 0 {
+		t.Error("the install with the default values made no request to the chart repository: the count above proves nothing")
+	}
+	if recs := helmRecords(t, gc, "status=deployed"); len(recs) != 2 {
+		t.Errorf("%d deployed Helm releases with the default values; want 2", len(recs))
+	}
+	ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kube-vip's DaemonSet with the default values: %v", err)
+	}
+	if n := len(ds.Spec.Template.Spec.Containers); n != 1 {
+		t.Errorf("kube-vip's DaemonSet has %d containers", n)
+	}
+	for _, w := range hostWorkloads(t, gc) {
+		t.Errorf("with the default values: %s", w)
+	}
+	t.Logf("three injections refused in %s; installed with the default values after %s", refused.Round(100*time.Millisecond),
+		time.Since(start).Round(100*time.Millisecond))
+}
+
+// objectState is one live object of a release as read from the guest.
+type objectState struct {
+	resourceVersion string
+	generation      int64
+	obj             *unstructured.Unstructured
+}
+
+// releaseObjects reads every object the manifest of release namespace/name lists (from Helm's own
+// record) from the guest, keyed "Kind namespace/name".
+func releaseObjects(t *testing.T, gc *guestCluster, namespace, name string) map[string]objectState {
+	t.Helper()
+	ctx := context.Background()
+	rel, err := storage.Init(driver.NewSecrets(gc.direct.CoreV1().Secrets(namespace))).Last(name)
+	if err != nil {
+		t.Fatalf("release %s/%s: %v", namespace, name, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(gc.guest.Config)))
+	dyn := dynamic.NewForConfigOrDie(gc.guest.Config)
+	out := map[string]objectState{}
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		key := gvk.Kind + " " + u.GetName()
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns := u.GetNamespace()
+			if ns == "" {
+				ns = namespace
+			}
+			res = dyn.Resource(mapping.Resource).Namespace(ns)
+			key = gvk.Kind + " " + ns + "/" + u.GetName()
+		}
+		live, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s of release %s: %v", key, name, err)
+		}
+		out[key] = objectState{resourceVersion: live.GetResourceVersion(), generation: live.GetGeneration(), obj: live}
+	}
+	return out
+}
+
+// releaseRecordVersions is resourceVersion by name of the release's Helm records.
+func releaseRecordVersions(t *testing.T, gc *guestCluster, name string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range helmRecords(t, gc, "name="+name) {
+		out[s.Namespace+"/"+s.Name] = s.ResourceVersion + " " + s.Labels["version"] + " " + s.Labels["status"]
+	}
+	return out
+}
+
+// TestGuestHostileForeignReleaseIsLeftAlone: kube-fip-config names the Harvester cloud provider's
+// release as kube-vip's (kubevipReleaseName) with kubevipUpdate on, so an operator that took any
+// release of that name for its own would upgrade it to kube-vip and with it delete the cloud
+// provider. The release holds another chart: the FloatingIP says ForeignRelease naming it, and
+// over several passes not one of the release's objects and none of its records changes. Harvester's
+// kube-vip DaemonSet among them keeps serving too: the operator keeps it off the nodes only once
+// its own kube-vip is installed, which here it never is.
+func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
+	start := time.Now()
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
+	f := newFixture(t, "kube-fip-hforeign")
+	proxy := shared.StartClusterProxy(t)
+	g := shared.StartGuest(t, "hforeign")
+	if err := g.InstallHarvesterCloudProvider(); err != nil {
+		t.Fatal(err)
+	}
+	gc := rancherCluster(t, proxy, "hforeign", "c-m-hforeign", nil, g)
+	f.extraNamespace(gc.id)
+
+	before := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
+	records := releaseRecordVersions(t, gc, controlplane.HarvesterRelease)
+	provider := "Deployment kube-system/" + controlplane.HarvesterRelease
+	if _, ok := before[provider]; !ok {
+		t.Fatalf("the release lists no %s; it lists %v", provider, keys(before))
+	}
+	if len(records) != 1 {
+		t.Fatalf("the Harvester release has records %v; want one", records)
+	}
+
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL,
+		"kubevipReleaseName": controlplane.HarvesterRelease, "kubevipUpdate": "true"})
+	_, port := f.operator()
+	f.createRange("hforeign", "10.182.0.0/28")
+	f.createFIPIn(gc.id, "hforeign-kubevip", "hforeign", "10.182.0.2")
+
+	x := f.waitFIPIn(gc.id, "hforeign-kubevip", 60*time.Second, "KubevipInstalled=False ForeignRelease", kubevipReason(v1.ReasonForeignRelease))
+	msg := message(x.Status.Conditions, v1.KubevipInstalled)
+	if !strings.Contains(msg, "kube-system/"+controlplane.HarvesterRelease) || !strings.Contains(msg, `"`+controlplane.HarvesterRelease+`"`) {
+		t.Errorf("the condition %q does not name the release and the chart it holds", msg)
+	}
+	rig.Eventually(t, 30*time.Second, "a Warning Event ForeignRelease naming the release", func() bool {
+		return shared.HasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+controlplane.HarvesterRelease)
+	})
+	waitGuestPasses(t, port, gc)
+	first := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
+	// More passes, each of which would have upgraded the release had it taken it for its own
+	// (kubevipUpdate is on): at least five in all, the later ones backing off.
+	waitGuestPasses(t, port, gc)
+	after := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
+	if !v1.KubevipInstalled.IsFalse(f.getFIPIn(gc.id, "hforeign-kubevip")) {
+		t.Error("KubevipInstalled is no longer False")
+	}
+
+	if !reflect.DeepEqual(keys(before), keys(after)) {
+		t.Errorf("the release's objects were %v, now %v", keys(before), keys(after))
+	}
+	if _, ok := before["DaemonSet kube-system/"+guestclient.HarvesterDaemonSetName]; !ok {
+		t.Fatalf("the release lists no Harvester kube-vip DaemonSet; it lists %v", keys(before))
+	}
+	for key, b := range before {
+		a, ok := after[key]
+		if !ok {
+			continue
+		}
+		if a.resourceVersion != first[key].resourceVersion {
+			t.Errorf("%s changed during the later passes (resourceVersion %s, then %s)", key, first[key].resourceVersion, a.resourceVersion)
+		}
+		if a.resourceVersion != b.resourceVersion || a.generation != b.generation {
+			t.Errorf("%s changed: resourceVersion %s → %s, generation %d → %d", key, b.resourceVersion, a.resourceVersion, b.generation, a.generation)
+		}
+	}
+	if now := releaseRecordVersions(t, gc, controlplane.HarvesterRelease); !reflect.DeepEqual(now, records) {
+		t.Errorf("the release's records were %v, now %v: its revision changed", records, now)
+	}
+	// Nor did the operator put kube-vip beside it under another name.
+	if recs := helmRecords(t, gc, "name=kube-vip"); len(recs) != 0 {
+		t.Errorf("a kube-vip release was installed: %s", recs[0].Name)
+	}
+	t.Logf("%d objects of release %s unchanged over at least five passes; %s in all", len(before), controlplane.HarvesterRelease,
+		time.Since(start).Round(100*time.Millisecond))
+}
+
+func keys(m map[string]objectState) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// operatorMemoryLimit is the memory limit the operator chart, rendered with its defaults, sets
+// for the operator's container.
+func operatorMemoryLimit(t *testing.T) resource.Quantity {
+	t.Helper()
+	for _, obj := range chartrepo.RenderOperatorChart(t, "kube-fip-hbomb", nil) {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			c, _ := c.(map[string]interface{})
+			if c["name"] != "kube-fip-operator" {
+				continue
+			}
+			raw, ok, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+			if !ok {
+				t.Fatalf("the chart's operator container has no memory limit: %v", c["resources"])
+			}
+			q, err := resource.ParseQuantity(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		}
+	}
+	t.Fatal("the rendered operator chart has no Deployment with a kube-fip-operator container")
+	return resource.Quantity{}
+}
+
+// TestGuestHostileReleaseRecordBombLeavesOthersServed: guest A carries, before the operator
+// starts, a record of the kube-vip release stored in well under a MiB whose gzip expands to
+// 600 MiB. The operator reads it within bounds: guest B is installed and configured as if A were
+// not there, A's FloatingIP says the record is too large, the process never exits, and its peak
+// resident memory stays within the memory limit the operator chart gives its container.
+func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
+	ctx := context.Background()
+	limit := operatorMemoryLimit(t)
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
+	f := newFixture(t, "kube-fip-hbomb")
+	proxy := shared.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, shared.StartGuest(t, "hbomb-a"))
+	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, shared.StartGuest(t, "hbomb-b"))
+	f.extraNamespace(a.id)
+	f.extraNamespace(b.id)
+
+	const expanded = 600 << 20
+	record, err := guests.ReleaseRecordBomb(expanded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.kube-vip.v1", Namespace: "kube-system",
+			Labels: map[string]string{"owner": "helm", "name": "kube-vip", "status": "deployed", "version": "1"}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": record},
+	}
+	// The request that creates it must be one the API server takes (3 MiB at most), or the test
+	// would show nothing.
+	body, err := json.Marshal(bomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) >= 3<<20 {
+		t.Fatalf("the planted record's request is %d KiB, over the API server's 3 MiB", len(body)>>10)
+	}
+	if _, err := a.direct.CoreV1().Secrets("kube-system").Create(ctx, bomb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := a.direct.CoreV1().Secrets("kube-system").Get(ctx, bomb.Name, metav1.GetOptions{})
+	if err != nil || len(stored.Data["release"]) != len(record) {
+		t.Fatalf("the planted record was not stored whole: %v", err)
+	}
+	t.Logf("planted record: %d KiB stored (a %d KiB request), %d MiB once decompressed", len(record)>>10, len(body)>>10, expanded>>20)
+
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL})
+	start := time.Now()
+	p, port := f.operator()
+	f.createRange("hbomb", "10.183.0.0/28")
+	f.createFIPIn(a.id, "hbomb-a-kubevip", "hbomb", "10.183.0.2")
+	f.createFIPIn(b.id, "hbomb-b-kubevip", "hbomb", "10.183.0.3")
+
+	b.waitCIDR(t, "10.183.0.3/32", 90*time.Second)
+	f.waitFIPIn(b.id, "hbomb-b-kubevip", 30*time.Second, "guest B Configured", guestReason("Configured"))
+	served := time.Since(start)
+	x := f.waitFIPIn(a.id, "hbomb-a-kubevip", 60*time.Second, "guest A: KubevipInstalled=False saying the record is too large", func(x *v1.FloatingIP) bool {
+		return v1.KubevipInstalled.IsFalse(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), guestclient.ErrReleaseRecordTooLarge.Error())
+	})
+	c, _ := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
+	t.Logf("guest A: KubevipInstalled=%s %s: %s", c.Status, c.Reason, c.Message)
+	// More passes over both: A's read the record again, each time within bounds.
+	waitGuestPasses(t, port, a, b)
+	if !v1.GuestConfigured.IsTrue(f.getFIPIn(b.id, "hbomb-b-kubevip")) {
+		t.Error("guest B is no longer Configured")
+	}
+
+	select {
+	case <-p.Done():
+		t.Fatalf("the operator exited; its output ends:\n%s", rig.LastLines(p.Logs(), 40))
+	default:
+	}
+	peak, err := p.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	t.Logf("peak RSS %.1f MiB of the %.0f MiB limit (guest B configured %s after the start)", mib(peak), mib(limit.Value()),
+		served.Round(100*time.Millisecond))
+	if peak > limit.Value() {
+		t.Errorf("the operator's peak RSS, %.1f MiB, is over the %s its chart allows", mib(peak), limit.String())
+	}
+	if strings.Contains(p.Logs(), "panic") {
+		t.Errorf("the operator panicked:\n%s", rig.LastLines(p.Logs(), 40))
+	}
+}
+
+// TestGuestHostileForgedRecordRunsNoHook: a guest carries a record of the kube-vip release forged
+// as stuck in pending-install since 1970 (version 99), whose manifest lists a namespace of the
+// guest's and whose pre-delete hook binds cluster-admin to a user. The operator recovers the
+// release — a stuck first install is removed and installed afresh — without running the hook: the
+// ClusterRoleBinding never appears (watched from before the operator starts), the namespace is
+// still there and not being deleted, and the real kube-vip release ends up deployed.
+func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
+	f := newFixture(t, "kube-fip-hforged")
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, shared.StartGuest(t, "hforged"))
+	f.extraNamespace(gc.id)
+
+	const victim, binding, user = "forged-victim", "forged-admin", "mallory"
+	if _, err := gc.direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victim}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.direct.CoreV1().ConfigMaps(victim).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "precious"},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: binding, Annotations: map[string]string{"helm.sh/hook": "pre-delete"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	// The hook is one the guest would take: a dry run of it as the guest's administrator passes,
+	// so its absence later is the operator's doing, not the API server's.
+	if _, err := gc.direct.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("the hook's ClusterRoleBinding would not be created anyway: %v", err)
+	}
+	hook, err := yaml.Marshal(crb)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every ClusterRoleBinding that binds the user, from now on.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := gc.direct.RbacV1().ClusterRoleBindings().Watch(wctx, listAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var bound []string
+	go func() {
+		for ev := range w.ResultChan() {
+			x, ok := ev.Object.(*rbacv1.ClusterRoleBinding)
+			if !ok || ev.Type == watch.Bookmark {
+				continue
+			}
+			for _, s := range x.Subjects {
+				if s.Name == user || x.Name == binding {
+					mu.Lock()
+					bound = append(bound, fmt.Sprintf("%s %s → %s", ev.Type, x.Name, x.RoleRef.Name))
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+
+	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99,
+		Chart:    chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		Info:     &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
+		Manifest: "---\n# Source: kube-vip/templates/namespace.yaml\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + victim + "\n",
+		Hooks: []*release.Hook{{Name: binding, Kind: "ClusterRoleBinding", Path: "kube-vip/templates/hook.yaml", Manifest: string(hook),
+			Events: []release.HookEvent{release.HookPreDelete}}}}
+	if err := storage.Init(driver.NewSecrets(gc.direct.CoreV1().Secrets("kube-system"))).Create(forged); err != nil {
+		t.Fatal(err)
+	}
+
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL})
+	_, port := f.operator()
+	f.createRange("hforged", "10.184.0.0/28")
+	f.createFIPIn(gc.id, "hforged-kubevip", "hforged", "10.184.0.2")
+
+	// The real release: installed over the forged record, which the operator says it recovered.
+	f.waitFIPIn(gc.id, "hforged-kubevip", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool {
+		return v1.KubevipInstalled.IsTrue(x)
+	})
+	gc.waitCIDR(t, "10.184.0.2/32", 30*time.Second)
+	rig.Eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
+		return shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
+	})
+	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(guestclient.Recovered)) {
+		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
+	}
+	waitGuestPasses(t, port, gc)
+
+	recs := helmRecords(t, gc, "name=kube-vip")
+	if len(recs) != 1 || recs[0].Labels["status"] != "deployed" || recs[0].Labels[guestclient.OwnerLabel] == "" || recs[0].Labels["version"] == "99" {
+		var got []string
+		for _, s := range recs {
+			got = append(got, fmt.Sprintf("%s %v", s.Name, s.Labels))
+		}
+		t.Errorf("the kube-vip release records are %v; want one deployed, the operator's, not the forged one", got)
+	}
+	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {
+		t.Errorf("the real kube-vip DaemonSet: %v", err)
+	}
+
+	// The hook never ran.
+	if _, err := gc.direct.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding %s: %v; want it never created", binding, err)
+	}
+	cancel()
+	mu.Lock()
+	for _, b := range bound {
+		t.Errorf("a ClusterRoleBinding of user %s appeared: %s", user, b)
+	}
+	mu.Unlock()
+
+	// The namespace the forged manifest lists is the guest's, not the release's: removing a record
+	// read from the guest must not delete what that record claims. The guest API server runs no
+	// namespace controller, so a deleted namespace stays, Terminating: what tells is its deletion
+	// timestamp (in a real cluster everything in it would be gone).
+	ns, err := gc.direct.CoreV1().Namespaces().Get(ctx, victim, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		t.Errorf("namespace %s, listed in the forged manifest: %v", victim, err)
+	case ns.DeletionTimestamp != nil:
+		t.Errorf("namespace %s, listed in the forged manifest, is being deleted (since %s): removing the stuck record deleted what its manifest lists",
+			victim, ns.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	if _, err := gc.direct.CoreV1().ConfigMaps(victim).Get(ctx, "precious", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ConfigMap in %s: %v", victim, err)
+	}
+	t.Logf("forged record recovered and kube-vip installed in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+func eventMessages(t *testing.T, ns, name string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range shared.Events(t, ns, name) {
+		out = append(out, e.Type+" "+e.Reason+": "+e.Message)
+	}
+	return out
+}

@@ -1,0 +1,375 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"k8s.io/apimachinery/pkg/types"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+)
+
+// releaseDeployed reports whether the guest has release namespace/name in state deployed, read
+// from Helm's own release Secrets.
+func (gc *guestCluster) releaseDeployed(t *testing.T, namespace, name string) bool {
+	t.Helper()
+	list, err := gc.direct.CoreV1().Secrets(namespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: "owner=helm,status=deployed,name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items) == 1
+}
+
+// providerReads is where the kube-vip-cloud-provider Deployment of our release reads, and what
+// cidr-global holds there.
+func (gc *guestCluster) providerReads(t *testing.T, namespace string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name, err := guests.ProviderConfigMap(ctx, gc.direct, namespace, "kube-vip-cloud-provider")
+	if err != nil {
+		return "", ""
+	}
+	cm, err := gc.direct.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ns + "/" + name, ""
+	}
+	return ns + "/" + name, cm.Data["cidr-global"]
+}
+
+// TestGuestHarvesterCaseAllProviderGenerations: a guest carrying everything the Harvester cloud
+// provider chart leaves behind (release harvester-cloud-provider, its kube-vip DaemonSet,
+// ServiceAccount, ClusterRole, ClusterRoleBinding, Role and RoleBinding all named kube-vip) gets both
+// our releases deployed beside it, Harvester's DaemonSet neutralised, and the address where the
+// installed provider reads — for every generation of the provider chart and for a kubevipNamespace
+// other than kube-system. The provider's own lookup, run against the guest, finds the FloatingIP's
+// address and only that, and hands it to a LoadBalancer Service.
+func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
+	cases := []struct {
+		provider, namespace, wantConfigMap string
+	}{
+		{"0.2.2", "kube-system", "kube-system/kubevip"},
+		{"0.2.3", "kube-system", "kube-system/kube-vip-cloud-provider-cm"},
+		{"0.2.10", "kube-system", "kube-system/kubevip"},
+		{"0.2.3", "kube-vip-system", "kube-vip-system/kube-vip-cloud-provider-cm"},
+		{"0.2.10", "kube-vip-system", "kube-vip-system/kubevip"},
+	}
+	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
+	for _, c := range cases {
+		if err := repo.Add(chartrepo.KubevipCloudProviderChart(c.provider)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t, "c-m-harvcase")
+	proxy := shared.StartClusterProxy(t)
+	f.createRange("harvcase", "10.154.0.0/28")
+	base := map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
+	f.operatorConfig(base)
+	f.operator()
+	ctx := context.Background()
+	for i, c := range cases {
+		name := fmt.Sprintf("harv%d", i)
+		t.Run(c.provider+"-in-"+c.namespace, func(t *testing.T) {
+			g := shared.StartGuest(t, "harvcase-"+name)
+			if err := g.InstallHarvesterCloudProvider(); err != nil {
+				t.Fatal(err)
+			}
+			cfg := map[string]string{"kubevipNamespace": c.namespace, "kubevipCloudProviderChartVersion": c.provider}
+			for k, v := range base {
+				cfg[k] = v
+			}
+			f.operatorConfig(cfg)
+			id := fmt.Sprintf("c-m-harv%04d", i)
+			gc := rancherCluster(t, proxy, name, id, nil, g)
+			f.extraNamespace(id)
+			addr := fmt.Sprintf("10.154.0.%d", i+2)
+			f.createFIPIn(id, name+"-kubevip", "harvcase", addr)
+
+			rig.Eventually(t, 60*time.Second, "the FloatingIP Configured", func() bool {
+				x := f.getFIPIn(id, name+"-kubevip")
+				return v1.GuestConfigured.IsTrue(x)
+			})
+			for _, rel := range []string{"kube-vip", "kube-vip-cloud-provider"} {
+				if !gc.releaseDeployed(t, c.namespace, rel) {
+					t.Errorf("release %s/%s is not deployed", c.namespace, rel)
+				}
+			}
+			if !gc.releaseDeployed(t, "kube-system", controlplane.HarvesterRelease) {
+				t.Error("the Harvester cloud provider's release is no longer deployed")
+			}
+			if _, err := gc.direct.AppsV1().DaemonSets(c.namespace).Get(ctx, "kube-fip-kube-vip", metav1.GetOptions{}); err != nil {
+				t.Errorf("our kube-vip DaemonSet: %v", err)
+			}
+			ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+			if err != nil || ds.Spec.Template.Spec.NodeSelector["node-role.kubernetes.io/harvester-kube-vip-disabled"] != "true" {
+				t.Errorf("Harvester's kube-vip DaemonSet is not neutralised: %v", err)
+			}
+			where, cidr := gc.providerReads(t, c.namespace)
+			if where != c.wantConfigMap || cidr != addr+"/32" {
+				t.Errorf("the installed provider reads %s, which holds cidr-global %q; want %s with %s/32", where, cidr, c.wantConfigMap, addr)
+			}
+
+			// The provider's lookup, as its source does it, for a Service in namespace default.
+			ns, cm, err := guests.ProviderConfigMap(ctx, gc.direct, c.namespace, "kube-vip-cloud-provider")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool, key, err := guests.ProviderPool(ctx, gc.direct, ns, cm, "default")
+			if err != nil || key != "cidr-global" || len(pool) != 1 || pool[0] != netip.MustParseAddr(addr) {
+				t.Fatalf("the provider's pool = %v from key %q, %v; want exactly %s from cidr-global", pool, key, err, addr)
+			}
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "ingress", Namespace: "default"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+					Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+			}
+			if _, err := gc.direct.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := guests.ServeLoadBalancer(ctx, gc.direct, ns, cm, svc)
+			if err != nil || got.String() != addr {
+				t.Errorf("the LoadBalancer Service got %v, %v; want %s", got, err, addr)
+			}
+		})
+	}
+}
+
+// TestGuestInstallDisabledWritesTheOriginalConfigMap: with kubevipGuestInstall disabled the
+// provider is the user's own, and the address goes where the original operator wrote it,
+// kube-system/kubevip; no release is installed.
+func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
+	f := newFixture(t, "c-m-noinst")
+	proxy := shared.StartClusterProxy(t)
+	g := shared.StartGuest(t, "noinst")
+	if err := g.InstallHarvesterCloudProvider(); err != nil {
+		t.Fatal(err)
+	}
+	gc := rancherCluster(t, proxy, "noinst", "c-m-noinst01", map[string]string{"kube-vip": "true"}, g)
+	f.extraNamespace(gc.id)
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled", "kubevipNamespace": "kube-vip-system"})
+	f.operator()
+	f.createRange("noinst", "10.155.0.0/28")
+	f.createFIPIn(gc.id, "noinst-kubevip", "noinst", "10.155.0.3")
+	gc.waitCIDR(t, "10.155.0.3/32", 30*time.Second)
+	x := f.waitFIPIn(gc.id, "noinst-kubevip", 15*time.Second, "Configured", guestReason("Configured"))
+	if c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled); !ok || c.Reason != "NotWanted" {
+		t.Errorf("KubevipInstalled = %+v; want NotWanted", c)
+	}
+	for _, ns := range []string{"kube-system", "kube-vip-system"} {
+		list, err := gc.direct.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list.Items {
+			if s.Labels["name"] != controlplane.HarvesterRelease {
+				t.Errorf("release %s was installed in %s with kubevipGuestInstall disabled", s.Labels["name"], ns)
+			}
+		}
+	}
+}
+
+// setRancherConditions replaces the management cluster's conditions, as Rancher's controllers do.
+func setRancherConditions(t *testing.T, id string, conds ...mgmtv3.ClusterCondition) {
+	t.Helper()
+	mgmt := management.NewFactoryFromConfigOrDie(shared.Env.Config).Management().V3().Cluster()
+	m, err := mgmt.Get(id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Status.Conditions = conds
+	if _, err := mgmt.UpdateStatus(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cond(typ string, status corev1.ConditionStatus, reason string) mgmtv3.ClusterCondition {
+	return mgmtv3.ClusterCondition{Type: mgmtv3.ClusterConditionType(typ), Status: status, Reason: reason}
+}
+
+// TestGuestFollowsRancherClusterState walks one cluster through what Rancher shows while it
+// provisions, runs and loses its agent, and checks the guest state, reason and status metric of
+// each: never "down" while Rancher is still provisioning.
+func TestGuestFollowsRancherClusterState(t *testing.T) {
+	f := newFixture(t, "c-m-states")
+	proxy := shared.StartClusterProxy(t)
+	proxy.DisconnectDelay = 200 * time.Millisecond
+	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, shared.StartGuest(t, "states"))
+	f.extraNamespace(gc.id)
+	// A new RKE2 cluster: Connected=False, Ready=Unknown/Waiting, no Provisioned.
+	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Ready", corev1.ConditionUnknown, "Waiting"))
+	proxy.SetMode(gc.id, guests.ProxyNotProvisioned)
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
+	_, port := f.operator()
+	f.createRange("states", "10.156.0.0/28")
+	f.createFIPIn(gc.id, "states-kubevip", "states", "10.156.0.4")
+	metric := func(value string) func() bool {
+		return func() bool {
+			_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+			return strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="states",harvesterclustername="harvester-c-m-states"} `+value)
+		}
+	}
+	step := func(what, reason, state, value string) {
+		t.Helper()
+		x := f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, what, guestReason(reason))
+		if string(x.Status.GuestState) != state {
+			t.Errorf("%s: guest state %q, want %q", what, x.Status.GuestState, state)
+		}
+		rig.Eventually(t, 15*time.Second, what+": status metric "+value, metric(value))
+	}
+	step("not yet provisioned", "Provisioning", "Provisioning", "2")
+	x := f.getFIPIn(gc.id, "states-kubevip")
+	shows(t, "not yet provisioned", x, x.Status.Conditions, "Provisioning", true)
+	rig.Eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
+		return shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
+	})
+
+	// Connected, but the proxy still answers 503 ClusterUnavailable.
+	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionTrue, ""), cond("Provisioned", corev1.ConditionTrue, ""))
+	x = f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "503 from the proxy", func(x *v1.FloatingIP) bool {
+		c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
+		return strings.Contains(c.Message, "503")
+	})
+	if x.Status.GuestState != "Provisioning" {
+		t.Errorf("503 from the proxy: guest state %q, want Provisioning", x.Status.GuestState)
+	}
+
+	proxy.SetMode(gc.id, guests.ProxyConnected)
+	gc.waitCIDR(t, "10.156.0.4/32", 30*time.Second)
+	step("connected", "Configured", "Configured", "1")
+	x = f.getFIPIn(gc.id, "states-kubevip")
+	showsActive(t, "connected", x, x.Status.Conditions)
+
+	if err := proxy.RevokeClusterOwner(gc.id); err != nil {
+		t.Fatal(err)
+	}
+	step("cluster-owner rights removed", "NotClusterOwner", "Error", "0")
+	if !shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
+		t.Error("no Warning Event naming the missing cluster-owner role")
+	}
+	x = f.getFIPIn(gc.id, "states-kubevip")
+	shows(t, "cluster-owner rights removed", x, x.Status.Conditions, "NotClusterOwner", false)
+	if err := proxy.Register(gc.id, gc.guest, gc.token); err != nil {
+		t.Fatal(err)
+	}
+	step("rights back", "Configured", "Configured", "1")
+
+	proxy.SetMode(gc.id, guests.ProxyDisconnected)
+	step("tunnel broken (500)", "Disconnected", "Disconnected", "0")
+
+	// Rancher notices: Connected=False, Ready=False/Disconnected.
+	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Provisioned", corev1.ConditionTrue, ""),
+		cond("Ready", corev1.ConditionFalse, "Disconnected"))
+	x = f.waitFIPIn(gc.id, "states-kubevip", 30*time.Second, "Rancher reports the agent lost", func(x *v1.FloatingIP) bool {
+		c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
+		return c.Reason == "Disconnected" && strings.Contains(c.Message, "not connected")
+	})
+	if x.Status.GuestState != "Disconnected" {
+		t.Errorf("agent lost: guest state %q", x.Status.GuestState)
+	}
+}
+
+// TestGuestTwoFloatingIPsForOneCluster: two FloatingIPs naming one cluster are both written to its
+// guest, in one sorted cidr-global, and both are Configured. A watch on the guest's ConfigMap shows
+// its value never flips while passes run; removing one FloatingIP removes its address, and a key a
+// person added stays throughout.
+func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
+	f := newFixture(t, "c-m-twofips")
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, shared.StartGuest(t, "twofips"))
+	f.extraNamespace(gc.id)
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
+	_, port := f.operator()
+	f.createRange("twofips", "10.157.0.0/28")
+	f.createFIPIn(gc.id, "twofips-kubevip", "twofips", "10.157.0.9")
+	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
+	mine := map[string]interface{}{"data": map[string]string{"range-team-a": "10.157.1.0-10.157.1.9"}}
+	patch, _ := json.Marshal(mine)
+	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Patch(context.Background(), "kubevip", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := gc.direct.CoreV1().ConfigMaps("kube-system").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubevip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	seen := make(chan string, 1000)
+	go func() {
+		for ev := range w.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
+				seen <- cm.Data["cidr-global"]
+			}
+		}
+		close(seen)
+	}()
+
+	second := f.fip("twofips-second", "twofips", "10.157.0.2")
+	second.Namespace = gc.id
+	second.Annotations[v1.AnnotationClusterName] = "twofips"
+	if _, err := f.api.FloatingIP().Create(second); err != nil {
+		t.Fatal(err)
+	}
+	const both = "10.157.0.2/32,10.157.0.9/32" // sorted, whichever FloatingIP is older
+	gc.waitCIDR(t, both, 30*time.Second)
+	for _, name := range []string{"twofips-kubevip", "twofips-second"} {
+		x := f.waitFIPIn(gc.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
+			c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
+			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == "10.157.0.2,10.157.0.9"
+		})
+		if x.Status.GuestState != "Configured" {
+			t.Errorf("%s: guest state %q", name, x.Status.GuestState)
+		}
+	}
+	// Let at least three more passes of the cluster run (counted by the operator), then look at
+	// every value the ConfigMap had.
+	passes := func() int {
+		_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, `kubefipoperator_guestcluster_events{event="api_connection",guestclustername="twofips"`) &&
+				strings.Contains(l, `status="success"`) {
+				var n int // an unreadable value counts as no pass
+				_, _ = fmt.Sscanf(l[strings.LastIndex(l, " ")+1:], "%d", &n)
+				return n
+			}
+		}
+		return 0
+	}
+	start := passes()
+	rig.Eventually(t, 30*time.Second, "three more passes", func() bool { return passes() >= start+3 })
+
+	// The second one goes: its address leaves the guest.
+	if err := f.api.FloatingIP().Delete(gc.id, "twofips-second", nil); err != nil {
+		t.Fatal(err)
+	}
+	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
+	cancel()
+	var values []string
+	for v := range seen {
+		if len(values) == 0 || values[len(values)-1] != v {
+			values = append(values, v)
+		}
+	}
+	if strings.Join(values, " ") != "10.157.0.9/32 "+both+" 10.157.0.9/32" {
+		t.Errorf("the guest's cidr-global went %q; want one address, both, then one again", values)
+	}
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
+	if err != nil || cm.Data["range-team-a"] != "10.157.1.0-10.157.1.9" {
+		t.Errorf("the person's key did not survive: %v, %v", cm.Data, err)
+	}
+}

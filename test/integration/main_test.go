@@ -1,0 +1,12 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+// shared is the package's control plane and operator build.
+var shared suite.Shared
+
+func TestMain(m *testing.M) { shared.Main(m) }

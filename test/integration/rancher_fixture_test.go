@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+// guestCluster is a Rancher guest cluster as the operator sees it: a namespace c-m-xxxx, a
+// management cluster of that name, a provisioning cluster in fleet-default pointing at it, the
+// kubeconfig Secret Rancher writes, and a real API server behind the test cluster proxy.
+type guestCluster struct {
+	name   string
+	id     string
+	token  string
+	guest  *controlplane.Guest
+	direct kubernetes.Interface
+	world  *rancher.World
+}
+
+// rancherCluster creates the Rancher objects of a guest cluster reachable through proxy. With a nil
+// guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
+func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
+	t.Helper()
+	shared.CreateNamespace(t, id)
+	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g, world: shared.Rancher(t)}
+	if g != nil {
+		gc.direct = kubernetes.NewForConfigOrDie(g.Config)
+		if err := proxy.Register(id, g, gc.token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := proxy.Kubeconfig(id, gc.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig.Must(t, gc.world.AddCluster(rancher.Guest{Name: name, ID: id, Labels: labels, Kubeconfig: kc}))
+	return gc
+}
+
+// rotate gives the cluster a new token, as Rancher does: the proxy rejects the old one from now on
+// and the Secret carries the new kubeconfig.
+func (gc *guestCluster) rotate(t *testing.T, proxy *guests.ClusterProxy) {
+	t.Helper()
+	gc.token += "r"
+	proxy.SetToken(gc.id, gc.token)
+	kc, err := proxy.Kubeconfig(gc.id, gc.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig.Must(t, gc.world.SetKubeconfig(gc.name+"-kubeconfig", kc))
+}
+
+// kubevipCIDR returns cidr-global of the guest's kube-system/kubevip, "" when there is none.
+func (gc *guestCluster) kubevipCIDR(t *testing.T) string {
+	t.Helper()
+	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["cidr-global"]
+}
+
+// hasCIDR waits up to timeout for the guest's cidr-global to be want.
+func (gc *guestCluster) hasCIDR(t *testing.T, want string, timeout time.Duration) bool {
+	t.Helper()
+	return rig.Within(timeout, func() bool { return gc.kubevipCIDR(t) == want })
+}
+
+func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	rig.Eventually(t, timeout, fmt.Sprintf("guest %s kube-system/kubevip cidr-global=%s", gc.name, want), func() bool {
+		return gc.kubevipCIDR(t) == want
+	})
+}
+
+// waitGuestAddress waits until the guest's kube-system/kubevip cidr-global is the address its
+// FloatingIP fipName holds.
+func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout time.Duration) {
+	f.t.Helper()
+	x := f.waitFIPIn(gc.id, fipName, timeout, "an address", suite.Allocated)
+	gc.waitCIDR(f.t, guestclient.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
+}
+
+// operatorConfig writes the fixture's kube-fip-config.
+func (f *fixture) operatorConfig(data map[string]string) {
+	f.t.Helper()
+	shared.WriteOperatorConfig(f.t, f.ns, data)
+}
+
+// guestPasses is how many passes the operator serving metrics on port has finished over guest
+// cluster name, whatever state they left it in.
+func guestPasses(t *testing.T, port int, name string) float64 {
+	t.Helper()
+	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	n := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "kubefipoperator_guestcluster_passes_total{") && strings.Contains(line, `guestclustername="`+name+`"`) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
+}
+
+// waitGuestPasses waits until two more passes over each of the guest clusters have finished. The
+// second began after the first ended, so at least one whole pass ran after the call: a known later
+// event, after which what such a pass must not do is shown not to have happened.
+func waitGuestPasses(t *testing.T, port int, clusters ...*guestCluster) {
+	t.Helper()
+	want := make([]float64, len(clusters))
+	for i, gc := range clusters {
+		want[i] = guestPasses(t, port, gc.name) + 2
+	}
+	rig.Eventually(t, time.Minute, fmt.Sprintf("two more passes over each of %d guest clusters", len(clusters)), func() bool {
+		for i, gc := range clusters {
+			if guestPasses(t, port, gc.name) < want[i] {
+				return false
+			}
+		}
+		return true
+	})
+}

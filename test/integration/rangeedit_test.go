@@ -1,0 +1,195 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
+)
+
+func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		r := f.getRange(name)
+		edit(r)
+		_, err := f.api.FloatingIPRange().Update(r)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			f.t.Fatalf("editing range %s: %v", name, err)
+		}
+	}
+}
+
+// editFIPIn edits FloatingIP ns/name as a person would, again on a fresh copy when the operator
+// wrote it in between.
+func (f *fixture) editFIPIn(ns, name string, edit func(*v1.FloatingIP)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		x := f.getFIPIn(ns, name)
+		edit(x)
+		_, err := f.api.FloatingIP().Update(x)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			f.t.Fatalf("editing FloatingIP %s/%s: %v", ns, name, err)
+		}
+	}
+}
+
+func rangeReady(r *v1.FloatingIPRange) bool {
+	return r != nil && v1.Ready.IsTrue(r) && r.Status.ObservedGeneration == r.Generation
+}
+
+// TestRangeEdits: growing keeps every allocation; a shrink or an exclude that would orphan
+// allocated addresses is flagged with the addresses named, drops nothing and stops new
+// allocations until it is undone; a range with allocations is protected from deletion until they
+// are released; an empty range is deleted at once.
+func TestRangeEdits(t *testing.T) {
+	f := newFixture(t, "c-m-edits")
+	f.operator()
+	f.createRange("edits", "10.145.0.0/28")
+	f.createFIP("a", "edits", "10.145.0.2")
+	f.createFIP("b", "edits", "10.145.0.3")
+	f.waitFIP("a", 30*time.Second, "allocated", suite.Allocated)
+	f.waitFIP("b", 30*time.Second, "allocated", suite.Allocated)
+
+	// Grow.
+	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/27" })
+	f.waitRange("edits", 30*time.Second, "grown to 30 with 2 kept", func(r *v1.FloatingIPRange) bool {
+		return rangeReady(r) && r.Status.Capacity == "30" && r.Status.Used == 2 && len(f.held("edits")) == 2
+	})
+	f.createFIP("c", "edits", "10.145.0.20")
+	f.waitFIP("c", 30*time.Second, "10.145.0.20 in the grown range", suite.Allocated)
+
+	// Shrink that would orphan 10.145.0.20.
+	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/28" })
+	r := f.waitRange("edits", 30*time.Second, "OrphanedAllocations", rangeReason("OrphanedAllocations"))
+	if msg := message(r.Status.Conditions, v1.Ready); !strings.Contains(msg, "10.145.0.20") || !strings.Contains(msg, f.ns+"/c") {
+		t.Errorf("the shrink condition does not name the orphaned address and holder: %q", msg)
+	}
+	if held := f.held("edits"); len(held) != 3 {
+		t.Errorf("the refused shrink dropped allocations: %+v", held)
+	}
+	if !shared.HasEvent(t, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
+		t.Error("no OrphanedAllocations Warning Event on the range")
+	}
+	shows(t, "a shrink that would orphan an address", r, r.Status.Conditions, "OrphanedAllocations", false)
+	f.createFIP("d", "edits", "")
+	f.waitFIP("d", 30*time.Second, "RangeNotReady while the range is flagged", reasonIs("RangeNotReady"))
+	if x := f.getFIP("c"); !suite.Allocated(x) {
+		t.Errorf("the orphaned FloatingIP lost its address: %s", suite.StatusText(x))
+	}
+
+	// Undo: back to the /27; d gets an address.
+	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.145.0.0/27" })
+	f.waitRange("edits", 30*time.Second, "Ready again", rangeReady)
+	f.waitFIP("d", 30*time.Second, "an address once the range is fixed", suite.Allocated)
+
+	// Exclude that would orphan 10.145.0.3.
+	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.Exclude = []string{"10.145.0.3"} })
+	r = f.waitRange("edits", 30*time.Second, "OrphanedAllocations for the exclude", rangeReason("OrphanedAllocations"))
+	if msg := message(r.Status.Conditions, v1.Ready); !strings.Contains(msg, "10.145.0.3 ("+f.ns+"/b: excluded)") {
+		t.Errorf("the exclude condition does not name 10.145.0.3 and its holder: %q", msg)
+	}
+	if held := f.held("edits"); len(held) != 4 {
+		t.Errorf("the refused exclude dropped allocations: %+v", held)
+	}
+	f.editRange("edits", func(r *v1.FloatingIPRange) { r.Spec.Exclude = nil })
+	f.waitRange("edits", 30*time.Second, "Ready after the exclude is removed", rangeReady)
+
+	// Delete with allocations: blocked until the FloatingIPs are gone.
+	if err := f.api.FloatingIPRange().Delete("edits", nil); err != nil {
+		t.Fatal(err)
+	}
+	r = f.waitRange("edits", 30*time.Second, "DeletionBlocked", rangeReason("DeletionBlocked"))
+	if r.DeletionTimestamp == nil || !strings.Contains(message(r.Status.Conditions, v1.Ready), "4 allocated addresses") {
+		t.Errorf("deletion not blocked as expected: %+v", r.Status.Conditions)
+	}
+	if c, ok := v1.GetCondition(r.Status.Conditions, v1.Reconciling); !ok || c.Reason != "DeletionBlocked" {
+		t.Errorf("a blocked deletion: Reconciling = %+v, %v; want True with reason DeletionBlocked", c, ok)
+	}
+	if !shared.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses") {
+		t.Error("no Normal DeletionBlocked Event on the range")
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if err := f.api.FloatingIP().Delete(f.ns, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitRange("edits", 30*time.Second, "the range gone once its addresses are released", func(r *v1.FloatingIPRange) bool { return r == nil })
+
+	// Delete without allocations.
+	f.createRange("empty", "10.145.1.0/28")
+	f.waitRange("empty", 30*time.Second, "Ready", rangeReady)
+	if err := f.api.FloatingIPRange().Delete("empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitRange("empty", 30*time.Second, "the empty range gone", func(r *v1.FloatingIPRange) bool { return r == nil })
+}
+
+// TestOverlappingRanges: of two ranges sharing addresses the younger is flagged Overlap and hands
+// out nothing; the older works. Fixing the younger makes it Ready.
+func TestOverlappingRanges(t *testing.T) {
+	f := newFixture(t, "c-m-overlap")
+	f.operator()
+	old := f.createRange("overlap-old", "10.146.0.0/24")
+	f.waitRange("overlap-old", 30*time.Second, "Ready", rangeReady)
+	shared.WaitPast(t, old.CreationTimestamp)
+	f.createRange("overlap-new", "10.146.0.128/25")
+	r := f.waitRange("overlap-new", 30*time.Second, "Overlap", rangeReason("Overlap"))
+	if !strings.Contains(message(r.Status.Conditions, v1.Ready), "overlap-old") {
+		t.Errorf("the overlap condition does not name the other range: %+v", r.Status.Conditions)
+	}
+	if !rangeReady(f.getRange("overlap-old")) {
+		t.Errorf("the older range was flagged too: %+v", f.getRange("overlap-old").Status.Conditions)
+	}
+	f.createFIP("x", "overlap-new", "")
+	f.waitFIP("x", 30*time.Second, "RangeNotReady", reasonIs("RangeNotReady"))
+
+	f.editRange("overlap-new", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.146.1.0/25" })
+	f.waitRange("overlap-new", 30*time.Second, "Ready after the fix", rangeReady)
+	f.waitFIP("x", 30*time.Second, "an address from the fixed range", suite.Allocated)
+}
+
+// TestRangeMetrics: the range gauges carry the original labels and exact values, follow
+// allocations, and disappear with the range.
+func TestRangeMetrics(t *testing.T) {
+	f := newFixture(t, "c-m-metrics")
+	_, port := f.operator()
+	f.createRange("metrics", "10.147.0.0/29")
+	f.createMany("fip", "metrics", 0, 4)
+	f.waitAllAllocated(4, 30*time.Second)
+
+	labels := fmt.Sprintf(`{fiprange="10.147.0.0/29",fiprangename="metrics",harvesterclustername="harvester-%s",harvesternetworkname="vlan10"}`, f.ns)
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	rig.Eventually(t, 10*time.Second, "the range gauges", func() bool {
+		_, body := httpGet(t, url)
+		return strings.Contains(body, "kubefipoperator_fipranges_capacity"+labels+" 6") &&
+			strings.Contains(body, "kubefipoperator_fipranges_reserved"+labels+" 4") &&
+			strings.Contains(body, "kubefipoperator_fipranges_available"+labels+" 2")
+	})
+
+	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range list.Items {
+		_ = f.api.FloatingIP().Delete(f.ns, x.Name, nil)
+	}
+	_ = f.api.FloatingIPRange().Delete("metrics", nil)
+	rig.Eventually(t, 30*time.Second, "the range's series removed", func() bool {
+		_, body := httpGet(t, url)
+		return !strings.Contains(body, `fiprangename="metrics"`)
+	})
+}

@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+)
+
+// newAllocation is the FloatingIPAllocation the operator writes when owner claims addr in rangeName.
+func newAllocation(addr netip.Addr, rangeName string, owner *kubefipv1.FloatingIP) *kubefipv1.FloatingIPAllocation {
+	family := "IPv4"
+	if addr.Is6() {
+		family = "IPv6"
+	}
+	return &kubefipv1.FloatingIPAllocation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: kubefipv1.AllocationName(kubefipv1.AddressSpace{}, addr),
+			Labels: map[string]string{
+				kubefipv1.LabelAddress:        kubefipv1.AllocationAddressText(addr),
+				kubefipv1.LabelRange:          kubefipv1.RangeLabelValue(rangeName),
+				kubefipv1.LabelIPFamily:       family,
+				kubefipv1.LabelOwnerNamespace: owner.Namespace,
+			},
+		},
+		Spec: kubefipv1.FloatingIPAllocationSpec{
+			Address: addr.String(),
+			Range:   rangeName,
+			Owner:   kubefipv1.FloatingIPReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
+		},
+	}
+}
+
+// schemaOwner is a FloatingIP reference for schema tests: the API server does not check that the
+// owner exists, only the operator does.
+func schemaOwner(name string) *kubefipv1.FloatingIP {
+	return &kubefipv1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Namespace: "c-m-schema04", Name: name,
+		UID: types.UID("0b6c2a8e-5d3f-4f7a-9a7e-" + strings.Repeat("0", 12-len(name)) + name)}}
+}
+
+// TestSchemaAllocationAcceptsItsAddress: an allocation named after its address, as
+// kubefipv1.AllocationName writes it, is taken for IPv4 and IPv6; its labels may change, its spec
+// may not — releasing an address is deleting the object.
+func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
+	c := shared.Kubefip.FloatingIPAllocation()
+	for _, text := range []string{"10.214.0.5", "fd00:214::5"} {
+		addr := netip.MustParseAddr(text)
+		a, err := c.Create(newAllocation(addr, "schema-alloc", schemaOwner("a1")))
+		if err != nil {
+			t.Fatalf("creating the allocation of %s: %v", addr, err)
+		}
+		t.Cleanup(func() { _ = c.Delete(a.Name, &metav1.DeleteOptions{}) })
+		if want := kubefipv1.AllocationName(kubefipv1.AddressSpace{}, addr); a.Name != want || a.Spec.Address != text {
+			t.Errorf("created %s with spec.address %s, want %s with %s", a.Name, a.Spec.Address, want, text)
+		}
+
+		// A second claim of the address is a create of the same name: the API server refuses it.
+		if _, err := c.Create(newAllocation(addr, "schema-alloc-other", schemaOwner("a2"))); !apierrors.IsAlreadyExists(err) {
+			t.Errorf("a second allocation of %s: error %v, want AlreadyExists", addr, err)
+		}
+
+		a.Labels["example.com/note"] = "labels-stay-mutable"
+		if a, err = c.Update(a); err != nil {
+			t.Fatalf("updating the labels of %s: %v", addr, err)
+		}
+		for field, tc := range map[string]struct {
+			change func(*kubefipv1.FloatingIPAllocationSpec)
+			want   string
+		}{
+			"range":   {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Range = "schema-alloc-other" }, "are immutable"},
+			"address": {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Address = "10.214.0.6" }, "metadata.name must be the address"},
+			"space": {func(s *kubefipv1.FloatingIPAllocationSpec) {
+				s.Space = kubefipv1.AddressSpace{HarvesterClusterName: "elsewhere"}
+			}, "are immutable"},
+			"owner.uid": {func(s *kubefipv1.FloatingIPAllocationSpec) { s.Owner.UID = schemaOwner("a2").UID }, "spec.owner changes only when a retained address is taken back"},
+		} {
+			if field == "address" && addr.Is6() {
+				continue
+			}
+			moved := a.DeepCopy()
+			tc.change(&moved.Spec)
+			_, err := c.Update(moved)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("changing spec.%s of %s: error %v, want Invalid saying %q", field, a.Name, err, tc.want)
+			}
+		}
+		// Retained for a deleted cluster, the holder stays; taken back, the holder changes.
+		kept := a.DeepCopy()
+		kept.Spec.Retained = &kubefipv1.Retention{Cluster: kubefipv1.ClusterReference{Namespace: "fleet-default", Name: "demo"}, Until: metav1.Now()}
+		if a, err = c.Update(kept); err != nil {
+			t.Fatalf("retaining %s: %v", addr, err)
+		}
+		back := a.DeepCopy()
+		back.Spec.Retained, back.Spec.Owner = nil, kubefipv1.FloatingIPReference{Namespace: "c-m-schema05", Name: "a3", UID: schemaOwner("a3").UID}
+		if a, err = c.Update(back); err != nil {
+			t.Fatalf("taking back %s: %v", addr, err)
+		}
+		got, err := c.Get(a.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec != a.Spec {
+			t.Errorf("spec of %s is now %+v, want %+v", a.Name, got.Spec, a.Spec)
+		}
+	}
+}
+
+// TestSchemaAllocationRejects: an allocation whose name is not its address, in any other spelling,
+// or that misses its owner, is refused at the door, so the API server's uniqueness of names stays
+// the uniqueness of addresses.
+func TestSchemaAllocationRejects(t *testing.T) {
+	gvr := kubefipv1.SchemeGroupVersion.WithResource("floatingipallocations")
+	dyn := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(gvr)
+	owner := map[string]any{"namespace": "c-m-schema04", "name": "r1", "uid": string(schemaOwner("r1").UID)}
+	const nameRule = "metadata.name must be the address"
+	hash := "." + kubefipv1.AddressSpace{}.Hash()
+	for _, tc := range []struct {
+		why, name string
+		spec      map[string]any
+		want      string
+	}{
+		{"another IPv4 address", "10.214.1.6" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"a name that is no address", "schema-alloc", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"the bare address of the releases before address spaces", "10.214.1.5", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"a bare IPv6 address", "fd00-0000-0000-0000-0000-0000-0000-0005", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"a short space hash", "10.214.1.5" + hash[:8], map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
+		{"an upper-case space hash", "10.214.1.5" + strings.ToUpper(hash), map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, "metadata.name"},
+		{"a compressed IPv6 name", "fd00--5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"IPv6 groups without leading zeros", "fd00-0-0-0-0-0-0-5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"an upper-case IPv6 name", "FD00-0000-0000-0000-0000-0000-0000-0005" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, "metadata.name"},
+		{"an IPv4 name for an IPv6 address", "10.214.1.5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
+		{"a mapped address", "0000-0000-0000-0000-0000-ffff-0ad6-0105" + hash, map[string]any{"address": "::ffff:10.214.1.5", "range": "r", "owner": owner}, "IPv4-mapped"},
+		{"a leading zero", "010.214.1.5" + hash, map[string]any{"address": "010.214.1.5", "range": "r", "owner": owner}, "spec.address"},
+		{"an upper-case address", "fd00-0000-0000-0000-0000-0000-0000-000a" + hash, map[string]any{"address": "FD00::A", "range": "r", "owner": owner}, "canonical form"},
+		{"a CIDR", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5/32", "range": "r", "owner": owner}, "spec.address"},
+		{"no owner", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r"}, "spec.owner"},
+		{"an owner without UID", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r",
+			"owner": map[string]any{"namespace": "c-m-schema04", "name": "r1"}}, "spec.owner.uid"},
+		{"no range", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "owner": owner}, "spec.range"},
+		{"a retention for nobody", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
+			"retained": map[string]any{"until": "2026-11-25T00:00:00Z", "cluster": map[string]any{"namespace": "fleet-default"}}}, "spec.retained.cluster.name"},
+		{"a retention without an end", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
+			"retained": map[string]any{"cluster": map[string]any{"namespace": "fleet-default", "name": "demo"}}}, "spec.retained.until"},
+	} {
+		t.Run(tc.why, func(t *testing.T) {
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "kubefip.k8s.binbash.org/v1",
+				"kind":       "FloatingIPAllocation",
+				"metadata":   map[string]any{"name": tc.name},
+				"spec":       tc.spec,
+			}}
+			_, err := dyn.Create(context.Background(), obj, metav1.CreateOptions{})
+			if err == nil {
+				_ = dyn.Delete(context.Background(), tc.name, metav1.DeleteOptions{})
+				t.Fatalf("the API server accepted %s with spec %v", tc.name, tc.spec)
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want Invalid naming %q", err, tc.want)
+			}
+			t.Logf("rejected: %v", err)
+		})
+	}
+}

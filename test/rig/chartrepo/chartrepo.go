@@ -1,0 +1,98 @@
+package chartrepo
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// ChartRepo is an HTTP Helm chart repository on a loopback port.
+type ChartRepo struct {
+	URL    string
+	dir    string
+	server *http.Server
+	mu     sync.Mutex
+}
+
+// StartChartRepo serves charts; add more with Add.
+func StartChartRepo(charts ...*chart.Chart) (*ChartRepo, error) {
+	dir, err := os.MkdirTemp("", "kube-fip-charts-")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &ChartRepo{URL: "http://" + ln.Addr().String(), dir: dir}
+	r.server = &http.Server{Handler: r.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.server.Serve(ln) }()
+	for _, c := range charts {
+		if err := r.Add(c); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *ChartRepo) handler() http.Handler {
+	files := http.FileServer(http.Dir(r.dir))
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		files.ServeHTTP(w, req)
+	})
+}
+
+// Add packages a chart into the repository and rebuilds its index.
+func (r *ChartRepo) Add(c *chart.Chart) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := chartutil.Save(c, r.dir); err != nil {
+		return fmt.Errorf("packaging test chart %s: %w", c.Name(), err)
+	}
+	index, err := repo.IndexDirectory(r.dir, r.URL)
+	if err != nil {
+		return err
+	}
+	index.SortEntries()
+	return index.WriteFile(filepath.Join(r.dir, "index.yaml"), 0o644)
+}
+
+// Close stops the repository and removes its files.
+func (r *ChartRepo) Close() error {
+	err := r.server.Close()
+	_ = os.RemoveAll(r.dir)
+	return err
+}
+
+// packageChart returns a chart as the .tgz bytes Helm pushes to a registry.
+func packageChart(c *chart.Chart) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "kube-fip-chart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path, err := chartutil.Save(c, dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) || !strings.HasSuffix(path, ".tgz") {
+		return nil, fmt.Errorf("%s is not a chart archive", path)
+	}
+	return data, nil
+}

@@ -1,0 +1,64 @@
+package chartrepo
+
+import (
+	"net"
+	"sync"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+)
+
+// ChartRepoForTest starts a chart repository serving charts and closes it when the test ends.
+func ChartRepoForTest(t testing.TB, charts ...*chart.Chart) *ChartRepo {
+	t.Helper()
+	repo, err := StartChartRepo(charts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	return repo
+}
+
+// OCIRegistryForTest starts an empty OCI registry and closes it when the test ends.
+func OCIRegistryForTest(t testing.TB) *OCIRegistry {
+	t.Helper()
+	oci, err := StartOCIRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = oci.Close() })
+	return oci
+}
+
+// StallingServerForTest listens on a loopback port, accepts every connection and never answers,
+// as a hung chart repository or registry does; it returns the address (host:port) and closes
+// everything when the test ends.
+func StallingServerForTest(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
+}

@@ -1,0 +1,132 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Guest is an extra API server standing in for a Rancher guest (downstream) cluster. It shares the
+// environment's etcd under a prefix of its own, so it starts in seconds and costs one process.
+type Guest struct {
+	Name string
+	// Config is an administrator's direct connection to the guest API server.
+	Config *rest.Config
+
+	plane    *envtest.ControlPlane
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var guestName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// StartGuest starts a guest API server named name. The environment stops it in Stop.
+func (e *Environment) StartGuest(name string) (*Guest, error) {
+	return e.startGuest(name, "")
+}
+
+// StartGuestWithServiceCIDRs is StartGuest with the Service ranges cidrs (comma-separated, one per
+// family, "10.0.0.0/24,fd00:10:96::/112" for a dual-stack guest): the kube-apiserver of the
+// pinned version takes them only at start.
+func (e *Environment) StartGuestWithServiceCIDRs(name, cidrs string) (*Guest, error) {
+	return e.startGuest(name, cidrs)
+}
+
+// startGuest starts a guest API server, with the Service ranges cidrs when given.
+func (e *Environment) startGuest(name, cidrs string) (*Guest, error) {
+	if !guestName.MatchString(name) {
+		return nil, fmt.Errorf("guest name %q must be a DNS label", name)
+	}
+	server := &envtest.APIServer{
+		Path:    filepath.Join(e.assets, "kube-apiserver"),
+		EtcdURL: e.env.ControlPlane.Etcd.URL,
+	}
+	server.Configure().Set("etcd-prefix", "/guest-"+name)
+	if cidrs != "" {
+		server.Configure().Set("service-cluster-ip-range", cidrs)
+	}
+	if err := server.Start(); err != nil {
+		return nil, fmt.Errorf("starting guest API server %s: %w", name, err)
+	}
+	plane := &envtest.ControlPlane{APIServer: server}
+	user, err := plane.AddUser(envtest.User{Name: "guest-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		_ = server.Stop()
+		return nil, fmt.Errorf("adding the guest administrator: %w", err)
+	}
+	g := &Guest{Name: name, Config: user.Config(), plane: plane}
+	e.mu.Lock()
+	e.guests = append(e.guests, g)
+	e.mu.Unlock()
+	return g, nil
+}
+
+// Stop stops the guest API server and waits until it has exited, about a second. Later calls wait
+// for the first and return its result.
+func (g *Guest) Stop() error {
+	g.stopOnce.Do(func() { g.stopErr = g.plane.APIServer.Stop() })
+	return g.stopErr
+}
+
+// StopSoon starts stopping the guest API server and returns at once, for a test's clean-up: the
+// next test need not wait for the shutdown, and the environment's Stop waits for it.
+func (g *Guest) StopSoon() {
+	go func() { _ = g.Stop() }()
+}
+
+// Kubeconfig renders an administrator kubeconfig of the guest API server itself, bypassing any
+// proxy, for a person to look inside the guest.
+func (g *Guest) Kubeconfig() ([]byte, error) {
+	user, err := g.plane.AddUser(envtest.User{Name: "guest-viewer", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return user.KubeConfig()
+}
+
+// HarvesterRelease is the release Rancher installs the Harvester cloud provider chart as, in
+// kube-system of every Harvester guest cluster.
+const HarvesterRelease = "harvester-cloud-provider"
+
+// InstallHarvesterCloudProvider installs the Harvester cloud provider stand-in into the guest as
+// Rancher does, with the Helm SDK: everything that chart and its kube-vip subchart leave behind,
+// owned by release kube-system/harvester-cloud-provider.
+func (g *Guest) InstallHarvesterCloudProvider() error {
+	kubeconfig, err := g.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kube-fip-harvester-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	namespace := "kube-system"
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &path, &namespace
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, namespace, "secret", func(string, ...interface{}) {}); err != nil {
+		return err
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = HarvesterRelease, namespace
+	install.Timeout = time.Minute
+	if _, err := install.Run(chartrepo.HarvesterCloudProviderChart(), nil); err != nil {
+		return fmt.Errorf("installing the Harvester cloud provider stand-in into guest %s: %w", g.Name, err)
+	}
+	return nil
+}

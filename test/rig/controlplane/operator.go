@@ -1,0 +1,155 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+)
+
+// BuildOperator builds the operator binary into dir and returns its path. Tests run the real
+// binary, as a cluster would, rather than calling into its packages.
+func BuildOperator(dir string) (string, error) {
+	root, err := rig.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "kube-fip-operator")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the operator: %w\n%s", err, output)
+	}
+	return out, nil
+}
+
+// LoopbackChartSourceArgs are the operator flags that let it install from chart repositories and
+// OCI registries served on 127.0.0.1 at any port, as the tests and the development environment
+// serve them, besides the upstream sources. Plain http is needed for them.
+func LoopbackChartSourceArgs() []string {
+	sources := append(config.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
+	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources"}
+}
+
+// Process is a running operator binary whose output is kept for inspection.
+type Process struct {
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{}
+	err  error
+}
+
+// StartOperator runs binary with args, its output copied to echo (may be nil) and kept in memory.
+// The process is in its own process group so that a terminal's Ctrl-C reaches only whoever
+// started it, which then stops it in order; it dies with its parent.
+func StartOperator(binary string, echo io.Writer, env []string, args ...string) (*Process, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return StartProcess(cmd, echo, cmd.Start)
+}
+
+// StartProcess starts cmd with start, its output copied to echo (may be nil) and kept.
+func StartProcess(cmd *exec.Cmd, echo io.Writer, start func() error) (*Process, error) {
+	p := &Process{logs: &lockedBuffer{}, done: make(chan struct{})}
+	var out io.Writer = p.logs
+	if echo != nil {
+		out = io.MultiWriter(p.logs, echo)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	p.cmd = cmd
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Logs returns everything the process printed so far.
+func (p *Process) Logs() string { return p.logs.String() }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports, once the process has exited, that it has: a wait on something the process must
+// bring about gives up then.
+func (p *Process) Exited() error {
+	select {
+	case <-p.done:
+		return errors.New("the process exited")
+	default:
+		return nil
+	}
+}
+
+// WaitForLog waits until the output contains substr, the process exits, or timeout passes.
+func (p *Process) WaitForLog(ctx context.Context, substr string, timeout time.Duration) error {
+	logged := func() (bool, error) { return strings.Contains(p.Logs(), substr), nil }
+	// The process's output is complete once it has exited: only then is waiting pointless.
+	stop := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p.Exited() != nil && !strings.Contains(p.Logs(), substr) {
+			return fmt.Errorf("the operator exited (%v)", p.err)
+		}
+		return nil
+	}
+	return rig.UntilEvery(50*time.Millisecond, timeout, fmt.Sprintf("the operator logging %q", substr), stop, logged)
+}
+
+// Stop sends SIGTERM and waits for the process to exit, killing it after grace.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("the operator did not stop within %s and was killed", grace)
+	}
+}
+
+// Kill stops the process at once, as a crash would.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

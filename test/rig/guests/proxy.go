@@ -1,0 +1,273 @@
+package guests
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ProxyMode is how the test cluster proxy answers for one cluster.
+type ProxyMode int
+
+const (
+	// ProxyConnected forwards to the guest API server as the cluster's Rancher user.
+	ProxyConnected ProxyMode = iota
+	// ProxyNotProvisioned answers 503 ClusterUnavailable "cluster not provisioned", as Rancher does
+	// until the management cluster's Provisioned condition is True.
+	ProxyNotProvisioned
+	// ProxyDisconnected holds a request for DisconnectDelay, then answers 500 "cluster agent
+	// disconnected" in plain text, as Rancher does when the agent's tunnel is gone.
+	ProxyDisconnected
+)
+
+// ClusterOwnerRole is the ClusterRole Rancher's cluster-owner role template becomes in a guest.
+const ClusterOwnerRole = "cluster-owner"
+
+// ClusterProxy stands in for Rancher's cluster proxy as rancher/rancher pkg/clusterrouter serves it
+// (read at commit 59bd052e): /k8s/clusters/<id>/... on a loopback port over HTTPS. It checks the
+// bearer token Rancher issued for the cluster (401 with Rancher's JSON error otherwise), answers 503
+// before the cluster is provisioned and 500 for a broken tunnel, and otherwise forwards to the
+// guest impersonating the token's Rancher user, so the guest's own RBAC decides, and a 403 comes
+// only from there.
+type ClusterProxy struct {
+	URL string
+
+	server   *httptest.Server
+	caPEM    []byte
+	mu       sync.Mutex
+	clusters map[string]*proxied
+	// DisconnectDelay is how long a disconnected cluster keeps a request before failing it (Rancher
+	// waits 20-40 s for the tunnel).
+	DisconnectDelay time.Duration
+}
+
+type proxied struct {
+	token    string
+	user     string
+	mode     ProxyMode
+	guest    *controlplane.Guest
+	proxy    *httputil.ReverseProxy
+	rejected atomic.Int64
+}
+
+// StartClusterProxy starts a proxy on a free loopback port. It speaks HTTPS, as Rancher does
+// (client-go sends a bearer token only over TLS), with a certificate of its own that the
+// kubeconfigs it writes trust.
+func StartClusterProxy() (*ClusterProxy, error) {
+	p := &ClusterProxy{clusters: map[string]*proxied{}, DisconnectDelay: 2 * time.Second}
+	p.server = httptest.NewUnstartedServer(p)
+	p.server.StartTLS()
+	p.URL = p.server.URL
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.server.Certificate().Raw})
+	return p, nil
+}
+
+// Close stops the proxy.
+func (p *ClusterProxy) Close() error {
+	p.server.Close()
+	return nil
+}
+
+// RancherUser is the Rancher user the proxy impersonates in cluster id's guest.
+func RancherUser(id string) string { return "u-" + strings.TrimPrefix(id, "c-m-") }
+
+// Register makes cluster id reach guest g with token, connected. As Rancher does for the user who
+// created the cluster, the user gets cluster-owner rights in the guest.
+func (p *ClusterProxy) Register(id string, g *controlplane.Guest, token string) error {
+	target, err := url.Parse(g.Config.Host)
+	if err != nil {
+		return err
+	}
+	transport, err := rest.TransportFor(g.Config)
+	if err != nil {
+		return err
+	}
+	user := RancherUser(id)
+	if err := grantClusterOwner(g, user); err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A registration is a working tunnel: the cluster is connected from now on.
+	p.clusters[id] = &proxied{token: token, user: user, mode: ProxyConnected, guest: g, proxy: rp}
+	return nil
+}
+
+func grantClusterOwner(g *controlplane.Guest, user string) error {
+	kube, err := kubernetes.NewForConfig(g.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ClusterOwnerRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+		},
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the cluster-owner role in guest %s: %w", g.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterOwnerBinding(user)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterOwnerRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding %s to cluster-owner in guest %s: %w", user, g.Name, err)
+	}
+	// The API server's authorizer learns of the binding from its informer: wait until it judges by
+	// it, so that a registered cluster is owned from the first request through the proxy.
+	return waitAuthorized(ctx, kube, g.Name, user, true)
+}
+
+// waitAuthorized waits until the guest's authorizer lets user list ConfigMaps in kube-system (the
+// operator's probe) or, with allowed false, no longer does.
+func waitAuthorized(ctx context.Context, kube kubernetes.Interface, guest, user string, allowed bool) error {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "list", Resource: "configmaps"}}}
+	return rig.UntilEvery(20*time.Millisecond, time.Hour, fmt.Sprintf("guest %s judging %s as cluster-owner=%t", guest, user, allowed), ctx.Err, func() (bool, error) {
+		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed == allowed, err
+	})
+}
+
+func clusterOwnerBinding(user string) string { return "cluster-owner-" + user }
+
+// RevokeClusterOwner removes the cluster-owner binding of cluster id's Rancher user in its guest,
+// as happens when the cluster's owner is removed from it in Rancher.
+func (p *ClusterProxy) RevokeClusterOwner(id string) error {
+	p.mu.Lock()
+	c, ok := p.clusters[id]
+	p.mu.Unlock()
+	if !ok || c.guest == nil {
+		return fmt.Errorf("cluster %s has no guest", id)
+	}
+	kube, err := kubernetes.NewForConfig(c.guest.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, clusterOwnerBinding(c.user), metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return waitAuthorized(ctx, kube, c.guest.Name, c.user, false)
+}
+
+// SetToken replaces the cluster's token: the old one is rejected from now on.
+func (p *ClusterProxy) SetToken(id, token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clusters[id]; ok {
+		c.token = token
+	}
+}
+
+// SetMode sets how the proxy answers for the cluster.
+func (p *ClusterProxy) SetMode(id string, mode ProxyMode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clusters[id]; ok {
+		c.mode = mode
+	}
+}
+
+// Rejected counts the requests for the cluster refused for a wrong token.
+func (p *ClusterProxy) Rejected(id string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clusters[id]; ok {
+		return c.rejected.Load()
+	}
+	return 0
+}
+
+// Kubeconfig is the kubeconfig Rancher writes into the cluster's <name>-kubeconfig Secret (key
+// "value"): cluster "cluster" at <server>/k8s/clusters/<id> with the CA, user "user" with the token,
+// context "default".
+func (p *ClusterProxy) Kubeconfig(id, token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: p.URL + "/k8s/clusters/" + id, CertificateAuthorityData: p.caPEM}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
+	cfg.CurrentContext = "default"
+	return clientcmd.Write(*cfg)
+}
+
+func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, hasToken := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	rest, ok := strings.CutPrefix(r.URL.Path, "/k8s/clusters/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	id, path, _ := strings.Cut(rest, "/")
+	p.mu.Lock()
+	c, known := p.clusters[id]
+	var want string
+	var mode ProxyMode
+	if known {
+		want, mode = c.token, c.mode
+	}
+	p.mu.Unlock()
+
+	// Rancher authenticates the token before it looks at the cluster.
+	if !hasToken || !known || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		if known {
+			c.rejected.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"type":"error","status":"401","message":"Unauthorized 401: must authenticate"}`)
+		return
+	}
+	switch mode {
+	case ProxyNotProvisioned:
+		// norman's httperror.ClusterUnavailable, written before any Content-Type is set.
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"Code":{"Code":"ClusterUnavailable","Status":503},"Message":"cluster not provisioned","Cause":null,"FieldName":""}`)
+		return
+	case ProxyDisconnected:
+		select {
+		case <-time.After(p.DisconnectDelay):
+		case <-r.Context().Done():
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "cluster agent disconnected")
+		return
+	}
+	r.Header.Del("Authorization")
+	r.Header.Set("Impersonate-User", c.user)
+	r.Header.Del("Impersonate-Group")
+	r.Header.Add("Impersonate-Group", "system:authenticated")
+	r.Header.Add("Impersonate-Group", "system:cattle:authenticated")
+	r.URL.Path = "/" + path
+	r.URL.RawPath = ""
+	c.proxy.ServeHTTP(w, r)
+}
