@@ -29,8 +29,7 @@ func reasonsInCode(t *testing.T) (found map[string]string, misplaced []string) {
 			return err
 		}
 		if d.IsDir() {
-			switch d.Name() {
-			case "generated":
+			if d.Name() == "generated" {
 				return filepath.SkipDir
 			}
 			return nil
