@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"go/types"
 	"strings"
 	"testing"
@@ -132,5 +133,64 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 	}
 	if found != len(pure) {
 		t.Errorf("found %d of the %d pure packages", found, len(pure))
+	}
+}
+
+// TestOneStatusWriterPerKind: every FloatingIP and FloatingIPRange status write goes through
+// pkg/status, so that one conflict policy holds and Ready is derived in one place. A second call
+// of a generated UpdateStatus for one of these kinds anywhere else fails here.
+func TestOneStatusWriterPerKind(t *testing.T) {
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages.PrintErrors(pkgs) > 0 {
+		t.Fatal("packages did not load")
+	}
+	const apiPath = modulePath + "/pkg/apis/kubefip.k8s.binbash.org/v1"
+	writers := map[string][]string{}
+	for _, pkg := range pkgs {
+		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/testenv") {
+			continue
+		}
+		for _, file := range pkg.Syntax {
+			if strings.HasSuffix(pkg.Fset.Position(file.Pos()).Filename, "_test.go") {
+				continue
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "UpdateStatus" {
+					return true
+				}
+				sig, ok := pkg.TypesInfo.TypeOf(sel).(*types.Signature)
+				if !ok || sig.Params().Len() != 1 {
+					return true
+				}
+				ptr, ok := sig.Params().At(0).Type().(*types.Pointer)
+				if !ok {
+					return true
+				}
+				named, ok := ptr.Elem().(*types.Named)
+				if !ok || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != apiPath {
+					return true
+				}
+				kind := named.Obj().Name()
+				writers[kind] = append(writers[kind], pkg.Fset.Position(call.Pos()).String())
+				if pkg.PkgPath != modulePath+"/pkg/status" {
+					t.Errorf("%s writes %s status; go through pkg/status instead", pkg.Fset.Position(call.Pos()), kind)
+				}
+				return true
+			})
+		}
+	}
+	for _, kind := range []string{"FloatingIP", "FloatingIPRange"} {
+		if len(writers[kind]) != 1 {
+			t.Errorf("%s status is written at %d places, want 1: %v", kind, len(writers[kind]), writers[kind])
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
@@ -111,41 +112,39 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	// FloatingIPs waiting for one of its addresses try again.
 	h.wakeWaiters(r.Name)
 	sum := h.alloc.Summarize(r)
-	status := r.Status.DeepCopy()
-	setCounts(status, sum)
-	specChanged := status.ObservedGeneration != r.Generation
-	status.ObservedGeneration = r.Generation
+	v := verdict{sum: sum, generation: r.Generation}
+	want := r.Status.DeepCopy()
+	readyChanged, warningChanged := v.apply(want)
+	specChanged := r.Status.ObservedGeneration != r.Generation
 
-	if sum.Problem != nil {
-		if v1.SetCondition(status, v1.Ready, false, sum.Problem.Reason, sum.Problem.Message) {
-			h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
-		}
-	} else {
-		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
-		if v1.SetCondition(status, v1.Ready, true, v1.ReasonReady, "") && r.Status.ObservedGeneration != 0 {
-			h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)
-		}
+	switch {
+	case !readyChanged:
+	case sum.Problem != nil:
+		h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
+	case r.Status.ObservedGeneration != 0:
+		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, want.Available, want.Capacity)
+		h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)
 	}
-
-	h.setWarning(r, status, sum.Warnings)
+	if warningChanged {
+		reason, msg := warningOf(sum.Warnings)
+		h.recorder.Event(r, v1.EventType(reason), reason, msg)
+	}
 	h.setMetrics(r, sum)
 
 	if specChanged {
 		// Overlap is judged against the other ranges: let them look again.
 		h.enqueueOtherRanges(r.Name)
 	}
-	if equality.Semantic.DeepEqual(&r.Status, status) {
+	if equality.Semantic.DeepEqual(&r.Status, want) {
 		return r, nil
 	}
-	if countsOnly(&r.Status, status) {
+	if countsOnly(&r.Status, want) {
 		if wait := h.sinceWritten(r.Name); wait > 0 {
 			h.ranges.EnqueueAfter(r.Name, wait)
 			return r, nil
 		}
 	}
-	next := r.DeepCopy()
-	next.Status = *status
-	updated, err := h.ranges.UpdateStatus(next)
+	updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) { v.apply(s) })
 	if err != nil {
 		h.statusFailed(r, err)
 		return updated, err
@@ -154,6 +153,25 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	h.written[r.Name] = time.Now()
 	h.mu.Unlock()
 	return updated, nil
+}
+
+// verdict is what a pass of the range handler shows in a range's status: the fields it owns.
+type verdict struct {
+	sum        allocation.Summary
+	generation int64
+}
+
+// apply writes the verdict into status and reports whether Ready and the Warning condition
+// changed.
+func (v verdict) apply(status *v1.FloatingIPRangeStatus) (ready, warning bool) {
+	setCounts(status, v.sum)
+	status.ObservedGeneration = v.generation
+	if p := v.sum.Problem; p != nil {
+		ready = v1.SetCondition(status, v1.Ready, false, p.Reason, p.Message)
+	} else {
+		ready = v1.SetCondition(status, v1.Ready, true, v1.ReasonReady, "")
+	}
+	return ready, setWarning(status, v.sum.Warnings)
 }
 
 // setCounts writes the range's counts into its status: the exact decimal strings, and the integer
@@ -207,21 +225,25 @@ func (h *handler) sinceWritten(name string) time.Duration {
 	return time.Until(h.written[name].Add(StatusInterval))
 }
 
-// setWarning shows the range's warnings in its Warning condition, with a Warning Event when they
-// change, and drops the condition when there is nothing to say.
-func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []problem.Problem) {
+// setWarning shows the range's warnings in its Warning condition, and drops the condition when
+// there is nothing to say. It reports whether the condition changed to say something new.
+func setWarning(status *v1.FloatingIPRangeStatus, warnings []problem.Problem) bool {
 	if len(warnings) == 0 {
 		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == string(v1.Warning) })
-		return
+		return false
 	}
+	reason, msg := warningOf(warnings)
+	return v1.SetCondition(status, v1.Warning, true, reason, msg)
+}
+
+// warningOf is the Warning condition's reason and message for warnings: the first one's reason,
+// and every message.
+func warningOf(warnings []problem.Problem) (reason, msg string) {
 	msgs := make([]string, 0, len(warnings))
 	for _, w := range warnings {
 		msgs = append(msgs, w.Message)
 	}
-	msg := strings.Join(msgs, "; ")
-	if v1.SetCondition(status, v1.Warning, true, warnings[0].Reason, msg) {
-		h.recorder.Event(r, v1.EventType(warnings[0].Reason), warnings[0].Reason, msg)
-	}
+	return warnings[0].Reason, strings.Join(msgs, "; ")
 }
 
 // statusFailed shows on the range that its status could not be written: a Warning Event, and
@@ -232,12 +254,13 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 		return
 	}
 	msg := fmt.Sprintf("writing the status failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
-	stored := r.DeepCopy()
-	if !v1.SetCondition(stored, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
+	if !v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
 		return
 	}
 	h.recorder.Event(r, v1.EventType(v1.ReasonStatusUpdateFailed), v1.ReasonStatusUpdateFailed, msg)
-	if _, werr := h.ranges.UpdateStatus(stored); werr != nil {
+	if _, werr := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
+		v1.SetCondition(s, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg)
+	}); werr != nil {
 		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, v1.ReasonStatusUpdateFailed, werr)
 	}
 }
@@ -265,12 +288,11 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	h.passStarts(r.Name)
 	if n := h.alloc.Count(r); n > 0 {
 		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
-		status := r.Status.DeepCopy()
-		if v1.SetCondition(status, v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
+		if v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, v1.EventType(v1.ReasonDeletionBlocked), v1.ReasonDeletionBlocked, msg)
-			r = r.DeepCopy()
-			r.Status = *status
-			if updated, err := h.ranges.UpdateStatus(r); err == nil {
+			if updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
+				v1.SetCondition(s, v1.Ready, false, v1.ReasonDeletionBlocked, msg)
+			}); err == nil {
 				r = updated
 			}
 		}

@@ -1,0 +1,138 @@
+package fakes
+
+import (
+	"context"
+	"time"
+
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// meta is what both controllers answer alike: the parts of a controller unit tests do not reach.
+// Registering a handler is accepted and ignored: the tests call the handlers themselves.
+type meta struct{}
+
+func (meta) Informer() cache.SharedIndexInformer                              { return nil }
+func (meta) GroupVersionKind() schema.GroupVersionKind                        { return schema.GroupVersionKind{} }
+func (meta) AddGenericHandler(context.Context, string, generic.Handler)       {}
+func (meta) AddGenericRemoveHandler(context.Context, string, generic.Handler) {}
+func (meta) Updater() generic.Updater                                         { return nil }
+
+// Controller is the generated controller of a namespaced kind, served by a Store.
+type Controller[T Object[T], TList runtime.Object] struct {
+	meta
+	*Store[T]
+}
+
+// NewController returns the controller of a namespaced kind holding objs.
+func NewController[T Object[T], TList runtime.Object](resource schema.GroupResource, objs ...T) *Controller[T, TList] {
+	return &Controller[T, TList]{Store: NewStore(resource, objs...)}
+}
+
+func (c *Controller[T, TList]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
+func (c *Controller[T, TList]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
+func (c *Controller[T, TList]) Enqueue(namespace, name string)                             { c.enqueue(namespace, name, 0, false) }
+func (c *Controller[T, TList]) EnqueueAfter(namespace, name string, d time.Duration) {
+	c.enqueue(namespace, name, d, true)
+}
+func (c *Controller[T, TList]) Cache() generic.CacheInterface[T] { return namespacedCache[T]{c.Store} }
+func (c *Controller[T, TList]) Create(o T) (T, error)            { return c.create(o) }
+func (c *Controller[T, TList]) Update(o T) (T, error)            { return c.write("update", o) }
+func (c *Controller[T, TList]) UpdateStatus(o T) (T, error)      { return c.write("status", o) }
+func (c *Controller[T, TList]) Delete(namespace, name string, opts *metav1.DeleteOptions) error {
+	return c.delete(namespace, name, opts)
+}
+func (c *Controller[T, TList]) Get(namespace, name string, _ metav1.GetOptions) (T, error) {
+	return c.get(namespace, name)
+}
+func (c *Controller[T, TList]) List(string, metav1.ListOptions) (TList, error) {
+	var zero TList
+	return zero, errNotServed("list")
+}
+func (c *Controller[T, TList]) Watch(string, metav1.ListOptions) (watch.Interface, error) {
+	return nil, errNotServed("watch")
+}
+func (c *Controller[T, TList]) Patch(string, string, types.PatchType, []byte, ...string) (T, error) {
+	var zero T
+	return zero, errNotServed("patch")
+}
+func (c *Controller[T, TList]) WithImpersonation(rest.ImpersonationConfig) (generic.ClientInterface[T, TList], error) {
+	return nil, errNotServed("impersonation")
+}
+
+type namespacedCache[T Object[T]] struct{ s *Store[T] }
+
+func (c namespacedCache[T]) Get(namespace, name string) (T, error) { return c.s.get(namespace, name) }
+func (c namespacedCache[T]) List(namespace string, selector labels.Selector) ([]T, error) {
+	return c.s.list(namespace, selector), nil
+}
+func (c namespacedCache[T]) AddIndexer(name string, indexer generic.Indexer[T]) {
+	c.s.addIndexer(name, indexer)
+}
+func (c namespacedCache[T]) GetByIndex(indexName, key string) ([]T, error) {
+	return c.s.getByIndex(indexName, key)
+}
+
+// ClusterController is the generated controller of a cluster-scoped kind, served by a Store.
+type ClusterController[T Object[T], TList runtime.Object] struct {
+	meta
+	*Store[T]
+}
+
+// NewClusterController returns the controller of a cluster-scoped kind holding objs.
+func NewClusterController[T Object[T], TList runtime.Object](resource schema.GroupResource, objs ...T) *ClusterController[T, TList] {
+	return &ClusterController[T, TList]{Store: NewStore(resource, objs...)}
+}
+
+func (c *ClusterController[T, TList]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
+func (c *ClusterController[T, TList]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
+func (c *ClusterController[T, TList]) Enqueue(name string)                                        { c.enqueue("", name, 0, false) }
+func (c *ClusterController[T, TList]) EnqueueAfter(name string, d time.Duration) {
+	c.enqueue("", name, d, true)
+}
+func (c *ClusterController[T, TList]) Cache() generic.NonNamespacedCacheInterface[T] {
+	return clusterCache[T]{c.Store}
+}
+func (c *ClusterController[T, TList]) Create(o T) (T, error)       { return c.create(o) }
+func (c *ClusterController[T, TList]) Update(o T) (T, error)       { return c.write("update", o) }
+func (c *ClusterController[T, TList]) UpdateStatus(o T) (T, error) { return c.write("status", o) }
+func (c *ClusterController[T, TList]) Delete(name string, opts *metav1.DeleteOptions) error {
+	return c.delete("", name, opts)
+}
+func (c *ClusterController[T, TList]) Get(name string, _ metav1.GetOptions) (T, error) {
+	return c.get("", name)
+}
+func (c *ClusterController[T, TList]) List(metav1.ListOptions) (TList, error) {
+	var zero TList
+	return zero, errNotServed("list")
+}
+func (c *ClusterController[T, TList]) Watch(metav1.ListOptions) (watch.Interface, error) {
+	return nil, errNotServed("watch")
+}
+func (c *ClusterController[T, TList]) Patch(string, types.PatchType, []byte, ...string) (T, error) {
+	var zero T
+	return zero, errNotServed("patch")
+}
+func (c *ClusterController[T, TList]) WithImpersonation(rest.ImpersonationConfig) (generic.NonNamespacedClientInterface[T, TList], error) {
+	return nil, errNotServed("impersonation")
+}
+
+type clusterCache[T Object[T]] struct{ s *Store[T] }
+
+func (c clusterCache[T]) Get(name string) (T, error) { return c.s.get("", name) }
+func (c clusterCache[T]) List(selector labels.Selector) ([]T, error) {
+	return c.s.list("", selector), nil
+}
+func (c clusterCache[T]) AddIndexer(name string, indexer generic.Indexer[T]) {
+	c.s.addIndexer(name, indexer)
+}
+func (c clusterCache[T]) GetByIndex(indexName, key string) ([]T, error) {
+	return c.s.getByIndex(indexName, key)
+}
