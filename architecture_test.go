@@ -11,9 +11,13 @@ import (
 
 const modulePath = "github.com/kubefip/kube-fip-operator"
 
-func loadPackages(t *testing.T) []*packages.Package {
+// typesAndImports loads each package's types, files and imports, all the way down.
+const typesAndImports = packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps
+
+// loadPackages loads every package of the module with what mode asks for.
+func loadPackages(t *testing.T, mode packages.LoadMode) []*packages.Package {
 	t.Helper()
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps}
+	cfg := &packages.Config{Mode: mode}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +33,7 @@ func loadPackages(t *testing.T) []*packages.Package {
 // be changed behind everyone's back: maps, slices, channels, functions, pointers (but a compiled
 // regexp), interfaces (but error sentinels). Embedded files (embed.FS) are read-only.
 func TestNoPackageLevelMutableState(t *testing.T) {
-	for _, pkg := range loadPackages(t) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || pkg.Types == nil {
 			continue
 		}
@@ -107,7 +111,7 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 		modulePath + "/pkg/kubevip": true}
 	allowed := map[string]bool{"sigs.k8s.io/yaml": true, "sigs.k8s.io/yaml/goyaml.v2": true}
 	found := 0
-	for _, pkg := range loadPackages(t) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		if !pure[pkg.PkgPath] {
 			continue
 		}
@@ -140,14 +144,7 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 // pkg/status, so that one conflict policy holds and Ready is derived in one place. A second call
 // of a generated UpdateStatus for one of these kinds anywhere else fails here.
 func TestOneStatusWriterPerKind(t *testing.T) {
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, "./...")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if packages.PrintErrors(pkgs) > 0 {
-		t.Fatal("packages did not load")
-	}
+	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo)
 	const apiPath = modulePath + "/pkg/apis/kubefip.k8s.binbash.org/v1"
 	writers := map[string][]string{}
 	for _, pkg := range pkgs {

@@ -15,37 +15,35 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// meta is what both controllers answer alike: the parts of a controller unit tests do not reach.
-// Registering a handler is accepted and ignored: the tests call the handlers themselves.
-type meta struct{}
+// shared is what both controllers answer alike. Registering a handler is accepted and ignored:
+// the tests call the handlers themselves.
+type shared[T Object[T]] struct{ *Store[T] }
 
-func (meta) Informer() cache.SharedIndexInformer                              { return nil }
-func (meta) GroupVersionKind() schema.GroupVersionKind                        { return schema.GroupVersionKind{} }
-func (meta) AddGenericHandler(context.Context, string, generic.Handler)       {}
-func (meta) AddGenericRemoveHandler(context.Context, string, generic.Handler) {}
-func (meta) Updater() generic.Updater                                         { return nil }
+func (shared[T]) Informer() cache.SharedIndexInformer                        { return nil }
+func (shared[T]) GroupVersionKind() schema.GroupVersionKind                  { return schema.GroupVersionKind{} }
+func (shared[T]) AddGenericHandler(context.Context, string, generic.Handler) {}
+func (shared[T]) AddGenericRemoveHandler(context.Context, string, generic.Handler) {
+}
+func (shared[T]) Updater() generic.Updater                                   { return nil }
+func (shared[T]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
+func (shared[T]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
+func (c shared[T]) Create(o T) (T, error)                                    { return c.create(o) }
+func (c shared[T]) Update(o T) (T, error)                                    { return c.write("update", o) }
+func (c shared[T]) UpdateStatus(o T) (T, error)                              { return c.write("status", o) }
 
 // Controller is the generated controller of a namespaced kind, served by a Store.
-type Controller[T Object[T], TList runtime.Object] struct {
-	meta
-	*Store[T]
-}
+type Controller[T Object[T], TList runtime.Object] struct{ shared[T] }
 
 // NewController returns the controller of a namespaced kind holding objs.
 func NewController[T Object[T], TList runtime.Object](resource schema.GroupResource, objs ...T) *Controller[T, TList] {
-	return &Controller[T, TList]{Store: NewStore(resource, objs...)}
+	return &Controller[T, TList]{shared[T]{NewStore(resource, objs...)}}
 }
 
-func (c *Controller[T, TList]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
-func (c *Controller[T, TList]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
-func (c *Controller[T, TList]) Enqueue(namespace, name string)                             { c.enqueue(namespace, name, 0, false) }
+func (c *Controller[T, TList]) Enqueue(namespace, name string) { c.enqueue(namespace, name, 0, false) }
 func (c *Controller[T, TList]) EnqueueAfter(namespace, name string, d time.Duration) {
 	c.enqueue(namespace, name, d, true)
 }
 func (c *Controller[T, TList]) Cache() generic.CacheInterface[T] { return namespacedCache[T]{c.Store} }
-func (c *Controller[T, TList]) Create(o T) (T, error)            { return c.create(o) }
-func (c *Controller[T, TList]) Update(o T) (T, error)            { return c.write("update", o) }
-func (c *Controller[T, TList]) UpdateStatus(o T) (T, error)      { return c.write("status", o) }
 func (c *Controller[T, TList]) Delete(namespace, name string, opts *metav1.DeleteOptions) error {
 	return c.delete(namespace, name, opts)
 }
@@ -81,28 +79,20 @@ func (c namespacedCache[T]) GetByIndex(indexName, key string) ([]T, error) {
 }
 
 // ClusterController is the generated controller of a cluster-scoped kind, served by a Store.
-type ClusterController[T Object[T], TList runtime.Object] struct {
-	meta
-	*Store[T]
-}
+type ClusterController[T Object[T], TList runtime.Object] struct{ shared[T] }
 
 // NewClusterController returns the controller of a cluster-scoped kind holding objs.
 func NewClusterController[T Object[T], TList runtime.Object](resource schema.GroupResource, objs ...T) *ClusterController[T, TList] {
-	return &ClusterController[T, TList]{Store: NewStore(resource, objs...)}
+	return &ClusterController[T, TList]{shared[T]{NewStore(resource, objs...)}}
 }
 
-func (c *ClusterController[T, TList]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
-func (c *ClusterController[T, TList]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
-func (c *ClusterController[T, TList]) Enqueue(name string)                                        { c.enqueue("", name, 0, false) }
+func (c *ClusterController[T, TList]) Enqueue(name string) { c.enqueue("", name, 0, false) }
 func (c *ClusterController[T, TList]) EnqueueAfter(name string, d time.Duration) {
 	c.enqueue("", name, d, true)
 }
 func (c *ClusterController[T, TList]) Cache() generic.NonNamespacedCacheInterface[T] {
 	return clusterCache[T]{c.Store}
 }
-func (c *ClusterController[T, TList]) Create(o T) (T, error)       { return c.create(o) }
-func (c *ClusterController[T, TList]) Update(o T) (T, error)       { return c.write("update", o) }
-func (c *ClusterController[T, TList]) UpdateStatus(o T) (T, error) { return c.write("status", o) }
 func (c *ClusterController[T, TList]) Delete(name string, opts *metav1.DeleteOptions) error {
 	return c.delete("", name, opts)
 }

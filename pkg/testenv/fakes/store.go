@@ -35,7 +35,8 @@ type Store[T Object[T]] struct {
 	serial   int
 	indexers map[string]generic.Indexer[T]
 
-	// Written are the status writes, Updated the other updates, in order.
+	// Written are the objects as each status write stored them, Updated as each other update
+	// did, in order.
 	Written []T
 	Updated []T
 	// Enqueued are the keys handed to Enqueue or EnqueueAfter, Delays the durations of
@@ -77,6 +78,21 @@ func (s *Store[T]) Add(o T) {
 		o.SetResourceVersion(strconv.Itoa(s.serial))
 	}
 	s.objects[key(o.GetNamespace(), o.GetName())] = o
+}
+
+// Edit changes the stored object namespace/name with fn, as another writer would, and gives it a
+// new resourceVersion. It returns NotFound when there is no such object.
+func (s *Store[T]) Edit(namespace, name string, fn func(T)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[key(namespace, name)]
+	if !ok {
+		return s.notFound(name)
+	}
+	o = o.DeepCopy()
+	fn(o)
+	s.stamp(o)
+	return nil
 }
 
 // Objects returns copies of every object, ordered by namespace and name.
@@ -128,6 +144,11 @@ func (s *Store[T]) create(o T) (T, error) {
 		o.SetUID(types.UID(fmt.Sprintf("%s-uid-%d", o.GetName(), s.serial+1)))
 	}
 	o.SetGeneration(1)
+	if created := o.GetCreationTimestamp(); created.IsZero() {
+		// A clock of the store's own: the serial as seconds since the epoch, so that creation
+		// order is the timestamps' order and every object is older than any grace period.
+		o.SetCreationTimestamp(metav1.NewTime(time.Unix(int64(s.serial+1), 0)))
+	}
 	return s.stamp(o), nil
 }
 
@@ -148,13 +169,18 @@ func (s *Store[T]) write(verb string, o T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, o.GetName(), fmt.Errorf("resourceVersion %s is not the stored %s", rv, stored.GetResourceVersion()))
 	}
 	o = o.DeepCopy()
+	o.SetUID(stored.GetUID())
+	o.SetCreationTimestamp(stored.GetCreationTimestamp())
 	if verb == "update" {
 		o.SetGeneration(stored.GetGeneration() + 1)
+	}
+	o = s.stamp(o)
+	if verb == "update" {
 		s.Updated = append(s.Updated, o.DeepCopy())
 	} else {
 		s.Written = append(s.Written, o.DeepCopy())
 	}
-	return s.stamp(o), nil
+	return o, nil
 }
 
 func (s *Store[T]) delete(namespace, name string, opts *metav1.DeleteOptions) error {
