@@ -3,19 +3,20 @@
 // from it (a FloatingIP's Ready), skips a write that changes nothing, and settles a conflict the
 // same way for both kinds.
 //
-// The conflict policy: a status write that meets a conflict is applied again, by the same
-// mutation, to the newer object the informer cache holds, for as long as retry.DefaultBackoff
-// lasts. The object is never read with a GET: the operator's RBAC grants no get on
-// FloatingIPRanges, and the cache is what every handler reads anyway. A mutation therefore sets
-// only the fields its caller owns, so that another writer's fields survive the retry. When the
-// cache does not show a newer object in time, or shows another object under the name, the
-// conflict is returned, and the caller's queue retries with its own backoff.
+// The conflict policy: a status write that meets a conflict reads the object afresh from the API
+// server and applies the same mutation to it, for as long as retry.DefaultRetry lasts; a conflict
+// still standing then is returned, and the caller's queue retries with its own backoff. The
+// informer cache is not asked: it may lag the write that caused the conflict for as long as its
+// watch does. A FloatingIP is read with a GET; a range with a LIST of its one name, since the
+// chart's RBAC grants list, watch and update on FloatingIPRanges and no get. A mutation sets only
+// the fields its caller owns, so that another writer's fields survive the retry.
 package status
 
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
@@ -50,7 +51,9 @@ func updateFloatingIP(c kubefipcontrollers.FloatingIPController, f *v1.FloatingI
 		status: func(f *v1.FloatingIP) *v1.FloatingIPStatus { return &f.Status },
 		mutate: mutate,
 		write:  func(f *v1.FloatingIP) (*v1.FloatingIP, error) { return c.UpdateStatus(f) },
-		cached: func(f *v1.FloatingIP) (*v1.FloatingIP, error) { return c.Cache().Get(f.Namespace, f.Name) },
+		fresh: func(f *v1.FloatingIP) (*v1.FloatingIP, error) {
+			return c.Get(f.Namespace, f.Name, metav1.GetOptions{})
+		},
 	})
 }
 
@@ -62,7 +65,16 @@ func UpdateRange(c kubefipcontrollers.FloatingIPRangeController, r *v1.FloatingI
 		status: func(r *v1.FloatingIPRange) *v1.FloatingIPRangeStatus { return &r.Status },
 		mutate: mutate,
 		write:  func(r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) { return c.UpdateStatus(r) },
-		cached: func(r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) { return c.Cache().Get(r.Name) },
+		fresh: func(r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
+			list, err := c.List(metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.Name).String()})
+			if err != nil {
+				return nil, err
+			}
+			if len(list.Items) != 1 {
+				return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), r.Name)
+			}
+			return &list.Items[0], nil
+		},
 	})
 }
 
@@ -72,27 +84,28 @@ type object[T any] interface {
 	DeepCopy() T
 }
 
-// kind is how the writer reaches one kind's status, client and cache.
+// kind is how the writer reaches one kind's status and its API.
 type kind[T object[T], S any] struct {
 	status func(T) *S
 	mutate func(*S)
 	write  func(T) (T, error)
-	cached func(T) (T, error)
+	// fresh reads the object from the API server.
+	fresh func(T) (T, error)
 }
 
 func update[T object[T], S any](obj T, k kind[T, S]) (T, error) {
 	current, written := obj, obj
 	var conflict error
-	err := wait.ExponentialBackoff(retry.DefaultBackoff, func() (bool, error) {
+	err := wait.ExponentialBackoff(retry.DefaultRetry, func() (bool, error) {
 		if conflict != nil {
-			fresh, err := k.cached(current)
+			fresh, err := k.fresh(current)
 			switch {
 			case err != nil:
 				return false, err
 			case fresh.GetUID() != current.GetUID():
-				return false, conflict
+				return false, conflict // another object under the name: its own handlers judge it
 			case fresh.GetResourceVersion() == current.GetResourceVersion():
-				return false, nil // the cache has not seen the newer object yet
+				return false, nil // nothing newer to write against yet
 			}
 			current = fresh
 		}

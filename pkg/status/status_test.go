@@ -70,42 +70,60 @@ func TestAFailureOverridesTheDerivedReady(t *testing.T) {
 	}
 }
 
-// TestAConflictIsSettledOnTheCachedObject: a write against an object another writer changed
-// meanwhile is applied again to the newer object the cache holds, and the other writer's
-// fields survive.
-func TestAConflictIsSettledOnTheCachedObject(t *testing.T) {
+// TestAConflictIsSettledOnTheObjectReadAfresh: a write against an object another writer changed
+// meanwhile is applied again to the object read afresh — a FloatingIP by GET, a range by a LIST of
+// its name — and the other writer's fields survive.
+func TestAConflictIsSettledOnTheObjectReadAfresh(t *testing.T) {
 	fips := fakes.NewFloatingIPs(fip())
-	stale := fip()
 	if _, err := UpdateFloatingIP(fips, fip(), func(s *v1.FloatingIPStatus) { s.GuestState = v1.GuestStateConfigured }); err != nil {
 		t.Fatal(err)
 	}
-	written, err := UpdateFloatingIP(fips, stale, allocated)
+	written, err := UpdateFloatingIP(fips, fip(), allocated)
 	if err != nil {
 		t.Fatalf("the conflict was not settled: %v", err)
 	}
 	if written.Status.GuestState != v1.GuestStateConfigured || written.Status.IPAddress != "10.0.0.1" {
 		t.Errorf("status %+v, want both writers' fields", written.Status)
 	}
+
+	r := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid", ResourceVersion: "1"}}
+	ranges := fakes.NewRanges(r, &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "other", UID: "other-uid"}})
+	if _, err := UpdateRange(ranges, r, func(s *v1.FloatingIPRangeStatus) { s.Used = 1 }); err != nil {
+		t.Fatal(err)
+	}
+	settled, err := UpdateRange(ranges, r, func(s *v1.FloatingIPRangeStatus) { s.Capacity = "6" })
+	if err != nil {
+		t.Fatalf("the conflict was not settled: %v", err)
+	}
+	if settled.Name != "r" || settled.Status.Used != 1 || settled.Status.Capacity != "6" {
+		t.Errorf("range %s status %+v, want r with both writes", settled.Name, settled.Status)
+	}
 }
 
-// TestAConflictTheCacheCannotSettleGoesBackToTheQueue: when the cache shows no newer object,
-// or another object under the name, the conflict is returned for the caller's queue to retry,
-// and nothing else is written.
-func TestAConflictTheCacheCannotSettleGoesBackToTheQueue(t *testing.T) {
+// TestAConflictTheWriterCannotSettleGoesBackToTheQueue: when the object read afresh is no newer
+// than the one written against, or is another object under the name, the conflict is returned for
+// the caller's queue to retry, and nothing else is written.
+func TestAConflictTheWriterCannotSettleGoesBackToTheQueue(t *testing.T) {
 	conflict := apierrors.NewConflict(v1.Resource("floatingipranges"), "r", errors.New("modified"))
 	for _, tc := range []struct {
 		name string
-		// stored is the range as the cache shows it.
+		// stored is the range as the API server holds it.
 		stored *v1.FloatingIPRange
+		writes int
 	}{
-		{"the cache lags", &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid", ResourceVersion: "1"}}},
-		{"re-created", &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "other-uid", ResourceVersion: "2"}}},
+		{"nothing newer", &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid", ResourceVersion: "1"}}, 1},
+		{"re-created", &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "other-uid", ResourceVersion: "2"}}, 1},
+		{"changed at every write", &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid", ResourceVersion: "2"}}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ranges := fakes.NewRanges(tc.stored)
 			writes := 0
 			ranges.Before = func(string, *v1.FloatingIPRange) error {
 				writes++
+				if tc.writes > 1 {
+					// Another writer got in first, every time.
+					_ = ranges.Edit("", "r", func(*v1.FloatingIPRange) {})
+				}
 				return conflict
 			}
 			r := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid", ResourceVersion: "1"}}
@@ -113,8 +131,8 @@ func TestAConflictTheCacheCannotSettleGoesBackToTheQueue(t *testing.T) {
 			if !apierrors.IsConflict(err) {
 				t.Errorf("error %v, want the conflict", err)
 			}
-			if writes != 1 {
-				t.Errorf("%d writes, want 1: nothing newer was there to write against", writes)
+			if writes != tc.writes {
+				t.Errorf("%d writes, want %d", writes, tc.writes)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
 				Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
 			})
-			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid", Finalizers: []string{v1.FloatingIPFinalizer},
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
 			fips := fakes.NewFloatingIPs(f)
 			recorder := record.NewFakeRecorder(10)
@@ -112,7 +112,7 @@ func TestHolderNotYetSeenIsOnlyRequeued(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
 		Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
 	})
-	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid", Finalizers: []string{v1.FloatingIPFinalizer},
 		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}, Spec: v1.FloatingIPSpec{IPAddress: "10.0.0.3"}}
 	fips := fakes.NewFloatingIPs(f)
 	recorder := record.NewFakeRecorder(10)
@@ -126,5 +126,24 @@ func TestHolderNotYetSeenIsOnlyRequeued(t *testing.T) {
 	}
 	if len(fips.Delays) != 1 || len(fips.Written) != 0 || len(recorder.Events) != 0 {
 		t.Errorf("requeued %d, %d status writes, %d Events; want 1, 0, 0", len(fips.Delays), len(fips.Written), len(recorder.Events))
+	}
+}
+
+// TestNothingIsClaimedBeforeTheFinalizer: a FloatingIP the remove handler could not yet put its
+// finalizer on gets no address and no status: nothing may be held without the finalizer that
+// releases it.
+func TestNothingIsClaimedBeforeTheFinalizer(t *testing.T) {
+	ranges := fakes.NewRanges(&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"}})
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
+	fips, allocs := fakes.NewFloatingIPs(f), fakes.NewAllocations()
+	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
+		Allocations: allocs, Ranges: ranges,
+	}, allocation.Options{}), metrics: metrics.New(), recorder: record.NewFakeRecorder(10)}
+	if _, err := h.OnFloatingIPChange("c-m-1/fip", f); err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs.Objects()) != 0 || len(fips.Written) != 0 || len(fips.Updated) != 0 {
+		t.Errorf("%d allocations, %d status and %d spec writes; want none", len(allocs.Objects()), len(fips.Written), len(fips.Updated))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
@@ -73,6 +74,12 @@ func Register(ctx context.Context, c *controllers.Context) error {
 // to write) is shown on the object too, and retried with backoff.
 func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if f == nil || f.DeletionTimestamp != nil {
+		return f, nil
+	}
+	if !slices.Contains(f.Finalizers, v1.FloatingIPFinalizer) {
+		// Wrangler runs this handler even when the remove handler could not put the finalizer
+		// on (a conflict with another writer): nothing is claimed or shown until it is there,
+		// and the remove handler's error has queued the FloatingIP again.
 		return f, nil
 	}
 	out, err := h.allocate(f)

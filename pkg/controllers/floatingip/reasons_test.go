@@ -38,7 +38,7 @@ func TestEveryReason(t *testing.T) {
 	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 
 	fip := func(name, rangeName, addr string) *v1.FloatingIP {
-		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "c-m-1", UID: types.UID(name + "-uid"),
+		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "c-m-1", UID: types.UID(name + "-uid"), Finalizers: []string{v1.FloatingIPFinalizer},
 			Annotations: map[string]string{}}, Spec: v1.FloatingIPSpec{IPAddress: addr}}
 		if rangeName != "" {
 			f.Annotations[v1.AnnotationFloatingIPRange] = rangeName

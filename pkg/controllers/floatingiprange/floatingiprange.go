@@ -8,13 +8,10 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/generic"
-	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,7 +24,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
-	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
@@ -155,95 +151,12 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return updated, nil
 }
 
-// verdict is what a pass of the range handler shows in a range's status: the fields it owns.
-type verdict struct {
-	sum        allocation.Summary
-	generation int64
-}
-
-// apply writes the verdict into status and reports whether Ready and the Warning condition
-// changed.
-func (v verdict) apply(status *v1.FloatingIPRangeStatus) (ready, warning bool) {
-	setCounts(status, v.sum)
-	status.ObservedGeneration = v.generation
-	if p := v.sum.Problem; p != nil {
-		ready = v1.SetCondition(status, v1.Ready, false, p.Reason, p.Message)
-	} else {
-		ready = v1.SetCondition(status, v1.Ready, true, v1.ReasonReady, "")
-	}
-	return ready, setWarning(status, v.sum.Warnings)
-}
-
-// setCounts writes the range's counts into its status: the exact decimal strings, and the integer
-// fields the list views sort by.
-func setCounts(status *v1.FloatingIPRangeStatus, sum allocation.Summary) {
-	status.Capacity = sum.Capacity.String()
-	status.Used = int64(sum.Used)
-	status.Retained = int64(sum.Retained)
-	status.Available = sum.Available.String()
-	status.CapacityCount = int64Of(sum.Capacity)
-	status.AvailableCount = int64Of(sum.Available)
-	status.UsedPercent = usedPercent(int64(sum.Used)+int64(sum.Retained), sum.Capacity)
-}
-
-// int64Of returns n when it fits in an int64, and nil otherwise.
-func int64Of(n *big.Int) *int64 {
-	if n == nil || !n.IsInt64() {
-		return nil
-	}
-	v := n.Int64()
-	return &v
-}
-
-// usedPercent is taken / capacity in whole percent, rounded down and at most 100; 0 when the
-// capacity is 0.
-func usedPercent(taken int64, capacity *big.Int) int64 {
-	if capacity == nil || capacity.Sign() <= 0 || taken <= 0 {
-		return 0
-	}
-	p := new(big.Int).Mul(big.NewInt(taken), big.NewInt(100))
-	p.Quo(p, capacity)
-	if p.Cmp(big.NewInt(100)) >= 0 {
-		return 100
-	}
-	return p.Int64()
-}
-
-// countsOnly tells whether the new status differs from the old in its counts alone.
-func countsOnly(old, updated *v1.FloatingIPRangeStatus) bool {
-	a, b := *old, *updated
-	a.Used, a.Retained, a.Available, a.Capacity = b.Used, b.Retained, b.Available, b.Capacity
-	a.CapacityCount, a.AvailableCount, a.UsedPercent = b.CapacityCount, b.AvailableCount, b.UsedPercent
-	return equality.Semantic.DeepEqual(&a, &b)
-}
-
 // sinceWritten is how long a change of range name's counts alone still waits: what is left of
 // StatusInterval since its status was last written.
 func (h *handler) sinceWritten(name string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return time.Until(h.written[name].Add(StatusInterval))
-}
-
-// setWarning shows the range's warnings in its Warning condition, and drops the condition when
-// there is nothing to say. It reports whether the condition changed to say something new.
-func setWarning(status *v1.FloatingIPRangeStatus, warnings []problem.Problem) bool {
-	if len(warnings) == 0 {
-		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == string(v1.Warning) })
-		return false
-	}
-	reason, msg := warningOf(warnings)
-	return v1.SetCondition(status, v1.Warning, true, reason, msg)
-}
-
-// warningOf is the Warning condition's reason and message for warnings: the first one's reason,
-// and every message.
-func warningOf(warnings []problem.Problem) (reason, msg string) {
-	msgs := make([]string, 0, len(warnings))
-	for _, w := range warnings {
-		msgs = append(msgs, w.Message)
-	}
-	return warnings[0].Reason, strings.Join(msgs, "; ")
 }
 
 // statusFailed shows on the range that its status could not be written: a Warning Event, and

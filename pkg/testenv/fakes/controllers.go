@@ -2,10 +2,12 @@ package fakes
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,17 +21,16 @@ import (
 // the tests call the handlers themselves.
 type shared[T Object[T]] struct{ *Store[T] }
 
-func (shared[T]) Informer() cache.SharedIndexInformer                        { return nil }
-func (shared[T]) GroupVersionKind() schema.GroupVersionKind                  { return schema.GroupVersionKind{} }
-func (shared[T]) AddGenericHandler(context.Context, string, generic.Handler) {}
-func (shared[T]) AddGenericRemoveHandler(context.Context, string, generic.Handler) {
-}
-func (shared[T]) Updater() generic.Updater                                   { return nil }
-func (shared[T]) OnChange(context.Context, string, generic.ObjectHandler[T]) {}
-func (shared[T]) OnRemove(context.Context, string, generic.ObjectHandler[T]) {}
-func (c shared[T]) Create(o T) (T, error)                                    { return c.create(o) }
-func (c shared[T]) Update(o T) (T, error)                                    { return c.write("update", o) }
-func (c shared[T]) UpdateStatus(o T) (T, error)                              { return c.write("status", o) }
+func (shared[T]) Informer() cache.SharedIndexInformer                              { return nil }
+func (shared[T]) GroupVersionKind() schema.GroupVersionKind                        { return schema.GroupVersionKind{} }
+func (shared[T]) AddGenericHandler(context.Context, string, generic.Handler)       {}
+func (shared[T]) AddGenericRemoveHandler(context.Context, string, generic.Handler) {}
+func (shared[T]) Updater() generic.Updater                                         { return nil }
+func (shared[T]) OnChange(context.Context, string, generic.ObjectHandler[T])       {}
+func (shared[T]) OnRemove(context.Context, string, generic.ObjectHandler[T])       {}
+func (c shared[T]) Create(o T) (T, error)                                          { return c.create(o) }
+func (c shared[T]) Update(o T) (T, error)                                          { return c.write("update", o) }
+func (c shared[T]) UpdateStatus(o T) (T, error)                                    { return c.write("status", o) }
 
 // Controller is the generated controller of a namespaced kind, served by a Store.
 type Controller[T Object[T], TList runtime.Object] struct{ shared[T] }
@@ -50,9 +51,8 @@ func (c *Controller[T, TList]) Delete(namespace, name string, opts *metav1.Delet
 func (c *Controller[T, TList]) Get(namespace, name string, _ metav1.GetOptions) (T, error) {
 	return c.get(namespace, name)
 }
-func (c *Controller[T, TList]) List(string, metav1.ListOptions) (TList, error) {
-	var zero TList
-	return zero, errNotServed("list")
+func (c *Controller[T, TList]) List(namespace string, opts metav1.ListOptions) (TList, error) {
+	return listOf[T, TList](c.Store, namespace, opts)
 }
 func (c *Controller[T, TList]) Watch(string, metav1.ListOptions) (watch.Interface, error) {
 	return nil, errNotServed("watch")
@@ -99,9 +99,8 @@ func (c *ClusterController[T, TList]) Delete(name string, opts *metav1.DeleteOpt
 func (c *ClusterController[T, TList]) Get(name string, _ metav1.GetOptions) (T, error) {
 	return c.get("", name)
 }
-func (c *ClusterController[T, TList]) List(metav1.ListOptions) (TList, error) {
-	var zero TList
-	return zero, errNotServed("list")
+func (c *ClusterController[T, TList]) List(opts metav1.ListOptions) (TList, error) {
+	return listOf[T, TList](c.Store, "", opts)
 }
 func (c *ClusterController[T, TList]) Watch(metav1.ListOptions) (watch.Interface, error) {
 	return nil, errNotServed("watch")
@@ -125,4 +124,26 @@ func (c clusterCache[T]) AddIndexer(name string, indexer generic.Indexer[T]) {
 }
 func (c clusterCache[T]) GetByIndex(indexName, key string) ([]T, error) {
 	return c.s.getByIndex(indexName, key)
+}
+
+// listOf answers a client's List: the objects of namespace (all when empty) that the options'
+// label and field selectors (metadata.name, metadata.namespace) match, in the generated list type.
+func listOf[T Object[T], TList runtime.Object](s *Store[T], namespace string, opts metav1.ListOptions) (TList, error) {
+	var list TList
+	selector, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return list, err
+	}
+	byField, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return list, err
+	}
+	out := reflect.New(reflect.TypeOf(list).Elem())
+	items := out.Elem().FieldByName("Items")
+	for _, o := range s.list(namespace, selector) {
+		if byField.Matches(fields.Set{"metadata.name": o.GetName(), "metadata.namespace": o.GetNamespace()}) {
+			items.Set(reflect.Append(items, reflect.ValueOf(o).Elem()))
+		}
+	}
+	return out.Interface().(TList), nil
 }

@@ -261,6 +261,6 @@ func (s *Store[T]) enqueue(namespace, name string, after time.Duration, delayed 
 	}
 }
 
-// errNotServed is what the fakes answer for what unit tests never need: watches, patches,
-// impersonation and client lists.
+// errNotServed is what the fakes answer for what unit tests never need: watches, patches and
+// impersonation.
 func errNotServed(what string) error { return fmt.Errorf("the in-memory fake does not serve %s", what) }
