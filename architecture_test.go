@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"go/types"
 	"strings"
 	"testing"
@@ -10,9 +11,13 @@ import (
 
 const modulePath = "github.com/kubefip/kube-fip-operator"
 
-func loadPackages(t *testing.T) []*packages.Package {
+// typesAndImports loads each package's types, files and imports, all the way down.
+const typesAndImports = packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps
+
+// loadPackages loads every package of the module with what mode asks for.
+func loadPackages(t *testing.T, mode packages.LoadMode) []*packages.Package {
 	t.Helper()
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps}
+	cfg := &packages.Config{Mode: mode}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +33,7 @@ func loadPackages(t *testing.T) []*packages.Package {
 // be changed behind everyone's back: maps, slices, channels, functions, pointers (but a compiled
 // regexp), interfaces (but error sentinels). Embedded files (embed.FS) are read-only.
 func TestNoPackageLevelMutableState(t *testing.T) {
-	for _, pkg := range loadPackages(t) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || pkg.Types == nil {
 			continue
 		}
@@ -106,7 +111,7 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 		modulePath + "/pkg/kubevip": true}
 	allowed := map[string]bool{"sigs.k8s.io/yaml": true, "sigs.k8s.io/yaml/goyaml.v2": true}
 	found := 0
-	for _, pkg := range loadPackages(t) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		if !pure[pkg.PkgPath] {
 			continue
 		}
@@ -132,5 +137,57 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 	}
 	if found != len(pure) {
 		t.Errorf("found %d of the %d pure packages", found, len(pure))
+	}
+}
+
+// TestOneStatusWriterPerKind: every FloatingIP and FloatingIPRange status write goes through
+// pkg/status, so that one conflict policy holds and Ready is derived in one place. A second call
+// of a generated UpdateStatus for one of these kinds anywhere else fails here.
+func TestOneStatusWriterPerKind(t *testing.T) {
+	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo)
+	const apiPath = modulePath + "/pkg/apis/kubefip.k8s.binbash.org/v1"
+	writers := map[string][]string{}
+	for _, pkg := range pkgs {
+		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/testenv") {
+			continue
+		}
+		for _, file := range pkg.Syntax {
+			if strings.HasSuffix(pkg.Fset.Position(file.Pos()).Filename, "_test.go") {
+				continue
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "UpdateStatus" {
+					return true
+				}
+				sig, ok := pkg.TypesInfo.TypeOf(sel).(*types.Signature)
+				if !ok || sig.Params().Len() != 1 {
+					return true
+				}
+				ptr, ok := sig.Params().At(0).Type().(*types.Pointer)
+				if !ok {
+					return true
+				}
+				named, ok := ptr.Elem().(*types.Named)
+				if !ok || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != apiPath {
+					return true
+				}
+				kind := named.Obj().Name()
+				writers[kind] = append(writers[kind], pkg.Fset.Position(call.Pos()).String())
+				if pkg.PkgPath != modulePath+"/pkg/status" {
+					t.Errorf("%s writes %s status; go through pkg/status instead", pkg.Fset.Position(call.Pos()), kind)
+				}
+				return true
+			})
+		}
+	}
+	for _, kind := range []string{"FloatingIP", "FloatingIPRange"} {
+		if len(writers[kind]) != 1 {
+			t.Errorf("%s status is written at %d places, want 1: %v", kind, len(writers[kind]), writers[kind])
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
 // TestProposals: discovery's proposals keep off each other and off dynamic claims, the proposed
@@ -16,7 +17,7 @@ import (
 func TestProposals(t *testing.T) {
 	ctx := context.Background()
 	g := engineWithRange(t, "r", "10.0.0.0/28") // .1-.14
-	api := newFakeAllocations()
+	api := fakes.NewAllocations()
 	now := time.Now()
 	propose := func(n string) netip.Addr {
 		t.Helper()
@@ -42,7 +43,7 @@ func TestProposals(t *testing.T) {
 
 	// a claims its proposal: exactly one create, of the proposed name.
 	creates := 0
-	api.before = func(*v1.FloatingIPAllocation) { creates++ }
+	beforeCreate(api, func(*v1.FloatingIPAllocation) { creates++ })
 	if got, err := g.claimLoop(ctx, api, "r", who("a"), a, true); err != nil || got != a || creates != 1 {
 		t.Fatalf("claiming the proposal = %v, %v after %d creates; want %v after 1", got, err, creates, a)
 	}
@@ -55,7 +56,7 @@ func TestProposals(t *testing.T) {
 	if _, err := api.Create(newAllocation(v1.AddressSpace{}, b, "r", y)); err != nil {
 		t.Fatal(err)
 	}
-	g.onAdd(api.objects[nameOf(b.String())])
+	g.onAdd(stored(api, nameOf(b.String())))
 	if got, err := g.claimLoop(ctx, api, "r", who("b"), b, true); err != nil || got != addr("10.0.0.4") {
 		t.Fatalf("claiming a proposal y took = %v, %v; want 10.0.0.4", got, err)
 	}
@@ -68,7 +69,7 @@ func TestProposals(t *testing.T) {
 	if _, err := g.claimLoop(ctx, api, "r", who("c"), c, true); !errors.Is(err, ErrHolderUnknown) {
 		t.Fatalf("claiming a proposal an unseen holder took: %v, want ErrHolderUnknown", err)
 	}
-	g.onAdd(api.objects[nameOf(c.String())])
+	g.onAdd(stored(api, nameOf(c.String())))
 	if got, err := g.claimLoop(ctx, api, "r", who("c"), c, true); err != nil || got != c {
 		t.Fatalf("claiming the proposal another replica claimed for c = %v, %v; want %v", got, err, c)
 	}

@@ -16,88 +16,23 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
-// fakeAllocations is the API server's side of a claim: names are unique, a create of a taken name
-// is AlreadyExists. before, when set, runs inside every Create before it decides.
-type fakeAllocations struct {
-	mu      sync.Mutex
-	objects map[string]*v1.FloatingIPAllocation
-	serial  int
-	before  func(*v1.FloatingIPAllocation)
-	fail    error
+// beforeCreate runs fn inside every create of api, before the create decides.
+func beforeCreate(api *fakes.Allocations, fn func(*v1.FloatingIPAllocation)) {
+	api.Before = func(verb string, a *v1.FloatingIPAllocation) error {
+		if verb == "create" {
+			fn(a)
+		}
+		return nil
+	}
 }
 
-func newFakeAllocations() *fakeAllocations {
-	return &fakeAllocations{objects: map[string]*v1.FloatingIPAllocation{}}
-}
-
-func (f *fakeAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	if f.before != nil {
-		f.before(a)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail != nil {
-		return nil, f.fail
-	}
-	if _, ok := f.objects[a.Name]; ok {
-		return nil, apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), a.Name)
-	}
-	f.serial++
-	out := a.DeepCopy()
-	out.UID = types.UID(fmt.Sprintf("alloc-%d", f.serial))
-	out.CreationTimestamp = metav1.NewTime(time.Unix(int64(f.serial), 0))
-	out.ResourceVersion = fmt.Sprint(f.serial)
-	f.objects[a.Name] = out
-	return out.DeepCopy(), nil
-}
-
-// Get and Update are the API server's side of taking back a retained address: an update is
-// refused with a conflict unless it carries the stored resourceVersion.
-func (f *fakeAllocations) Get(name string, _ metav1.GetOptions) (*v1.FloatingIPAllocation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.objects[name]
-	if !ok {
-		return nil, apierrors.NewNotFound(v1.Resource("floatingipallocations"), name)
-	}
-	return a.DeepCopy(), nil
-}
-
-func (f *fakeAllocations) Update(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	old, ok := f.objects[a.Name]
-	switch {
-	case !ok:
-		return nil, apierrors.NewNotFound(v1.Resource("floatingipallocations"), a.Name)
-	case old.ResourceVersion != a.ResourceVersion:
-		return nil, apierrors.NewConflict(v1.Resource("floatingipallocations"), a.Name, errors.New("the object has been modified"))
-	}
-	f.serial++
-	out := a.DeepCopy()
-	out.UID, out.CreationTimestamp = old.UID, old.CreationTimestamp
-	out.ResourceVersion = fmt.Sprint(f.serial)
-	f.objects[a.Name] = out
-	return out.DeepCopy(), nil
-}
-
-// Delete is the release: refused with a conflict when the precondition's UID is not the stored
-// object's.
-func (f *fakeAllocations) Delete(name string, opts *metav1.DeleteOptions) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	old, ok := f.objects[name]
-	switch {
-	case !ok:
-		return apierrors.NewNotFound(v1.Resource("floatingipallocations"), name)
-	case opts != nil && opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID != old.UID,
-		opts != nil && opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil && *opts.Preconditions.ResourceVersion != old.ResourceVersion:
-		return apierrors.NewConflict(v1.Resource("floatingipallocations"), name, errors.New("precondition failed"))
-	}
-	delete(f.objects, name)
-	return nil
+// stored is api's object name, nil when there is none.
+func stored(api *fakes.Allocations, name string) *v1.FloatingIPAllocation {
+	a, _ := api.Get(name, metav1.GetOptions{})
+	return a
 }
 
 // nameOf is the allocation name of addr in the space of ranges without annotations, the space of
@@ -197,19 +132,19 @@ func (g *engine) setRange(name, cidr string, exclude ...string) rangeView {
 func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 	const workers = 32
 	g := engineWithRange(t, "r", "10.0.0.0/24")
-	api := newFakeAllocations()
+	api := fakes.NewAllocations()
 	var inside sync.WaitGroup
 	inside.Add(workers)
 	all := make(chan struct{})
 	go func() { inside.Wait(); close(all) }()
-	api.before = func(*v1.FloatingIPAllocation) {
+	beforeCreate(api, func(*v1.FloatingIPAllocation) {
 		inside.Done()
 		select {
 		case <-all:
 		case <-time.After(10 * time.Second):
 			t.Error("not every worker reached the API server together: a lock is held across Create")
 		}
-	}
+	})
 	got := make([]netip.Addr, workers)
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
@@ -231,13 +166,13 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 		}
 		seen[a] = i
 	}
-	if held, all := g.poolHeld("r"), g.poolHolders("r", "10.0.0.0/24"); len(api.objects) != workers || held != workers || all != workers {
-		t.Errorf("%d objects, %d confirmed, %d held with reservations; want %d of each", len(api.objects), held, all, workers)
+	if held, all := g.poolHeld("r"), g.poolHolders("r", "10.0.0.0/24"); len(api.Objects()) != workers || held != workers || all != workers {
+		t.Errorf("%d objects, %d confirmed, %d held with reservations; want %d of each", len(api.Objects()), held, all, workers)
 	}
 	// Claiming again moves nothing and creates nothing.
 	again, err := g.claimLoop(context.Background(), api, "r", who("7"), netip.Addr{}, false)
-	if err != nil || again != got[7] || len(api.objects) != workers {
-		t.Errorf("a second claim of worker 7 = %v, %v with %d objects; want %v, no create", again, err, len(api.objects), got[7])
+	if err != nil || again != got[7] || len(api.Objects()) != workers {
+		t.Errorf("a second claim of worker 7 = %v, %v with %d objects; want %v, no create", again, err, len(api.Objects()), got[7])
 	}
 }
 
@@ -247,7 +182,7 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 func TestClaimAlreadyExists(t *testing.T) {
 	ctx := context.Background()
 	g := engineWithRange(t, "r", "10.0.0.0/29") // .1-.6
-	api := newFakeAllocations()
+	api := fakes.NewAllocations()
 	other := fipOwner("other")
 
 	// Another replica created .1 for other; this process has not seen it yet.
@@ -263,7 +198,7 @@ func TestClaimAlreadyExists(t *testing.T) {
 	}
 
 	// The informer brings the object: now the holder is named.
-	g.onAdd(api.objects[nameOf("10.0.0.1")])
+	g.onAdd(stored(api, nameOf("10.0.0.1")))
 	var taken *ipam.TakenError
 	if _, err := g.claimLoop(ctx, api, "r", who("a"), netip.MustParseAddr("10.0.0.1"), false); !errors.As(err, &taken) || taken.Holder.UID != other.UID {
 		t.Fatalf("static claim of other's address: %v, want a TakenError naming other", err)
@@ -278,7 +213,7 @@ func TestClaimAlreadyExists(t *testing.T) {
 	if _, err := api.Create(newAllocation(v1.AddressSpace{}, netip.MustParseAddr("10.0.0.4"), "r", d)); err != nil {
 		t.Fatal(err)
 	}
-	g.onAdd(api.objects[nameOf("10.0.0.4")])
+	g.onAdd(stored(api, nameOf("10.0.0.4")))
 	if a, err := g.claimLoop(ctx, api, "r", Claimant{Owner: d}, netip.Addr{}, false); err != nil || a != netip.MustParseAddr("10.0.0.4") {
 		t.Fatalf("claim of what another replica claimed for the same owner = %v, %v", a, err)
 	}
@@ -300,8 +235,8 @@ func TestClaimAlreadyExists(t *testing.T) {
 // TestClaimFailureLeavesNothingReserved: an API failure returns the error and frees the pick.
 func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 	g := engineWithRange(t, "r", "fd00:10::/64")
-	api := newFakeAllocations()
-	api.fail = apierrors.NewServiceUnavailable("etcd is away")
+	api := fakes.NewAllocations()
+	api.Before = func(string, *v1.FloatingIPAllocation) error { return apierrors.NewServiceUnavailable("etcd is away") }
 	if _, err := g.claimLoop(context.Background(), api, "r", who("a"), netip.Addr{}, false); !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("claim during an outage: %v", err)
 	}
@@ -309,13 +244,13 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 	if h, ok := g.poolHolder("r", netip.MustParseAddr("fd00:10::1")); ok {
 		t.Errorf("after a failed create fd00:10::1 is still held by %v", h)
 	}
-	api.fail = nil
+	api.Before = nil
 	a, err := g.claimLoop(context.Background(), api, "r", who("a"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("fd00:10::1") {
 		t.Errorf("claim after the outage = %v, %v", a, err)
 	}
-	if _, ok := api.objects[nameOf("fd00:10::1")]; !ok {
-		t.Errorf("no object named after the IPv6 address: %v", api.objects)
+	if stored(api, nameOf("fd00:10::1")) == nil {
+		t.Errorf("no object named after the IPv6 address: %v", api.Objects())
 	}
 }
 
@@ -394,7 +329,7 @@ func TestRangeRebuild(t *testing.T) {
 	if len(orphans) != 2 || orphans[0].Addr != "10.0.0.5" || orphans[0].Why != "excluded" || orphans[1].Addr != "10.0.0.20" || orphans[1].Why != "outside the range" {
 		t.Fatalf("orphans = %v; want the excluded 10.0.0.5 and the outside 10.0.0.20", orphans)
 	}
-	a, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", who("d"), netip.Addr{}, false)
+	a, err := g.claimLoop(context.Background(), fakes.NewAllocations(), "r", who("d"), netip.Addr{}, false)
 	if err != nil || a != netip.MustParseAddr("10.0.0.2") {
 		t.Fatalf("first claim = %v, %v; want 10.0.0.2, past the other range's 10.0.0.1", a, err)
 	}
@@ -405,7 +340,7 @@ func TestRangeRebuild(t *testing.T) {
 		t.Error("an invalid range was accepted")
 	}
 	g.forgetRange("r")
-	if _, err := g.claimLoop(context.Background(), newFakeAllocations(), "r", who("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
+	if _, err := g.claimLoop(context.Background(), fakes.NewAllocations(), "r", who("e"), netip.Addr{}, false); !errors.Is(err, ErrRangeNotFound) {
 		t.Errorf("claim in a forgotten range: %v", err)
 	}
 	if n := g.count("r"); n != 3 {

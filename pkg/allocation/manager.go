@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // ByUIDIndex indexes FloatingIPs by UID, to find the owner of an allocation.
@@ -340,17 +342,31 @@ func (m *Manager) dropLegacyKeys(rangeName, uid string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	r = r.DeepCopy()
+	drop := make(map[string]types.UID, len(keys))
 	for _, k := range keys {
-		delete(r.Status.Allocations, k)
+		drop[k] = types.UID(uid)
 	}
-	if len(r.Status.Allocations) == 0 {
-		r.Status.Allocations = nil
-	}
-	if _, err := m.deps.Ranges.UpdateStatus(r); err != nil {
+	if err := m.dropRecordKeys(r, drop); err != nil {
 		return fmt.Errorf("removing %d legacy entries from FloatingIPRange %s: %w", len(keys), rangeName, err)
 	}
 	return nil
+}
+
+// dropRecordKeys removes keys from r's legacy record, each only while it still records the
+// allocation it was judged by (the same UID): a write that meets a conflict is applied again to
+// the newer range, whose record may have changed meanwhile. An empty record is left nil.
+func (m *Manager) dropRecordKeys(r *v1.FloatingIPRange, keys map[string]types.UID) error {
+	_, err := status.UpdateRange(m.deps.Ranges, r, func(s *v1.FloatingIPRangeStatus) {
+		for key, uid := range keys {
+			if a, ok := s.Allocations[key]; ok && a.UID == uid {
+				delete(s.Allocations, key)
+			}
+		}
+		if len(s.Allocations) == 0 {
+			s.Allocations = nil
+		}
+	})
+	return err
 }
 
 // HeldBy returns the addresses uid holds in range rangeName, lowest first.

@@ -8,15 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rancher/wrangler/v2/pkg/generic"
-	"k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
 func names(rs []*v1.FloatingIPRange) string {
@@ -102,89 +98,9 @@ func TestOverlapNamesTheOldest(t *testing.T) {
 	}
 }
 
-// benchRanges is a range controller whose cache holds fixed ranges.
-type benchRanges struct {
-	kubefipcontrollers.FloatingIPRangeController
-	cache benchRangeCache
-}
-
-func (b benchRanges) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] { return b.cache }
-
-type benchRangeCache struct {
-	byName map[string]*v1.FloatingIPRange
-}
-
-func (b benchRangeCache) Get(name string) (*v1.FloatingIPRange, error) {
-	if r, ok := b.byName[name]; ok {
-		return r, nil
-	}
-	return nil, errors.NewNotFound(v1.Resource("floatingipranges"), name)
-}
-func (b benchRangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
-	out := make([]*v1.FloatingIPRange, 0, len(b.byName))
-	for _, r := range b.byName {
-		out = append(out, r)
-	}
-	return out, nil
-}
-func (b benchRangeCache) AddIndexer(string, generic.Indexer[*v1.FloatingIPRange]) {}
-func (b benchRangeCache) GetByIndex(string, string) ([]*v1.FloatingIPRange, error) {
-	return nil, nil
-}
-
-// benchAllocations is the API server's side of claims for the benchmark.
-type benchAllocations struct {
-	kubefipcontrollers.FloatingIPAllocationController
-	*fakeAllocations
-}
-
-func (b benchAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	return b.fakeAllocations.Create(a)
-}
-
-func (b benchAllocations) Update(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	return b.fakeAllocations.Update(a)
-}
-
-func (b benchAllocations) Get(name string, opts metav1.GetOptions) (*v1.FloatingIPAllocation, error) {
-	return b.fakeAllocations.Get(name, opts)
-}
-
-func (b benchAllocations) Delete(name string, opts *metav1.DeleteOptions) error {
-	return b.fakeAllocations.Delete(name, opts)
-}
-
-// Cache reads the fake API server's objects as an informer's cache would, without lag.
-func (b benchAllocations) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPAllocation] {
-	return benchAllocationCache{b.fakeAllocations}
-}
-
-type benchAllocationCache struct{ api *fakeAllocations }
-
-func (c benchAllocationCache) Get(name string) (*v1.FloatingIPAllocation, error) {
-	return c.api.Get(name, metav1.GetOptions{})
-}
-func (c benchAllocationCache) List(labels.Selector) ([]*v1.FloatingIPAllocation, error) {
-	c.api.mu.Lock()
-	defer c.api.mu.Unlock()
-	out := make([]*v1.FloatingIPAllocation, 0, len(c.api.objects))
-	for _, a := range c.api.objects {
-		out = append(out, a.DeepCopy())
-	}
-	return out, nil
-}
-func (c benchAllocationCache) AddIndexer(string, generic.Indexer[*v1.FloatingIPAllocation]) {}
-func (c benchAllocationCache) GetByIndex(string, string) ([]*v1.FloatingIPAllocation, error) {
-	return nil, nil
-}
-
 // benchManager is a Manager over ranges, fed as the range informer would feed it.
 func benchManager(ranges []*v1.FloatingIPRange) *Manager {
-	byName := map[string]*v1.FloatingIPRange{}
-	for _, r := range ranges {
-		byName[r.Name] = r
-	}
-	m := NewManager(Deps{Ranges: benchRanges{cache: benchRangeCache{byName: byName}}, Allocations: benchAllocations{fakeAllocations: newFakeAllocations()}}, Options{OrphanGracePeriod: time.Hour})
+	m := NewManager(Deps{Ranges: fakes.NewRanges(ranges...), Allocations: fakes.NewAllocations()}, Options{OrphanGracePeriod: time.Hour})
 	for _, r := range ranges {
 		m.rangeSeen(r)
 	}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
@@ -237,7 +238,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 	if len(r.Status.Allocations) == 0 {
 		return nil, nil
 	}
-	keep := map[string]v1.Allocation{}
+	drop := map[string]types.UID{}
 	var released []string
 	idx := indexRecord(r.Status.Allocations)
 	hash := v1.SpaceOf(r).Hash()
@@ -261,24 +262,19 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 		}
 		if byUID[string(a.UID)] == nil {
 			released = append(released, fmt.Sprintf("%s/%s %s/%s", r.Name, redact.Shorten(key, redact.MaxValue), a.Namespace, a.Name))
+			drop[key] = a.UID
 			continue
 		}
 		if readable && (byObject || idx.holder[addr] != key) {
 			// Held by an object (its holder's or, for a loser, another's) or a second
 			// spelling of an address: the object decides, the controller flags the loser.
-			continue
+			drop[key] = a.UID
 		}
-		keep[key] = a
 	}
-	if len(keep) == len(r.Status.Allocations) {
+	if len(drop) == 0 {
 		return nil, nil
 	}
-	next := r.DeepCopy()
-	next.Status.Allocations = keep
-	if len(keep) == 0 {
-		next.Status.Allocations = nil
-	}
-	if _, err := m.deps.Ranges.UpdateStatus(next); err != nil {
+	if err := m.dropRecordKeys(r, drop); err != nil {
 		return nil, fmt.Errorf("emptying the legacy record of FloatingIPRange %s: %w", r.Name, err)
 	}
 	return released, nil

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
 // siteRange is range name with cidr on Harvester cluster harvester, network vlan10.
@@ -23,7 +24,7 @@ func siteRange(name, cidr, harvester string, created time.Time) *v1.FloatingIPRa
 }
 
 // api returns the fake API server behind a benchManager.
-func apiOf(m *Manager) *fakeAllocations { return m.deps.Allocations.(benchAllocations).fakeAllocations }
+func apiOf(m *Manager) *fakes.Allocations { return m.deps.Allocations.(*fakes.Allocations) }
 
 // TestSameAddressInTwoSpaces: two Harvester sites with the same private range each hand out the
 // same address once; within one site a second overlapping range is still flagged.
@@ -48,7 +49,8 @@ func TestSameAddressInTwoSpaces(t *testing.T) {
 		t.Fatalf("site 1 got %v, site 2 got %v; want %v at each", a1, a2, want)
 	}
 	names := map[string]bool{}
-	for name, a := range apiOf(m).objects {
+	for _, a := range apiOf(m).Objects() {
+		name := a.Name
 		names[name] = true
 		if a.Labels[v1.LabelAddress] != "192.168.10.1" || a.Labels[v1.LabelHarvesterCluster] != a.Spec.Space.HarvesterClusterName {
 			t.Errorf("%s is labelled %v", name, a.Labels)
@@ -90,7 +92,7 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := v1.AllocationName(v1.SpaceOf(r), addr)
-	object := apiOf(m).objects[name].UID
+	object := stored(apiOf(m), name).UID
 
 	until := time.Now().Add(time.Hour)
 	kept, err := m.Retain(ctx, first.UID, cluster, until)
@@ -100,7 +102,7 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if again, err := m.Retain(ctx, first.UID, cluster, until); err != nil || len(again) != 0 {
 		t.Errorf("a second Retain = %v, %v; want nothing left to retain", again, err)
 	}
-	a := apiOf(m).objects[name]
+	a := stored(apiOf(m), name)
 	if a.Spec.Retained == nil || a.Spec.Retained.Cluster != cluster || a.Labels[v1.LabelState] != StateRetained || a.Spec.Owner.UID != types.UID(first.UID) {
 		t.Fatalf("retained object: %+v %v", a.Spec, a.Labels)
 	}
@@ -140,7 +142,7 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if err != nil || got != addr {
 		t.Fatalf("claim of the re-created cluster = %v, %v; want %v", got, err, addr)
 	}
-	a = apiOf(m).objects[name]
+	a = stored(apiOf(m), name)
 	if a.UID != object || a.Spec.Retained != nil || a.Spec.Owner.UID != types.UID(next.UID) || a.Labels[v1.LabelState] != StateHeld {
 		t.Errorf("taken back: %+v %v; want the same object %s held by next", a.Spec, a.Labels, object)
 	}
@@ -152,16 +154,16 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if _, err := m.Retain(ctx, next.UID, cluster, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	for n := range apiOf(m).objects { // keep only the retained one, whose holder needs no FloatingIP
-		if n != name {
-			m.g.remove(n, "")
+	for _, o := range apiOf(m).Objects() { // keep only the retained one, whose holder needs no FloatingIP
+		if o.Name != name {
+			m.g.remove(o.Name, "")
 		}
 	}
 	released, expired := m.reap(ctx)
 	if len(released) != 0 || len(expired) != 1 || !strings.Contains(expired[0], addr.String()) {
 		t.Errorf("reap = %v, %v; want the expired retention of %v", released, expired, addr)
 	}
-	if _, ok := apiOf(m).objects[name]; ok {
+	if stored(apiOf(m), name) != nil {
 		t.Error("the allocation of the expired retention still exists")
 	}
 }
@@ -218,21 +220,21 @@ func TestLegacyNamesAreRenamed(t *testing.T) {
 		t.Fatalf("the address a legacy object holds was claimed again: %v", got)
 	}
 	checks := 0
-	api.before = func(*v1.FloatingIPAllocation) {
+	beforeCreate(api, func(*v1.FloatingIPAllocation) {
 		// The successor's create: the legacy object is still there.
 		checks++
-		if _, ok := api.objects["10.9.0.3"]; !ok {
+		if stored(api, "10.9.0.3") == nil {
 			t.Error("the legacy object was deleted before its successor existed")
 		}
-	}
+	})
 	renamed := m.migrate(ctx)
-	api.before = nil
+	api.Before = nil
 	want := v1.AllocationName(v1.SpaceOf(r), netip.MustParseAddr("10.9.0.3"))
 	if len(renamed) != 1 || checks != 1 || !strings.Contains(renamed[0], want) {
 		t.Fatalf("migrate = %v after %d creates; want 10.9.0.3 renamed %s", renamed, checks, want)
 	}
-	if _, ok := api.objects["10.9.0.3"]; ok || api.objects[want] == nil || api.objects[want].Spec.Owner.UID != types.UID(fipOwner("a").UID) {
-		t.Fatalf("objects after the migration: %v", api.objects)
+	if stored(api, "10.9.0.3") != nil || stored(api, want) == nil || stored(api, want).Spec.Owner.UID != types.UID(fipOwner("a").UID) {
+		t.Fatalf("objects after the migration: %v", api.Objects())
 	}
 	if held := m.HeldBy("site1", fipOwner("a").UID); len(held) != 1 || held[0] != netip.MustParseAddr("10.9.0.3") {
 		t.Errorf("a holds %v after the migration", held)
@@ -253,7 +255,7 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 	}
 	moved := r.DeepCopy()
 	moved.Annotations[v1.AnnotationHarvesterClusterName] = "harvester2"
-	m.deps.Ranges.(benchRanges).cache.byName["site1"] = moved
+	m.deps.Ranges.(*fakes.Ranges).Add(moved)
 	m.rangeSeen(moved)
 
 	sum := m.Summarize(moved)
@@ -277,8 +279,8 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name := v1.AllocationName(v1.SpaceOf(moved), got); apiOf(m).objects[name] == nil {
-		t.Errorf("the claim after the move is not named for harvester2: %v", apiOf(m).objects)
+	if name := v1.AllocationName(v1.SpaceOf(moved), got); stored(apiOf(m), name) == nil {
+		t.Errorf("the claim after the move is not named for harvester2: %v", apiOf(m).Objects())
 	}
 }
 
@@ -308,7 +310,7 @@ func TestExpiryNeverReleasesATakenBackAddress(t *testing.T) {
 	if released, expired := m.reap(ctx); len(released)+len(expired) != 0 {
 		t.Fatalf("reap = %v, %v; want nothing released", released, expired)
 	}
-	if got := api.objects[name]; got == nil || got.Spec.Owner.UID != types.UID(fipOwner("next").UID) {
+	if got := stored(api, name); got == nil || got.Spec.Owner.UID != types.UID(fipOwner("next").UID) {
 		t.Fatalf("the address taken back was released: %v", got)
 	}
 }
@@ -335,6 +337,7 @@ func TestProposeSkipsRetainedInDeletedRange(t *testing.T) {
 	}
 	now := metav1.Now()
 	first.DeletionTimestamp = &now
+	m.deps.Ranges.(*fakes.Ranges).Add(first)
 	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster); !ok || rng != "second" || addr != netip.MustParseAddr("10.9.1.1") {
 		t.Fatalf("Propose while first is deleted = %s %v %v; want second 10.9.1.1", rng, addr, ok)
 	}

@@ -1,76 +1,19 @@
 package discovery
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/rancher/wrangler/v2/pkg/generic"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
-// fipCache serves FloatingIPs by name and by the guest cluster index. Only the methods
-// familiesHeld calls are implemented; the embedded interfaces stay nil.
-type fipCache struct {
-	kubefipcontrollers.FloatingIPCache
-	fips []*v1.FloatingIP
-}
-
-func (c fipCache) Get(namespace, name string) (*v1.FloatingIP, error) {
-	for _, f := range c.fips {
-		if f.Namespace == namespace && f.Name == name {
-			return f, nil
-		}
-	}
-	return nil, apierrors.NewNotFound(v1.Resource("floatingips"), name)
-}
-
-func (c fipCache) GetByIndex(index, key string) ([]*v1.FloatingIP, error) {
-	if index != fipByGuestCluster {
-		return nil, fmt.Errorf("no index %s", index)
-	}
-	var out []*v1.FloatingIP
-	for _, f := range c.fips {
-		if name := f.Annotations[v1.AnnotationClusterName]; name != "" && f.Namespace+"/"+name == key {
-			out = append(out, f)
-		}
-	}
-	return out, nil
-}
-
-type fipController struct {
-	kubefipcontrollers.FloatingIPController
-	cache fipCache
-}
-
-func (c fipController) Cache() generic.CacheInterface[*v1.FloatingIP] { return c.cache }
-
-// rangeCache serves ranges by name.
-type rangeCache struct {
-	kubefipcontrollers.FloatingIPRangeCache
-	cidrs map[string]string
-}
-
-func (c rangeCache) Get(name string) (*v1.FloatingIPRange, error) {
-	cidr, ok := c.cidrs[name]
-	if !ok {
-		return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
-	}
-	return &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.FloatingIPRangeSpec{IPRange: cidr}}, nil
-}
-
-type rangeController struct {
-	kubefipcontrollers.FloatingIPRangeController
-	cache rangeCache
-}
-
-func (c rangeController) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] {
-	return c.cache
+// cidrRange is the range name of cidr.
+func cidrRange(name, cidr string) *v1.FloatingIPRange {
+	return &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.FloatingIPRangeSpec{IPRange: cidr}}
 }
 
 // fip is a FloatingIP of namespace c-m-demo: annotated for cluster (none when empty), from
@@ -99,7 +42,7 @@ func TestFloatingIPName(t *testing.T) {
 // else of their address; discovery's own names count without the annotation, other FloatingIPs
 // with it only.
 func TestFamiliesHeld(t *testing.T) {
-	ranges := rangeCache{cidrs: map[string]string{"v4": "10.0.0.0/24", "v6": "fd00::/64", "broken": "not a cidr"}}
+	ranges := fakes.NewRanges(cidrRange("v4", "10.0.0.0/24"), cidrRange("v6", "fd00::/64"), cidrRange("broken", "not a cidr"))
 	tests := []struct {
 		name    string
 		fips    []*v1.FloatingIP
@@ -120,7 +63,8 @@ func TestFamiliesHeld(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &handler{c: &controllers.Context{FloatingIPs: fipController{cache: fipCache{fips: tt.fips}}, Ranges: rangeController{cache: ranges}}}
+			h := &handler{c: &controllers.Context{FloatingIPs: fakes.NewFloatingIPs(tt.fips...), Ranges: ranges, Clusters: fakes.NewProvisioningClusters()}}
+			h.addIndexers()
 			held, err := h.familiesHeld("c-m-demo", "demo")
 			if err != nil {
 				t.Fatal(err)

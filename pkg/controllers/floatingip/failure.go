@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // failure turns an error explain does not know into a reason and a message.
@@ -24,15 +25,10 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 		return
 	}
 	reason, msg := failure(err)
-	status := f.Status.DeepCopy()
-	if !conditionIs(status.Conditions, v1.Ready, reason, msg) {
+	if !conditionIs(f.Status.Conditions, v1.Ready, reason, msg) {
 		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
-	if status.IPAddress == "" {
-		v1.SetCondition(status, v1.Allocated, false, reason, msg)
-	}
-	v1.SetCondition(status, v1.Ready, false, reason, msg)
-	if _, werr := h.writeStatus(f, status); werr != nil {
+	if _, werr := status.ShowFloatingIPFailure(h.fips, f, reason, msg); werr != nil {
 		logrus.Debugf("FloatingIP %s/%s: showing %s: %v", f.Namespace, f.Name, reason, werr)
 	}
 }

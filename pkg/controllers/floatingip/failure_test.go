@@ -2,86 +2,43 @@ package floatingip
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	"github.com/rancher/wrangler/v2/pkg/condition"
-	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
-// rangeCache serves one range. Only the methods the allocation manager calls are implemented;
-// the embedded interfaces stay nil.
-type rangeCache struct {
-	kubefipcontrollers.FloatingIPRangeCache
-	r *v1.FloatingIPRange
-}
-
-func (c rangeCache) Get(string) (*v1.FloatingIPRange, error) { return c.r.DeepCopy(), nil }
-func (c rangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
-	return []*v1.FloatingIPRange{c.r.DeepCopy()}, nil
-}
-
-// clusterCache holds the management clusters named.
-type clusterCache struct {
-	mgmtcontrollers.ClusterCache
-	names []string
-}
-
-func guestClusters(names ...string) clusterCache { return clusterCache{names: names} }
-
-func (c clusterCache) Get(name string) (*mgmtv3.Cluster, error) {
-	if slices.Contains(c.names, name) {
-		return &mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+// guestClusters is a management cluster cache holding the clusters named.
+func guestClusters(names ...string) mgmtcontrollers.ClusterCache {
+	clusters := fakes.NewManagementClusters()
+	for _, name := range names {
+		clusters.Add(&mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	return nil, apierrors.NewNotFound(mgmtv3.Resource("clusters"), name)
+	return clusters.Cache()
 }
 
-type rangeController struct {
-	kubefipcontrollers.FloatingIPRangeController
-	cache rangeCache
+// failingCreates are allocations whose every create fails with err.
+func failingCreates(err error) *fakes.Allocations {
+	allocs := fakes.NewAllocations()
+	allocs.Before = func(verb string, _ *v1.FloatingIPAllocation) error {
+		if verb == "create" {
+			return err
+		}
+		return nil
+	}
+	return allocs
 }
-
-func (c rangeController) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] {
-	return c.cache
-}
-
-// failingAllocations fails every create of an allocation object with err.
-type failingAllocations struct {
-	kubefipcontrollers.FloatingIPAllocationController
-	err error
-}
-
-func (c failingAllocations) Create(*v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	return nil, c.err
-}
-
-// fipStore records the FloatingIP status writes.
-type fipStore struct {
-	kubefipcontrollers.FloatingIPController
-	written  []*v1.FloatingIP
-	requeued int
-}
-
-func (s *fipStore) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	s.written = append(s.written, f.DeepCopy())
-	return f, nil
-}
-
-func (s *fipStore) EnqueueAfter(string, string, time.Duration) { s.requeued++ }
 
 // TestUnexplainedFailuresReachTheObject: a claim whose allocation object cannot be created for a
 // reason explain does not know — an API failure, a timeout, a huge error text — is shown on the
@@ -100,32 +57,32 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 		{"conflict", apierrors.NewConflict(v1.Resource("floatingipranges"), "r", errors.New("modified")), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cache := rangeCache{r: &v1.FloatingIPRange{
+			ranges := fakes.NewRanges(&v1.FloatingIPRange{
 				ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
 				Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
-			}}
-			fips := &fipStore{}
-			recorder := record.NewFakeRecorder(10)
-			h := &handler{ctx: t.Context(), fips: fips, ranges: cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
-				Allocations: failingAllocations{err: tc.err}, Ranges: rangeController{cache: cache},
-			}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
-			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+			})
+			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid", Finalizers: []string{v1.FloatingIPFinalizer},
 				Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
+			fips := fakes.NewFloatingIPs(f)
+			recorder := record.NewFakeRecorder(10)
+			h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
+				Allocations: failingCreates(tc.err), Ranges: ranges,
+			}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 
 			_, err := h.OnFloatingIPChange("c-m-1/fip", f)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v returned for a retry", err, tc.err)
 			}
 			if tc.wantReason == "" {
-				if len(fips.written) != 0 || len(recorder.Events) != 0 {
-					t.Errorf("a conflict wrote %d statuses and %d Events, want none", len(fips.written), len(recorder.Events))
+				if len(fips.Written) != 0 || len(recorder.Events) != 0 {
+					t.Errorf("a conflict wrote %d statuses and %d Events, want none", len(fips.Written), len(recorder.Events))
 				}
 				return
 			}
-			if len(fips.written) != 1 {
-				t.Fatalf("%d status writes, want 1", len(fips.written))
+			if len(fips.Written) != 1 {
+				t.Fatalf("%d status writes, want 1", len(fips.Written))
 			}
-			status := fips.written[0].Status
+			status := fips.Written[0].Status
 			for _, typ := range []condition.Cond{v1.Ready, v1.Allocated} {
 				c, ok := v1.GetCondition(status.Conditions, typ)
 				if !ok || c.Status != corev1.ConditionFalse || c.Reason != tc.wantReason || c.Message == "" {
@@ -151,23 +108,42 @@ func TestUnexplainedFailuresReachTheObject(t *testing.T) {
 // moment ago, not yet in this process's index, is neither shown nor announced: the claim is tried
 // again shortly, when the informer names the holder.
 func TestHolderNotYetSeenIsOnlyRequeued(t *testing.T) {
-	cache := rangeCache{r: &v1.FloatingIPRange{
+	ranges := fakes.NewRanges(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid", ResourceVersion: "1"},
 		Spec:       v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"},
-	}}
-	fips := &fipStore{}
+	})
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid", Finalizers: []string{v1.FloatingIPFinalizer},
+		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}, Spec: v1.FloatingIPSpec{IPAddress: "10.0.0.3"}}
+	fips := fakes.NewFloatingIPs(f)
 	recorder := record.NewFakeRecorder(10)
 	exists := apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), "10.0.0.3")
-	h := &handler{ctx: t.Context(), fips: fips, ranges: cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
-		Allocations: failingAllocations{err: exists}, Ranges: rangeController{cache: cache},
+	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
+		Allocations: failingCreates(exists), Ranges: ranges,
 	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
-	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
-		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}, Spec: v1.FloatingIPSpec{IPAddress: "10.0.0.3"}}
 
 	if _, err := h.OnFloatingIPChange("c-m-1/fip", f); err != nil {
 		t.Fatalf("err = %v, want none", err)
 	}
-	if fips.requeued != 1 || len(fips.written) != 0 || len(recorder.Events) != 0 {
-		t.Errorf("requeued %d, %d status writes, %d Events; want 1, 0, 0", fips.requeued, len(fips.written), len(recorder.Events))
+	if len(fips.Delays) != 1 || len(fips.Written) != 0 || len(recorder.Events) != 0 {
+		t.Errorf("requeued %d, %d status writes, %d Events; want 1, 0, 0", len(fips.Delays), len(fips.Written), len(recorder.Events))
+	}
+}
+
+// TestNothingIsClaimedBeforeTheFinalizer: a FloatingIP the remove handler could not yet put its
+// finalizer on gets no address and no status: nothing may be held without the finalizer that
+// releases it.
+func TestNothingIsClaimedBeforeTheFinalizer(t *testing.T) {
+	ranges := fakes.NewRanges(&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "range-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29"}})
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1", UID: "fip-uid",
+		Annotations: map[string]string{v1.AnnotationFloatingIPRange: "r"}}}
+	fips, allocs := fakes.NewFloatingIPs(f), fakes.NewAllocations()
+	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
+		Allocations: allocs, Ranges: ranges,
+	}, allocation.Options{}), metrics: metrics.New(), recorder: record.NewFakeRecorder(10)}
+	if _, err := h.OnFloatingIPChange("c-m-1/fip", f); err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs.Objects()) != 0 || len(fips.Written) != 0 || len(fips.Updated) != 0 {
+		t.Errorf("%d allocations, %d status and %d spec writes; want none", len(allocs.Objects()), len(fips.Written), len(fips.Updated))
 	}
 }

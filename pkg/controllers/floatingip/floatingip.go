@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -30,6 +30,7 @@ import (
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
@@ -75,6 +76,12 @@ func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 	if f == nil || f.DeletionTimestamp != nil {
 		return f, nil
 	}
+	if !slices.Contains(f.Finalizers, v1.FloatingIPFinalizer) {
+		// Wrangler runs this handler even when the remove handler could not put the finalizer
+		// on (a conflict with another writer): nothing is claimed or shown until it is there,
+		// and the remove handler's error has queued the FloatingIP again.
+		return f, nil
+	}
 	out, err := h.allocate(f)
 	if errors.Is(err, allocation.ErrHolderUnknown) {
 		// Another writer created the address's allocation a moment ago; its holder is known as
@@ -89,9 +96,7 @@ func (h *handler) OnFloatingIPChange(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 }
 
 func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	status := f.Status.DeepCopy()
-	status.ClusterName = f.Annotations[v1.AnnotationClusterName]
-	status.ObservedGeneration = f.Generation
+	out := shown{cluster: f.Annotations[v1.AnnotationClusterName], generation: f.Generation, addr: f.Status.IPAddress, rng: f.Status.Range}
 	rangeName := f.Annotations[v1.AnnotationFloatingIPRange]
 
 	var want netip.Addr
@@ -99,16 +104,16 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		addr, err := netip.ParseAddr(f.Spec.IPAddress)
 		if err != nil {
 			// The schema keeps this out; an object from before the schema may still carry it.
-			return h.refuse(f, status, v1.ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", redact.Quote(f.Spec.IPAddress, redact.MaxValue)))
+			return h.refuse(f, out, v1.ReasonInvalidAddress, fmt.Sprintf("spec.ipaddress %s is not an IP address", redact.Quote(f.Spec.IPAddress, redact.MaxValue)))
 		}
 		want = addr.Unmap()
 	}
 	if rangeName == "" {
-		return h.refuse(f, status, v1.ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
+		return h.refuse(f, out, v1.ReasonRangeNotSet, fmt.Sprintf("the %s annotation names no FloatingIPRange to allocate from", v1.AnnotationFloatingIPRange))
 	}
 
 	if msg, ok := h.namespaceAllowed(f, rangeName, want); !ok {
-		return h.refuse(f, status, v1.ReasonNamespaceNotAllowed, msg)
+		return h.refuse(f, out, v1.ReasonNamespaceNotAllowed, msg)
 	}
 
 	claim := h.alloc.Claim
@@ -124,7 +129,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		if reason == v1.ReasonIPConflict && !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 			h.metrics.AllocationConflicts.WithLabelValues(rangeName).Inc()
 		}
-		updated, uerr := h.refuse(f, status, reason, msg)
+		updated, uerr := h.refuse(f, out, reason, msg)
 		if uerr != nil {
 			return updated, uerr
 		}
@@ -144,19 +149,17 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 			return f, err
 		}
 		f = updated
-		status.ObservedGeneration = f.Generation
+		out.generation = f.Generation
 	}
 
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
-	if status.IPAddress != addr.String() || status.Range != rangeName {
+	if out.addr != addr.String() || out.rng != rangeName {
 		h.recorder.Event(f, v1.EventType(v1.ReasonAllocated), v1.ReasonAllocated, msg)
 	}
-	oldRange := status.Range
-	status.IPAddress = addr.String()
-	status.Range = rangeName
-	v1.SetCondition(status, v1.Allocated, true, v1.ReasonAllocated, msg)
-	v1.SetReady(status)
-	updated, err := h.writeStatus(f, status)
+	oldRange := out.rng
+	out.addr, out.rng = addr.String(), rangeName
+	out.allocated, out.reason, out.msg = true, v1.ReasonAllocated, msg
+	updated, err := h.show(f, out)
 	if err != nil {
 		return updated, err
 	}
@@ -191,6 +194,26 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	return updated, nil
 }
 
+// shown is what this handler shows in a FloatingIP's status: the fields it owns. The guest
+// controller owns the others.
+type shown struct {
+	cluster    string
+	generation int64
+	addr, rng  string
+	allocated  bool
+	reason     string
+	msg        string
+}
+
+// show writes out into f's status.
+func (h *handler) show(f *v1.FloatingIP, out shown) (*v1.FloatingIP, error) {
+	return status.UpdateFloatingIP(h.fips, f, func(s *v1.FloatingIPStatus) {
+		s.ClusterName, s.ObservedGeneration = out.cluster, out.generation
+		s.IPAddress, s.Range = out.addr, out.rng
+		v1.SetCondition(s, v1.Allocated, out.allocated, out.reason, out.msg)
+	})
+}
+
 // proposed tells whether want, f's spec.ipaddress, is discovery's proposal rather than a person's
 // request: discovery created f with it, and f has never shown an address. Another owner may have
 // taken a proposal meanwhile; f then gets the lowest free address instead of an IPConflict.
@@ -202,31 +225,21 @@ func proposed(f *v1.FloatingIP, want netip.Addr) bool {
 // refuse records that the FloatingIP does not get the address it asks for, with an Event when
 // that is news: Normal while it waits for something that comes by itself, Warning otherwise.
 // What it still holds, if anything, stays held and shown.
-func (h *handler) refuse(f *v1.FloatingIP, status *v1.FloatingIPStatus, reason, msg string) (*v1.FloatingIP, error) {
+func (h *handler) refuse(f *v1.FloatingIP, out shown, reason, msg string) (*v1.FloatingIP, error) {
 	if !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
-	if status.Range != "" {
-		held := h.alloc.HeldBy(status.Range, string(f.UID))
+	if out.rng != "" {
+		held := h.alloc.HeldBy(out.rng, string(f.UID))
 		if len(held) == 0 {
-			status.IPAddress, status.Range = "", ""
+			out.addr, out.rng = "", ""
 		} else {
-			status.IPAddress = held[0].String()
+			out.addr = held[0].String()
 			msg += fmt.Sprintf("; it keeps %s meanwhile", held[0])
 		}
 	}
-	v1.SetCondition(status, v1.Allocated, false, reason, msg)
-	v1.SetReady(status)
-	return h.writeStatus(f, status)
-}
-
-func (h *handler) writeStatus(f *v1.FloatingIP, status *v1.FloatingIPStatus) (*v1.FloatingIP, error) {
-	if equality.Semantic.DeepEqual(&f.Status, status) {
-		return f, nil
-	}
-	f = f.DeepCopy()
-	f.Status = *status
-	return h.fips.UpdateStatus(f)
+	out.allocated, out.reason, out.msg = false, reason, msg
+	return h.show(f, out)
 }
 
 // OnFloatingIPRemove releases the FloatingIP's addresses; the finalizer stays until that worked.

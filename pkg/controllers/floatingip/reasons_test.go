@@ -3,87 +3,18 @@ package floatingip
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/rancher/wrangler/v2/pkg/generic"
-
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
-
-// namedRangeCache serves the ranges by name; an unknown name is NotFound.
-type namedRangeCache struct {
-	kubefipcontrollers.FloatingIPRangeCache
-	byName map[string]*v1.FloatingIPRange
-}
-
-// namedRanges is the range controller whose cache is a namedRangeCache.
-type namedRanges struct {
-	kubefipcontrollers.FloatingIPRangeController
-	cache namedRangeCache
-}
-
-func (r namedRanges) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] { return r.cache }
-
-func (r namedRangeCache) Get(name string) (*v1.FloatingIPRange, error) {
-	if x, ok := r.byName[name]; ok {
-		return x.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
-}
-
-func (r namedRangeCache) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
-	var out []*v1.FloatingIPRange
-	for _, x := range r.byName {
-		out = append(out, x.DeepCopy())
-	}
-	return out, nil
-}
-
-// allocationStore is the API server's side of claims: a name is created once.
-type allocationStore struct {
-	kubefipcontrollers.FloatingIPAllocationController
-	mu      sync.Mutex
-	objects map[string]*v1.FloatingIPAllocation
-}
-
-func (s *allocationStore) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.objects[a.Name]; ok {
-		return nil, apierrors.NewAlreadyExists(v1.Resource("floatingipallocations"), a.Name)
-	}
-	out := a.DeepCopy()
-	out.UID = types.UID("alloc-" + a.Name)
-	s.objects[a.Name] = out
-	return out.DeepCopy(), nil
-}
-
-func (s *allocationStore) Delete(name string, _ *metav1.DeleteOptions) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.objects, name)
-	return nil
-}
-
-// specStore is fipStore that also takes spec writes.
-type specStore struct{ fipStore }
-
-func (s *specStore) Update(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	f = f.DeepCopy()
-	f.Generation++
-	return f, nil
-}
 
 // TestEveryReason: each condition reason the FloatingIP handler can set, from the request that
 // leads to it, with the Event it records.
@@ -94,20 +25,20 @@ func in(ns string, f *v1.FloatingIP) *v1.FloatingIP {
 }
 
 func TestEveryReason(t *testing.T) {
-	ranges := namedRanges{cache: namedRangeCache{byName: map[string]*v1.FloatingIPRange{
-		"r":       {ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29", Exclude: []string{"10.0.0.5"}}},
-		"full":    {ObjectMeta: metav1.ObjectMeta{Name: "full", UID: "full-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.1.0.7/32"}},
-		"invalid": {ObjectMeta: metav1.ObjectMeta{Name: "invalid", UID: "invalid-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.2.0.0/33"}},
-		"team":    {ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "team-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.3.0.0/29", AllowedNamespaces: []string{"team-a"}}},
-	}}}
-	fips := &specStore{}
+	ranges := fakes.NewRanges(
+		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29", Exclude: []string{"10.0.0.5"}}},
+		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "full", UID: "full-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.1.0.7/32"}},
+		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "invalid", UID: "invalid-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.2.0.0/33"}},
+		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "team-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.3.0.0/29", AllowedNamespaces: []string{"team-a"}}},
+	)
+	fips := fakes.NewFloatingIPs()
 	recorder := record.NewFakeRecorder(100)
-	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.cache, clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
-		Allocations: &allocationStore{objects: map[string]*v1.FloatingIPAllocation{}}, Ranges: ranges,
+	h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
+		Allocations: fakes.NewAllocations(), Ranges: ranges,
 	}, allocation.Options{}), metrics: metrics.New(), recorder: recorder}
 
 	fip := func(name, rangeName, addr string) *v1.FloatingIP {
-		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "c-m-1", UID: types.UID(name + "-uid"),
+		f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "c-m-1", UID: types.UID(name + "-uid"), Finalizers: []string{v1.FloatingIPFinalizer},
 			Annotations: map[string]string{}}, Spec: v1.FloatingIPSpec{IPAddress: addr}}
 		if rangeName != "" {
 			f.Annotations[v1.AnnotationFloatingIPRange] = rangeName
@@ -141,14 +72,15 @@ func TestEveryReason(t *testing.T) {
 		{"namespace of another range", in("team-a", fip("o", "r", "")), v1.ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning", "FloatingIPRange r"},
 		{"namespace the range allows", in("team-a", fip("p", "team", "")), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.3.0.1"},
 	} {
-		before := len(fips.written)
+		fips.Add(tc.f)
+		before := len(fips.Written)
 		if _, err := h.OnFloatingIPChange("c-m-1/"+tc.f.Name, tc.f); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if len(fips.written) != before+1 {
-			t.Fatalf("%s: %d status writes, want 1", tc.name, len(fips.written)-before)
+		if len(fips.Written) != before+1 {
+			t.Fatalf("%s: %d status writes, want 1", tc.name, len(fips.Written)-before)
 		}
-		c, ok := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated)
+		c, ok := v1.GetCondition(fips.Written[len(fips.Written)-1].Status.Conditions, v1.Allocated)
 		if !ok || c.Reason != tc.reason || c.Status != tc.status || !strings.Contains(c.Message, tc.inMessage) {
 			t.Errorf("%s: Allocated = %s/%s %q; want %s/%s mentioning %q", tc.name, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.inMessage)
 		}
@@ -158,7 +90,7 @@ func TestEveryReason(t *testing.T) {
 			if tc.event == "Normal" {
 				want = v1.Reconciling
 			}
-			if c, ok := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, want); !ok || c.Status != corev1.ConditionTrue || c.Reason != tc.reason {
+			if c, ok := v1.GetCondition(fips.Written[len(fips.Written)-1].Status.Conditions, want); !ok || c.Status != corev1.ConditionTrue || c.Reason != tc.reason {
 				t.Errorf("%s: %s = %+v, %v; want True with reason %s", tc.name, want, c, ok, tc.reason)
 			}
 		}
@@ -174,26 +106,31 @@ func TestEveryReason(t *testing.T) {
 
 	// A FloatingIP that holds an address keeps it when its namespace stops being allowed (an
 	// upgrade, a range edited), and gets no other one.
-	ranges.cache.byName["team"].Spec.AllowedNamespaces = nil
+	team, _ := ranges.Cache().Get("team")
+	team.Spec.AllowedNamespaces = nil
+	ranges.Add(team)
 	p := in("team-a", fip("p", "team", "10.3.0.1"))
+	fips.Add(p)
 	if _, err := h.OnFloatingIPChange("team-a/p", p); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonAllocated {
+	if c, _ := v1.GetCondition(fips.Written[len(fips.Written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonAllocated {
 		t.Errorf("a holder whose namespace is no longer allowed: Allocated %s %q; want it kept", c.Reason, c.Message)
 	}
 	moved := in("team-a", fip("p", "team", "10.3.0.4"))
+	fips.Add(moved)
 	if _, err := h.OnFloatingIPChange("team-a/p", moved); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
+	if c, _ := v1.GetCondition(fips.Written[len(fips.Written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
 		t.Errorf("the holder asking for another address: Allocated %s %q; want %s", c.Reason, c.Message, v1.ReasonNamespaceNotAllowed)
 	}
 	q := in("team-a", fip("q", "team", "10.3.0.2"))
+	fips.Add(q)
 	if _, err := h.OnFloatingIPChange("team-a/q", q); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(fips.written[len(fips.written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
+	if c, _ := v1.GetCondition(fips.Written[len(fips.Written)-1].Status.Conditions, v1.Allocated); c.Reason != v1.ReasonNamespaceNotAllowed {
 		t.Errorf("a new FloatingIP in a namespace no longer allowed: Allocated %s %q; want %s", c.Reason, c.Message, v1.ReasonNamespaceNotAllowed)
 	}
 	for len(recorder.Events) > 0 {

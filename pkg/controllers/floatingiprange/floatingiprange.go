@@ -8,13 +8,10 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/generic"
-	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,8 +24,8 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
-	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // HandlerName names the handlers and so their finalizer: wrangler's OnRemove puts
@@ -111,41 +108,39 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	// FloatingIPs waiting for one of its addresses try again.
 	h.wakeWaiters(r.Name)
 	sum := h.alloc.Summarize(r)
-	status := r.Status.DeepCopy()
-	setCounts(status, sum)
-	specChanged := status.ObservedGeneration != r.Generation
-	status.ObservedGeneration = r.Generation
+	v := verdict{sum: sum, generation: r.Generation}
+	want := r.Status.DeepCopy()
+	readyChanged, warningChanged := v.apply(want)
+	specChanged := r.Status.ObservedGeneration != r.Generation
 
-	if sum.Problem != nil {
-		if v1.SetCondition(status, v1.Ready, false, sum.Problem.Reason, sum.Problem.Message) {
-			h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
-		}
-	} else {
-		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, status.Available, status.Capacity)
-		if v1.SetCondition(status, v1.Ready, true, v1.ReasonReady, "") && r.Status.ObservedGeneration != 0 {
-			h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)
-		}
+	switch {
+	case !readyChanged:
+	case sum.Problem != nil:
+		h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
+	case r.Status.ObservedGeneration != 0:
+		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, want.Available, want.Capacity)
+		h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)
 	}
-
-	h.setWarning(r, status, sum.Warnings)
+	if warningChanged {
+		reason, msg := warningOf(sum.Warnings)
+		h.recorder.Event(r, v1.EventType(reason), reason, msg)
+	}
 	h.setMetrics(r, sum)
 
 	if specChanged {
 		// Overlap is judged against the other ranges: let them look again.
 		h.enqueueOtherRanges(r.Name)
 	}
-	if equality.Semantic.DeepEqual(&r.Status, status) {
+	if equality.Semantic.DeepEqual(&r.Status, want) {
 		return r, nil
 	}
-	if countsOnly(&r.Status, status) {
+	if countsOnly(&r.Status, want) {
 		if wait := h.sinceWritten(r.Name); wait > 0 {
 			h.ranges.EnqueueAfter(r.Name, wait)
 			return r, nil
 		}
 	}
-	next := r.DeepCopy()
-	next.Status = *status
-	updated, err := h.ranges.UpdateStatus(next)
+	updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) { v.apply(s) })
 	if err != nil {
 		h.statusFailed(r, err)
 		return updated, err
@@ -156,72 +151,12 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return updated, nil
 }
 
-// setCounts writes the range's counts into its status: the exact decimal strings, and the integer
-// fields the list views sort by.
-func setCounts(status *v1.FloatingIPRangeStatus, sum allocation.Summary) {
-	status.Capacity = sum.Capacity.String()
-	status.Used = int64(sum.Used)
-	status.Retained = int64(sum.Retained)
-	status.Available = sum.Available.String()
-	status.CapacityCount = int64Of(sum.Capacity)
-	status.AvailableCount = int64Of(sum.Available)
-	status.UsedPercent = usedPercent(int64(sum.Used)+int64(sum.Retained), sum.Capacity)
-}
-
-// int64Of returns n when it fits in an int64, and nil otherwise.
-func int64Of(n *big.Int) *int64 {
-	if n == nil || !n.IsInt64() {
-		return nil
-	}
-	v := n.Int64()
-	return &v
-}
-
-// usedPercent is taken / capacity in whole percent, rounded down and at most 100; 0 when the
-// capacity is 0.
-func usedPercent(taken int64, capacity *big.Int) int64 {
-	if capacity == nil || capacity.Sign() <= 0 || taken <= 0 {
-		return 0
-	}
-	p := new(big.Int).Mul(big.NewInt(taken), big.NewInt(100))
-	p.Quo(p, capacity)
-	if p.Cmp(big.NewInt(100)) >= 0 {
-		return 100
-	}
-	return p.Int64()
-}
-
-// countsOnly tells whether the new status differs from the old in its counts alone.
-func countsOnly(old, updated *v1.FloatingIPRangeStatus) bool {
-	a, b := *old, *updated
-	a.Used, a.Retained, a.Available, a.Capacity = b.Used, b.Retained, b.Available, b.Capacity
-	a.CapacityCount, a.AvailableCount, a.UsedPercent = b.CapacityCount, b.AvailableCount, b.UsedPercent
-	return equality.Semantic.DeepEqual(&a, &b)
-}
-
 // sinceWritten is how long a change of range name's counts alone still waits: what is left of
 // StatusInterval since its status was last written.
 func (h *handler) sinceWritten(name string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return time.Until(h.written[name].Add(StatusInterval))
-}
-
-// setWarning shows the range's warnings in its Warning condition, with a Warning Event when they
-// change, and drops the condition when there is nothing to say.
-func (h *handler) setWarning(r *v1.FloatingIPRange, status *v1.FloatingIPRangeStatus, warnings []problem.Problem) {
-	if len(warnings) == 0 {
-		status.Conditions = slices.DeleteFunc(status.Conditions, func(c genericcondition.GenericCondition) bool { return c.Type == string(v1.Warning) })
-		return
-	}
-	msgs := make([]string, 0, len(warnings))
-	for _, w := range warnings {
-		msgs = append(msgs, w.Message)
-	}
-	msg := strings.Join(msgs, "; ")
-	if v1.SetCondition(status, v1.Warning, true, warnings[0].Reason, msg) {
-		h.recorder.Event(r, v1.EventType(warnings[0].Reason), warnings[0].Reason, msg)
-	}
 }
 
 // statusFailed shows on the range that its status could not be written: a Warning Event, and
@@ -232,12 +167,13 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 		return
 	}
 	msg := fmt.Sprintf("writing the status failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
-	stored := r.DeepCopy()
-	if !v1.SetCondition(stored, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
+	if !v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
 		return
 	}
 	h.recorder.Event(r, v1.EventType(v1.ReasonStatusUpdateFailed), v1.ReasonStatusUpdateFailed, msg)
-	if _, werr := h.ranges.UpdateStatus(stored); werr != nil {
+	if _, werr := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
+		v1.SetCondition(s, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg)
+	}); werr != nil {
 		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, v1.ReasonStatusUpdateFailed, werr)
 	}
 }
@@ -265,12 +201,11 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	h.passStarts(r.Name)
 	if n := h.alloc.Count(r); n > 0 {
 		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
-		status := r.Status.DeepCopy()
-		if v1.SetCondition(status, v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
+		if v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, v1.EventType(v1.ReasonDeletionBlocked), v1.ReasonDeletionBlocked, msg)
-			r = r.DeepCopy()
-			r.Status = *status
-			if updated, err := h.ranges.UpdateStatus(r); err == nil {
+			if updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
+				v1.SetCondition(s, v1.Ready, false, v1.ReasonDeletionBlocked, msg)
+			}); err == nil {
 				r = updated
 			}
 		}

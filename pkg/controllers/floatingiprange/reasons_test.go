@@ -11,82 +11,16 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
-
-// rangesByName is a range cache of the ranges given; an unknown name is NotFound.
-type rangesByName struct {
-	kubefipcontrollers.FloatingIPRangeCache
-	byName map[string]*v1.FloatingIPRange
-}
-
-// rangeAPI serves its cache and records status writes; the queue calls are no-ops.
-type rangeAPI struct {
-	kubefipcontrollers.FloatingIPRangeController
-	cache   *rangesByName
-	byName  map[string]*v1.FloatingIPRange
-	written []*v1.FloatingIPRange
-}
-
-func (r *rangesByName) Get(name string) (*v1.FloatingIPRange, error) {
-	if x, ok := r.byName[name]; ok {
-		return x.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
-}
-
-func (r *rangesByName) List(labels.Selector) ([]*v1.FloatingIPRange, error) {
-	var out []*v1.FloatingIPRange
-	for _, x := range r.byName {
-		out = append(out, x.DeepCopy())
-	}
-	return out, nil
-}
-
-func (r *rangeAPI) Cache() generic.NonNamespacedCacheInterface[*v1.FloatingIPRange] { return r.cache }
-func (r *rangeAPI) Enqueue(string)                                                  {}
-func (r *rangeAPI) EnqueueAfter(string, time.Duration)                              {}
-func (r *rangeAPI) UpdateStatus(x *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
-	r.written = append(r.written, x.DeepCopy())
-	return x, nil
-}
-
-// noFloatingIPCache is a FloatingIP cache with nothing in it.
-type noFloatingIPCache struct {
-	kubefipcontrollers.FloatingIPCache
-}
-
-func (noFloatingIPCache) GetByIndex(string, string) ([]*v1.FloatingIP, error) { return nil, nil }
-
-// noFloatingIPs is the FloatingIP controller of an empty cache.
-type noFloatingIPs struct {
-	kubefipcontrollers.FloatingIPController
-}
-
-func (noFloatingIPs) Cache() generic.CacheInterface[*v1.FloatingIP] { return noFloatingIPCache{} }
-
-// createdAllocations accepts every allocation.
-type createdAllocations struct {
-	kubefipcontrollers.FloatingIPAllocationController
-}
-
-func (createdAllocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	a = a.DeepCopy()
-	a.UID = types.UID("alloc-" + a.Name)
-	return a, nil
-}
-
-func (createdAllocations) Delete(string, *metav1.DeleteOptions) error { return nil }
 
 func newRange(name, cidr string, age time.Duration, exclude ...string) *v1.FloatingIPRange {
 	return &v1.FloatingIPRange{
@@ -97,15 +31,12 @@ func newRange(name, cidr string, age time.Duration, exclude ...string) *v1.Float
 }
 
 // rangeHandler is a handler over the given ranges, with an allocation manager of its own.
-func rangeHandler(t *testing.T, ranges ...*v1.FloatingIPRange) (*handler, *rangeAPI, *record.FakeRecorder) {
-	byName := map[string]*v1.FloatingIPRange{}
-	api := &rangeAPI{cache: &rangesByName{byName: byName}, byName: byName}
-	for _, r := range ranges {
-		api.byName[r.Name] = r
-	}
+func rangeHandler(t *testing.T, ranges ...*v1.FloatingIPRange) (*handler, *fakes.Ranges, *record.FakeRecorder) {
+	api := fakes.NewRanges(ranges...)
+	fips := fakes.NewFloatingIPs()
 	events := record.NewFakeRecorder(20)
-	alloc := allocation.NewManager(allocation.Deps{Allocations: createdAllocations{}, Ranges: api, FloatingIPs: noFloatingIPs{}}, allocation.Options{})
-	h := &handler{ctx: t.Context(), ranges: api, fips: noFloatingIPs{}, alloc: alloc, metrics: metrics.New(), recorder: events,
+	alloc := allocation.NewManager(allocation.Deps{Allocations: fakes.NewAllocations(), Ranges: api, FloatingIPs: fips}, allocation.Options{})
+	h := &handler{ctx: t.Context(), ranges: api, fips: fips, alloc: alloc, metrics: metrics.New(), recorder: events,
 		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{}}
 	return h, api, events
 }
@@ -136,7 +67,10 @@ func TestEveryRangeReason(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, api, events := rangeHandler(t, tc.ranges...)
-			r := api.byName[tc.ranges[0].Name]
+			r, err := api.Cache().Get(tc.ranges[0].Name)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.claim != "" {
 				if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}}, netip.MustParseAddr(tc.claim)); err != nil {
 					t.Fatal(err)
@@ -145,14 +79,15 @@ func TestEveryRangeReason(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(r)
 				r.Generation++
+				api.Add(r)
 			}
 			if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}
-			if len(api.written) != 1 {
-				t.Fatalf("%d status writes, want 1", len(api.written))
+			if len(api.Written) != 1 {
+				t.Fatalf("%d status writes, want 1", len(api.Written))
 			}
-			c, ok := v1.GetCondition(api.written[0].Status.Conditions, tc.condType)
+			c, ok := v1.GetCondition(api.Written[0].Status.Conditions, tc.condType)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || (tc.status == corev1.ConditionFalse && c.Message == "") {
 				t.Errorf("%s = %s/%s %q, want %s/%s", tc.condType, c.Status, c.Reason, c.Message, tc.status, tc.reason)
 			}
@@ -183,7 +118,7 @@ func TestReadyAgainIsAnnounced(t *testing.T) {
 	if _, err := h.OnRangeChange(r.Name, r.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready); c.Reason != v1.ReasonReady {
+	if c, _ := v1.GetCondition(api.Written[0].Status.Conditions, v1.Ready); c.Reason != v1.ReasonReady {
 		t.Errorf("Ready reason %q", c.Reason)
 	}
 	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+v1.ReasonReady+" ") {
@@ -204,11 +139,11 @@ func TestDeletionBlocked(t *testing.T) {
 	if !errors.Is(err, generic.ErrSkip) {
 		t.Fatalf("err = %v, want ErrSkip to keep the finalizer", err)
 	}
-	c, _ := v1.GetCondition(api.written[0].Status.Conditions, v1.Ready)
+	c, _ := v1.GetCondition(api.Written[0].Status.Conditions, v1.Ready)
 	if c.Reason != v1.ReasonDeletionBlocked || !strings.Contains(c.Message, "10.7.0.1 (c-m-1/holder)") {
 		t.Errorf("Ready = %s %q, want %s naming the holder", c.Reason, c.Message, v1.ReasonDeletionBlocked)
 	}
-	if c, ok := v1.GetCondition(api.written[0].Status.Conditions, v1.Reconciling); !ok || c.Reason != v1.ReasonDeletionBlocked {
+	if c, ok := v1.GetCondition(api.Written[0].Status.Conditions, v1.Reconciling); !ok || c.Reason != v1.ReasonDeletionBlocked {
 		t.Errorf("Reconciling = %+v, %v; want True with reason %s: the deletion goes on by itself", c, ok, v1.ReasonDeletionBlocked)
 	}
 	if e := <-events.Events; !strings.HasPrefix(e, "Normal "+v1.ReasonDeletionBlocked+" ") {

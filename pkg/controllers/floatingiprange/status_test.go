@@ -11,19 +11,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
-
-// statusWrites records the status writes the handler makes.
-type statusWrites struct {
-	kubefipcontrollers.FloatingIPRangeController
-	written []*v1.FloatingIPRange
-}
-
-func (s *statusWrites) UpdateStatus(r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
-	s.written = append(s.written, r.DeepCopy())
-	return r, nil
-}
 
 // TestStatusWriteFailureReachesTheRange: a status write the API server refuses for a reason of
 // its own shows on the range as Ready=False, reason StatusUpdateFailed, with a Warning Event and a
@@ -43,21 +32,21 @@ func TestStatusWriteFailureReachesTheRange(t *testing.T) {
 		{"gone", apierrors.NewNotFound(gr, "r"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			writes := &statusWrites{}
+			r := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
+			writes := fakes.NewRanges(r)
 			events := record.NewFakeRecorder(10)
 			h := &handler{ranges: writes, recorder: events}
-			r := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
 			h.statusFailed(r, tc.err)
 			if !tc.shown {
-				if len(writes.written) != 0 || len(events.Events) != 0 {
-					t.Errorf("%d writes, %d Events; want none", len(writes.written), len(events.Events))
+				if len(writes.Written) != 0 || len(events.Events) != 0 {
+					t.Errorf("%d writes, %d Events; want none", len(writes.Written), len(events.Events))
 				}
 				return
 			}
-			if len(writes.written) != 1 {
-				t.Fatalf("%d status writes; want 1", len(writes.written))
+			if len(writes.Written) != 1 {
+				t.Fatalf("%d status writes; want 1", len(writes.Written))
 			}
-			c, ok := v1.GetCondition(writes.written[0].Status.Conditions, v1.Ready)
+			c, ok := v1.GetCondition(writes.Written[0].Status.Conditions, v1.Ready)
 			if !ok || c.Status != "False" || c.Reason != v1.ReasonStatusUpdateFailed {
 				t.Errorf("Ready = %+v; want False, %s", c, v1.ReasonStatusUpdateFailed)
 			}
@@ -68,9 +57,9 @@ func TestStatusWriteFailureReachesTheRange(t *testing.T) {
 				t.Errorf("Event %.120q (%d bytes); want a bounded Warning %s", ev, len(ev), v1.ReasonStatusUpdateFailed)
 			}
 			// The same failure again, on the range as it now shows: nothing new.
-			h.statusFailed(writes.written[0], tc.err)
-			if len(writes.written) != 1 || len(events.Events) != 0 {
-				t.Errorf("a repeated failure wrote %d times and sent %d more Events; want nothing new", len(writes.written)-1, len(events.Events))
+			h.statusFailed(writes.Written[0], tc.err)
+			if len(writes.Written) != 1 || len(events.Events) != 0 {
+				t.Errorf("a repeated failure wrote %d times and sent %d more Events; want nothing new", len(writes.Written)-1, len(events.Events))
 			}
 		})
 	}

@@ -14,13 +14,10 @@ import (
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/rancher/wrangler/v2/pkg/condition"
-	"github.com/rancher/wrangler/v2/pkg/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -29,11 +26,9 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
-	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
-	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
 )
 
 const (
@@ -43,83 +38,11 @@ const (
 	testAddr    = "10.0.0.7"
 )
 
-// fipClient is the FloatingIP client and cache: the objects of the world, and the status writes.
-type fipClient struct {
-	kubefipcontrollers.FloatingIPController
-	objects []*v1.FloatingIP
-	written []*v1.FloatingIP
-}
-
-type fipCache struct {
-	generic.CacheInterface[*v1.FloatingIP]
-	c *fipClient
-}
-
-func (c *fipClient) Cache() generic.CacheInterface[*v1.FloatingIP] { return fipCache{c: c} }
-
-func (c fipCache) List(string, labels.Selector) ([]*v1.FloatingIP, error) {
-	out := make([]*v1.FloatingIP, len(c.c.objects))
-	for i, f := range c.c.objects {
-		out[i] = f.DeepCopy()
+// must fails the test program on an error of the world's setup.
+func must(err error) {
+	if err != nil {
+		panic(err)
 	}
-	return out, nil
-}
-
-func (c *fipClient) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	c.written = append(c.written, f.DeepCopy())
-	return f, nil
-}
-
-// provClient serves the provisioning clusters by name.
-type provClient struct {
-	provcontrollers.ClusterController
-	byName map[string]*provv1.Cluster
-}
-
-type provCache struct {
-	generic.CacheInterface[*provv1.Cluster]
-	byName map[string]*provv1.Cluster
-}
-
-func (c provClient) Cache() generic.CacheInterface[*provv1.Cluster] {
-	return provCache{byName: c.byName}
-}
-
-func (c provCache) Get(_, name string) (*provv1.Cluster, error) {
-	if x, ok := c.byName[name]; ok {
-		return x.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "provisioning.cattle.io", Resource: "clusters"}, name)
-}
-
-// mgmtClient serves the management clusters by name.
-type mgmtClient struct {
-	mgmtcontrollers.ClusterController
-	byName map[string]*mgmtv3.Cluster
-}
-
-type mgmtCache struct {
-	generic.NonNamespacedCacheInterface[*mgmtv3.Cluster]
-	byName map[string]*mgmtv3.Cluster
-}
-
-func (c mgmtClient) Cache() generic.NonNamespacedCacheInterface[*mgmtv3.Cluster] {
-	return mgmtCache{byName: c.byName}
-}
-
-func (c mgmtCache) Get(name string) (*mgmtv3.Cluster, error) {
-	if x, ok := c.byName[name]; ok {
-		return x.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "management.cattle.io", Resource: "clusters"}, name)
-}
-
-type noRanges struct {
-	kubefipcontrollers.FloatingIPRangeCache
-}
-
-func (noRanges) Get(name string) (*v1.FloatingIPRange, error) {
-	return nil, apierrors.NewNotFound(v1.Resource("floatingipranges"), name)
 }
 
 // holds is the allocation index: FloatingIP UID to the addresses it holds.
@@ -176,9 +99,11 @@ func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (guest.Co
 
 // world is one guest cluster as Rancher shows it, with its FloatingIP holding testAddr.
 type world struct {
-	fips       *fipClient
-	prov       map[string]*provv1.Cluster
-	mgmt       map[string]*mgmtv3.Cluster
+	fips *fakes.FloatingIPs
+	// written are the status writes of every pass so far.
+	written    []*v1.FloatingIP
+	prov       *fakes.ProvisioningClusters
+	mgmt       *fakes.ManagementClusters
 	held       holds
 	secrets    []*corev1.Secret
 	cfg        config.Config
@@ -203,14 +128,14 @@ func newWorld() *world {
 	cfg := config.Default()
 	cfg.KubevipGuestInstall = config.InstallDisabled
 	return &world{
-		fips: &fipClient{objects: []*v1.FloatingIP{f}},
-		prov: map[string]*provv1.Cluster{testCluster: {
+		fips: fakes.NewFloatingIPs(f),
+		prov: fakes.NewProvisioningClusters(&provv1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: testCluster, Namespace: testFleet},
-			Status:     provv1.ClusterStatus{ClusterName: testNS, ClientSecretName: testCluster + "-kubeconfig"}}},
-		mgmt: map[string]*mgmtv3.Cluster{testNS: {
+			Status:     provv1.ClusterStatus{ClusterName: testNS, ClientSecretName: testCluster + "-kubeconfig"}}),
+		mgmt: fakes.NewManagementClusters(&mgmtv3.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: testNS},
 			Status: mgmtv3.ClusterStatus{Conditions: []mgmtv3.ClusterCondition{
-				{Type: "Connected", Status: corev1.ConditionTrue}, {Type: "Ready", Status: corev1.ConditionTrue}}}}},
+				{Type: "Connected", Status: corev1.ConditionTrue}, {Type: "Ready", Status: corev1.ConditionTrue}}}}),
 		held: holds{"fip-uid": {netip.MustParseAddr(testAddr)}},
 		secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: testCluster + "-kubeconfig", Namespace: testFleet},
 			Data: map[string][]byte{guest.KubeconfigKey: []byte("used by the fake guest only")}}},
@@ -222,6 +147,16 @@ func newWorld() *world {
 		recorder: record.NewFakeRecorder(100),
 		metrics:  metrics.New(),
 	}
+}
+
+// fip is the world's first FloatingIP, the one newWorld made, as the cache shows it now.
+func (w *world) fip(t *testing.T) *v1.FloatingIP {
+	t.Helper()
+	f, err := w.fips.Cache().Get(testNS, testCluster+"-kubevip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // pass runs one guest pass over the world and returns the last status written for the FloatingIP
@@ -240,9 +175,12 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 			t.Fatal(err)
 		}
 	}
+	// The pass writes to a copy of the world's FloatingIPs: every pass starts from the world as
+	// the test made it.
+	fips := fakes.NewFloatingIPs(w.fips.Objects()...)
 	c := &controller{
-		deps: deps{FloatingIPs: w.fips, Ranges: noRanges{}, Alloc: w.held, Provisioning: provClient{byName: w.prov},
-			Management: mgmtClient{byName: w.mgmt}, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
+		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: w.held, Provisioning: w.prov,
+			Management: w.mgmt, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:  w.opts,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
@@ -254,12 +192,13 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 		},
 	}
 	_, _ = c.sync(context.Background(), testNS)
+	w.written = append(w.written, fips.Written...)
 	var events []string
 	for len(w.recorder.Events) > 0 {
 		events = append(events, <-w.recorder.Events)
 	}
 	var last *v1.FloatingIP
-	for _, f := range w.fips.written {
+	for _, f := range w.written {
 		if f.Name == name {
 			last = f
 		}
@@ -296,15 +235,21 @@ func TestEveryGuestReason(t *testing.T) {
 	}{
 		{"not allocated after a pass", func(w *world) {
 			delete(w.held, "fip-uid")
-			v1.SetCondition(w.fips.objects[0], v1.GuestConfigured, true, v1.ReasonConfigured, "was configured")
+			must(w.fips.Edit(testNS, testCluster+"-kubevip", func(f *v1.FloatingIP) {
+				v1.SetCondition(f, v1.GuestConfigured, true, v1.ReasonConfigured, "was configured")
+			}))
 		}, v1.GuestConfigured, v1.ReasonNotAllocated, corev1.ConditionFalse, "", "holds no address"},
-		{"no provisioning cluster", func(w *world) { delete(w.prov, testCluster) },
+		{"no provisioning cluster", func(w *world) { must(w.prov.Delete(testFleet, testCluster, nil)) },
 			v1.GuestConfigured, v1.ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no provisioning cluster"},
-		{"no management cluster", func(w *world) { delete(w.mgmt, testNS) },
+		{"no management cluster", func(w *world) { must(w.mgmt.Delete(testNS, nil)) },
 			v1.GuestConfigured, v1.ReasonClusterNotFound, corev1.ConditionFalse, "Normal ClusterNotFound", "no management cluster"},
-		{"provisioning in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions = nil },
+		{"provisioning in Rancher", func(w *world) {
+			must(w.mgmt.Edit("", testNS, func(m *mgmtv3.Cluster) { m.Status.Conditions = nil }))
+		},
 			v1.GuestConfigured, v1.ReasonProvisioning, corev1.ConditionFalse, "Normal Provisioning", "still provisioning"},
-		{"disconnected in Rancher", func(w *world) { w.mgmt[testNS].Status.Conditions[0].Status = corev1.ConditionFalse },
+		{"disconnected in Rancher", func(w *world) {
+			must(w.mgmt.Edit("", testNS, func(m *mgmtv3.Cluster) { m.Status.Conditions[0].Status = corev1.ConditionFalse }))
+		},
 			v1.GuestConfigured, v1.ReasonDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
 		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
 			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
@@ -438,13 +383,13 @@ func TestEveryGuestReason(t *testing.T) {
 func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 	w := newWorld()
 	add := func(name, addr string, annotations map[string]string) {
-		x := w.fips.objects[0].DeepCopy()
+		x := w.fip(t)
 		x.Name, x.UID, x.CreationTimestamp = name, types.UID(name+"-uid"), metav1.Now()
 		x.Status.IPAddress = addr
 		for k, v := range annotations {
 			x.Annotations[k] = v
 		}
-		w.fips.objects = append(w.fips.objects, x)
+		w.fips.Add(x)
 		if addr != "" {
 			w.held[string(x.UID)] = []netip.Addr{netip.MustParseAddr(addr)}
 		}
@@ -474,7 +419,7 @@ func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 		t.Errorf("guestAddresses = %q", f.Status.GuestAddresses)
 	}
 	var bad *v1.FloatingIP
-	for _, x := range w.fips.written {
+	for _, x := range w.written {
 		if x.Name == "bad-ns" {
 			bad = x
 		}

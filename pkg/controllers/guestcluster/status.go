@@ -3,12 +3,10 @@ package guestcluster
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
 // record writes the pass's outcome into the FloatingIP's status, with an Event when the guest
@@ -28,37 +26,25 @@ func (c *controller) record(p *pass) error {
 			return nil
 		}
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		status := f.Status.DeepCopy()
-		status.GuestState = p.state
-		status.GuestInputs = p.inputs
+	if !p.guest.ok && p.guest.reason != v1.ReasonNotAllocated &&
+		v1.SetCondition(f.Status.DeepCopy(), v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message) {
+		c.Recorder.Event(f, v1.EventType(p.guest.reason), p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
+	}
+	// The guest's fields only: the allocation's are the FloatingIP controller's, and a conflict
+	// with its write is settled by applying these again to the newer object.
+	_, err := status.UpdateFloatingIP(c.FloatingIPs, f, func(s *v1.FloatingIPStatus) {
+		s.GuestState = p.state
+		s.GuestInputs = p.inputs
 		if p.written != "" {
-			status.GuestAddresses = p.written
+			s.GuestAddresses = p.written
 		}
-		changed := v1.SetCondition(status, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
+		v1.SetCondition(s, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
 		if p.kubevip != nil {
-			v1.SetCondition(status, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)
+			v1.SetCondition(s, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)
 		}
-		v1.SetReady(status)
-		if changed && !p.guest.ok && p.guest.reason != v1.ReasonNotAllocated {
-			c.Recorder.Event(f, v1.EventType(p.guest.reason), p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
-		}
-		if equality.Semantic.DeepEqual(&f.Status, status) {
-			return nil
-		}
-		updated := f.DeepCopy()
-		updated.Status = *status
-		_, err := c.FloatingIPs.UpdateStatus(updated)
-		if apierrors.IsConflict(err) {
-			fresh, gerr := c.FloatingIPs.Get(f.Namespace, f.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			f = fresh
-		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
 	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -15,7 +15,7 @@ import (
 // triggerWorld is a controller over w's caches whose queue the test reads.
 func triggerWorld(w *world) (*controller, func() []string) {
 	c := &controller{
-		deps: deps{FloatingIPs: w.fips, Provisioning: provClient{byName: w.prov}, Management: mgmtClient{byName: w.mgmt},
+		deps: deps{FloatingIPs: w.fips, Provisioning: w.prov, Management: w.mgmt,
 			Metrics: metrics.New()},
 		opts:  w.opts,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
@@ -38,7 +38,7 @@ func TestFloatingIPTriggers(t *testing.T) {
 	w := newWorld()
 	c, queued := triggerWorld(w)
 	defer c.queue.ShutDown()
-	f := w.fips.objects[0]
+	f := w.fip(t)
 	f.Status.IPAddress = ""
 	plain := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "plain", Annotations: map[string]string{}}}
 
@@ -59,7 +59,7 @@ func TestFloatingIPTriggers(t *testing.T) {
 			return f
 		}, 1},
 		{"a FloatingIP naming a cluster is being deleted", func() *v1.FloatingIP {
-			g := w.fips.objects[0].DeepCopy()
+			g := f.DeepCopy()
 			g.Annotations[v1.AnnotationClusterName], g.Status.GuestInputs = testCluster, ""
 			g.DeletionTimestamp = &metav1.Time{}
 			return g
@@ -83,9 +83,17 @@ func TestRancherTriggers(t *testing.T) {
 	w := newWorld()
 	c, queued := triggerWorld(w)
 	defer c.queue.ShutDown()
-	f := w.fips.objects[0]
+	f := w.fip(t)
 	f.Status.GuestInputs = c.inputsOf(f)
-	mgmt, prov := w.mgmt[testNS], w.prov[testCluster]
+	w.fips.Add(f)
+	mgmt, err := w.mgmt.Cache().Get(testNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := w.prov.Cache().Get(testFleet, testCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, s := range []struct {
 		what string
@@ -94,19 +102,24 @@ func TestRancherTriggers(t *testing.T) {
 	}{
 		{"a management cluster heartbeat", func() {
 			mgmt.Status.Conditions = append(mgmt.Status.Conditions, mgmtv3.ClusterCondition{Type: "Updated", Status: corev1.ConditionTrue})
+			w.mgmt.Add(mgmt)
 			_, _ = c.onManagementCluster(testNS, mgmt)
 		}, 0},
 		{"the cluster disconnects", func() {
 			mgmt.Status.Conditions[0].Status = corev1.ConditionFalse
+			w.mgmt.Add(mgmt)
 			_, _ = c.onManagementCluster(testNS, mgmt)
 		}, 1},
 		{"a provisioning cluster heartbeat", func() {
 			f.Status.GuestInputs = c.inputsOf(f)
+			w.fips.Add(f)
 			prov.Status.Ready = !prov.Status.Ready
+			w.prov.Add(prov)
 			_, _ = c.onProvisioningCluster(testFleet+"/"+testCluster, prov)
 		}, 0},
 		{"the kube-vip label is set", func() {
 			prov.Labels = map[string]string{"kube-vip": "true"}
+			w.prov.Add(prov)
 			_, _ = c.onProvisioningCluster(testFleet+"/"+testCluster, prov)
 		}, 1},
 	} {
