@@ -148,7 +148,7 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 	const apiPath = modulePath + "/pkg/apis/kubefip.k8s.binbash.org/v1"
 	writers := map[string][]string{}
 	for _, pkg := range pkgs {
-		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/testenv") {
+		if strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || strings.HasPrefix(pkg.PkgPath, modulePath+"/test/") {
 			continue
 		}
 		for _, file := range pkg.Syntax {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // TestProposals: discovery's proposals keep off each other and off dynamic claims, the proposed

@@ -12,7 +12,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 func names(rs []*v1.FloatingIPRange) string {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 func fip() *v1.FloatingIP {

@@ -16,7 +16,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // guestClusters is a management cluster cache holding the clusters named.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // TestAllocationChangesAreBatched: however many allocations of a range change within

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/testenv/fakes"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // TestStatusWriteFailureReachesTheRange: a status write the API server refuses for a reason of
