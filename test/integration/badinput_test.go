@@ -53,22 +53,6 @@ func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
 	_ = c.FloatingIPRange().Delete(ok.Name, nil)
 }
 
-// recordedByHand creates range name and a FloatingIP "holder" in it, and writes the holder into
-// the range's record under key, as a person or a restore tool might, before any operator runs.
-func (f *fixture) recordedByHand(name, cidr, key string) *kubefipv1.FloatingIP {
-	f.t.Helper()
-	f.createRange(name, cidr)
-	holder := f.createFIP("holder", name, "")
-	r := f.getRange(name)
-	r.Status.Allocations = map[string]kubefipv1.Allocation{
-		key: {Namespace: f.ns, Name: holder.Name, UID: holder.UID},
-	}
-	if _, err := f.api.FloatingIPRange().UpdateStatus(r); err != nil {
-		f.t.Fatal(err)
-	}
-	return holder
-}
-
 // TestBadInputNonCanonicalRecord: a range's record restored with an address in another spelling
 // than the operator writes ("FD00:79:0::1") still holds that address for its FloatingIP: a static
 // claim of it by another FloatingIP is refused naming the holder, a dynamic one gets another

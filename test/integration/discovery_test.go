@@ -29,14 +29,6 @@ const quick = 5 * time.Second
 // second.
 const credentialPickup = 20 * time.Second
 
-// debugOperator starts the operator with logLevel debug, at which it logs each discovery decision
-// (see passesOver).
-func (f *fixture) debugOperator() (*controlplane.Process, int) {
-	f.t.Helper()
-	f.operatorConfig(map[string]string{"logLevel": "debug"})
-	return f.operator()
-}
-
 // passesOver counts the discovery passes over provisioning cluster name that operator p logged.
 func passesOver(p *controlplane.Process, name string) int {
 	return strings.Count(p.Logs(), "discovery: cluster "+rancher.FleetNamespace+"/"+name+": ")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +87,14 @@ func (f *fixture) operator(extra ...string) (*controlplane.Process, int) {
 		f.t.Fatal(err)
 	}
 	return p, port
+}
+
+// debugOperator starts the operator with logLevel debug, at which it logs each discovery decision
+// (see passesOver).
+func (f *fixture) debugOperator() (*controlplane.Process, int) {
+	f.t.Helper()
+	f.operatorConfig(map[string]string{"logLevel": "debug"})
+	return f.operator()
 }
 
 func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
@@ -183,6 +192,21 @@ func (f *fixture) getRange(name string) *v1.FloatingIPRange {
 	return r
 }
 
+func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		r := f.getRange(name)
+		edit(r)
+		_, err := f.api.FloatingIPRange().Update(r)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			f.t.Fatalf("editing range %s: %v", name, err)
+		}
+	}
+}
+
 // waitFIP waits until the FloatingIP satisfies cond, reporting its last state on timeout.
 func (f *fixture) waitFIP(name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool) *v1.FloatingIP {
 	f.t.Helper()
@@ -221,6 +245,30 @@ func (f *fixture) waitRange(name string, timeout time.Duration, what string, con
 	}
 	if gone {
 		return nil
+	}
+	return last
+}
+
+// waitAllocation waits until the FloatingIPAllocation name satisfies cond (called with nil while
+// there is none), reporting its last state on timeout.
+func (f *fixture) waitAllocation(name string, timeout time.Duration, what string, cond func(*v1.FloatingIPAllocation) bool) *v1.FloatingIPAllocation {
+	f.t.Helper()
+	var last *v1.FloatingIPAllocation
+	var lastErr error
+	if !rig.Within(timeout, func() bool {
+		a, err := f.api.FloatingIPAllocation().Get(name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			last, lastErr = a, nil
+		case apierrors.IsNotFound(err):
+			last, lastErr = nil, nil
+		default:
+			lastErr = err
+			return false
+		}
+		return cond(last)
+	}) {
+		f.t.Fatalf("FloatingIPAllocation %s: timed out after %s waiting for %s; last: %s", name, timeout, what, allocationText(last, lastErr))
 	}
 	return last
 }
@@ -311,6 +359,22 @@ func (f *fixture) checkRecord(rangeName string, wantUsed int) {
 	}
 }
 
+// recordedByHand creates range name and a FloatingIP "holder" in it, and writes the holder into
+// the range's record under key, as a person or a restore tool might, before any operator runs.
+func (f *fixture) recordedByHand(name, cidr, key string) *v1.FloatingIP {
+	f.t.Helper()
+	f.createRange(name, cidr)
+	holder := f.createFIP("holder", name, "")
+	r := f.getRange(name)
+	r.Status.Allocations = map[string]v1.Allocation{
+		key: {Namespace: f.ns, Name: holder.Name, UID: holder.UID},
+	}
+	if _, err := f.api.FloatingIPRange().UpdateStatus(r); err != nil {
+		f.t.Fatal(err)
+	}
+	return holder
+}
+
 func listAll() metav1.ListOptions { return metav1.ListOptions{} }
 
 // extraNamespace adds a namespace whose FloatingIPs the fixture's cleanup deletes too.
@@ -336,6 +400,79 @@ func (f *fixture) waitFIPIn(ns, name string, timeout time.Duration, what string,
 	return g.waitFIP(name, timeout, what, cond)
 }
 
+func (f *fixture) getFIPIn(ns, name string) *v1.FloatingIP {
+	f.t.Helper()
+	x, err := f.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return x
+}
+
+// editFIPIn edits FloatingIP ns/name as a person would, again on a fresh copy when the operator
+// wrote it in between.
+func (f *fixture) editFIPIn(ns, name string, edit func(*v1.FloatingIP)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		x := f.getFIPIn(ns, name)
+		edit(x)
+		_, err := f.api.FloatingIP().Update(x)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			f.t.Fatalf("editing FloatingIP %s/%s: %v", ns, name, err)
+		}
+	}
+}
+
+// createMany creates FloatingIPs name-000..name-(n-1) from 8 goroutines at once.
+func (f *fixture) createMany(prefix, rangeName string, from, n int) {
+	f.t.Helper()
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, err := f.api.FloatingIP().Create(f.fip(fmt.Sprintf("%s-%03d", prefix, i), rangeName, "")); err != nil {
+					f.t.Errorf("creating %s-%03d: %v", prefix, i, err)
+				}
+			}
+		}()
+	}
+	for i := from; i < from+n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// waitAllAllocated waits until every FloatingIP of the fixture holds an address, and returns them
+// by name.
+func (f *fixture) waitAllAllocated(want int, timeout time.Duration) map[string]string {
+	f.t.Helper()
+	var held map[string]string
+	var exist int
+	if !rig.Within(timeout, func() bool {
+		list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		held, exist = map[string]string{}, len(list.Items)
+		for _, x := range list.Items {
+			if suite.Allocated(&x) && x.DeletionTimestamp == nil {
+				held[x.Name] = x.Status.IPAddress
+			}
+		}
+		return len(held) == want && exist == want
+	}) {
+		f.t.Fatalf("after %s: %d of %d FloatingIPs hold an address (%d exist)", timeout, len(held), want, exist)
+	}
+	return held
+}
+
 // retentionOff sets addressRetention to 0 in the fixture's kube-fip-config, keeping its other keys.
 func (f *fixture) retentionOff() {
 	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
@@ -355,4 +492,20 @@ func (f *fixture) retentionOff() {
 	if err != nil {
 		f.t.Errorf("cleanup: turning address retention off: %v", err)
 	}
+}
+
+// operatorConfig writes the fixture's kube-fip-config.
+func (f *fixture) operatorConfig(data map[string]string) {
+	f.t.Helper()
+	shared.WriteOperatorConfig(f.t, f.ns, data)
+}
+
+// setRetention sets addressRetention in the fixture's kube-fip-config and waits until the running
+// operator has it in force: its Reloaded Event on the ConfigMap names the value as Go prints it.
+func (f *fixture) setRetention(value, printed string) {
+	f.t.Helper()
+	f.operatorConfig(map[string]string{"addressRetention": value})
+	rig.Eventually(f.t, 30*time.Second, "the operator to reload addressRetention="+printed, func() bool {
+		return shared.HasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
+	})
 }

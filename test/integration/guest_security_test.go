@@ -147,15 +147,6 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	}
 }
 
-func (f *fixture) getFIPIn(ns, name string) *v1.FloatingIP {
-	f.t.Helper()
-	x, err := f.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return x
-}
-
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func grepLines(body, substr string) string {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -100,10 +101,20 @@ func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout tim
 	gc.waitCIDR(f.t, guestclient.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
 }
 
-// operatorConfig writes the fixture's kube-fip-config.
-func (f *fixture) operatorConfig(data map[string]string) {
+// createRangeFor creates a range of the fixture for a Harvester cluster and network.
+func (f *fixture) createRangeFor(name, cidr, harvesterName, network string) {
 	f.t.Helper()
-	shared.WriteOperatorConfig(f.t, f.ns, data)
+	_, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			v1.AnnotationHarvesterClusterName: harvesterName,
+			v1.AnnotationHarvesterNetworkName: network,
+		}},
+		Spec: v1.FloatingIPRangeSpec{IPRange: cidr},
+	})
+	if err != nil {
+		f.t.Fatalf("creating range %s: %v", name, err)
+	}
+	f.ranges = append(f.ranges, name)
 }
 
 // guestPasses is how many passes the operator serving metrics on port has finished over guest

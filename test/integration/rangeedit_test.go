@@ -7,45 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
-
-func (f *fixture) editRange(name string, edit func(*v1.FloatingIPRange)) {
-	f.t.Helper()
-	for i := 0; ; i++ {
-		r := f.getRange(name)
-		edit(r)
-		_, err := f.api.FloatingIPRange().Update(r)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) || i > 10 {
-			f.t.Fatalf("editing range %s: %v", name, err)
-		}
-	}
-}
-
-// editFIPIn edits FloatingIP ns/name as a person would, again on a fresh copy when the operator
-// wrote it in between.
-func (f *fixture) editFIPIn(ns, name string, edit func(*v1.FloatingIP)) {
-	f.t.Helper()
-	for i := 0; ; i++ {
-		x := f.getFIPIn(ns, name)
-		edit(x)
-		_, err := f.api.FloatingIP().Update(x)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) || i > 10 {
-			f.t.Fatalf("editing FloatingIP %s/%s: %v", ns, name, err)
-		}
-	}
-}
 
 func rangeReady(r *v1.FloatingIPRange) bool {
 	return r != nil && v1.Ready.IsTrue(r) && r.Status.ObservedGeneration == r.Generation

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,53 +12,6 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
-
-// createMany creates FloatingIPs name-000..name-(n-1) from 8 goroutines at once.
-func (f *fixture) createMany(prefix, rangeName string, from, n int) {
-	f.t.Helper()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if _, err := f.api.FloatingIP().Create(f.fip(fmt.Sprintf("%s-%03d", prefix, i), rangeName, "")); err != nil {
-					f.t.Errorf("creating %s-%03d: %v", prefix, i, err)
-				}
-			}
-		}()
-	}
-	for i := from; i < from+n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-}
-
-// waitAllAllocated waits until every FloatingIP of the fixture holds an address, and returns them
-// by name.
-func (f *fixture) waitAllAllocated(want int, timeout time.Duration) map[string]string {
-	f.t.Helper()
-	var held map[string]string
-	var exist int
-	if !rig.Within(timeout, func() bool {
-		list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		held, exist = map[string]string{}, len(list.Items)
-		for _, x := range list.Items {
-			if suite.Allocated(&x) && x.DeletionTimestamp == nil {
-				held[x.Name] = x.Status.IPAddress
-			}
-		}
-		return len(held) == want && exist == want
-	}) {
-		f.t.Fatalf("after %s: %d of %d FloatingIPs hold an address (%d exist)", timeout, len(held), want, exist)
-	}
-	return held
-}
 
 func distinct(t *testing.T, held map[string]string) {
 	t.Helper()

@@ -399,40 +399,6 @@ func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
 	})
 }
 
-// setRetention sets addressRetention in the fixture's kube-fip-config and waits until the running
-// operator has it in force: its Reloaded Event on the ConfigMap names the value as Go prints it.
-func (f *fixture) setRetention(value, printed string) {
-	f.t.Helper()
-	f.operatorConfig(map[string]string{"addressRetention": value})
-	rig.Eventually(f.t, 30*time.Second, "the operator to reload addressRetention="+printed, func() bool {
-		return shared.HasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
-	})
-}
-
-// waitAllocation waits until the FloatingIPAllocation name satisfies cond (called with nil while
-// there is none), reporting its last state on timeout.
-func (f *fixture) waitAllocation(name string, timeout time.Duration, what string, cond func(*v1.FloatingIPAllocation) bool) *v1.FloatingIPAllocation {
-	f.t.Helper()
-	var last *v1.FloatingIPAllocation
-	var lastErr error
-	if !rig.Within(timeout, func() bool {
-		a, err := f.api.FloatingIPAllocation().Get(name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			last, lastErr = a, nil
-		case apierrors.IsNotFound(err):
-			last, lastErr = nil, nil
-		default:
-			lastErr = err
-			return false
-		}
-		return cond(last)
-	}) {
-		f.t.Fatalf("FloatingIPAllocation %s: timed out after %s waiting for %s; last: %s", name, timeout, what, allocationText(last, lastErr))
-	}
-	return last
-}
-
 // allocationHeldBy: the allocation exists and is Held by the FloatingIP uid.
 func allocationHeldBy(uid types.UID) func(*v1.FloatingIPAllocation) bool {
 	return func(a *v1.FloatingIPAllocation) bool {
