@@ -1,10 +1,11 @@
 package charts
 
 import (
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // monitoringSwitches are the values that each render one monitoring.coreos.com object, its kind

@@ -1,13 +1,14 @@
 package charts
 
 import (
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // eventOnlyReasons are reasons the operator gives only to Events, never to a condition: discovery's

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // archive packs files (paths below the chart's directory) as a chart archive.

@@ -3,10 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"testing"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // BenchmarkStartupConvergence creates N complete Harvester guest clusters and their range with no

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 

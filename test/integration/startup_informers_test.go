@@ -1,12 +1,13 @@
 package integration
 
 import (
-	"github.com/kubefip/kube-fip-operator/test/rig"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
-	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestStartupWaitsForEveryInformer: no pass runs before every informer it reads has synced. A

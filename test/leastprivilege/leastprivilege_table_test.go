@@ -2,11 +2,12 @@ package leastprivilege
 
 import (
 	"fmt"
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // removalTimeout is how long a scenario may take before it counts as failed when a grant is

@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // PreviousRelease is the commit of the last release that named FloatingIPAllocations by the bare

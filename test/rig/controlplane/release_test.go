@@ -1,13 +1,14 @@
 package controlplane
 
 import (
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // TestBuildReleaseRefusesUnknownCommit: a commit the history does not have is refused at once,
