@@ -1,9 +1,12 @@
 package rig
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // pollInterval is how often Until looks again: often enough that a test waits little longer than
@@ -18,31 +21,33 @@ func Until(timeout time.Duration, what string, stop func() error, cond func() (b
 	return UntilEvery(pollInterval, timeout, what, stop, cond)
 }
 
-// UntilEvery is Until looking again every interval: less often where looking is costly, such as
+// UntilEvery is Until looking again every interval (apimachinery's poller, so the rig has no
+// loop of its own): less often where looking is costly, such as
 // listing tens of thousands of objects.
 func UntilEvery(interval, timeout time.Duration, what string, stop func() error, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
+	var last, stopped error
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
 		ok, err := cond()
 		if ok {
-			return nil
+			return true, nil
 		}
 		if err != nil {
 			last = err
 		}
 		if stop != nil {
-			if err := stop(); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
+			stopped = stop()
 		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("%s: not within %s (last: %v)", what, timeout, last)
-			}
-			return fmt.Errorf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(interval)
+		return false, stopped
+	})
+	switch {
+	case err == nil:
+		return nil
+	case stopped != nil:
+		return fmt.Errorf("%s: %w", what, stopped)
+	case last != nil:
+		return fmt.Errorf("%s: not within %s (last: %v)", what, timeout, last)
+	default:
+		return fmt.Errorf("%s: not within %s", what, timeout)
 	}
 }
 
