@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
-	"github.com/kubefip/kube-fip-operator/test/rig/backup"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/backup"
 )
 
 const resourceSetName = "kube-fip-operator-resource-set"

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"sigs.k8s.io/yaml"
 )
 
 // renderNotes returns the NOTES.txt Helm prints after an install of the operator chart with values.

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 )
 
 // Every render of the operator chart in these tests (Render, renderRelease) goes through Helm's

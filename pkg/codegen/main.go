@@ -7,13 +7,13 @@ import (
 	"os"
 	"os/exec"
 
+	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	controllergen "github.com/rancher/wrangler/v2/pkg/controller-gen"
 	"github.com/rancher/wrangler/v2/pkg/controller-gen/args"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kubefip/kube-fip-operator/pkg/crds"
-	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
-	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 )
 
 func main() {

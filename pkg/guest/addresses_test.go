@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 func addrs(ss ...string) []netip.Addr {

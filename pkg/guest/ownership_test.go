@@ -9,12 +9,13 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 )
 
 // TestForeignReleasesAreLeftAlone: with kubevipReleaseName naming the Harvester cloud provider's

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 func get(url string) (int, string, error) {

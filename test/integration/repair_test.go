@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // TestRepairReleasesLeaks: a FloatingIP removed behind the operator's back (its finalizer stripped

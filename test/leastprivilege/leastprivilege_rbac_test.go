@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // chartRBAC is the operator chart's ServiceAccount, roles and bindings, rendered for one release

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // originalLeftovers are the Roles and RoleBindings the original kube-fip-operator's install left

@@ -3,13 +3,14 @@ package backup
 import (
 	"fmt"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/rancher/wrangler/v2/pkg/crd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // Rancher Backups (the rancher-backup chart, rancher/backup-restore-operator) backs up what a

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // BackupObject is one object of a backup, as its file holds it.

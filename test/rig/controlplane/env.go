@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/kubefip/kube-fip-operator/test/rig"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // Environment is a running control plane.

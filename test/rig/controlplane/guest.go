@@ -10,10 +10,10 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // Guest is an extra API server standing in for a Rancher guest (downstream) cluster. It shares the

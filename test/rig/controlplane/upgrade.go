@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // crdChartTemplates is where the CRD chart keeps the generated CRDs, in the working tree and in

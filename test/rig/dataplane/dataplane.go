@@ -11,12 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig"
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 )
 
 // dataplaneEnv names a directory holding the data-plane binaries, instead of building them.

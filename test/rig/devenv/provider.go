@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 // demoService is the LoadBalancer Service the demo creates in the guest.
