@@ -107,8 +107,7 @@ func typeKind(t types.Type) string {
 // TestPurePackagesHaveNoKubernetesImports: the allocator and the configuration parser are plain Go,
 // tested without any cluster.
 func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
-	pure := map[string]bool{modulePath + "/pkg/ipam": true, modulePath + "/pkg/config": true, modulePath + "/pkg/problem": true,
-		modulePath + "/pkg/kubevip": true}
+	pure := map[string]bool{modulePath + "/pkg/ipam": true, modulePath + "/pkg/config": true, modulePath + "/pkg/problem": true}
 	allowed := map[string]bool{"sigs.k8s.io/yaml": true, "sigs.k8s.io/yaml/goyaml.v2": true}
 	found := 0
 	for _, pkg := range loadPackages(t, typesAndImports) {
@@ -189,5 +188,75 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 		if len(writers[kind]) != 1 {
 			t.Errorf("%s status is written at %d places, want 1: %v", kind, len(writers[kind]), writers[kind])
 		}
+	}
+}
+
+// TestInstallPolicyHasOneHome: what may reach a guest (chart sources, images, values, rendered
+// objects) is decided in pkg/installpolicy alone. No other production package renders a chart's
+// templates or decodes what it rendered, and every Helm action that applies to a guest hands Helm
+// only the approved manifest (guest's approvedManifest as its post-renderer) with hooks and CRDs
+// off. pkg/charts, which renders the operator's own chart offline for packaging, applies nothing.
+func TestInstallPolicyHasOneHome(t *testing.T) {
+	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo|packages.NeedImports)
+	judging := []string{"helm.sh/helm/v3/pkg/engine", "sigs.k8s.io/json", "k8s.io/apimachinery/pkg/runtime/serializer/json"}
+	const policy = modulePath + "/pkg/installpolicy"
+	found := false
+	for _, pkg := range pkgs {
+		if pkg.PkgPath == policy {
+			found = true
+		}
+		if pkg.PkgPath == policy || !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") {
+			continue
+		}
+		for _, imp := range judging {
+			if _, ok := pkg.Imports[imp]; ok {
+				t.Errorf("%s imports %s: rendering and judging charts belongs to pkg/installpolicy", pkg.PkgPath, imp)
+			}
+		}
+		if pkg.PkgPath == modulePath+"/pkg/charts" {
+			continue
+		}
+		for _, file := range pkg.Syntax {
+			if strings.HasSuffix(pkg.Fset.Position(file.Pos()).Filename, "_test.go") {
+				continue
+			}
+			actions := map[string]map[string]bool{}
+			ast.Inspect(file, func(n ast.Node) bool {
+				assign, ok := n.(*ast.AssignStmt)
+				if !ok {
+					return true
+				}
+				for i, lhs := range assign.Lhs {
+					sel, ok := lhs.(*ast.SelectorExpr)
+					if !ok || i >= len(assign.Rhs) {
+						continue
+					}
+					recv := types.ExprString(sel.X)
+					if actions[recv] == nil {
+						actions[recv] = map[string]bool{}
+					}
+					rhs := types.ExprString(assign.Rhs[i])
+					switch sel.Sel.Name {
+					case "PostRenderer":
+						if typ := pkg.TypesInfo.TypeOf(assign.Rhs[i]); typ == nil || !strings.HasSuffix(typ.String(), "/pkg/guest.approvedManifest") {
+							t.Errorf("%s: %s.PostRenderer = %s; Helm must be handed the approved manifest (guest.approvedManifest)",
+								pkg.Fset.Position(assign.Pos()), recv, rhs)
+						}
+						actions[recv]["PostRenderer"] = true
+					case "DisableHooks", "SkipCRDs":
+						actions[recv][sel.Sel.Name] = rhs == "true"
+					}
+				}
+				return true
+			})
+			for recv, set := range actions {
+				if set["PostRenderer"] && (!set["DisableHooks"] || !set["SkipCRDs"]) {
+					t.Errorf("%s: the Helm action %s does not turn off hooks and CRDs", pkg.Fset.Position(file.Pos()), recv)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("pkg/installpolicy was not found")
 	}
 }

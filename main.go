@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
-	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	// Turns lasso's controller and work queue metrics on before lasso's own init reads the switch.
 	_ "github.com/kubefip/kube-fip-operator/pkg/metrics/controllermetrics"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
@@ -36,13 +37,15 @@ func main() {
 
 // settings are the command line of the operator; every flag also reads an environment variable.
 type settings struct {
-	opts          operator.Options
-	kubeconfig    string
-	logLevel      string
-	chartSources  string
-	allowHTTP     bool
-	imagePrefixes string
-	kubeAPIQPS    float64
+	opts           operator.Options
+	kubeconfig     string
+	logLevel       string
+	chartSources   string
+	allowHTTP      bool
+	imagePrefixes  string
+	kubevipImages  string
+	providerImages string
+	kubeAPIQPS     float64
 }
 
 // cleanupSettings are the command line of the cleanup command.
@@ -106,12 +109,16 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "timeout of every request to a guest cluster"},
 		&cli.StringFlag{Name: "helm-cache-dir", EnvVars: []string{"HELM_CACHE_HOME"}, Value: o.HelmCacheDir, Destination: &o.HelmCacheDir,
 			Usage: "writable directory for Helm's repository and registry caches"},
-		&cli.StringFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: strings.Join(config.DefaultChartSources(), ","), Destination: &s.chartSources,
+		&cli.StringFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: strings.Join(installpolicy.DefaultChartSources(), ","), Destination: &s.chartSources,
 			Usage: "chart repository URLs and oci:// prefixes that kube-fip-config may install from, comma-separated; a port of * matches any port"},
 		&cli.BoolFlag{Name: "allow-http-chart-sources", EnvVars: []string{"ALLOW_HTTP_CHART_SOURCES"}, Destination: &s.allowHTTP,
 			Usage: "allow plain http chart repositories and loopback OCI registries"},
-		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Value: strings.Join(config.DefaultImagePrefixes(), ","), Destination: &s.imagePrefixes,
-			Usage: "image repository prefixes that chart values may name, comma-separated"},
+		&cli.StringFlag{Name: "allowed-kubevip-images", EnvVars: []string{"ALLOWED_KUBEVIP_IMAGES"}, Value: strings.Join(installpolicy.DefaultKubevipImages(), ","), Destination: &s.kubevipImages,
+			Usage: "the exact image repositories (registry/path, no tag) kube-vip's DaemonSet may run, comma-separated"},
+		&cli.StringFlag{Name: "allowed-cloud-provider-images", EnvVars: []string{"ALLOWED_CLOUD_PROVIDER_IMAGES"}, Value: strings.Join(installpolicy.DefaultCloudProviderImages(), ","), Destination: &s.providerImages,
+			Usage: "the exact image repositories kube-vip-cloud-provider's Deployment may run, comma-separated"},
+		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
+			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
 			Usage: "Secret in --namespace with the keys username, password and source (the one chart source, scheme://host[:port], they are sent to)"},
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
@@ -130,9 +137,18 @@ func (s *settings) options() (operator.Options, error) {
 		return opts, fmt.Errorf("--kube-api-qps: %v is not a number of requests per second", s.kubeAPIQPS)
 	}
 	opts.KubeAPIQPS = float32(s.kubeAPIQPS)
-	policy, err := config.NewPolicy(strings.Split(s.chartSources, ","), s.allowHTTP, strings.Split(s.imagePrefixes, ","))
+	if s.imagePrefixes != "" {
+		return opts, errors.New("--allowed-image-prefixes (ALLOWED_IMAGE_PREFIXES) was replaced by --allowed-kubevip-images and " +
+			"--allowed-cloud-provider-images: a prefix also allowed image variants that ship a shell; name the exact repositories instead")
+	}
+	policy, err := installpolicy.New(installpolicy.Settings{
+		ChartSources:        strings.Split(s.chartSources, ","),
+		AllowHTTP:           s.allowHTTP,
+		KubevipImages:       strings.Split(s.kubevipImages, ","),
+		CloudProviderImages: strings.Split(s.providerImages, ","),
+	})
 	if err != nil {
-		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-image-prefixes: %w", err)
+		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images: %w", err)
 	}
 	opts.ChartPolicy = policy
 	if secret := opts.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {

@@ -47,7 +47,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	opts, err := parse(t, map[string]string{
 		"THREADS": "7", "GUEST_TIMEOUT": "3s", "ALLOWED_CHART_SOURCES": "https://charts.example.com,oci://registry.example.com/kv",
 		"KUBE_API_QPS": "25",
-	}, "--namespace=ops", "--leader-election=false", "--allowed-image-prefixes=registry.example.com/kv")
+	}, "--namespace=ops", "--leader-election=false", "--allowed-kubevip-images=registry.example.com/kv", "--allowed-cloud-provider-images=")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +79,21 @@ func TestRepeatedListFlagReplaces(t *testing.T) {
 
 // An empty list, as the chart renders for security.allowedChartSources: [], allows nothing.
 func TestEmptyAllowListAllowsNothing(t *testing.T) {
-	opts, err := parse(t, nil, "--allowed-chart-sources=", "--allowed-image-prefixes=")
+	opts, err := parse(t, nil, "--allowed-chart-sources=", "--allowed-kubevip-images=", "--allowed-cloud-provider-images=")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := opts.ChartPolicy.String(); strings.Contains(p, "://") || strings.Contains(p, "ghcr.io") {
 		t.Errorf("policy %s; want no source and no image", p)
+	}
+}
+
+// TestReplacedImagePrefixesFlag: the flag of earlier versions stops the operator with a message
+// naming its replacements, rather than being ignored while the deployment thinks it applies.
+func TestReplacedImagePrefixesFlag(t *testing.T) {
+	_, err := parse(t, nil, "--allowed-image-prefixes=ghcr.io/kube-vip")
+	if err == nil || !strings.Contains(err.Error(), "--allowed-kubevip-images") || !strings.Contains(err.Error(), "--allowed-cloud-provider-images") {
+		t.Errorf("--allowed-image-prefixes: %v; want a refusal naming the flags that replace it", err)
 	}
 }
 

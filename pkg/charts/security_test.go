@@ -7,7 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 // flagValues returns the container's --name=value arguments.
@@ -27,11 +27,17 @@ func flagValues(args []string) map[string]string {
 func TestChartSecurityFlags(t *testing.T) {
 	_, c := renderDeployment(t, nil)
 	flags := flagValues(c.Args)
-	if got, want := flags["allowed-chart-sources"], strings.Join(config.DefaultChartSources(), ","); got != want {
+	if got, want := flags["allowed-chart-sources"], strings.Join(installpolicy.DefaultChartSources(), ","); got != want {
 		t.Errorf("--allowed-chart-sources=%q; want %q", got, want)
 	}
-	if got, want := flags["allowed-image-prefixes"], strings.Join(config.DefaultImagePrefixes(), ","); got != want {
-		t.Errorf("--allowed-image-prefixes=%q; want %q", got, want)
+	if got, want := flags["allowed-kubevip-images"], strings.Join(installpolicy.DefaultKubevipImages(), ","); got != want {
+		t.Errorf("--allowed-kubevip-images=%q; want %q", got, want)
+	}
+	if got, want := flags["allowed-cloud-provider-images"], strings.Join(installpolicy.DefaultCloudProviderImages(), ","); got != want {
+		t.Errorf("--allowed-cloud-provider-images=%q; want %q", got, want)
+	}
+	if _, ok := flags["allowed-image-prefixes"]; ok {
+		t.Error("the chart passes the replaced --allowed-image-prefixes")
 	}
 	if flags["allow-http-chart-sources"] != "false" {
 		t.Errorf("--allow-http-chart-sources=%q; want false", flags["allow-http-chart-sources"])
@@ -39,8 +45,9 @@ func TestChartSecurityFlags(t *testing.T) {
 	if _, ok := flags["chart-credentials-secret"]; ok {
 		t.Error("--chart-credentials-secret is passed without a Secret")
 	}
-	if _, err := config.NewPolicy(strings.Split(flags["allowed-chart-sources"], ","), false,
-		strings.Split(flags["allowed-image-prefixes"], ",")); err != nil {
+	if _, err := installpolicy.New(installpolicy.Settings{ChartSources: strings.Split(flags["allowed-chart-sources"], ","),
+		KubevipImages:       strings.Split(flags["allowed-kubevip-images"], ","),
+		CloudProviderImages: strings.Split(flags["allowed-cloud-provider-images"], ",")}); err != nil {
 		t.Errorf("the operator refuses the default flags: %v", err)
 	}
 
@@ -48,14 +55,24 @@ func TestChartSecurityFlags(t *testing.T) {
 	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{
 		"allowedChartSources":    "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080",
 		"allowHTTPChartSources":  true,
-		"allowedImagePrefixes":   []interface{}{"registry.corp.example/kube-vip"},
+		"allowedImages":          map[string]interface{}{"kubevip": []interface{}{"registry.corp.example/kube-vip"}},
 		"chartCredentialsSecret": "chart-pull",
 	}})
 	flags = flagValues(c.Args)
 	if flags["allowed-chart-sources"] != "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080" ||
-		flags["allow-http-chart-sources"] != "true" || flags["allowed-image-prefixes"] != "registry.corp.example/kube-vip" ||
+		flags["allow-http-chart-sources"] != "true" || flags["allowed-kubevip-images"] != "registry.corp.example/kube-vip" ||
 		flags["chart-credentials-secret"] != "chart-pull" {
 		t.Errorf("flags %v", flags)
+	}
+	// The replaced allowedImagePrefixes stops the install with a message, unless it is its old
+	// default (which Rancher keeps in the values of an upgraded release).
+	if _, err := renderRelease(t, map[string]interface{}{"security": map[string]interface{}{"allowedImagePrefixes": "ghcr.io/kube-vip"}}); err == nil ||
+		!strings.Contains(err.Error(), "allowedImages") {
+		t.Errorf("a non-default allowedImagePrefixes renders: %v", err)
+	}
+	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedImagePrefixes": "ghcr.io/kube-vip,docker.io/plndr,docker.io/kubevip"}})
+	if flagValues(c.Args)["allowed-kubevip-images"] != strings.Join(installpolicy.DefaultKubevipImages(), ",") {
+		t.Error("the old default allowedImagePrefixes changes the images")
 	}
 	// An empty list allows nothing; it does not fall back to the defaults.
 	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedChartSources": []interface{}{}}})

@@ -1,6 +1,7 @@
 // Command codegen is the `go generate` driver: it runs wrangler's controller-gen for the kubefip API
 // and for the Rancher types the operator watches, then writes the CRD YAML of the kubefip kinds into
-// the CRD chart. Run it from the repository root (main.go carries the go:generate line).
+// the CRD chart and the README's table of chart value keys. Run it from the repository root
+// (main.go carries the go:generate line).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kubefip/kube-fip-operator/pkg/crds"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 func main() {
@@ -57,5 +59,9 @@ func main() {
 
 	if err := crds.WriteFiles("charts/kube-fip-operator-crd/templates"); err != nil {
 		logrus.Fatalf("writing CRD YAML: %v", err)
+	}
+	// The README's table of the chart value keys a configuration may set is the values schema.
+	if err := installpolicy.WriteValueKeys("README.md"); err != nil {
+		logrus.Fatalf("writing the README's value keys: %v", err)
 	}
 }

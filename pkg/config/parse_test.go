@@ -343,3 +343,13 @@ func TestAddressRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesWithARepeatedKeyAreInvalid: a key given twice in one mapping of chart values is an
+// invalid value, saying where, rather than read as its last occurrence.
+func TestValuesWithARepeatedKeyAreInvalid(t *testing.T) {
+	_, problems := Parse(map[string]string{KeyKubevipChartValues: "env:\n  vip_interface: eth0\n  vip_interface: S3CRET\n"}, Default())
+	if len(problems) != 1 || problems[0].Reason != ProblemInvalidValue || !strings.Contains(problems[0].Message, "line 3: a key is given twice") ||
+		strings.Contains(problems[0].Error(), "S3CRET") || strings.Contains(problems[0].Error(), "vip_interface") {
+		t.Errorf("problems %+v", problems)
+	}
+}

@@ -15,11 +15,16 @@ import (
 // fixed parser messages in knownYAMLProblem.
 var yamlSyntaxError = regexp.MustCompile(`(?s)^(?:error converting YAML to JSON: )?yaml: (?:line ([0-9]+): )?(.*)$`)
 
-// parseValues decodes chart values. Its errors never contain any of the
-// input, because values may hold secrets and errors end up in logs and events.
+// repeatedKey picks the line out of the strict parser's error for a key given twice; the key itself,
+// which the error quotes, is not repeated.
+var repeatedKey = regexp.MustCompile(`line ([0-9]+): key .* already set in map`)
+
+// parseValues decodes chart values. A key given twice in one mapping is refused rather than read
+// as the last one: whoever reads the text should see what is installed. Its errors never contain
+// any of the input, because values may hold secrets and errors end up in logs and events.
 func parseValues(s string) (map[string]interface{}, error) {
 	var v interface{}
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(s), &v); err != nil {
 		return nil, sanitizeYAMLError(err)
 	}
 	switch t := v.(type) {
@@ -43,6 +48,9 @@ func sanitizeYAMLError(err error) error {
 		return errors.New("invalid YAML: NaN and infinite numbers cannot be chart values")
 	}
 	out := "invalid YAML"
+	if m := repeatedKey.FindStringSubmatch(msg); m != nil {
+		return errors.New(out + " at line " + m[1] + ": a key is given twice in one mapping")
+	}
 	if m := yamlSyntaxError.FindStringSubmatch(msg); m != nil {
 		if m[1] != "" {
 			out += " at line " + m[1]

@@ -19,6 +19,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -86,7 +87,7 @@ type GuestOptions struct {
 	ChartLimits guest.Limits
 	// ChartPolicy decides which chart sources and values may be installed; set at deployment
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
-	ChartPolicy config.Policy
+	ChartPolicy installpolicy.Policy
 	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username, password
 	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string

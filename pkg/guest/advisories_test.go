@@ -16,7 +16,10 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 // The Helm advisories published since 2025 that touch what the operator does with a chart:
@@ -166,25 +169,22 @@ func TestAdvisorySchemaReferencesOutsideAreNeverFollowed(t *testing.T) {
 func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	srv, hits := schemaServer(t)
 	schema := `{"properties":{"a":{"$ref":"` + srv.URL + `/schema.json"}}}`
-	repo := startRepo(t, indexFor("demo", "1.0.0"), archive(t, "demo", map[string][]byte{
-		"Chart.yaml": chartYAML("demo", "1.0.0"), "values.schema.json": []byte(schema),
+	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), archive(t, "kube-vip", map[string][]byte{
+		"Chart.yaml": chartYAML("kube-vip", "1.0.0"), "values.schema.json": []byte(schema),
 		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n"),
 	}))
 	r := newRig(t)
 	c := r.client(t, "token-1")
 	in := newTestInstaller(t, DefaultLimits())
-	_, err := in.Ensure(context.Background(), c, Release{Namespace: "kube-system", Name: "demo", Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
+	_, err := in.Ensure(context.Background(), c, Release{Namespace: "kube-system", Name: "demo", Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0",
+		Plan: testPlan(t, installpolicy.Kubevip, "1.0.0", nil)})
 	if err == nil || !strings.Contains(err.Error(), "points outside the schema") {
 		t.Errorf("Ensure = %v; want the schema refused", err)
 	}
 	if hits.Load() != 0 {
 		t.Errorf("the schema's URL was asked %d times; want never", hits.Load())
 	}
-	cfg, err := in.configuration(c, "kube-system")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cfg.Releases.Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
+	if _, err := storage.Init(newBoundedSecrets(c.Core.Secrets("kube-system"))).Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
 		t.Errorf("release after the refusal: %v; want none", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -215,11 +217,11 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	}
 
 	values := map[string]interface{}{"env": map[string]interface{}{"vip_interface": "enp1s0"}}
-	kubevip := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Values: values}
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Installed {
+	kubevip := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", values)}
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Installed {
 		t.Fatalf("install from the HTTP repository = %v, %v", out, err)
 	}
-	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,27 +229,28 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Fatalf("installed DaemonSet's environment = %v; want vip_interface from the values over the chart's defaults", env)
 	}
 
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Unchanged {
 		t.Errorf("second pass without update = %v, %v; want unchanged", out, err)
 	}
 	kubevip.Update = true
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Unchanged {
 		t.Errorf("update allowed but nothing changed = %v, %v; want unchanged", out, err)
 	}
 	if err := repo.Add(chartrepo.KubevipChart("0.1.1")); err != nil {
 		t.Fatal(err)
 	}
 	kubevip.Version = "0.1.1"
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
+	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", values)
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Upgraded {
 		t.Errorf("new version = %v, %v; want upgraded", out, err)
 	}
-	kubevip.Values = map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}}
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Upgraded {
+	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}})
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Upgraded {
 		t.Errorf("new values = %v, %v; want upgraded", out, err)
 	}
 	kubevip.Update = false
-	kubevip.Values = map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}}
-	if out, err := in.Ensure(ctx, c, kubevip); err != nil || out != Unchanged {
+	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}})
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != Unchanged {
 		t.Errorf("new values without update = %v, %v; want unchanged", out, err)
 	}
 
@@ -255,8 +258,8 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Errorf("ProviderConfigMap before the install = %v; want ErrProviderNotFound", err)
 	}
 	provider := Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.10",
-		Values: map[string]interface{}{"configMapName": "kubevip"}}
-	if out, err := in.Ensure(ctx, c, provider); err != nil || out != Installed {
+		Plan: testPlan(t, installpolicy.CloudProvider, "0.2.10", nil)}
+	if out, err := ensureRelease(in, ctx, c, provider); err != nil || out != Installed {
 		t.Fatalf("install from the OCI registry = %v, %v", out, err)
 	}
 	got, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider")
@@ -274,6 +277,26 @@ func (r *rig) helm(t *testing.T) *action.Configuration {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// testPlan is the install policy's plan of chart at version with values, under the default policy.
+func testPlan(t *testing.T, chart installpolicy.Chart, version string, values map[string]interface{}) *installpolicy.Plan {
+	t.Helper()
+	defaults := config.Default().Kubevip.Values
+	if chart == installpolicy.CloudProvider {
+		defaults = config.Default().KubevipCloudProvider.Values
+	}
+	p, err := installpolicy.Default().NewPlan(chart, "values", version, values, defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ensureRelease is Ensure's outcome.
+func ensureRelease(in *Installer, ctx context.Context, c *Client, rel Release) (Outcome, error) {
+	res, err := in.Ensure(ctx, c, rel)
+	return res.Outcome, err
 }
 
 func envOf(env []corev1.EnvVar) map[string]string {
@@ -303,15 +326,15 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	if err := cfg.Releases.Create(stuck); err != nil {
 		t.Fatal(err)
 	}
-	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL}
-	if out, err := in.Ensure(ctx, c, rel); !errors.Is(err, ErrReleaseBusy) {
+	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", nil)}
+	if out, err := ensureRelease(in, ctx, c, rel); !errors.Is(err, ErrReleaseBusy) {
 		t.Fatalf("Ensure on a release pending since just now = %v, %v; want ErrReleaseBusy", out, err)
 	}
 	stuck.Info.LastDeployed = helmtime.Now().Add(-InstallTimeout - time.Second)
 	if err := cfg.Releases.Update(stuck); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := in.Ensure(ctx, c, rel); err != nil || out != Recovered {
+	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != Recovered {
 		t.Fatalf("Ensure on a pending-install release = %v, %v; want recovered", out, err)
 	}
 	last, err := cfg.Releases.Last("kube-vip")

@@ -9,20 +9,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sirupsen/logrus"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -36,17 +30,20 @@ type Release struct {
 	// Ref is an OCI reference (oci://host/path/chart); it wins over RepoURL.
 	Ref     string
 	Version string
-	Values  map[string]interface{}
-	// Update lets an installed release be upgraded when the chart version or the values differ.
+	// Plan is what the install policy accepted of the configuration: the values Helm is given,
+	// and the judge of what the chart renders. Without one nothing is installed.
+	Plan *installpolicy.Plan
+	// Update lets an installed release be upgraded when what it would apply differs.
 	Update bool
+	// Trusted are the digests (ManifestDigest) of the manifests the operator applied to this
+	// release, as the management side remembers them: only a record in the guest with one of these
+	// manifests (or the one about to be applied) is used as the base of an upgrade.
+	Trusted []string
 	// Credentials, when set, authenticate to the chart repository or OCI registry.
 	Credentials *Credentials
 	// Sources decides where the fetch may be redirected and where the index may list the archive;
 	// nil confines both to the chart source's own scheme, host and port.
 	Sources Sources
-	// PostRenderer, when set, sees every object Helm renders before anything is applied, and may
-	// change or refuse it.
-	PostRenderer postrender.PostRenderer
 }
 
 // Credentials authenticate to a chart repository or an OCI registry. They come from a Secret named
@@ -127,127 +124,6 @@ const InstallTimeout = 2 * time.Minute
 // or upgrading it right now.
 var ErrReleaseBusy = errors.New("the release is being changed right now")
 
-// configuration is a Helm action configuration for namespace of the guest, releases stored in
-// Secrets as the Helm CLI keeps them.
-func (in *Installer) configuration(c *Client, namespace string) (*action.Configuration, error) {
-	cfg := new(action.Configuration)
-	debug := func(format string, v ...interface{}) {
-		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, c.Redact(fmt.Sprintf(format, v...)))
-	}
-	if err := cfg.Init(NewRESTClientGetter(c.Config, namespace), namespace, "secret", debug); err != nil {
-		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
-	}
-	// Release records come from the guest: read them within bounds (releasedriver.go).
-	store := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace)))
-	store.Log = debug
-	cfg.Releases = store
-	return cfg, nil
-}
-
-// dropRecords deletes every stored record of release name, and nothing else.
-func dropRecords(cfg *action.Configuration, name string) error {
-	history, err := cfg.Releases.History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, r := range history {
-		if _, err := cfg.Releases.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-			return err
-		}
-	}
-	return nil
-}
-
-// Ensure makes rel installed in the guest: installed when missing, recovered when stuck pending
-// for longer than InstallTimeout, upgraded when allowed and the chart version or values changed,
-// else left alone.
-func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Outcome, error) {
-	cfg, err := in.configuration(c, rel.Namespace)
-	if err != nil {
-		return "", err
-	}
-	last, err := cfg.Releases.Last(rel.Name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return "", fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
-	}
-	if last != nil {
-		if err := rel.owns(last); err != nil {
-			return "", err
-		}
-	}
-	outcome := Installed
-	if last != nil && last.Info.Status.IsPending() && time.Since(last.Info.LastDeployed.Time) < InstallTimeout {
-		return "", fmt.Errorf("release %s/%s is %s since %s: %w", rel.Namespace, rel.Name, last.Info.Status,
-			last.Info.LastDeployed.UTC().Format(time.RFC3339), ErrReleaseBusy)
-	}
-	if last != nil {
-		switch {
-		case last.Info.Status == release.StatusPendingInstall || last.Info.Status == release.StatusFailed && last.Version == 1:
-			// Nothing was ever deployed: start over. Only the records go. A record read from a
-			// guest may be forged, so neither its hooks nor its manifest are acted on: an
-			// uninstall would delete whatever the manifest lists, as cluster-owner. Objects a
-			// failed install of this release did create carry its ownership annotations, and the
-			// new install adopts them.
-			if err := dropRecords(cfg, rel.Name); err != nil {
-				return "", fmt.Errorf("removing release %s/%s stuck in %s: %w", rel.Namespace, rel.Name, last.Info.Status, err)
-			}
-			last, outcome = nil, Recovered
-		case last.Info.Status.IsPending():
-			// An upgrade or rollback died half-way: mark it failed so that an upgrade may proceed.
-			last.SetStatus(release.StatusFailed, "marked failed by kube-fip-operator: the operation never finished")
-			if err := cfg.Releases.Update(last); err != nil {
-				return "", fmt.Errorf("recovering release %s/%s: %w", rel.Namespace, rel.Name, err)
-			}
-			outcome = Recovered
-		}
-	}
-
-	if last != nil && outcome != Recovered && !rel.Update {
-		return Unchanged, nil
-	}
-	ch, err := in.chart(ctx, rel)
-	if err != nil {
-		return "", err
-	}
-	if err := validateValues(ctx, ch, rel.Values); err != nil {
-		return "", fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
-	}
-	if last == nil {
-		install := action.NewInstall(cfg)
-		install.Namespace, install.ReleaseName = rel.Namespace, rel.Name
-		install.CreateNamespace = true
-		install.Timeout = InstallTimeout
-		// validateValues did it, without the file and network references Helm would follow.
-		install.SkipSchemaValidation = true
-		install.PostRenderer = rel.PostRenderer
-		install.Labels = ownedLabels()
-		if _, err := install.RunWithContext(ctx, ch, rel.Values); err != nil {
-			return "", fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), withoutValues(err))
-		}
-		return outcome, nil
-	}
-	if outcome != Recovered && last.Chart != nil && last.Chart.Metadata.Version == ch.Metadata.Version && sameValues(last.Config, rel.Values) {
-		return Unchanged, nil
-	}
-	upgrade := action.NewUpgrade(cfg)
-	upgrade.Namespace = rel.Namespace
-	upgrade.MaxHistory = 5
-	upgrade.Timeout = InstallTimeout
-	upgrade.SkipSchemaValidation = true
-	upgrade.PostRenderer = rel.PostRenderer
-	upgrade.Labels = ownedLabels()
-	if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Values); err != nil {
-		return "", fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, withoutValues(err))
-	}
-	if outcome == Recovered {
-		return Recovered, nil
-	}
-	return Upgraded, nil
-}
-
 // ErrChartPending: the chart is still being fetched; the install is tried again later, and the
 // worker is free meanwhile.
 var ErrChartPending = errors.New("the chart is still being fetched")
@@ -326,43 +202,6 @@ func loopbackRegistry(ref string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// sameValues compares the values a release was installed with to the wanted ones; nil and empty
-// are the same.
-func sameValues(a, b map[string]interface{}) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	return reflect.DeepEqual(normalize(a), normalize(b))
-}
-
-// templateFailure finds where Helm's template engine failed: "execution error at (<file>:<line>:<col>)",
-// "parse error at (<file>:<line>)" or Go's own "template: <file>:<line>:<col>".
-var templateFailure = regexp.MustCompile(`(?:template: |error at \()([A-Za-z0-9._/-]+):([0-9]+)`)
-
-// TemplateError is a chart that failed to render, reduced to the template and line: the engine's
-// own message quotes the values it was given, which may hold credentials.
-type TemplateError struct {
-	Template string
-	Line     string
-}
-
-func (e *TemplateError) Error() string {
-	return fmt.Sprintf("the chart failed to render at %s line %s (the engine's message is not shown, as it may quote chart values)", e.Template, e.Line)
-}
-
-// withoutValues reduces a template failure to a TemplateError; anything else, the post-renderer's
-// judgement included, stays as it is.
-func withoutValues(err error) error {
-	var refused *Refused
-	if errors.As(err, &refused) {
-		return err
-	}
-	if m := templateFailure.FindStringSubmatch(err.Error()); m != nil {
-		return &TemplateError{Template: m[1], Line: m[2]}
-	}
-	return err
 }
 
 // OwnerLabel marks the Helm releases the operator installed (a label of the release record).

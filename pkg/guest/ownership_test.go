@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 )
@@ -33,9 +34,10 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true}
+	rel := Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
+		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
 	var foreign *ForeignRelease
-	if out, err := in.Ensure(ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
+	if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
 		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
 	}
 	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{}); err != nil {
@@ -77,8 +79,9 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	if err := cfg.Releases.Create(forged); err != nil {
 		t.Fatal(err)
 	}
-	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9"}
-	if out, err := in.Ensure(ctx, c, rel); err != nil || out != Recovered {
+	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
+		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != Recovered {
 		t.Fatalf("Ensure over a forged pending-install record = %v, %v; want recovered", out, err)
 	}
 	if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "forged-hook-ran", metav1.GetOptions{}); err == nil {
@@ -122,7 +125,8 @@ func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9"}
+	rel := Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
+		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

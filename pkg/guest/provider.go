@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,11 +33,7 @@ var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in t
 // neither (kube-system/kubevip), 0.2.3 sets <release namespace>/<name>-cm, later ones take the name
 // from the configMapName value.
 func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace, name string) (ConfigMapRef, error) {
-	cfg, err := in.configuration(c, namespace)
-	if err != nil {
-		return ConfigMapRef{}, err
-	}
-	history, err := cfg.Releases.History(name)
+	history, err := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace))).History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}

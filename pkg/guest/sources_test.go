@@ -15,7 +15,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v3/pkg/registry"
 
-	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 // webHosts serves named origins from memory, so that a test reaches real host names, default
@@ -80,9 +80,9 @@ func memoryInstaller(t *testing.T, hosts *webHosts) *Installer {
 	return in
 }
 
-func testPolicy(t *testing.T, allowHTTP bool, sources ...string) config.Policy {
+func testPolicy(t *testing.T, allowHTTP bool, sources ...string) installpolicy.Policy {
 	t.Helper()
-	p, err := config.NewPolicy(sources, allowHTTP, nil)
+	p, err := installpolicy.New(installpolicy.Settings{ChartSources: sources, AllowHTTP: allowHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestUpstreamDownloadsAreFollowed(t *testing.T) {
 		hosts.handle([]string{"https://github.com"}, redirectTo(assets+"/github-production-release-asset/1/a"+signedQuery))
 		hosts.handle([]string{assets}, serve(data))
 		in := memoryInstaller(t, hosts)
-		rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.io/helm-charts", Version: "0.9.9", Sources: config.DefaultPolicy(),
+		rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default(),
 			Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 		if _, err := in.fetcher.fetch(context.Background(), rel); err != nil {
 			t.Fatalf("upstream chain through %s: %v", assets, err)
@@ -152,7 +152,7 @@ func TestUpstreamRegistryBlobRedirectIsFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := memoryInstaller(t, hosts)
-	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: config.DefaultPolicy(),
+	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: installpolicy.Default(),
 		Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 	if _, err := in.fetcher.fetch(context.Background(), rel); err != nil {
 		t.Fatalf("pull through the blob redirect: %v", err)
@@ -192,7 +192,7 @@ func TestRedirectOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 			target, _ := url.Parse(tc.to)
 			hosts.handle([]string{"https://" + target.Host}, serve([]byte("apiVersion: v1\nentries: {}\n")))
 			in := memoryInstaller(t, hosts)
-			rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.github.io/helm-charts", Version: "0.9.9", Sources: config.DefaultPolicy()}
+			rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.github.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default()}
 			_, err := in.fetcher.fetch(context.Background(), rel)
 			shown := "https://" + target.Host + target.Path
 			if err == nil || !strings.Contains(err.Error(), "refused a redirect to "+shown) || strings.Contains(err.Error(), "s1gnatur3") {
@@ -264,11 +264,11 @@ func TestIndexArchiveOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 	custom := testPolicy(t, false, "https://charts.example.com")
 	for _, tc := range []struct {
 		name, repo, archive string
-		policy              config.Policy
+		policy              installpolicy.Policy
 	}{
-		{"another host", "https://kube-vip.github.io/helm-charts", "https://evil.example.com/kube-vip-0.9.9.tgz" + signedQuery, config.DefaultPolicy()},
+		{"another host", "https://kube-vip.github.io/helm-charts", "https://evil.example.com/kube-vip-0.9.9.tgz" + signedQuery, installpolicy.Default()},
 		{"another repository's releases", "https://kube-vip.github.io/helm-charts",
-			"https://github.com/someone/charts/releases/download/x/kube-vip-0.9.9.tgz", config.DefaultPolicy()},
+			"https://github.com/someone/charts/releases/download/x/kube-vip-0.9.9.tgz", installpolicy.Default()},
 		{"upstream's download host for another source", "https://charts.example.com",
 			"https://release-assets.githubusercontent.com/github-production-release-asset/1/a" + signedQuery, custom},
 	} {
@@ -355,7 +355,7 @@ func TestRegistryTokenServiceOutsideTheSourcesIsRefused(t *testing.T) {
 		_, _ = w.Write([]byte(`{"token":"t"}`))
 	})
 	in := memoryInstaller(t, hosts)
-	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: config.DefaultPolicy(),
+	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: installpolicy.Default(),
 		Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 	_, err := in.fetcher.fetch(context.Background(), rel)
 	if err == nil || !strings.Contains(err.Error(), "tokens.evil.example") {

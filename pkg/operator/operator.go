@@ -30,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -64,7 +65,7 @@ type Options struct {
 	HelmCacheDir string
 	// ChartPolicy is what kube-fip-config may install into guest clusters: chart sources,
 	// plain http, images. Set at deployment level; the zero Policy allows nothing.
-	ChartPolicy config.Policy
+	ChartPolicy installpolicy.Policy
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
 	// authenticate to the one chart source its key source names.
 	ChartCredentialsSecret string
@@ -100,7 +101,7 @@ func DefaultOptions() Options {
 		GuestTimeout:        guest.DefaultTimeout,
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
-		ChartPolicy:         config.DefaultPolicy(),
+		ChartPolicy:         installpolicy.Default(),
 	}
 }
 

@@ -49,8 +49,8 @@ import (
 )
 
 // Hostile guests and hostile configuration, shown against real guest API servers with the operator
-// binary running: what the unit tests in pkg/guest (ownership_test.go) and
-// pkg/controllers/guestcluster (renderpolicy_test.go) show of the parts, here end to end.
+// binary running: what the unit tests in pkg/guest (ownership_test.go) and pkg/installpolicy show
+// of the parts, here end to end (install_policy_test.go has the rest).
 
 // countingChartRepo is a chart repository on a loopback port that counts every request it gets,
 // so that a test can show a chart was never even fetched.
@@ -215,16 +215,16 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 	}
 
 	cases := []struct {
-		name, at string
-		edit     func(map[string]interface{})
+		name, at, want string
+		edit           func(map[string]interface{})
 	}{
-		{"a second container chrooting into the host through image.pullPolicy", "image.pullPolicy", func(v map[string]interface{}) {
+		{"a second container chrooting into the host through image.pullPolicy", "image.pullPolicy", "image.pullPolicy holds a control or format character", func(v map[string]interface{}) {
 			v["image"].(map[string]interface{})["pullPolicy"] = "IfNotPresent\n        name: kv\n      - image: docker.io/library/alpine:3.20\n        command: [sh, -c, 'chroot /host id']"
 		}},
-		{"hostPID and a hostPath volume of / through priorityClassName", "priorityClassName", func(v map[string]interface{}) {
+		{"hostPID and a hostPath volume of / through priorityClassName", "priorityClassName", "priorityClassName holds a control or format character", func(v map[string]interface{}) {
 			v["priorityClassName"] = "system-node-critical\n      hostPID: true\n      volumes: [{name: host, hostPath: {path: /}}]"
 		}},
-		{"a template listing every Secret of kube-system through extraArgs", "extraArgs.leaseDuration", func(v map[string]interface{}) {
+		{"a template listing every Secret of kube-system through extraArgs", "extraArgs", "extraArgs is not a value the operator supports", func(v map[string]interface{}) {
 			v["extraArgs"] = map[string]interface{}{"leaseDuration": `{{ lookup "v1" "Secret" "kube-system" "" }}`}
 		}},
 	}
@@ -245,16 +245,16 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 			withValues(kubevipValuesWith(t, c.edit))
 		}
 		// The message names the key that carries the injection, and says why.
-		want := c.at + " holds a line break or a template"
+		want := c.want
 		x := f.waitFIPIn(gc.id, "hinject-kubevip", 60*time.Second, c.name+": KubevipInstalled=False ChartValuesNotAllowed naming "+c.at,
 			func(x *v1.FloatingIP) bool {
-				return kubevipReason(config.ProblemChartValuesNotAllowed)(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), want)
+				return kubevipReason(v1.ReasonChartValuesNotAllowed)(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), want)
 			})
 		if msg := message(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(msg, "kubevipChartValues") {
 			t.Errorf("%s: the condition %q does not name the ConfigMap key", c.name, msg)
 		}
 		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
-			return shared.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, config.ProblemChartValuesNotAllowed, want)
+			return shared.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, want)
 		})
 		// The pass that wrote the refusal ran with these values and is over: had it, or any pass
 		// before it, fetched or applied something, it would show now. (Waiting for more passes
@@ -583,9 +583,10 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 // TestGuestHostileForgedRecordRunsNoHook: a guest carries a record of the kube-vip release forged
 // as stuck in pending-install since 1970 (version 99), whose manifest lists a namespace of the
 // guest's and whose pre-delete hook binds cluster-admin to a user. The operator recovers the
-// release — a stuck first install is removed and installed afresh — without running the hook: the
+// release — its own is installed over the record, at revision 100 — without running the hook: the
 // ClusterRoleBinding never appears (watched from before the operator starts), the namespace is
-// still there and not being deleted, and the real kube-vip release ends up deployed.
+// still there and not being deleted, the real kube-vip release ends up deployed, and the forged
+// record is left superseded without its manifest and hook.
 func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
@@ -673,13 +674,20 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	}
 	waitGuestPasses(t, port, gc)
 
-	recs := helmRecords(t, gc, "name=kube-vip")
-	if len(recs) != 1 || recs[0].Labels["status"] != "deployed" || recs[0].Labels[guestclient.OwnerLabel] == "" || recs[0].Labels["version"] == "99" {
-		var got []string
-		for _, s := range recs {
-			got = append(got, fmt.Sprintf("%s %v", s.Name, s.Labels))
-		}
-		t.Errorf("the kube-vip release records are %v; want one deployed, the operator's, not the forged one", got)
+	// The operator's release is the newest record, above the forged one; Helm marked the forged
+	// one superseded as the operator showed it: without its manifest or hooks, so that nobody can
+	// run them later either.
+	records := storage.Init(driver.NewSecrets(gc.direct.CoreV1().Secrets("kube-system")))
+	last, err := records.Last("kube-vip")
+	if err != nil || last.Version != 100 || last.Info.Status != release.StatusDeployed || last.Labels[guestclient.OwnerLabel] == "" {
+		t.Errorf("the newest kube-vip record = %v, %v; want revision 100, deployed, the operator's", last, err)
+	}
+	old, err := records.Get("kube-vip", 99)
+	if err != nil || old.Info.Status != release.StatusSuperseded || old.Manifest != "" || len(old.Hooks) != 0 {
+		t.Errorf("the forged record afterwards = %+v, %v; want it superseded without manifest or hooks", old, err)
+	}
+	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
+		t.Errorf("no Warning Event names the forged record; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {
 		t.Errorf("the real kube-vip DaemonSet: %v", err)

@@ -16,13 +16,14 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
 type handler struct {
 	namespace string
 	store     *config.Store
-	policy    config.Policy
+	policy    installpolicy.Policy
 	recorder  record.EventRecorder
 	metrics   *metrics.Metrics
 	// lastVersion is the resourceVersion last handled, so that a resync does not repeat Events.

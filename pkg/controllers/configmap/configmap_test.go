@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -17,10 +18,7 @@ import (
 // it; the bad value is not taken and the good ones are; a resync of the same ConfigMap repeats
 // nothing.
 func TestEveryReason(t *testing.T) {
-	policy, err := config.NewPolicy(config.DefaultChartSources(), false, config.DefaultImagePrefixes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	policy := installpolicy.Default()
 	for _, tc := range []struct {
 		name   string
 		data   map[string]string
@@ -35,8 +33,8 @@ func TestEveryReason(t *testing.T) {
 			}},
 		{"an unknown key", map[string]string{"operateGuestClusterIntervall": "30"}, string(config.ProblemUnknownKey), nil},
 		{"half a chart selection", map[string]string{config.KeyKubevipChartRef: "oci://ghcr.io/kube-vip/kube-vip"}, string(config.ProblemIncompleteChart), nil},
-		{"a chart source outside the policy", map[string]string{config.KeyKubevipChartRepoURL: "https://charts.example.com"}, string(config.ProblemChartSourceNotAllowed), nil},
-		{"an image outside the policy", map[string]string{config.KeyKubevipChartValues: "image:\n  repository: evil.example.com/kube-vip\n"}, string(config.ProblemChartValuesNotAllowed), nil},
+		{"a chart source outside the policy", map[string]string{config.KeyKubevipChartRepoURL: "https://charts.example.com"}, v1.ReasonChartSourceNotAllowed, nil},
+		{"an image outside the policy", map[string]string{config.KeyKubevipChartValues: "image:\n  repository: evil.example.com/kube-vip\n"}, v1.ReasonChartValuesNotAllowed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			events := record.NewFakeRecorder(20)

@@ -28,11 +28,11 @@ func withChartSecret(w *world, data map[string]string) map[string]guest.Release 
 	w.secrets = append(w.secrets, secret)
 	var mu sync.Mutex
 	given := map[string]guest.Release{}
-	w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
+	w.guest.release = func(rel guest.Release) (guest.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		given[rel.Chart] = rel
-		return guest.Installed, nil
+		return guest.Result{Outcome: guest.Installed}, nil
 	}
 	return given
 }

@@ -2,7 +2,6 @@ package guestcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -25,27 +24,6 @@ const (
 	// must not be able to send the credentials to any of them but their own.
 	CredentialsSourceKey = "source"
 )
-
-// refuseCharts checks both charts against the deployment's policy before anything is fetched; a
-// refused chart gets a Warning Event and nothing is installed.
-func (c *controller) refuseCharts(cfg config.Config, p *pass) *outcome {
-	for _, s := range []struct {
-		name string
-		err  error
-	}{
-		{"kube-vip", c.opts.ChartPolicy.CheckKubevip(cfg)},
-		{"kube-vip-cloud-provider", c.opts.ChartPolicy.CheckKubevipCloudProvider(cfg)},
-	} {
-		var r *config.Refusal
-		if !errors.As(s.err, &r) {
-			continue
-		}
-		msg := p.redact(fmt.Sprintf("%s: %v; nothing is installed", s.name, r))
-		c.Recorder.Event(p.fip, v1.EventType(r.Reason), r.Reason, "guest cluster "+p.cluster+": "+msg)
-		return &outcome{reason: r.Reason, message: msg}
-	}
-	return nil
-}
 
 // chartSecret is the chart credentials Secret as read: where it is, its credentials, and the
 // chart source they belong to.

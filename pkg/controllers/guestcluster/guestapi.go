@@ -19,7 +19,7 @@ type guestAPI interface {
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref guest.ConfigMapRef, want guest.Addresses, update bool) (guest.AddressesResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
-	EnsureRelease(ctx context.Context, rel guest.Release) (guest.Outcome, error)
+	EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
 	ProviderConfigMap(ctx context.Context, namespace, release string) (guest.ConfigMapRef, error)
 }
@@ -35,7 +35,7 @@ type helmGuest struct {
 	installer *guest.Installer
 }
 
-func (g helmGuest) EnsureRelease(ctx context.Context, rel guest.Release) (guest.Outcome, error) {
+func (g helmGuest) EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error) {
 	return g.installer.Ensure(ctx, g.Client, rel)
 }
 

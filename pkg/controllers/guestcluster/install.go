@@ -4,57 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// KubevipNameOverride names every object of the kube-vip release the operator installs, unless the
-// values set nameOverride themselves. The kube-vip chart names its DaemonSet, ServiceAccount,
-// ClusterRole, ClusterRoleBinding, Role and RoleBinding after nameOverride alone (never after the
-// release), and the Harvester cloud provider's kube-vip subchart already owns all of them as
-// "kube-vip" in every Harvester guest: without an override the install cannot succeed.
-const KubevipNameOverride = "kube-fip-kube-vip"
+// KubevipNameOverride and ProviderConfigMapName are what the install policy sets in the values of
+// the two charts: see pkg/installpolicy.
+const (
+	KubevipNameOverride   = installpolicy.KubevipNameOverride
+	ProviderConfigMapName = installpolicy.ProviderConfigMapName
+)
 
-// ProviderConfigMapName is the ConfigMap the operator asks kube-vip-cloud-provider (chart 0.2.4 and
-// later, value configMapName) to read: the name the original operator always wrote.
-const ProviderConfigMapName = guest.KubevipConfigMap
+// step is one chart of the install.
+type step struct {
+	name  string
+	chart config.Chart
+	plan  func(config.Config) (*installpolicy.Plan, error)
+	event string
+}
 
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
 func (c *controller) install(ctx context.Context, cfg config.Config, client guestAPI, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
-	// The deployment's chart policy decides before anything is fetched (chartpolicy.go).
-	if refused := c.refuseCharts(cfg, p); refused != nil {
-		return c.notInstalled(ctx, cfg, client, refused)
+	policy := c.opts.ChartPolicy
+	steps := []step{
+		{"kube-vip", cfg.Kubevip, policy.PlanKubevip, metrics.EventKubevipInstall},
+		{"kube-vip-cloud-provider", cfg.KubevipCloudProvider, policy.PlanCloudProvider, metrics.EventKubevipCloudProviderInstall},
+	}
+	// The deployment's policy decides on both charts before anything is fetched.
+	plans := make([]*installpolicy.Plan, len(steps))
+	for i, s := range steps {
+		plan, err := s.plan(cfg)
+		if err != nil {
+			return c.notInstalled(ctx, cfg, client, c.refused(p, s.name, err))
+		}
+		plans[i] = plan
 	}
 	credentials, bad := c.chartCredentials(p)
 	if bad != nil {
 		return c.notInstalled(ctx, cfg, client, bad)
 	}
-	steps := []struct {
-		chart config.Chart
-		name  string
-		event string
-	}{
-		{cfg.Kubevip, "kube-vip", metrics.EventKubevipInstall},
-		{cfg.KubevipCloudProvider, "kube-vip-cloud-provider", metrics.EventKubevipCloudProviderInstall},
-	}
 	var done, notes []string
 	var failed *outcome
-	for _, s := range steps {
-		rel := release(cfg, s.chart, s.name)
-		rel.Sources = c.opts.ChartPolicy
+	for i, s := range steps {
+		rel := release(cfg, s.chart, s.name, plans[i])
+		rel.Sources = policy
+		rel.Trusted = p.trusted(rel)
 		var note string
 		if rel.Credentials, note = credentials.forRelease(s.name, rel); note != "" {
 			notes = append(notes, note)
 		}
-		judge := &kubevipJudge{}
-		policy := newRenderPolicy(s.name, rel.Namespace, c.opts.ChartPolicy, judge)
-		rel.PostRenderer = guest.Judged{Judge: policy.judge, Done: policy.done}
-		out, err := client.EnsureRelease(ctx, rel)
+		res, err := client.EnsureRelease(ctx, rel)
 		if err != nil {
 			f := installFailure(s.name, rel.Version, err)
 			f.message = p.redact(withNotes(f.message, notes))
@@ -67,11 +73,17 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 			failed = &f.outcome
 			break
 		}
-		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, judge.images(s.chart))
-		if out != guest.Unchanged {
+		p.remember(rel, s.name, res.Applied)
+		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, images(res.Approval, s.chart))
+		if res.Untrusted != "" {
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonUntrustedRecord), v1.ReasonUntrustedRecord,
+				"guest cluster %s: the %s was not written by the operator (its manifest is none the operator applied): nothing it lists was deleted, and release %s/%s was installed over it",
+				p.cluster, res.Untrusted, rel.Namespace, rel.Name)
+		}
+		if res.Outcome != guest.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
-			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonInstalled), v1.ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, out)
-			judge.record(c, p)
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonInstalled), v1.ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, res.Outcome)
+			c.recordDecisions(p, res.Approval)
 		}
 		done = append(done, what)
 	}
@@ -91,34 +103,19 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		done[0], done[1], ref), notes)}, ref, true
 }
 
-// release is what the configuration asks of one chart.
-//   - kube-vip gets nameOverride KubevipNameOverride unless the values name it, so that it installs
-//     beside the Harvester cloud provider's kube-vip, and a config.vip_interface of the original
-//     defaults is passed on as env.vip_interface, the key every kube-vip chart since 0.4.1 reads;
-//   - kube-vip-cloud-provider is told to read ProviderConfigMapName (chart 0.2.4 and later).
-func release(cfg config.Config, chart config.Chart, name string) guest.Release {
-	values := copyValues(chart.Values)
-	switch name {
-	case "kube-vip":
-		if _, ok := values["nameOverride"]; !ok {
-			values["nameOverride"] = KubevipNameOverride
-		}
-		env, _ := values["env"].(map[string]interface{})
-		legacy, _ := values["config"].(map[string]interface{})
-		if iface, ok := legacy["vip_interface"]; ok {
-			if _, set := env["vip_interface"]; !set {
-				if env == nil {
-					env = map[string]interface{}{}
-				}
-				env["vip_interface"] = iface
-				values["env"] = env
-			}
-		}
-	case "kube-vip-cloud-provider":
-		if _, ok := values["configMapName"]; !ok {
-			values["configMapName"] = ProviderConfigMapName
-		}
+// refused reports a chart the policy refused before anything was fetched, with a Warning Event.
+func (c *controller) refused(p *pass, chart string, err error) *outcome {
+	var r *installpolicy.Refusal
+	if !errors.As(err, &r) {
+		return &outcome{reason: v1.ReasonChartValuesNotAllowed, message: p.redact(fmt.Sprintf("%s: %v; nothing is installed", chart, err))}
 	}
+	msg := p.redact(fmt.Sprintf("%s: %v; nothing is installed", chart, r))
+	c.Recorder.Event(p.fip, v1.EventType(r.Reason), r.Reason, "guest cluster "+p.cluster+": "+msg)
+	return &outcome{reason: r.Reason, message: msg}
+}
+
+// release is what the configuration asks of one chart, with the values the policy accepted.
+func release(cfg config.Config, chart config.Chart, name string, plan *installpolicy.Plan) guest.Release {
 	return guest.Release{
 		Namespace: cfg.KubevipNamespace,
 		Name:      chart.ReleaseName,
@@ -126,26 +123,88 @@ func release(cfg config.Config, chart config.Chart, name string) guest.Release {
 		RepoURL:   chart.RepoURL,
 		Ref:       chart.Ref,
 		Version:   chart.Version,
-		Values:    values,
+		Plan:      plan,
 		Update:    cfg.KubevipUpdate,
 	}
 }
 
-// copyValues copies the top level and the env map, the parts release changes; the configuration's
-// own maps stay untouched.
-func copyValues(in map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(in)+1)
-	for k, v := range in {
-		if m, ok := v.(map[string]interface{}); ok && k == "env" {
-			cp := make(map[string]interface{}, len(m))
-			for ek, ev := range m {
-				cp[ek] = ev
+// rememberedReleases are the releases every FloatingIP of the cluster remembers.
+func rememberedReleases(members []*pass) []v1.GuestRelease {
+	var out []v1.GuestRelease
+	for _, m := range members {
+		for _, r := range m.fip.Status.KubevipReleases {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
 			}
-			v = cp
 		}
-		out[k] = v
 	}
 	return out
+}
+
+// trusted are the manifests the management side remembers the operator applied to rel in this
+// guest.
+func (p *pass) trusted(rel guest.Release) []string {
+	var out []string
+	for _, r := range p.releases {
+		if r.Namespace == rel.Namespace && r.Name == rel.Name && r.ManifestDigest != "" {
+			out = append(out, r.ManifestDigest)
+		}
+	}
+	return out
+}
+
+// remember keeps what the operator applied to rel, in place of what was remembered of it.
+func (p *pass) remember(rel guest.Release, chart string, applied *guest.Applied) {
+	if applied == nil {
+		return
+	}
+	r := v1.GuestRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: chart + "-" + rel.Plan.Version,
+		Revision: applied.Revision, ManifestDigest: applied.Digest}
+	if rel.Plan.Version == "" {
+		r.Chart = chart
+	}
+	kept := []v1.GuestRelease{r}
+	for _, old := range p.releases {
+		if old.Namespace != rel.Namespace || old.Name != rel.Name {
+			kept = append(kept, old)
+		}
+	}
+	if !slices.Equal(kept, p.releases) {
+		p.releases, p.releasesChanged = kept, true
+	}
+}
+
+// images names the images in use, as rendered.
+func images(a *installpolicy.Approval, chart config.Chart) string {
+	if a == nil {
+		return ""
+	}
+	var names []string
+	for _, d := range a.Decisions {
+		names = append(names, fmt.Sprintf("%s (kube-vip %s)", d.Image, d.Generation))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ", image " + strings.Join(names, ", ")
+}
+
+// recordDecisions makes an Event of each translation and of variables the image ignores.
+func (c *controller) recordDecisions(p *pass, a *installpolicy.Approval) {
+	if a == nil {
+		return
+	}
+	for _, d := range a.Decisions {
+		if len(d.Translated) > 0 {
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonKubevipTranslated), v1.ReasonKubevipTranslated,
+				"guest cluster %s: kube-vip %s reads its environment as %s does: %s", p.cluster, d.Image, d.Generation, strings.Join(d.Translated, "; "))
+		}
+		if len(d.Ignored) > 0 {
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonKubevipIgnored), v1.ReasonKubevipIgnored,
+				"guest cluster %s: kube-vip %s does not read %s, which the chart sets; remove them from kubevipChartValues or use a newer image",
+				p.cluster, d.Image, strings.Join(d.Ignored, ", "))
+		}
+	}
 }
 
 // failure is an install or upgrade that did not happen: its outcome, whether it makes a Warning
@@ -158,15 +217,14 @@ type failure struct {
 // installFailure says why chart (at version) was not installed. A refusal before install names
 // what was refused; a chart still being fetched is no failure (the pass comes back).
 func installFailure(chart, version string, err error) failure {
-	var rendered *renderRefusal
-	var refused *kubevip.Refusal
+	var refused *installpolicy.Refusal
 	var foreign *guest.ForeignRelease
+	var guarded *guest.ErrWriteRefused
 	switch {
-	case errors.As(err, &rendered):
-		return failure{outcome{reason: v1.ReasonRenderRefused, message: rendered.Error() + "; nothing was installed"}, true, true}
 	case errors.As(err, &refused):
-		return failure{outcome{reason: v1.ReasonKubevipRefused,
-			message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
+		return failure{outcome{reason: refused.Reason, message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
+	case errors.As(err, &guarded):
+		return failure{outcome{reason: v1.ReasonRenderRefused, message: fmt.Sprintf("%s: %v", chart, guarded)}, true, true}
 	case errors.As(err, &foreign):
 		return failure{outcome{reason: v1.ReasonForeignRelease, message: foreign.Error()}, true, false}
 	case errors.Is(err, guest.ErrChartPending):

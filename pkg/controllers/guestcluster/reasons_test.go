@@ -1,7 +1,6 @@
 package guestcluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/rancher/wrangler/v2/pkg/condition"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +27,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
@@ -55,7 +57,7 @@ type fakeGuest struct {
 	check     func() (guest.Connection, error)
 	daemonSet guest.DaemonSetResult
 	configMap func() (guest.AddressesResult, error)
-	release   func(rel guest.Release) (guest.Outcome, error)
+	release   func(rel guest.Release) (guest.Result, error)
 	provider  func() (guest.ConfigMapRef, error)
 	wroteTo   []guest.ConfigMapRef
 	wrote     []guest.Addresses
@@ -83,11 +85,11 @@ func (g *fakeGuest) EnsureAddresses(_ context.Context, ref guest.ConfigMapRef, w
 	return guest.AddressesResult{Result: guest.ConfigMapCreated}, nil
 }
 
-func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Outcome, error) {
+func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Result, error) {
 	if g.release != nil {
 		return g.release(rel)
 	}
-	return guest.Installed, nil
+	return guest.Result{Outcome: guest.Installed}, nil
 }
 
 func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (guest.ConfigMapRef, error) {
@@ -140,7 +142,7 @@ func newWorld() *world {
 		secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: testCluster + "-kubeconfig", Namespace: testFleet},
 			Data: map[string][]byte{guest.KubeconfigKey: []byte("used by the fake guest only")}}},
 		cfg: cfg,
-		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: config.DefaultPolicy()},
+		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: installpolicy.Default()},
 			FleetNamespace: testFleet, Namespace: "kube-fip"},
 		guest:    &fakeGuest{},
 		settings: fakeSettings{values: map[string]string{guest.SettingInternalServerURL: "https://rancher.example.com"}},
@@ -294,50 +296,48 @@ func TestEveryGuestReason(t *testing.T) {
 		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
 		{"Helm fails", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
+			w.guest.release = func(guest.Release) (guest.Result, error) {
+				return guest.Result{}, errors.New("no matches for kind DaemonSet")
+			}
 		}, v1.KubevipInstalled, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "no matches for kind"},
 		{"Helm fails with no provider installed", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", errors.New("no matches for kind DaemonSet") }
+			w.guest.release = func(guest.Release) (guest.Result, error) {
+				return guest.Result{}, errors.New("no matches for kind DaemonSet")
+			}
 			w.guest.provider = func() (guest.ConfigMapRef, error) { return guest.ConfigMapRef{}, errors.New("no release") }
 		}, v1.GuestConfigured, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
 		{"kube-vip values refused as rendered", func(w *world) {
 			install(w)
-			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "24")
-		}, v1.KubevipInstalled, v1.ReasonKubevipRefused, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipRefused, `env vip_subnet="24"`},
+			w.cfg.Kubevip.Values = kubevipValues("plndr/kube-vip", "v0.6.4", "24")
+			w.guest.release = rendered(nil)
+		}, v1.KubevipInstalled, v1.ReasonKubevipRefused, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipRefused, "cannot use env vip_subnet"},
 		{"kube-vip values translated as rendered", func(w *world) {
 			install(w)
-			w.guest.release = renderedDaemonSet("plndr/kube-vip:v0.6.4", "32")
+			w.cfg.Kubevip.Values = kubevipValues("plndr/kube-vip", "v0.6.4", "32")
+			w.guest.release = rendered(nil)
 		}, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal " + v1.ReasonKubevipTranslated, "image plndr/kube-vip:v0.6.4 (kube-vip v0.6 to v0.8)"},
 		{"a rendered object the chart may not create", func(w *world) {
 			install(w)
-			inner := renderedDaemonSet("ghcr.io/kube-vip/kube-vip:v1.0.0", "32")
-			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
-				if rel.Chart == "kube-vip" {
-					_, err := rel.PostRenderer.Run(bytes.NewBufferString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: kube-system\n"))
-					if err != nil {
-						return "", fmt.Errorf("installing kube-vip: %w", err)
-					}
-				}
-				return inner(rel)
-			}
-		}, v1.KubevipInstalled, v1.ReasonRenderRefused, corev1.ConditionFalse, "Warning " + v1.ReasonRenderRefused, "Pod kube-system/x: a Pod (v1) is not a kind the chart creates"},
+			w.guest.release = rendered(&helmchart.File{Name: "templates/pod.yaml",
+				Data: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: kube-system\n")})
+		}, v1.KubevipInstalled, v1.ReasonRenderRefused, corev1.ConditionFalse, "Warning " + v1.ReasonRenderRefused, "a Pod (v1), which is not a kind the kube-vip chart creates"},
 		{"a foreign release of the configured name", func(w *world) {
 			install(w)
-			w.guest.release = func(rel guest.Release) (guest.Outcome, error) {
-				return "", &guest.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
+			w.guest.release = func(rel guest.Release) (guest.Result, error) {
+				return guest.Result{}, &guest.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
 			}
 		}, v1.KubevipInstalled, v1.ReasonForeignRelease, corev1.ConditionFalse, "Warning " + v1.ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
 		{"chart still fetching", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Outcome, error) { return "", guest.ErrChartPending }
+			w.guest.release = func(guest.Release) (guest.Result, error) { return guest.Result{}, guest.ErrChartPending }
 		}, v1.KubevipInstalled, v1.ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
 		{"chart source not allowed", func(w *world) { install(w); w.cfg.Kubevip.RepoURL = "https://charts.example.com" },
-			v1.KubevipInstalled, config.ProblemChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartSourceNotAllowed, "charts.example.com"},
+			v1.KubevipInstalled, v1.ReasonChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + v1.ReasonChartSourceNotAllowed, "charts.example.com"},
 		{"chart values not allowed", func(w *world) {
 			install(w)
 			w.cfg.Kubevip.Values = map[string]interface{}{"image": map[string]interface{}{"repository": "registry.example.com/kube-vip"}}
-		}, v1.KubevipInstalled, config.ProblemChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + config.ProblemChartValuesNotAllowed, "image"},
+		}, v1.KubevipInstalled, v1.ReasonChartValuesNotAllowed, corev1.ConditionFalse, "Warning " + v1.ReasonChartValuesNotAllowed, "image"},
 		{"chart credentials missing", func(w *world) { install(w); w.opts.ChartCredentialsSecret = "chart-creds" },
 			v1.KubevipInstalled, v1.ReasonChartCredentials, corev1.ConditionFalse, "", "kube-fip/chart-creds does not exist"},
 	} {
@@ -463,21 +463,29 @@ func hasEvent(events []string, prefix string) bool {
 	return false
 }
 
-// renderedDaemonSet is a guest whose Helm renders a kube-vip DaemonSet with image and vip_subnet,
-// and runs the release's post-renderer on it as Helm does.
-func renderedDaemonSet(image, subnet string) func(guest.Release) (guest.Outcome, error) {
-	return func(rel guest.Release) (guest.Outcome, error) {
-		if rel.Chart != "kube-vip" {
-			return guest.Installed, nil
+// kubevipValues are kube-vip chart values with an image and a vip_subnet.
+func kubevipValues(repository, tag, subnet string) map[string]interface{} {
+	return map[string]interface{}{"image": map[string]interface{}{"repository": repository, "tag": tag},
+		"env": map[string]interface{}{"vip_subnet": subnet}}
+}
+
+// rendered is a guest whose Helm installs the chart stand-ins as the installer does: through the
+// release's plan, which judges what they render. extra, when set, is one more template of the
+// kube-vip chart.
+func rendered(extra *helmchart.File) func(guest.Release) (guest.Result, error) {
+	return func(rel guest.Release) (guest.Result, error) {
+		ch := chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
+		if rel.Chart == "kube-vip" {
+			ch = chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
+			if extra != nil {
+				ch.Templates = append(ch.Templates, extra)
+			}
 		}
-		manifest := "---\n# Source: kube-vip/templates/daemonset.yaml\napiVersion: apps/v1\nkind: DaemonSet\n" +
-			"metadata:\n  name: kube-fip-kube-vip\n  namespace: kube-system\nspec:\n  template:\n    spec:\n" +
-			"      containers:\n      - name: kube-vip\n        image: " + image + "\n        env:\n" +
-			"        - name: vip_subnet\n          value: \"" + subnet + "\"\n"
-		if _, err := rel.PostRenderer.Run(bytes.NewBufferString(manifest)); err != nil {
-			return "", fmt.Errorf("installing kube-vip: %w", err)
+		a, err := rel.Plan.Approve(ch, installpolicy.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
+		if err != nil {
+			return guest.Result{}, fmt.Errorf("installing %s: %w", rel.Chart, err)
 		}
-		return guest.Installed, nil
+		return guest.Result{Outcome: guest.Installed, Approval: a, Applied: &guest.Applied{Revision: 1, Digest: a.Digest}}, nil
 	}
 }
 

@@ -38,6 +38,9 @@ func (c *controller) record(p *pass) error {
 		if p.written != "" {
 			s.GuestAddresses = p.written
 		}
+		if p.releasesChanged {
+			s.KubevipReleases = p.releases
+		}
 		v1.SetCondition(s, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
 		if p.kubevip != nil {
 			v1.SetCondition(s, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)

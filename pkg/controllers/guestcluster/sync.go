@@ -51,6 +51,10 @@ type pass struct {
 	// target and keys are the ConfigMap the pass wrote and what it wanted there.
 	target guest.ConfigMapRef
 	keys   map[string]string
+	// releases are the Helm releases the operator applied in the guest, as the cluster's
+	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
+	releases        []v1.GuestRelease
+	releasesChanged bool
 }
 
 type outcome struct {
@@ -96,6 +100,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		// The pass runs as the oldest FloatingIP, for all of them.
 		lead := *primary
 		lead.want = c.guestAddresses(members)
+		lead.releases = rememberedReleases(members)
 		start := time.Now()
 		retry = c.runSafely(ctx, cfg, &lead)
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
@@ -426,6 +431,7 @@ func (c *controller) guestAddresses(members []*pass) guest.Addresses {
 // share gives m the outcome of the pass lead ran for its cluster, unless m stayed out of it with
 // a reason of its own, or its guest namespace's pool was a person's and left alone.
 func (m *pass) share(lead *pass) {
+	m.releases, m.releasesChanged = lead.releases, lead.releasesChanged
 	if m.guest.reason != "" {
 		return
 	}

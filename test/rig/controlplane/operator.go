@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
@@ -39,7 +39,7 @@ func BuildOperator(dir string) (string, error) {
 // OCI registries served on 127.0.0.1 at any port, as the tests and the development environment
 // serve them, besides the upstream sources. Plain http is needed for them.
 func LoopbackChartSourceArgs() []string {
-	sources := append(config.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
+	sources := append(installpolicy.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
 	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources"}
 }
 

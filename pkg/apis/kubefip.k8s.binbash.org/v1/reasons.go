@@ -124,10 +124,21 @@ const (
 	// ReasonForeignRelease: the configured release holds another chart; it is left alone.
 	ReasonForeignRelease = "ForeignRelease"
 	// ReasonChartCredentials: the chart credentials Secret cannot be read, or does not say which
-	// chart source it belongs to. A chart the deployment does not allow gets the reason of the
-	// configuration's refusal (pkg/config's ProblemChartSourceNotAllowed or
-	// ProblemChartValuesNotAllowed).
+	// chart source it belongs to.
 	ReasonChartCredentials = "ChartCredentialsInvalid"
+	// ReasonChartSourceNotAllowed: kube-fip-config names a chart source outside the deployment's
+	// allow-list (pkg/installpolicy); nothing is fetched from it.
+	ReasonChartSourceNotAllowed = "ChartSourceNotAllowed"
+	// ReasonChartValuesNotAllowed: kube-fip-config's chart values hold a key, shape, string or
+	// image the values schema does not allow (pkg/installpolicy); nothing is installed with them.
+	ReasonChartValuesNotAllowed = "ChartValuesNotAllowed"
+	// ReasonChartRefused: the chart package has hooks, CRDs or dependencies, or is not the chart
+	// and version asked for; nothing was installed.
+	ReasonChartRefused = "ChartRefused"
+	// ReasonUntrustedRecord: the guest's newest release record is not one the operator wrote (its
+	// manifest matches no release the management side remembers); it was not used as the base of
+	// the upgrade and nothing it lists was deleted (Event).
+	ReasonUntrustedRecord = "UntrustedReleaseRecord"
 )
 
 // Reasons of the Events on the operator's configuration ConfigMap (pkg/controllers/configmap).
@@ -280,15 +291,17 @@ func classified() map[string]Class {
 		ReasonKubevipRefused:        Failure,
 		ReasonForeignRelease:        Failure,
 		ReasonChartCredentials:      Failure,
+		ReasonChartRefused:          Failure,
+		ReasonUntrustedRecord:       Notice,
 
 		// The operator's configuration (pkg/config, pkg/controllers/configmap); the two chart
 		// policy refusals are also reasons of GuestConfigured and KubevipInstalled.
-		ReasonReloaded:             Done,
-		"ChartSourceNotAllowed":    Failure,
-		"ChartValuesNotAllowed":    Failure,
-		"InvalidValue":             Failure,
-		"UnknownKey":               Failure,
-		"IncompleteChartSelection": Failure,
+		ReasonReloaded:              Done,
+		ReasonChartSourceNotAllowed: Failure,
+		ReasonChartValuesNotAllowed: Failure,
+		"InvalidValue":              Failure,
+		"UnknownKey":                Failure,
+		"IncompleteChartSelection":  Failure,
 
 		// FloatingIPRange (pkg/controllers/floatingiprange, pkg/allocation).
 		ReasonReady:               Done,

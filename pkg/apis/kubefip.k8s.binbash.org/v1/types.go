@@ -68,6 +68,10 @@ type FloatingIPStatus struct {
 	// updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its
 	// kubeconfig Secret. A change of any of them starts a new pass; anything else does not.
 	GuestInputs string `json:"guestInputs,omitempty"`
+	// KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the
+	// management side remembers them. A release record in the guest is used as the base of an
+	// upgrade only when its manifest is one of these: the guest cannot forge what is written here.
+	KubevipReleases []GuestRelease `json:"kubevipReleases,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
@@ -77,6 +81,20 @@ type FloatingIPStatus struct {
 	// carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read
 	// them as in progress and as failed.
 	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
+}
+
+// GuestRelease is one Helm release the operator applied in a guest cluster.
+type GuestRelease struct {
+	// Namespace is the release's namespace in the guest.
+	Namespace string `json:"namespace"`
+	// Name is the release's name.
+	Name string `json:"name"`
+	// Chart is the chart and its version, such as kube-vip-0.9.9.
+	Chart string `json:"chart,omitempty"`
+	// Revision is the release's revision the operator applied.
+	Revision int `json:"revision"`
+	// ManifestDigest is the SHA-256 of the manifest the operator applied ("sha256:<hex>").
+	ManifestDigest string `json:"manifestDigest"`
 }
 
 // +genclient

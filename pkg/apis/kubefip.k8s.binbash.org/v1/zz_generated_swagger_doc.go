@@ -140,8 +140,21 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"guestState":         "GuestState is the guest cluster's state as last seen: Pending, Provisioning, Disconnected, Configured or Error.",
 		"guestAddresses":     "GuestAddresses are every address the guest cluster's kube-vip-cloud-provider ConfigMap got from the FloatingIPs naming the cluster, this one's and the others', in the last pass that wrote it: \"10.0.0.5,fd00::5\" for the global pool, a namespace's after it in parentheses (\"10.0.0.6 (ingress-nginx)\").",
 		"guestInputs":        "GuestInputs is a hash of what the last guest pass worked from: the address, the cluster and updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its kubeconfig Secret. A change of any of them starts a new pass; anything else does not.",
+		"kubevipReleases":    "KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the management side remembers them. A release record in the guest is used as the base of an upgrade only when its manifest is one of these: the guest cannot forge what is written here.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
+	}
+}
+
+// SwaggerDoc returns the documentation of GuestRelease and its fields.
+func (GuestRelease) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":               "GuestRelease is one Helm release the operator applied in a guest cluster.",
+		"namespace":      "Namespace is the release's namespace in the guest.",
+		"name":           "Name is the release's name.",
+		"chart":          "Chart is the chart and its version, such as kube-vip-0.9.9.",
+		"revision":       "Revision is the release's revision the operator applied.",
+		"manifestDigest": "ManifestDigest is the SHA-256 of the manifest the operator applied (\"sha256:<hex>\").",
 	}
 }
 

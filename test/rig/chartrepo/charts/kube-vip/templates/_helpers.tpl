@@ -3,8 +3,13 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* namespaceOverride, else the release's namespace. */}}
 {{- define "kube-vip.namespace" -}}
-{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- if .Values.namespaceOverride -}}
+{{- .Values.namespaceOverride -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "kube-vip.selectorLabels" -}}
@@ -13,13 +18,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "kube-vip.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "kube-vip.selectorLabels" . }}
+{{- if .Chart.AppVersion }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
-{{/* The strings true/false/1/0 and booleans, as "true" or "false". */}}
+{{/* "true"/"1" (any case) and true are true, "false"/"0" and false are false; anything else
+     is itself, or false when empty. */}}
 {{- define "kube-vip.toBool" -}}
-{{- if or (eq (toString .) "true") (eq (toString .) "1") -}}true{{- else -}}false{{- end -}}
+{{- $s := lower (toString .) -}}
+{{- if or (eq $s "true") (eq $s "1") -}}true
+{{- else if or (eq $s "false") (eq $s "0") -}}false
+{{- else -}}{{- default . false -}}
+{{- end -}}
 {{- end -}}

@@ -1,4 +1,4 @@
-package kubevip
+package installpolicy
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestJudge(t *testing.T) {
+func TestJudgeKubevipEnv(t *testing.T) {
 	env := func(kv ...string) []EnvVar {
 		var out []EnvVar
 		for i := 0; i < len(kv); i += 2 {
@@ -42,8 +42,8 @@ func TestJudge(t *testing.T) {
 		{"v0.6.4 does not read vip_nodename", "plndr/kube-vip:v0.6.4",
 			[]EnvVar{{Name: "vip_nodename", FromRef: true}}, []EnvVar{{Name: "vip_nodename", FromRef: true}}, "v0.6 to v0.8", 0, []string{"vip_nodename"}, ""},
 		{"an empty value is unset", "plndr/kube-vip:v0.6.4", env("svc_enable", ""), env("svc_enable", ""), "v0.6 to v0.8", 0, nil, ""},
-		{"a bad bool", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_arp", "yes"), nil, "", 0, nil, `env vip_arp="yes": it must be true or false`},
-		{"a bad JSON", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_leaseannotations", "{"), nil, "", 0, nil, "a JSON object"},
+		{"a bad bool", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_arp", "yes"), nil, "", 0, nil, `env vip_arp: it must be true or false`},
+		{"a bad EnvJSON", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_leaseannotations", "{"), nil, "", 0, nil, "a EnvJSON object"},
 		{"a subnet too wide", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_subnet", "33"), nil, "", 0, nil, "<IPv4 bits>,<IPv6 bits>"},
 		{"a subnet v0.6.4 appends", "plndr/kube-vip:v0.6.4", env("vip_subnet", "24"), nil, "", 0, nil, "appends vip_subnet"},
 		{"no tag", "plndr/kube-vip", nil, nil, "", 0, nil, "has no tag"},
@@ -53,7 +53,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := Judge(c.image, c.env)
+			d, err := JudgeKubevipEnv(c.image, c.env)
 			if c.refuse != "" {
 				var r *Refusal
 				if !errors.As(err, &r) || !strings.Contains(r.Message, c.refuse) {
@@ -76,11 +76,11 @@ func TestJudge(t *testing.T) {
 
 // FuzzJudge: nothing an image name or a value holds makes Judge panic, and a variable it keeps
 // is one it was given.
-func FuzzJudge(f *testing.F) {
+func FuzzJudgeKubevipEnv(f *testing.F) {
 	f.Add("plndr/kube-vip:v0.6.4", "vip_subnet", "32")
 	f.Add("ghcr.io/kube-vip/kube-vip:v1.0.0", "vip_leaseannotations", `{"a":"b"}`)
 	f.Fuzz(func(t *testing.T, image, name, value string) {
-		d, err := Judge(image, []EnvVar{{Name: name, Value: value}})
+		d, err := JudgeKubevipEnv(image, []EnvVar{{Name: name, Value: value}})
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
-package guestcluster
+package installpolicy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -8,13 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/postrender"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/kubevip"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -22,7 +20,7 @@ import (
 const contractAddr = "198.18.0.1"
 
 // imageContract is how one kube-vip release reads the variables the kube-vip chart renders, as
-// read from its source at the tag named, written here apart from pkg/kubevip's tables so that the
+// read from its source at the tag named, written here apart from the generation tables so that the
 // two can disagree. Each function returns what kube-vip makes of a value, or the error it stops
 // the service with.
 type imageContract struct {
@@ -95,7 +93,7 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 		for _, raw := range containers {
 			ctr, _ := raw.(map[string]interface{})
 			image, _ := ctr["image"].(string)
-			if !isKubevip(image) {
+			if repo, _, _ := splitImage(image); !strings.HasSuffix(repo, "/kube-vip") {
 				continue
 			}
 			found = true
@@ -127,23 +125,37 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 	return problems
 }
 
-// judged is the post-renderer the operator installs kube-vip with.
-func judged() guest.Judged {
-	policy := newRenderPolicy("kube-vip", "kube-system", config.DefaultPolicy(), &kubevipJudge{})
-	return guest.Judged{Judge: policy.judge, Done: policy.done}
-}
-
 // renderKubevip renders the kube-vip chart stand-in (kube-vip/helm-charts kube-vip 0.9.9) with the
-// values the operator installs for values, through post, as Helm would install it.
-func renderKubevip(t *testing.T, values string, post postrender.PostRenderer) ([]*unstructured.Unstructured, error) {
+// values the operator installs for values: as the policy approves it when judged, else as Helm
+// alone would render them.
+func renderKubevip(t *testing.T, values string, judged bool) ([]*unstructured.Unstructured, error) {
 	t.Helper()
 	cfg, problems := config.Parse(map[string]string{config.KeyKubevipChartValues: values}, config.Default())
 	if len(problems) > 0 {
 		t.Fatalf("values %q: %v", values, problems)
 	}
-	rel := release(cfg, cfg.Kubevip, "kube-vip")
-	return charts.Render(chartrepo.KubevipChart(config.DefaultKubevipChartVersion), charts.RenderOptions{
-		ReleaseName: rel.Name, Namespace: rel.Namespace, Values: rel.Values, PostRenderer: post})
+	plan, err := Default().PlanKubevip(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ch := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
+	rel := Release{Name: cfg.Kubevip.ReleaseName, Namespace: cfg.KubevipNamespace, Revision: 1}
+	if !judged {
+		return charts.Render(ch, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: plan.Values.Map})
+	}
+	a, err := plan.Approve(ch, rel)
+	if err != nil {
+		return nil, err
+	}
+	return charts.Render(ch, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: plan.Values.Map,
+		PostRenderer: manifestOnly(a.Manifest)})
+}
+
+// manifestOnly is the operator's post-renderer: Helm applies the approved manifest.
+type manifestOnly string
+
+func (m manifestOnly) Run(*bytes.Buffer) (*bytes.Buffer, error) {
+	return bytes.NewBufferString(string(m)), nil
 }
 
 // TestKubevipImageContracts: what chart 0.9.9 renders, as the operator installs it, is read by
@@ -165,7 +177,7 @@ func TestKubevipImageContracts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			objs, err := renderKubevip(t, c.values, judged())
+			objs, err := renderKubevip(t, c.values, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +188,7 @@ func TestKubevipImageContracts(t *testing.T) {
 	}
 
 	// Without the judgement, the original's values on chart 0.9.9 break v0.6.4: the contract fails.
-	objs, err := renderKubevip(t, original, nil)
+	objs, err := renderKubevip(t, original, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,26 +198,30 @@ func TestKubevipImageContracts(t *testing.T) {
 	}
 }
 
-// TestKubevipRefusedBeforeInstall: values no kube-vip of the image can read are refused at render
-// time, naming the DaemonSet, the variable and what to change; an image whose release is unknown
-// is refused too.
+// TestKubevipRefusedBeforeInstall: values no kube-vip of the image can read are refused before
+// anything is installed: by the values schema when the form alone is wrong, naming the key, and by
+// the render's judge when the image reads the form otherwise, naming the DaemonSet and the
+// variable.
 func TestKubevipRefusedBeforeInstall(t *testing.T) {
-	cases := []struct{ name, values, want string }{
-		{"a bool that is not one", "env:\n  svc_enable: 'yes please'\n", `env svc_enable="yes please"`},
-		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", "appends vip_subnet"},
-		{"a port out of range", "env:\n  lb_port: '70000'\n", "0 to 65535"},
-		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", `tag "latest" is not a kube-vip release`},
-		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", "older than v0.6.0"},
+	cases := []struct{ name, values, reason, want string }{
+		{"a bool that is not one", "env:\n  svc_enable: 'yes please'\n", ReasonValuesNotAllowed, "env.svc_enable must be true or false"},
+		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", ReasonKubevipRefused, "appends vip_subnet"},
+		{"a port out of range", "env:\n  lb_port: '70000'\n", ReasonKubevipRefused, "0 to 65535"},
+		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", ReasonValuesNotAllowed, "image.tag must be a release tag"},
+		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", ReasonValuesNotAllowed, "older than v0.6.0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := renderKubevip(t, c.values, judged())
-			var refused *kubevip.Refusal
-			if !errors.As(err, &refused) {
-				t.Fatalf("rendered with %q: %v; want a refusal", c.values, err)
+			_, err := renderKubevip(t, c.values, true)
+			var refused *Refusal
+			if !errors.As(err, &refused) || refused.Reason != c.reason {
+				t.Fatalf("rendered with %q: %v; want a refusal %s", c.values, err, c.reason)
 			}
-			if !strings.Contains(refused.Message, c.want) || !strings.Contains(refused.Message, "DaemonSet kube-system/"+KubevipNameOverride) {
-				t.Errorf("refusal %q; want it to name the DaemonSet and say %q", refused.Message, c.want)
+			if !strings.Contains(refused.Message, c.want) {
+				t.Errorf("refusal %q; want it to say %q", refused.Message, c.want)
+			}
+			if c.reason == ReasonKubevipRefused && !strings.Contains(refused.Message, "DaemonSet kube-system/"+KubevipNameOverride) {
+				t.Errorf("refusal %q; want it to name the DaemonSet", refused.Message)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package config
+package installpolicy
 
 import (
 	"net/url"

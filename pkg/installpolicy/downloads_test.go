@@ -1,4 +1,4 @@
-package config
+package installpolicy
 
 import (
 	"net/url"
@@ -9,12 +9,12 @@ import (
 // TestAllowsFetch: a redirect's target or an index's archive URL lies within an allowed chart
 // source or a download location of the upstream source the chart comes from, and nowhere else.
 func TestAllowsFetch(t *testing.T) {
-	def := DefaultPolicy()
-	custom, err := NewPolicy([]string{"https://charts.example.com/kube-vip", "oci://registry.example.com:5000"}, false, nil)
+	def := Default()
+	custom, err := New(Settings{ChartSources: []string{"https://charts.example.com/kube-vip", "oci://registry.example.com:5000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, err := NewPolicy([]string{"http://127.0.0.1:*", "oci://127.0.0.1:*"}, true, nil)
+	local, err := New(Settings{ChartSources: []string{"http://127.0.0.1:*", "oci://127.0.0.1:*"}, AllowHTTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +68,14 @@ func TestAllowsFetch(t *testing.T) {
 // TestPolicyStringNamesTheDownloadLocations: the start-up log says where fetches may go besides
 // the allowed sources.
 func TestPolicyStringNamesTheDownloadLocations(t *testing.T) {
-	s := DefaultPolicy().String()
+	s := Default().String()
 	for _, want := range []string{"https://github.com/kube-vip/helm-charts/releases/download", "https://release-assets.githubusercontent.com",
 		"https://objects.githubusercontent.com", "https://pkg-containers.githubusercontent.com"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String() lacks %s: %s", want, s)
 		}
 	}
-	custom, err := NewPolicy([]string{"https://charts.example.com"}, false, nil)
+	custom, err := New(Settings{ChartSources: []string{"https://charts.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kubevip
+package installpolicy
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ type EnvVar struct {
 	FromRef bool
 }
 
-// Decision is what Judge made of one kube-vip container.
+// Decision is what JudgeKubevipEnv made of one kube-vip container.
 type Decision struct {
 	Image      string
 	Version    string
@@ -30,14 +30,6 @@ type Decision struct {
 	// Ignored names variables this kube-vip does not read.
 	Ignored []string
 }
-
-// Refusal is a container that would not serve the address as rendered; Message says what to change.
-type Refusal struct {
-	Image   string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Message }
 
 // Version reads the kube-vip release from an image reference's tag.
 func Version(image string) (*semver.Version, error) {
@@ -64,18 +56,20 @@ func GenerationOf(v *semver.Version) (Generation, bool) {
 	return Generation{}, false
 }
 
-// Judge decides whether the kube-vip of image reads env the way the chart means it.
-func Judge(image string, env []EnvVar) (Decision, error) {
+// JudgeKubevipEnv decides whether the kube-vip of image reads env the way the chart means it; a
+// refusal is a *Refusal with ReasonKubevipRefused. Values are quoted in messages only for the
+// kinds that cannot hold a secret (numbers, booleans, subnets).
+func JudgeKubevipEnv(image string, env []EnvVar) (Decision, error) {
 	v, err := Version(image)
 	if err != nil {
-		return Decision{}, &Refusal{Image: image, Message: err.Error()}
+		return Decision{}, refuse(ReasonKubevipRefused, "", "%v", err)
 	}
 	g, ok := GenerationOf(v)
 	if !ok {
 		oldest := Generations()[0].From
-		return Decision{}, &Refusal{Image: image, Message: fmt.Sprintf(
+		return Decision{}, refuse(ReasonKubevipRefused, "",
 			"image %s: kube-vip %s is older than %s, the oldest release whose configuration the operator knows: set image.tag to v1.0.0 or later",
-			image, v.Original(), oldest.Original())}
+			image, v.Original(), oldest.Original())
 	}
 	d := Decision{Image: image, Version: v.Original(), Generation: g.Name}
 	for _, e := range env {
@@ -88,9 +82,9 @@ func Judge(image string, env []EnvVar) (Decision, error) {
 		default:
 			value, note, err := check(kind, e.Value)
 			if err != nil {
-				return Decision{}, &Refusal{Image: image, Message: fmt.Sprintf(
-					"image %s: kube-vip %s cannot use env %s=%q: %v; change env.%s in kubevipChartValues",
-					image, v.Original(), e.Name, e.Value, err, e.Name)}
+				return Decision{}, refuse(ReasonKubevipRefused, "",
+					"image %s: kube-vip %s cannot use env %s: %v; change env.%s in kubevipChartValues",
+					image, v.Original(), e.Name, err, e.Name)
 			}
 			if note != "" {
 				d.Translated = append(d.Translated, fmt.Sprintf("env %s=%q %s (kube-vip %s %s)", e.Name, e.Value, note, v.Original(), describe(kind)))
@@ -108,25 +102,25 @@ func Judge(image string, env []EnvVar) (Decision, error) {
 
 // check parses value as kind. A translation returns the new value (nil: drop the variable) and a
 // note saying what was done.
-func check(kind Kind, value string) (*string, string, error) {
+func check(kind EnvKind, value string) (*string, string, error) {
 	var err error
 	switch kind {
-	case Bool:
+	case EnvBool:
 		_, err = strconv.ParseBool(value)
-	case Int32:
+	case EnvInt32:
 		_, err = strconv.ParseInt(value, 10, 32)
-	case Int64:
+	case EnvInt64:
 		_, err = strconv.ParseInt(value, 10, 64)
-	case Uint16:
+	case EnvUint16:
 		_, err = strconv.ParseUint(value, 10, 16)
-	case Uint32:
+	case EnvUint32:
 		_, err = strconv.ParseUint(value, 10, 32)
-	case JSON:
+	case EnvJSON:
 		var m map[string]string
 		err = json.Unmarshal([]byte(value), &m)
-	case SubnetSuffix:
+	case EnvSubnetSuffix:
 		return suffixSubnet(value)
-	case SubnetBits:
+	case EnvSubnetBits:
 		return bitsSubnet(value)
 	}
 	if err != nil {
@@ -135,21 +129,21 @@ func check(kind Kind, value string) (*string, string, error) {
 	return nil, "", nil
 }
 
-func describe(kind Kind) string {
+func describe(kind EnvKind) string {
 	switch kind {
-	case Bool:
+	case EnvBool:
 		return "true or false"
-	case Int32, Int64:
+	case EnvInt32, EnvInt64:
 		return "a whole number"
-	case Uint16:
+	case EnvUint16:
 		return "a whole number from 0 to 65535"
-	case Uint32:
+	case EnvUint32:
 		return "a whole number from 0 up"
-	case JSON:
-		return "a JSON object of strings"
-	case SubnetSuffix:
+	case EnvJSON:
+		return "a EnvJSON object of strings"
+	case EnvSubnetSuffix:
 		return `appends vip_subnet to the address as it is, so it must be "/<bits>" or unset`
-	case SubnetBits:
+	case EnvSubnetBits:
 		return `reads vip_subnet as "<bits>" or "<IPv4 bits>,<IPv6 bits>"`
 	}
 	return "text"

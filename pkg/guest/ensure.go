@@ -1,0 +1,202 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+)
+
+// Result says what Ensure did and what is in place.
+type Result struct {
+	Outcome Outcome
+	// Applied is the release as it stands once Ensure is done, when the operator knows it to be
+	// its own: what the management side is to remember. Nil when the release was left as it was
+	// without being judged (kubevipUpdate off).
+	Applied *Applied
+	// Untrusted describes the guest's release record that was not used as the base of the
+	// upgrade, because its manifest is none the operator applied; "" when there was none.
+	Untrusted string
+	// Approval is what the policy approved, when Ensure rendered the chart.
+	Approval *installpolicy.Approval
+}
+
+// Applied is one release the operator applied: its revision and the digest of its manifest.
+type Applied struct {
+	Revision int
+	Digest   string
+}
+
+// Ensure makes rel installed in the guest: installed when missing; upgraded over a record that is
+// pending (for longer than InstallTimeout), failed, or not the operator's own; upgraded when
+// allowed and what it would apply differs from what is there; else left alone. What Helm applies
+// is only what rel.Plan approved, and nothing a guest's record lists is acted on unless its
+// manifest is one the operator applied.
+func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Result, error) {
+	if rel.Plan == nil {
+		return Result{}, errors.New("no install plan: nothing is installed")
+	}
+	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace))
+	last, err := lastRecord(records, rel.Name)
+	if err != nil {
+		return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	if last != nil {
+		if err := rel.owns(last); err != nil {
+			return Result{}, err
+		}
+		if last.Info.Status.IsPending() && time.Since(last.Info.LastDeployed.Time) < InstallTimeout {
+			return Result{}, fmt.Errorf("release %s/%s is %s since %s: %w", rel.Namespace, rel.Name, last.Info.Status,
+				last.Info.LastDeployed.UTC().Format(time.RFC3339), ErrReleaseBusy)
+		}
+		if last.Info.Status == release.StatusDeployed && !rel.Update {
+			// Left as it is: nothing of the record is used, so whose it is does not matter.
+			return Result{Outcome: Unchanged}, nil
+		}
+	}
+	ch, err := in.chart(ctx, rel)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := validateValues(ctx, ch, rel.Plan.Values.Map); err != nil {
+		return Result{}, fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
+	}
+	target := installpolicy.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: 1}
+	if last != nil {
+		target.Revision, target.Upgrade = last.Version+1, true
+	}
+	approval, err := rel.Plan.Approve(ch, target)
+	if err != nil {
+		return Result{}, err
+	}
+	view := newTrustView(records, rel.Name, append(rel.Trusted, approval.Digest))
+	result := Result{Approval: approval}
+	if last == nil {
+		result.Outcome = Installed
+	} else {
+		base, err := upgradeBase(records, rel.Name, last)
+		if err != nil {
+			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
+		}
+		if last.Info.Status == release.StatusDeployed && view.trusts(last) && ManifestDigest(last.Manifest) == approval.Digest {
+			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
+		}
+		if !view.trusts(base) {
+			result.Untrusted = fmt.Sprintf("release record %s/sh.helm.release.v1.%s.v%d (%s)", rel.Namespace, rel.Name, base.Version, base.Info.Status)
+		}
+		result.Outcome = Upgraded
+		if last.Info.Status != release.StatusDeployed {
+			result.Outcome = Recovered
+		}
+	}
+	cfg, err := in.configuration(c, rel.Namespace, view, approval)
+	if err != nil {
+		return Result{}, err
+	}
+	post := approvedManifest(approval.Manifest)
+	if last == nil {
+		install := action.NewInstall(cfg)
+		install.Namespace, install.ReleaseName = rel.Namespace, rel.Name
+		install.CreateNamespace = true
+		install.Timeout = InstallTimeout
+		// Only the approved manifest is applied: no hook runs, no CRD is installed, and the
+		// chart's schema was checked by validateValues, without the references Helm would follow.
+		install.DisableHooks, install.SkipCRDs, install.SkipSchemaValidation = true, true, true
+		install.PostRenderer = post
+		install.Labels = ownedLabels()
+		if _, err := install.RunWithContext(ctx, ch, rel.Plan.Values.Map); err != nil {
+			return Result{}, fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), installpolicy.AsTemplateError(err))
+		}
+	} else {
+		upgrade := action.NewUpgrade(cfg)
+		upgrade.Namespace = rel.Namespace
+		upgrade.MaxHistory = 5
+		upgrade.Timeout = InstallTimeout
+		upgrade.DisableHooks, upgrade.SkipCRDs, upgrade.SkipSchemaValidation = true, true, true
+		upgrade.PostRenderer = post
+		upgrade.Labels = ownedLabels()
+		if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Plan.Values.Map); err != nil {
+			return Result{}, fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, installpolicy.AsTemplateError(err))
+		}
+	}
+	result.Applied = &Applied{Revision: target.Revision, Digest: approval.Digest}
+	return result, nil
+}
+
+// lastRecord is the newest record of release name, or nil.
+func lastRecord(records driver.Driver, name string) (*release.Release, error) {
+	last, err := storage.Init(records).Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	return last, err
+}
+
+// upgradeBase is the record Helm's upgrade diffs against: last when it is deployed, else the
+// newest deployed one, else last.
+func upgradeBase(records driver.Driver, name string, last *release.Release) (*release.Release, error) {
+	if last.Info.Status == release.StatusDeployed {
+		return last, nil
+	}
+	deployed, err := storage.Init(records).Deployed(name)
+	switch {
+	case errors.Is(err, driver.ErrNoDeployedReleases), errors.Is(err, driver.ErrReleaseNotFound):
+		return last, nil
+	case err != nil:
+		return nil, err
+	}
+	return deployed, nil
+}
+
+// configuration is a Helm action configuration for namespace of the guest: releases read and
+// written through view, the Kubernetes client under the write guard of approval, the capabilities
+// the policy renders with, and templates that cannot read the guest (lookup).
+func (in *Installer) configuration(c *Client, namespace string, view driver.Driver, approval *installpolicy.Approval) (*action.Configuration, error) {
+	cfg := new(action.Configuration)
+	debug := func(format string, v ...interface{}) {
+		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, c.Redact(fmt.Sprintf(format, v...)))
+	}
+	server, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
+	}
+	guarded := rest.CopyConfig(c.Config)
+	guarded.Wrap(guardFor(approval, namespace, server.Path))
+	if err := cfg.Init(NewRESTClientGetter(guarded, namespace), namespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("preparing Helm for %s: %w", c.Name, err)
+	}
+	store := storage.Init(view)
+	store.Log = debug
+	cfg.Releases = store
+	cfg.Capabilities = installpolicy.Capabilities()
+	// The engine's lookup reaches the guest through this getter only; it refuses every request.
+	cfg.RESTClientGetter = NewRESTClientGetter(&rest.Config{Host: "https://lookup.invalid", Transport: refuseAll{}}, namespace)
+	return cfg, nil
+}
+
+// refuseAll answers no request: a chart template reads nothing of the guest.
+type refuseAll struct{}
+
+func (refuseAll) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("a chart template may not read the guest cluster (lookup)")
+}
+
+// approvedManifest is Helm's post-renderer: whatever Helm rendered, what it applies is the
+// manifest the policy approved.
+type approvedManifest string
+
+func (m approvedManifest) Run(*bytes.Buffer) (*bytes.Buffer, error) {
+	return bytes.NewBufferString(string(m)), nil
+}

@@ -1,0 +1,21 @@
+// Package installpolicy decides what the operator may install into a guest cluster, where it is
+// cluster-owner: from which chart sources, which charts, with which images and values, and which
+// rendered objects reach the guest's API server. Every decision is an allow-list: what is not
+// named here is refused.
+//
+//   - Sources (sources.go, downloads.go): the chart repositories and OCI registries the deployment
+//     allows, and where a fetch from them may be sent on to.
+//   - Images (images.go): exact image repositories per chart, and the releases of each.
+//   - Values (values*.go): a typed schema of the value keys each chart generation supports. The
+//     values handed to Helm are serialised from the typed values, never passed on as written.
+//   - Charts (chart.go): a chart package with hooks, CRDs, dependencies, or another name or version
+//     than the one asked for is refused before anything renders.
+//   - Rendered objects (render.go, decode.go, judge*.go, diff.go, approve.go): the chart is
+//     rendered here, client-only, every object decoded as the API server decodes it (strict and
+//     case-sensitive) and judged against the kinds, names and fields of the pinned upstream chart;
+//     what may differ from the render with the operator's defaults is only what the values schema
+//     allows. The approved objects are serialised again from their typed form, and that manifest
+//     is all Helm applies.
+//
+// config parses the text of kube-fip-config; guest applies what this package approved.
+package installpolicy

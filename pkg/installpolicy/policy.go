@@ -1,0 +1,137 @@
+package installpolicy
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
+)
+
+// Chart is one of the two charts the operator installs into guest clusters, by its upstream name.
+type Chart string
+
+const (
+	// Kubevip is kube-vip's chart: a DaemonSet on the control-plane nodes, host-networked with
+	// NET_ADMIN and NET_RAW.
+	Kubevip Chart = "kube-vip"
+	// CloudProvider is kube-vip-cloud-provider's chart: an unprivileged Deployment.
+	CloudProvider Chart = "kube-vip-cloud-provider"
+)
+
+// The reasons of a refusal, as the Events and the KubevipInstalled condition show them.
+const (
+	ReasonSourceNotAllowed = v1.ReasonChartSourceNotAllowed
+	ReasonValuesNotAllowed = v1.ReasonChartValuesNotAllowed
+	ReasonChartRefused     = v1.ReasonChartRefused
+	ReasonRenderRefused    = v1.ReasonRenderRefused
+	ReasonKubevipRefused   = v1.ReasonKubevipRefused
+)
+
+// Refusal is something the policy does not allow. Key names the kube-fip-config key it comes
+// from, when it comes from one; the message never holds credentials or a value as written, only
+// key paths, image repositories and the allowed forms.
+type Refusal struct {
+	problem.Problem
+	Key string
+}
+
+func (r *Refusal) Error() string {
+	if r.Key == "" {
+		return r.Message
+	}
+	return fmt.Sprintf("kube-fip-config key %q: %s", r.Key, r.Message)
+}
+
+func refuse(reason, key, format string, args ...interface{}) *Refusal {
+	return &Refusal{Key: key, Problem: *problem.New(reason, format, args...)}
+}
+
+// Settings are the deployment's allow-lists, from the operator's flags (chart values), which take
+// more privilege to change than kube-fip-config.
+type Settings struct {
+	// ChartSources are http(s) repository URLs and oci:// prefixes.
+	ChartSources []string
+	// AllowHTTP allows plain http sources (and OCI registries on a loopback address).
+	AllowHTTP bool
+	// KubevipImages and CloudProviderImages are the exact image repositories (registry/path,
+	// no tag) each chart's workload may run.
+	KubevipImages       []string
+	CloudProviderImages []string
+}
+
+// DefaultSettings allow the upstream kube-vip chart sources over https and the upstream images.
+func DefaultSettings() Settings {
+	return Settings{
+		ChartSources:        DefaultChartSources(),
+		KubevipImages:       DefaultKubevipImages(),
+		CloudProviderImages: DefaultCloudProviderImages(),
+	}
+}
+
+// Policy is what the deployment lets kube-fip-config install into guest clusters. The zero
+// Policy allows nothing.
+type Policy struct {
+	sources   []source
+	allowHTTP bool
+	// downloads are where fetches from the upstream sources go on to (downloads.go).
+	downloads []download
+	images    map[Chart][]string
+}
+
+// New builds a Policy from the deployment's settings. Empty entries are skipped.
+func New(s Settings) (Policy, error) {
+	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}}
+	for _, raw := range s.ChartSources {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		src, err := parseSourceEntry(raw)
+		if err != nil {
+			return Policy{}, fmt.Errorf("allowed chart source %q: %w", redact.URL(raw), err)
+		}
+		if src.plainHTTP() && !s.AllowHTTP {
+			return Policy{}, fmt.Errorf("allowed chart source %q is reached over plain http, which needs allow-http-chart-sources", src)
+		}
+		p.sources = append(p.sources, src)
+	}
+	for chart, list := range map[Chart][]string{Kubevip: s.KubevipImages, CloudProvider: s.CloudProviderImages} {
+		for _, raw := range list {
+			raw = strings.TrimSpace(raw)
+			if raw == "" {
+				continue
+			}
+			repo, err := exactRepository(raw)
+			if err != nil {
+				return Policy{}, fmt.Errorf("allowed %s image %q: %w", chart, redact.Shorten(raw, maxEcho), err)
+			}
+			p.images[chart] = append(p.images[chart], repo)
+		}
+	}
+	return p, nil
+}
+
+// Default is the policy of DefaultSettings.
+func Default() Policy {
+	p, err := New(DefaultSettings())
+	if err != nil {
+		panic("installpolicy: the default settings do not parse: " + err.Error())
+	}
+	return p
+}
+
+// String lists the policy for the start-up log.
+func (p Policy) String() string {
+	sources := make([]string, len(p.sources))
+	for i, s := range p.sources {
+		sources[i] = s.String()
+	}
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s]",
+		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP,
+		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "))
+}
+
+// maxEcho bounds how much of a refused entry a message repeats.
+const maxEcho = 100

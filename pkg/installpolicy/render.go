@@ -1,0 +1,95 @@
+package installpolicy
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+// Release says where and as what a chart is rendered: as Helm renders it for the install (revision
+// 1) or the upgrade to revision Revision.
+type Release struct {
+	Name      string
+	Namespace string
+	Revision  int
+	Upgrade   bool
+}
+
+// Capabilities are what every render of a guest chart is told of the cluster: the same fixed set
+// for the judge's renders and Helm's, whatever a guest's discovery answers, so that both render
+// alike.
+func Capabilities() *chartutil.Capabilities {
+	return chartutil.DefaultCapabilities.Copy()
+}
+
+// rendered is one document a chart rendered, with the template it came from.
+type rendered struct {
+	template string
+	content  string
+}
+
+// render renders ch with values as Helm does for rel, without any connection (a template's
+// lookup finds nothing), and returns the documents in Helm's install order. A hook among them is
+// refused: CheckChart keeps hook templates out, and nothing else may make one.
+func render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
+	opts := chartutil.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision,
+		IsInstall: !rel.Upgrade, IsUpgrade: rel.Upgrade}
+	if opts.Revision == 0 {
+		opts.Revision = 1
+	}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, values, opts, Capabilities(), true)
+	if err != nil {
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart's values do not merge with its defaults: %s", chart, shorten(err.Error()))
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return nil, &TemplateError{Err: err}
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") || strings.HasPrefix(path.Base(name), "_") {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart rendered something that is not YAML", chart)
+	}
+	if len(hooks) > 0 {
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart rendered a hook (%s %s): hooks are not installed", chart, shorten(hooks[0].Kind), shorten(hooks[0].Name))
+	}
+	out := make([]rendered, 0, len(manifests))
+	for _, m := range manifests {
+		out = append(out, rendered{template: m.Name, content: m.Content})
+	}
+	return out, nil
+}
+
+// TemplateError is a chart that failed to render. Its message names only the template and line:
+// the engine's own message quotes the values it was given, which may hold credentials.
+type TemplateError struct{ Err error }
+
+func (e *TemplateError) Error() string {
+	if m := templateFailure.FindStringSubmatch(e.Err.Error()); m != nil {
+		return fmt.Sprintf("the chart failed to render at %s line %s (the engine's message is not shown, as it may quote chart values)", m[1], m[2])
+	}
+	return "the chart failed to render (the engine's message is not shown, as it may quote chart values)"
+}
+
+// templateFailure finds where Helm's template engine failed: "execution error at (<file>:<line>:<col>)",
+// "parse error at (<file>:<line>)" or Go's own "template: <file>:<line>:<col>".
+var templateFailure = regexp.MustCompile(`(?:template: |error at \()([A-Za-z0-9._/-]+):([0-9]+)`)
+
+// AsTemplateError reduces err to a *TemplateError when it is one of the template engine's, so that
+// a caller never shows the engine's message; anything else stays as it is.
+func AsTemplateError(err error) error {
+	if err != nil && templateFailure.MatchString(err.Error()) {
+		return &TemplateError{Err: err}
+	}
+	return err
+}

@@ -1,0 +1,155 @@
+package installpolicy
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
+)
+
+// DefaultChartSources are the upstream kube-vip chart sources: the repository the original
+// operator used, the address it is published at, and kube-vip's OCI namespace.
+func DefaultChartSources() []string {
+	return []string{
+		"https://kube-vip.io/helm-charts",
+		"https://kube-vip.github.io/helm-charts",
+		"oci://ghcr.io/kube-vip",
+	}
+}
+
+// source is one allow-list entry. port is "" for the scheme's default port and "*" for any.
+type source struct {
+	scheme, host, port, path string
+}
+
+func (s source) String() string {
+	hostport := s.host
+	if s.port != "" {
+		hostport += ":" + s.port
+	}
+	return s.scheme + "://" + hostport + s.path
+}
+
+func parseSourceEntry(raw string) (source, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	scheme = strings.ToLower(scheme)
+	if !ok || (scheme != "http" && scheme != "https" && scheme != "oci") {
+		return source{}, errors.New("must start with https://, http:// or oci://")
+	}
+	hostport, p, _ := strings.Cut(rest, "/")
+	if strings.ContainsAny(hostport, "@?#") || strings.ContainsAny(p, "?#") {
+		return source{}, errors.New("must hold no credentials, query or fragment")
+	}
+	host, port := hostport, ""
+	if h, pt, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, pt
+		if port != "*" && !isPort(port) {
+			return source{}, errors.New("the port must be a number or *")
+		}
+	}
+	if host == "" || strings.ContainsAny(host, " :*") {
+		return source{}, errors.New("must name a host")
+	}
+	return source{scheme: scheme, host: strings.ToLower(host), port: port, path: cleanPath("/" + p)}, nil
+}
+
+func isPort(s string) bool {
+	if s == "" || len(s) > 5 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanPath resolves dot segments, so that a/../b cannot climb out of an allowed path, and drops
+// a trailing slash.
+func cleanPath(p string) string {
+	c := path.Clean("/" + p)
+	if c == "/" {
+		return ""
+	}
+	return c
+}
+
+// plainHTTP: http repositories, and OCI registries on a loopback host, which the installer
+// reaches over plain http.
+func (s source) plainHTTP() bool {
+	return s.scheme == "http" || (s.scheme == "oci" && loopbackHost(s.host))
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func defaultPort(scheme string) string {
+	if scheme == "http" {
+		return "80"
+	}
+	return "443"
+}
+
+func (s source) allows(t source) bool {
+	if s.scheme != t.scheme || s.host != t.host {
+		return false
+	}
+	if s.port != "*" {
+		want, got := s.port, t.port
+		if want == "" {
+			want = defaultPort(s.scheme)
+		}
+		if got == "" {
+			got = defaultPort(t.scheme)
+		}
+		if want != got {
+			return false
+		}
+	}
+	return s.path == "" || t.path == s.path || strings.HasPrefix(t.path, s.path+"/")
+}
+
+// allows reports whether an allowed chart source holds t.
+func (p Policy) allows(t source) bool {
+	for _, s := range p.sources {
+		if s.allows(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckSource checks a chart source as kube-fip-config names it under key: a repository URL or an
+// oci:// reference. It returns nil or a *Refusal.
+func (p Policy) CheckSource(key, raw string) error {
+	deny := func(format string, args ...interface{}) error {
+		return refuse(ReasonSourceNotAllowed, key, format, args...)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return deny("the chart source is not a valid URL")
+	}
+	shown := redact.URL(redact.Shorten(raw, maxEcho))
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return deny("chart source %s must not hold credentials, a query or a fragment; "+
+			"credentials come from the Secret named by the deployment", shown)
+	}
+	t := source{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(u.Hostname()), port: u.Port(), path: cleanPath(u.Path)}
+	if t.plainHTTP() && !p.allowHTTP {
+		return deny("chart source %s is reached over plain http, which this deployment does not allow "+
+			"(allow-http-chart-sources)", shown)
+	}
+	if p.allows(t) {
+		return nil
+	}
+	return deny("chart source %s is not in the deployment's allowed chart sources (allowed-chart-sources)", shown)
+}

@@ -1,0 +1,183 @@
+package installpolicy
+
+import (
+	"fmt"
+	"net/netip"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// KubevipNameOverride names every object of the kube-vip release the operator installs, unless the
+// values set nameOverride. The kube-vip chart names its DaemonSet, ServiceAccount, roles and
+// bindings after nameOverride alone, never after the release, and the Harvester cloud provider's
+// kube-vip subchart already owns all of them as "kube-vip" in every Harvester guest.
+const KubevipNameOverride = "kube-fip-kube-vip"
+
+// kubevipValues is the typed schema of the kube-vip chart's values (kube-vip/helm-charts kube-vip
+// 0.4.1 and later, which read the environment from the env map; read from 0.9.9).
+type kubevipValues struct {
+	Image        *image                          `json:"image,omitempty"`
+	Env          map[string]envValue             `json:"env,omitempty"`
+	EnvValueFrom map[string]envFieldRef          `json:"envValueFrom,omitempty"`
+	Config       *kubevipConfig                  `json:"config,omitempty"`
+	NameOverride string                          `json:"nameOverride,omitempty"`
+	ExtraLabels  map[string]string               `json:"extraLabels,omitempty"`
+	Update       *appsv1.DaemonSetUpdateStrategy `json:"updateStrategy,omitempty"`
+	PodMonitor   *podMonitorValues               `json:"podMonitor,omitempty"`
+	scheduling
+}
+
+// kubevipConfig is the chart's config key: the control-plane address, read with env.cp_enable;
+// vip_interface was read there by charts 0.3.7 and 0.4.0 only, and is passed on as
+// env.vip_interface.
+type kubevipConfig struct {
+	Address      string `json:"address,omitempty"`
+	VIPInterface string `json:"vip_interface,omitempty"`
+}
+
+type podMonitorValues struct {
+	Enabled bool              `json:"enabled,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+}
+
+// envFieldRef is one entry of envValueFrom: only the pod's own fields, never a Secret or a
+// ConfigMap of the guest, may fill a variable.
+type envFieldRef struct {
+	FieldRef *struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		FieldPath  string `json:"fieldPath"`
+	} `json:"fieldRef"`
+}
+
+func kubevipKeys() []KeyDoc {
+	return append([]KeyDoc{
+		{"image", "repository (one of the allowed kube-vip images), tag (a kube-vip release of v0.6.0 or later, optionally pinned with @sha256: and a digest), pullPolicy (Always, IfNotPresent, Never)"},
+		{"env", "kube-vip's variables, each of the names below, in the form kube-vip reads it"},
+		{"envValueFrom", "kube-vip's variables from the pod's own fields: {fieldRef: {fieldPath: status.podIP, status.hostIP, spec.nodeName, metadata.name or metadata.namespace}}"},
+		{"config", "address (an IP address, read with env.cp_enable), vip_interface (the original operator's key, passed on as env.vip_interface)"},
+		{"nameOverride", "the name of every object of the release (DNS label); the operator sets " + KubevipNameOverride},
+		{"extraLabels", "labels of the pods (not app.kubernetes.io/name or app.kubernetes.io/instance)"},
+		{"updateStrategy", "a DaemonSet update strategy"},
+		{"podMonitor", "enabled (true or false), labels: a PodMonitor scraping the monitoring port, with no credentials or relabelling"},
+	}, schedulingKeys()...)
+}
+
+// podFields are the fields of the pod itself envValueFrom may read.
+func podFields() map[string]bool {
+	return map[string]bool{"status.podIP": true, "status.hostIP": true, "spec.nodeName": true, "metadata.name": true, "metadata.namespace": true}
+}
+
+func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
+	var v kubevipValues
+	if err := decodeKeys(raw, target{"image", &v.Image}, target{"env", &v.Env}, target{"envValueFrom", &v.EnvValueFrom},
+		target{"config", &v.Config}, target{"nameOverride", &v.NameOverride}, target{"extraLabels", &v.ExtraLabels},
+		target{"updateStrategy", &v.Update}, target{"podMonitor", &v.PodMonitor}); err != nil {
+		return Values{}, err
+	}
+	if err := decodeScheduling(raw, &v.scheduling); err != nil {
+		return Values{}, err
+	}
+	if err := p.checkImageValues(Kubevip, v.Image); err != nil {
+		return Values{}, err
+	}
+	if err := v.check(); err != nil {
+		return Values{}, err
+	}
+	// The operator's own keys: the name beside Harvester's kube-vip, and the original operator's
+	// config.vip_interface where every chart since 0.4.1 reads it.
+	if v.NameOverride == "" {
+		v.NameOverride = KubevipNameOverride
+	}
+	if v.Config != nil && v.Config.VIPInterface != "" {
+		if _, set := v.Env["vip_interface"]; !set {
+			if v.Env == nil {
+				v.Env = map[string]envValue{}
+			}
+			v.Env["vip_interface"] = envValue(v.Config.VIPInterface)
+		}
+		v.Config.VIPInterface = ""
+	}
+	m, err := serialise(v)
+	if err != nil {
+		return Values{}, err
+	}
+	out := Values{Map: m, Name: objectName(Kubevip, v.NameOverride)}
+	if v.Image != nil {
+		out.Image = v.Image.Repository
+	}
+	return out, nil
+}
+
+func (v *kubevipValues) check() error {
+	for name, value := range v.Env {
+		if err := checkEnv(name, string(value)); err != nil {
+			return err
+		}
+	}
+	for name, ref := range v.EnvValueFrom {
+		if _, ok := kubevipEnv()[name]; !ok {
+			return fmt.Errorf("envValueFrom.%s is not a kube-vip variable the operator supports", shorten(name))
+		}
+		if ref.FieldRef == nil || !podFields()[ref.FieldRef.FieldPath] || (ref.FieldRef.APIVersion != "" && ref.FieldRef.APIVersion != "v1") {
+			return fmt.Errorf("envValueFrom.%s must be a fieldRef of status.podIP, status.hostIP, spec.nodeName, metadata.name or metadata.namespace", name)
+		}
+	}
+	if v.Config != nil {
+		if v.Config.Address != "" {
+			if _, err := netip.ParseAddr(v.Config.Address); err != nil {
+				return fmt.Errorf("config.address must be an IP address")
+			}
+		}
+		if v.Config.VIPInterface != "" && !interfaceName.MatchString(v.Config.VIPInterface) {
+			return fmt.Errorf("config.vip_interface must be a network interface name")
+		}
+	}
+	if v.NameOverride != "" && len(validation.IsDNS1123Label(v.NameOverride)) > 0 {
+		return fmt.Errorf("nameOverride must be a DNS label (at most 63 lower-case letters, digits or '-')")
+	}
+	if err := labelsProblem("extraLabels", v.ExtraLabels); err != nil {
+		return err
+	}
+	for k := range v.ExtraLabels {
+		if selectorLabel(k) {
+			return fmt.Errorf("extraLabels.%s is the chart's selector label", k)
+		}
+	}
+	if u := v.Update; u != nil {
+		if err := updateProblem(u); err != nil {
+			return err
+		}
+	}
+	if v.PodMonitor != nil {
+		if err := labelsProblem("podMonitor.labels", v.PodMonitor.Labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// selectorLabel reports the labels both charts select their pods by.
+func selectorLabel(k string) bool {
+	return k == "app.kubernetes.io/name" || k == "app.kubernetes.io/instance"
+}
+
+func updateProblem(u *appsv1.DaemonSetUpdateStrategy) error {
+	switch u.Type {
+	case appsv1.OnDeleteDaemonSetStrategyType:
+		if u.RollingUpdate != nil {
+			return fmt.Errorf("updateStrategy.rollingUpdate needs type RollingUpdate")
+		}
+	case "", appsv1.RollingUpdateDaemonSetStrategyType:
+	default:
+		return fmt.Errorf("updateStrategy.type must be RollingUpdate or OnDelete")
+	}
+	if r := u.RollingUpdate; r != nil {
+		for name, q := range map[string]string{"maxUnavailable": intOrPercent(r.MaxUnavailable), "maxSurge": intOrPercent(r.MaxSurge)} {
+			if q != "" && !countOrPercent.MatchString(q) {
+				return fmt.Errorf("updateStrategy.rollingUpdate.%s must be a whole number or a percentage", name)
+			}
+		}
+	}
+	return nil
+}
