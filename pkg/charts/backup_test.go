@@ -29,7 +29,7 @@ func renderBackup(t *testing.T, ns string, values map[string]interface{}) []*uns
 		t.Fatal(err)
 	}
 	objs, err := Render(c, RenderOptions{Namespace: ns, Values: values, KubeVersion: testKubeVersion,
-		APIVersions: []string{CRDAPIVersion, backup.ResourceSetAPIVersion}})
+		APIVersions: append(InstallAPIVersions(), backup.ResourceSetAPIVersion)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBackupResourceSetNeedsRancherBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Render(c, RenderOptions{Namespace: testNamespace, Values: backupOn(), KubeVersion: testKubeVersion,
-		APIVersions: []string{CRDAPIVersion}})
+		APIVersions: InstallAPIVersions()})
 	if err == nil || !strings.Contains(err.Error(), "Rancher Backups") || !strings.Contains(err.Error(), "resources.cattle.io/v1") {
 		t.Fatalf("render without the ResourceSet API: %v, want a failure naming Rancher Backups", err)
 	}

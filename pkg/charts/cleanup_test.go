@@ -54,7 +54,7 @@ func renderRelease(t *testing.T, values map[string]interface{}) (*release.Releas
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...interface{}) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = OperatorChart, testNamespace
-	install.APIVersions = append([]string{CRDAPIVersion}, monitoringAPIVersions...)
+	install.APIVersions = append(InstallAPIVersions(), monitoringAPIVersions...)
 	kv, err := chartutil.ParseKubeVersion(testKubeVersion)
 	if err != nil {
 		t.Fatal(err)

@@ -131,7 +131,7 @@ func TestConfigMapOCISwitch(t *testing.T) {
 		_, err := Render(c, RenderOptions{
 			Namespace:   testNamespace,
 			Values:      map[string]interface{}{"ociCharts": map[string]interface{}{"kubevipCloudProvider": true}, "config": cfgValues},
-			APIVersions: []string{CRDAPIVersion},
+			APIVersions: InstallAPIVersions(),
 			KubeVersion: testKubeVersion,
 		})
 		want := "ociCharts.kubevipCloudProvider is on: set config.kubevipCloudProviderChartRef"

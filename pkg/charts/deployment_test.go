@@ -193,7 +193,7 @@ func TestGoMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"60Mi", "60 MiB", "lots"} {
-		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: []string{CRDAPIVersion}}); err == nil {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: InstallAPIVersions()}); err == nil {
 			t.Errorf("goMemoryLimit %q rendered; want it refused by the schema", bad)
 		}
 	}

@@ -75,7 +75,7 @@ func renderOperator(t *testing.T, values map[string]interface{}) []*unstructured
 	objs, err := Render(c, RenderOptions{
 		Namespace:   testNamespace,
 		Values:      values,
-		APIVersions: append([]string{CRDAPIVersion}, monitoringAPIVersions...),
+		APIVersions: append(InstallAPIVersions(), monitoringAPIVersions...),
 		KubeVersion: testKubeVersion,
 	})
 	if err != nil {

@@ -106,7 +106,7 @@ func TestPackage(t *testing.T) {
 		if c.Metadata.Version != version || c.Metadata.AppVersion != appVersion {
 			t.Errorf("%s: version %q appVersion %q", name, c.Metadata.Version, c.Metadata.AppVersion)
 		}
-		objs, err := Render(c, RenderOptions{APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
+		objs, err := Render(c, RenderOptions{APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion})
 		if err != nil {
 			t.Fatalf("rendering the packaged %s: %v", name, err)
 		}

@@ -28,10 +28,10 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion}); err != nil {
+	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err != nil {
 		t.Errorf("defaults without the monitoring API: %v", err)
 	}
-	objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn("dashboard"), APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
+	objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn("dashboard"), APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion})
 	if err != nil {
 		t.Fatalf("the dashboard without the monitoring API: %v", err)
 	}
@@ -39,14 +39,14 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 	for _, sw := range monitoringSwitches {
 		t.Run(sw.value, func(t *testing.T) {
 			objs, err := Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn(sw.value),
-				APIVersions: append([]string{CRDAPIVersion}, monitoringAPIVersions...), KubeVersion: testKubeVersion})
+				APIVersions: append(InstallAPIVersions(), monitoringAPIVersions...), KubeVersion: testKubeVersion})
 			if err != nil {
 				t.Fatalf("with the monitoring API: %v", err)
 			}
 			find(t, objs, sw.kind, sw.name)
 
 			_, err = Render(c, RenderOptions{Namespace: testNamespace, Values: monitoringOn(sw.value),
-				APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
+				APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion})
 			value := "monitoring." + sw.value + ".enabled"
 			if err == nil {
 				t.Fatal("rendered without the monitoring.coreos.com/v1 API")

@@ -109,3 +109,15 @@ func TestNotesShortNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNotesWarnOfTheGitChartsImage: installed as committed in Git (appVersion dev, which no build
+// publishes), the notes say the pods will not find their image and what to set; with image.tag
+// set, or as a build packages it, they do not.
+func TestNotesWarnOfTheGitChartsImage(t *testing.T) {
+	if notes := renderNotes(t, nil); !strings.Contains(notes, `appVersion "dev" names no`) || !strings.Contains(notes, "image.tag") {
+		t.Errorf("the notes of the Git chart do not warn of its image:\n%s", notes)
+	}
+	if notes := renderNotes(t, map[string]interface{}{"image": map[string]interface{}{"tag": "v1.2.3"}}); strings.Contains(notes, "WARNING") {
+		t.Errorf("the notes warn with image.tag set:\n%s", notes)
+	}
+}

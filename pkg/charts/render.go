@@ -21,6 +21,18 @@ import (
 // it as `helm template --api-versions` does, standing in for an installed CRD chart.
 const CRDAPIVersion = "kubefip.k8s.binbash.org/v1/FloatingIP"
 
+// RancherAPIVersions are Rancher's APIs the operator chart's install check looks for: it installs
+// into Rancher's local cluster only.
+func RancherAPIVersions() []string {
+	return []string{"provisioning.cattle.io/v1/Cluster", "management.cattle.io/v3/Cluster"}
+}
+
+// InstallAPIVersions are the APIs an offline render passes for the install checks to pass: the
+// CRD chart's and Rancher's.
+func InstallAPIVersions() []string {
+	return append([]string{CRDAPIVersion}, RancherAPIVersions()...)
+}
+
 // RenderOptions describe one offline render.
 type RenderOptions struct {
 	// ReleaseName defaults to the chart's name, Namespace to "kube-fip".

@@ -113,7 +113,8 @@ func TestRenderObjects(t *testing.T) {
 }
 
 // TestCRDCheck shows the install failing with a message naming the CRD chart when its API is
-// missing, and the two documented ways to render offline: --api-versions, or the values switch.
+// missing, or Rancher's when the cluster is not Rancher's, and the two documented ways to render
+// offline: --api-versions, or the values switch.
 func TestCRDCheck(t *testing.T) {
 	c, err := Load(chartDir(OperatorChart))
 	if err != nil {
@@ -123,8 +124,13 @@ func TestCRDCheck(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kube-fip-operator-crd chart is not installed") {
 		t.Errorf("render without the CRD API: error %v; want the missing CRD chart named", err)
 	}
-	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}}); err != nil {
-		t.Errorf("render with --api-versions %s: %v", CRDAPIVersion, err)
+	_, err = Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}})
+	if err == nil || !strings.Contains(err.Error(), "Rancher's API provisioning.cattle.io/v1 is not in this cluster") ||
+		!strings.Contains(err.Error(), "Rancher's local cluster") {
+		t.Errorf("render without Rancher's APIs: error %v; want the missing Rancher API named, with its group", err)
+	}
+	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: InstallAPIVersions()}); err != nil {
+		t.Errorf("render with --api-versions %v: %v", InstallAPIVersions(), err)
 	}
 	off := map[string]interface{}{"validateInstallCRD": false}
 	if _, err := Render(c, RenderOptions{Namespace: testNamespace, Values: off}); err != nil {
@@ -140,12 +146,12 @@ func TestReplicasNeedLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]interface{}{"replicas": 2, "leaderElection": false}
-	_, err = Render(c, RenderOptions{Values: values, APIVersions: []string{CRDAPIVersion}})
+	_, err = Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions()})
 	if err == nil || !strings.Contains(err.Error(), "needs leaderElection=true") {
 		t.Errorf("2 replicas without leader election: error %v; want a refusal", err)
 	}
 	values["replicas"] = 1
-	if _, err := Render(c, RenderOptions{Values: values, APIVersions: []string{CRDAPIVersion}}); err != nil {
+	if _, err := Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions()}); err != nil {
 		t.Errorf("1 replica without leader election: %v", err)
 	}
 }

@@ -66,7 +66,10 @@ const (
 
 // Default chart values: those of the original operator with the images above, and the interface
 // under env.vip_interface, the key every kube-vip chart since 0.4.1 reads (config.vip_interface
-// was read only by charts 0.3.7 and 0.4.0).
+// was read only by charts 0.3.7 and 0.4.0). The provider tolerates the control-plane taints
+// whatever their value: the chart's own tolerations match them only without one, and RKE2's
+// control-plane nodes are tainted node-role.kubernetes.io/control-plane=true, so on a guest of
+// control-plane nodes alone the provider would never be scheduled.
 const (
 	DefaultKubevipChartValues = `env:
   vip_interface: enp1s0
@@ -80,6 +83,13 @@ nodeSelector:
 	DefaultKubevipCloudProviderChartValues = `image:
   repository: kubevip/kube-vip-cloud-provider
   tag: v0.0.12
+tolerations:
+- key: node-role.kubernetes.io/control-plane
+  operator: Exists
+  effect: NoSchedule
+- key: node-role.kubernetes.io/master
+  operator: Exists
+  effect: NoSchedule
 `
 )
 

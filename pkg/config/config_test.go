@@ -37,6 +37,10 @@ func TestDefault(t *testing.T) {
 		Version:     "0.2.10",
 		Values: map[string]interface{}{
 			"image": map[string]interface{}{"repository": "kubevip/kube-vip-cloud-provider", "tag": "v0.0.12"},
+			"tolerations": []interface{}{
+				map[string]interface{}{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+				map[string]interface{}{"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+			},
 		},
 		ValuesYAML: DefaultKubevipCloudProviderChartValues,
 	}

@@ -253,6 +253,9 @@ func (o *Operator) start(ctx context.Context) error {
 	// Caches first, then the repair pass, then the workers: no FloatingIP is handled before every
 	// address held is recorded by an allocation object, so that no worker claims ahead of an older
 	// rightful holder, and no handler or guest pass reads a cache that is still filling.
+	if err := waitForAPIs(ctx, o.client.Discovery(), 5*time.Second); err != nil {
+		return err
+	}
 	if err := startInformers(ctx, scf.SharedCacheFactory(), o.client.Discovery(), c.Informers()); err != nil {
 		return err
 	}

@@ -24,13 +24,19 @@ type ChartRepo struct {
 	mu     sync.Mutex
 }
 
-// StartChartRepo serves charts; add more with Add.
+// StartChartRepo serves charts on a loopback port; add more with Add.
 func StartChartRepo(charts ...*chart.Chart) (*ChartRepo, error) {
+	return StartChartRepoOn("127.0.0.1", charts...)
+}
+
+// StartChartRepoOn serves charts on a free port of host: an address of the host's that a test
+// cluster's pods reach.
+func StartChartRepoOn(host string, charts ...*chart.Chart) (*ChartRepo, error) {
 	dir, err := os.MkdirTemp("", "kube-fip-charts-")
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
