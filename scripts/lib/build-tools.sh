@@ -16,14 +16,15 @@ heartbeat() {
     while sleep 30; do log "still building $what ($((SECONDS - start))s)"; done
 }
 
-# build_tool WHAT DIR PKG LDFLAGS OUT: builds package PKG as the module in DIR pins it, into OUT.
+# build_tool WHAT DIR PKG LDFLAGS OUT: builds package PKG (or several, space-separated, into the
+# directory OUT/) as the module in DIR pins it, into OUT.
 build_tool() {
     local what=$1 dir=$2 pkg=$3 ldflags=$4 out=$5
     log "building $what from the Go module proxy (this takes minutes on 2 cores)"
     heartbeat "$what" &
     local hb=$!
     local start=$SECONDS
-    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" "$pkg"); then
+    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" $pkg); then
         kill "$hb" 2>/dev/null || true
         log "building $what failed"
         return 1

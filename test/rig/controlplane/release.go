@@ -47,11 +47,7 @@ func CacheDir() (string, error) {
 // once. The build's progress goes to stderr. A commit missing from the history, as in a shallow
 // clone, is an error that says how to fetch it.
 func BuildRelease(commit string) (string, error) {
-	root, err := rig.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	full, err := resolveCommit(root, commit)
+	root, full, err := repoCommit(commit)
 	if err != nil {
 		return "", err
 	}
@@ -112,6 +108,16 @@ func BuildRelease(commit string) (string, error) {
 	}
 	logf("built the operator at %s in %s: %s", short, time.Since(start).Round(time.Second), binary)
 	return binary, nil
+}
+
+// repoCommit returns this repository's root and the full hash of commit in it, or an error that
+// says how to get the commit when the history does not have it.
+func repoCommit(commit string) (root, full string, err error) {
+	if root, err = rig.RepoRoot(); err != nil {
+		return "", "", err
+	}
+	full, err = resolveCommit(root, commit)
+	return root, full, err
 }
 
 // resolveCommit returns the full hash of commit in the repository at root, or an error that says

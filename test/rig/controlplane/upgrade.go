@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,11 +30,7 @@ const crdChartTemplates = "charts/kube-fip-operator-crd/templates"
 // ReleaseCRDs returns the kubefip CRDs as the CRD chart of commit shipped them, read from the
 // repository's history: what a cluster running that release has installed.
 func ReleaseCRDs(commit string) ([]*apiextv1.CustomResourceDefinition, error) {
-	root, err := rig.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	full, err := resolveCommit(root, commit)
+	root, full, err := repoCommit(commit)
 	if err != nil {
 		return nil, err
 	}
@@ -159,4 +157,22 @@ func established(def *apiextv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// ReleaseChart loads the chart charts/<name> as it was at commit of this repository's history, as
+// the Git repository served it then.
+func ReleaseChart(commit, name string) (*chart.Chart, error) {
+	root, full, err := repoCommit(commit)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kube-fip-release-chart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := exportCommit(root, full, dir); err != nil {
+		return nil, err
+	}
+	return loader.LoadDir(filepath.Join(dir, "charts", name))
 }

@@ -3,8 +3,10 @@ package guests
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -66,7 +68,8 @@ type proxied struct {
 	token    string
 	user     string
 	mode     ProxyMode
-	guest    *controlplane.Guest
+	name     string
+	config   *rest.Config
 	proxy    *httputil.ReverseProxy
 	rejected atomic.Int64
 }
@@ -83,6 +86,18 @@ func StartClusterProxy() (*ClusterProxy, error) {
 	return p, nil
 }
 
+// StartClusterProxyOn starts a proxy listening on l, serving cert (whose CA, caPEM, the kubeconfigs
+// it writes trust): for pods of a test cluster, which reach the proxy at an address of the host's
+// on the cluster's network rather than on loopback.
+func StartClusterProxyOn(l net.Listener, cert tls.Certificate, caPEM []byte) *ClusterProxy {
+	p := &ClusterProxy{clusters: map[string]*proxied{}, DisconnectDelay: 2 * time.Second, caPEM: caPEM}
+	p.server = &httptest.Server{Listener: l, Config: &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second},
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	p.server.StartTLS()
+	p.URL = "https://" + l.Addr().String()
+	return p
+}
+
 // Close stops the proxy.
 func (p *ClusterProxy) Close() error {
 	p.server.Close()
@@ -95,16 +110,21 @@ func RancherUser(id string) string { return "u-" + strings.TrimPrefix(id, "c-m-"
 // Register makes cluster id reach guest g with token, connected. As Rancher does for the user who
 // created the cluster, the user gets cluster-owner rights in the guest.
 func (p *ClusterProxy) Register(id string, g *controlplane.Guest, token string) error {
-	target, err := url.Parse(g.Config.Host)
+	return p.RegisterConfig(id, g.Name, g.Config, token)
+}
+
+// RegisterConfig is Register for any guest API server an administrator reaches with cfg.
+func (p *ClusterProxy) RegisterConfig(id, name string, cfg *rest.Config, token string) error {
+	target, err := url.Parse(cfg.Host)
 	if err != nil {
 		return err
 	}
-	transport, err := rest.TransportFor(g.Config)
+	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		return err
 	}
 	user := RancherUser(id)
-	if err := grantClusterOwner(g, user); err != nil {
+	if err := grantClusterOwner(name, cfg, user); err != nil {
 		return err
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
@@ -112,12 +132,12 @@ func (p *ClusterProxy) Register(id string, g *controlplane.Guest, token string) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// A registration is a working tunnel: the cluster is connected from now on.
-	p.clusters[id] = &proxied{token: token, user: user, mode: ProxyConnected, guest: g, proxy: rp}
+	p.clusters[id] = &proxied{token: token, user: user, mode: ProxyConnected, name: name, config: cfg, proxy: rp}
 	return nil
 }
 
-func grantClusterOwner(g *controlplane.Guest, user string) error {
-	kube, err := kubernetes.NewForConfig(g.Config)
+func grantClusterOwner(name string, cfg *rest.Config, user string) error {
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -131,7 +151,7 @@ func grantClusterOwner(g *controlplane.Guest, user string) error {
 		},
 	}
 	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the cluster-owner role in guest %s: %w", g.Name, err)
+		return fmt.Errorf("creating the cluster-owner role in guest %s: %w", name, err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterOwnerBinding(user)},
@@ -139,11 +159,11 @@ func grantClusterOwner(g *controlplane.Guest, user string) error {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 	}
 	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("binding %s to cluster-owner in guest %s: %w", user, g.Name, err)
+		return fmt.Errorf("binding %s to cluster-owner in guest %s: %w", user, name, err)
 	}
 	// The API server's authorizer learns of the binding from its informer: wait until it judges by
 	// it, so that a registered cluster is owned from the first request through the proxy.
-	return waitAuthorized(ctx, kube, g.Name, user, true)
+	return waitAuthorized(ctx, kube, name, user, true)
 }
 
 // waitAuthorized waits until the guest's authorizer lets user list ConfigMaps in kube-system (the
@@ -165,10 +185,10 @@ func (p *ClusterProxy) RevokeClusterOwner(id string) error {
 	p.mu.Lock()
 	c, ok := p.clusters[id]
 	p.mu.Unlock()
-	if !ok || c.guest == nil {
+	if !ok || c.config == nil {
 		return fmt.Errorf("cluster %s has no guest", id)
 	}
-	kube, err := kubernetes.NewForConfig(c.guest.Config)
+	kube, err := kubernetes.NewForConfig(c.config)
 	if err != nil {
 		return err
 	}
@@ -177,7 +197,7 @@ func (p *ClusterProxy) RevokeClusterOwner(id string) error {
 	if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, clusterOwnerBinding(c.user), metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	return waitAuthorized(ctx, kube, c.guest.Name, c.user, false)
+	return waitAuthorized(ctx, kube, c.name, c.user, false)
 }
 
 // SetToken replaces the cluster's token: the old one is rejected from now on.

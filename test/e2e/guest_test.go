@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/node"
+)
+
+// guestFIP waits for the guest's FloatingIP, which discovery creates, to hold its address with
+// kube-vip installed and the guest configured, and returns its address.
+func (s *suite) guestFIP(t *testing.T) netip.Addr {
+	t.Helper()
+	var addr netip.Addr
+	rig.Eventually(t, 3*time.Minute, "the guest's FloatingIP Ready, kube-vip installed", func() bool {
+		list, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false
+		}
+		x := &list.Items[0]
+		a, err := netip.ParseAddr(x.Status.IPAddress)
+		if err != nil || !v1.KubevipInstalled.IsTrue(x) || !v1.GuestConfigured.IsTrue(x) {
+			return false
+		}
+		addr = a
+		return true
+	})
+	return addr
+}
+
+// kubevipPod waits for the one Running and Ready pod of kube-vip's DaemonSet in the guest.
+func (s *suite) kubevipPod(t *testing.T, not string) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	rig.Eventually(t, 2*time.Minute, "kube-vip's DaemonSet pod Running and Ready on the guest node", func() bool {
+		list, err := s.guestKube.CoreV1().Pods("kube-system").List(context.Background(),
+			metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + installpolicy.KubevipNameOverride})
+		if err != nil {
+			return false
+		}
+		for _, p := range list.Items {
+			if string(p.UID) != not && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p) {
+				pod = p
+				return true
+			}
+		}
+		return false
+	})
+	return pod
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// onInterface reports whether addr is on the guest node's interface, and the interface's hardware
+// address.
+func (s *suite) onInterface(t *testing.T, addr netip.Addr) (bool, net.HardwareAddr) {
+	t.Helper()
+	var found bool
+	var mac net.HardwareAddr
+	rig.Must(t, node.In(s.guest.NodeNamespace, func() error {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		link, err := h.LinkByName(node.NodeInterface)
+		if err != nil {
+			return err
+		}
+		mac = link.Attrs().HardwareAddr
+		addrs, err := h.AddrList(link, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			found = found || a.IP.Equal(net.IP(addr.AsSlice()))
+		}
+		return nil
+	}))
+	return found, mac
+}
+
+// fromClient asks url from the client machine on the guest node's network, and returns the body
+// and the hardware address the client's neighbour table holds for host.
+func (s *suite) fromClient(t *testing.T, url string, host netip.Addr) (string, net.HardwareAddr, error) {
+	t.Helper()
+	body, err := getIn(s.guest.ClientNamespace, url)
+	if err != nil {
+		return "", nil, err
+	}
+	var mac net.HardwareAddr
+	err = node.In(s.guest.ClientNamespace, func() error {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		neighbours, err := h.NeighList(0, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		for _, n := range neighbours {
+			if n.IP.Equal(net.IP(host.AsSlice())) {
+				mac = n.HardwareAddr
+			}
+		}
+		return nil
+	})
+	return body, mac, err
+}
+
+// TestKubevipServesTheFloatingIP: in the guest, the operator (a pod of the management cluster,
+// reaching the guest through the cluster proxy) installed kube-vip and kube-vip-cloud-provider;
+// the scheduler placed kube-vip's DaemonSet pod on the RKE2-like control-plane node by the chart's
+// own node selector and tolerations; kube-vip, with the pod's host network, holds the FloatingIP
+// on the node's interface; the provider gave a LoadBalancer Service the address; and a client on
+// the node's network reaches the Service through it, its neighbour table holding the node's
+// hardware address. Deleting kube-vip's pod: the DaemonSet brings it back, and the address is
+// served again.
+func TestKubevipServesTheFloatingIP(t *testing.T) {
+	s := current(t)
+	ctx := context.Background()
+	fip := s.guestFIP(t)
+	first := s.kubevipPod(t, "")
+	if first.Spec.NodeName != s.guest.Name || !first.Spec.HostNetwork {
+		t.Errorf("kube-vip's pod runs on %q, hostNetwork %t", first.Spec.NodeName, first.Spec.HostNetwork)
+	}
+	s.echoService(t)
+	rig.Eventually(t, 2*time.Minute, "the LoadBalancer Service given "+fip.String(), func() bool {
+		svc, err := s.guestKube.CoreV1().Services("default").Get(ctx, "echo", metav1.GetOptions{})
+		return err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 && svc.Status.LoadBalancer.Ingress[0].IP == fip.String()
+	})
+	s.servedThrough(t, fip, "kube-vip's first pod")
+
+	rig.Must(t, s.guestKube.CoreV1().Pods("kube-system").Delete(ctx, first.Name, metav1.DeleteOptions{}))
+	second := s.kubevipPod(t, string(first.UID))
+	t.Logf("kube-vip's pod %s replaced by %s", first.Name, second.Name)
+	s.servedThrough(t, fip, "kube-vip's pod the DaemonSet brought back")
+}
+
+// servedThrough waits until fip is on the guest node's interface and the client reaches the echo
+// Service through it over ARP.
+func (s *suite) servedThrough(t *testing.T, fip netip.Addr, who string) {
+	t.Helper()
+	var body string
+	var seen net.HardwareAddr
+	var lastErr error
+	if !rig.Within(90*time.Second, func() bool {
+		if on, _ := s.onInterface(t, fip); !on {
+			lastErr = fmt.Errorf("%s is not on the node's %s", fip, node.NodeInterface)
+			return false
+		}
+		body, seen, lastErr = s.fromClient(t, "http://"+fip.String()+"/", fip)
+		return lastErr == nil && strings.HasPrefix(body, "hello from echo-")
+	}) {
+		t.Fatalf("%s: %s not served to the client within 90s: %v (answer %q)", who, fip, lastErr, body)
+	}
+	_, mac := s.onInterface(t, fip)
+	if seen.String() != mac.String() {
+		t.Errorf("%s: the client's neighbour entry for %s is %s; the node's %s is %s", who, fip, seen, node.NodeInterface, mac)
+	}
+	t.Logf("%s: %s answered %q; %s is at %s (the node's %s)", who, fip, strings.TrimSpace(body), fip, seen, node.NodeInterface)
+}
+
+// echoService runs the echo backend in the guest behind a LoadBalancer Service named echo.
+func (s *suite) echoService(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": "echo"}
+	one := int32(1)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				Containers: []corev1.Container{{Name: "echo", Image: node.EchoImage, ImagePullPolicy: corev1.PullNever,
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}}}}}
+	if _, err := s.guestKube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := s.guestKube.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
