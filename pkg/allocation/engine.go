@@ -42,6 +42,8 @@ type Claimant struct {
 	ipam.Owner
 	// Cluster is the provisioning cluster; empty for a FloatingIP discovery did not create.
 	Cluster v1.ClusterReference
+	// Labels are Cluster's labels, which a range's spec.clusterSelector judges.
+	Labels map[string]string
 }
 
 // engine is the index of allocation objects and one ipam pool per range, kept in step. One mutex
@@ -71,6 +73,10 @@ type engine struct {
 	// changed, when set, hears of every range whose allocations changed; called under mu, so it
 	// must not block or call back.
 	changed func(rangeName string)
+	// freed counts, by space hash, the times an address of one of the space's pools became free
+	// or a pool was built: while a space's count stays the same, a range of it found full stays
+	// full, and selection skips it (Manager.Choose).
+	freed map[string]uint64
 }
 
 type placeholder struct {
@@ -94,7 +100,7 @@ func newEngine(legacySpace func(rangeName string) string) *engine {
 	idx := newAllocIndex()
 	idx.legacySpace = legacySpace
 	return &engine{idx: idx, ranges: map[string]*rangeState{}, byPrefix: prefixSets{},
-		placeholders: map[slot]placeholder{}}
+		placeholders: map[slot]placeholder{}, freed: map[string]uint64{}}
 }
 
 func (g *engine) notifyLocked(rng string) {
@@ -133,7 +139,14 @@ func (g *engine) withdrawLocked(rng string, addr netip.Addr, owner ipam.Owner) {
 		return
 	}
 	delete(g.placeholders, s)
-	st.pool.Unreserve(addr, owner)
+	g.unreserveLocked(st, addr, owner)
+}
+
+// unreserveLocked gives back owner's reservation of addr in st's pool, and counts it as freed.
+func (g *engine) unreserveLocked(st *rangeState, addr netip.Addr, owner ipam.Owner) {
+	if st.pool.Unreserve(addr, owner) {
+		g.freed[st.hash]++
+	}
 }
 
 // unknownHolder stands for the holder of an address whose object this process has not seen: a
@@ -255,6 +268,7 @@ func (g *engine) releaseLocked(e *allocEntry) {
 	for _, st := range g.holdingLocked(e.slot) {
 		if h, ok := st.pool.Holder(e.addr()); ok && h.UID == e.owner.UID {
 			st.pool.Release(e.addr())
+			g.freed[st.hash]++
 		}
 	}
 	g.notifyLocked(e.rng)
@@ -272,7 +286,7 @@ func (g *engine) expirePlaceholders(now time.Time) {
 		}
 		delete(g.placeholders, s)
 		if st := g.ranges[ph.rng]; st != nil && st.pool != nil {
-			st.pool.Unreserve(s.Addr, ph.owner)
+			g.unreserveLocked(st, s.Addr, ph.owner)
 		}
 	}
 }
@@ -322,6 +336,9 @@ type pick struct {
 	addr     netip.Addr
 	done     bool
 	takeBack *allocEntry
+	// pending: addr is a new address counted against the range's limit until its create is
+	// settled.
+	pending bool
 }
 
 // claimLoop claims an address in rng for c by creating its allocation object. want, when valid, is
@@ -348,9 +365,14 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 		}
 		addr := p.addr
 		created, err := w.Create(newAllocation(space, addr, rng, owner))
+		if err == nil {
+			g.apply(created)
+		}
+		if p.pending {
+			g.settle(rng, owner.Namespace)
+		}
 		switch {
 		case err == nil:
-			g.apply(created)
 			return addr, nil
 		case apierrors.IsAlreadyExists(err):
 			holder, known := g.collided(rng, addr, owner)
@@ -442,17 +464,45 @@ func (g *engine) reserve(rng string, c Claimant, want netip.Addr, soft bool) (p 
 			want = netip.Addr{}
 		}
 	}
+	if g.atLimitLocked(rng, st, owner.Namespace) {
+		return pick{}, space, &LimitError{Range: rng, Namespace: owner.Namespace, Limit: st.limit}
+	}
 	if want.IsValid() {
 		err := pool.Reserve(want, owner)
 		if err == nil {
-			return pick{addr: want}, space, nil
+			return g.pendingLocked(st, pick{addr: want}, owner.Namespace), space, nil
 		}
 		if !soft {
 			return pick{}, space, err
 		}
 	}
 	addr, err := pool.ReserveNext(owner)
-	return pick{addr: addr}, space, err
+	if err != nil {
+		return pick{}, space, err
+	}
+	return g.pendingLocked(st, pick{addr: addr}, owner.Namespace), space, nil
+}
+
+// pendingLocked counts p, a new address reserved in st, against the limit of namespace, when st
+// has one, until settle.
+func (g *engine) pendingLocked(st *rangeState, p pick, namespace string) pick {
+	if st.limit > 0 {
+		st.pending[namespace]++
+		p.pending = true
+	}
+	return p
+}
+
+// settle ends what pendingLocked counted for a claim in rng whose create returned: the object, if
+// created, is in the index by now.
+func (g *engine) settle(rng, namespace string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.ranges[rng]; st != nil && st.pending[namespace] > 0 {
+		if st.pending[namespace]--; st.pending[namespace] == 0 {
+			delete(st.pending, namespace)
+		}
+	}
 }
 
 // retainedForLocked returns the address retained in rng for c's cluster that c may take back, or
@@ -500,7 +550,7 @@ func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.O
 	if st == nil || st.pool == nil {
 		return ipam.Owner{}, false
 	}
-	st.pool.Unreserve(addr, owner)
+	g.unreserveLocked(st, addr, owner)
 	s := slot{Addr: addr, Space: st.hash}
 	if e := g.idx.holder(s); e != nil {
 		return e.owner, true

@@ -29,7 +29,7 @@ func (g *engine) unreserve(rng string, addr netip.Addr, owner ipam.Owner) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st := g.ranges[rng]; st != nil && st.pool != nil {
-		st.pool.Unreserve(addr, owner)
+		g.unreserveLocked(st, addr, owner)
 	}
 }
 
@@ -82,6 +82,36 @@ func (g *engine) blockedLocked(r *v1.FloatingIPRange, st *rangeState) bool {
 	}
 	n, _ := g.idx.otherSpaces(r.Name, st.hash)
 	return n > 0
+}
+
+// openFor reads, in one lock section, whether range r can hand a new address to a FloatingIP of
+// namespace now, and if not, the reason: the engine's view blocks it (RangeNotReady), the
+// namespace's FloatingIPs are at its limit (ClusterLimitReached), or no address is free
+// (RangeExhausted). Bounded by one range: the pool finds a free address without a scan.
+func (g *engine) openFor(r *v1.FloatingIPRange, namespace string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.openForLocked(r, namespace)
+}
+
+func (g *engine) openForLocked(r *v1.FloatingIPRange, namespace string) string {
+	st := g.stateLocked(r)
+	switch {
+	case g.blockedLocked(r, st):
+		return v1.ReasonRangeNotReady
+	case g.atLimitLocked(r.Name, st, namespace):
+		return v1.ReasonClusterLimitReached
+	case !st.pool.HasFree():
+		return v1.ReasonRangeExhausted
+	}
+	return ""
+}
+
+// freedIn returns the count of addresses freed in the space hash so far (engine.freed).
+func (g *engine) freedIn(hash string) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.freed[hash]
 }
 
 // claimCheck is what a claim decides before it reserves anything.

@@ -84,6 +84,9 @@ type allocIndex struct {
 	spaces map[string]map[string]*spaceCount
 	// retained counts each range's retained holders.
 	retained map[string]int
+	// perNamespace counts the addresses each range's holders in one namespace (one guest
+	// cluster's FloatingIPs) hold, retained ones aside: what spec.maxAddressesPerCluster caps.
+	perNamespace map[rangeNamespace]int
 	// odd names the objects that do not hold what they seem to: a name that is no address, or a
 	// spec that disagrees with the name. The first are not indexed, the second are (by name).
 	odd map[string]string
@@ -102,8 +105,13 @@ func newAllocIndex() allocIndex {
 		spaces:   map[string]map[string]*spaceCount{},
 		retained: map[string]int{},
 		odd:      map[string]string{},
+
+		perNamespace: map[rangeNamespace]int{},
 	}
 }
+
+// rangeNamespace keys allocIndex.perNamespace.
+type rangeNamespace struct{ rng, namespace string }
 
 // entryOf reads an allocation. A name that is no address gives no entry; a spec that disagrees
 // with the name gives the name's entry and a reason to flag the object.
@@ -271,6 +279,8 @@ func (x *allocIndex) list(e *allocEntry) {
 	}
 	if e.retained != nil {
 		x.retained[e.rng]++
+	} else {
+		x.perNamespace[rangeNamespace{e.rng, e.owner.Namespace}]++
 	}
 }
 
@@ -306,6 +316,11 @@ func (x *allocIndex) unlist(e *allocEntry) {
 	if e.retained != nil {
 		if x.retained[e.rng]--; x.retained[e.rng] <= 0 {
 			delete(x.retained, e.rng)
+		}
+	} else {
+		key := rangeNamespace{e.rng, e.owner.Namespace}
+		if x.perNamespace[key]--; x.perNamespace[key] <= 0 {
+			delete(x.perNamespace, key)
 		}
 	}
 }

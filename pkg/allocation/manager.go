@@ -57,6 +57,8 @@ type Manager struct {
 	// use.
 	ranges    *rangeIndex
 	rangesFed bool
+	// cursors let selection skip the ranges it found full (Choose).
+	cursors *cursors
 }
 
 // NewManager returns a Manager. Register must be called before the caches start.
@@ -64,7 +66,7 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.OrphanGracePeriod <= 0 {
 		o.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
-	m := &Manager{deps: d, opts: o, ranges: newRangeIndex()}
+	m := &Manager{deps: d, opts: o, ranges: newRangeIndex(), cursors: &cursors{at: map[string]cursor{}}}
 	m.g = newEngine(m.spaceOfRange)
 	return m
 }
@@ -156,6 +158,11 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 			}
 			return netip.Addr{}, nil, &NotReadyError{Range: rangeName, Problem: *notReady}
 		}
+		// The selector judges new addresses only: a change of it, or of the cluster's labels,
+		// takes nothing away.
+		if !selectorOf(r).admits(c) {
+			return netip.Addr{}, nil, &NotSelectedError{Range: rangeName, Cluster: c.Cluster}
+		}
 	}
 	start := time.Now()
 	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, soft)
@@ -235,6 +242,10 @@ func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem
 // legacy record's), a pending space change (from v), and overlap with an older range (of v's
 // outline).
 func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
+	if sel := selectorOf(r); sel.err != nil {
+		return &problem.Problem{Reason: v1.ReasonInvalidRange,
+			Message: "spec.clusterSelector is not a label selector: " + redact.Shorten(sel.err.Error(), redact.MaxValue)}
+	}
 	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
 		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
 	}
@@ -248,19 +259,24 @@ func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem
 // nil. It uses the range index the informer feeds, or, without it (a Manager in a unit test), one
 // built from the cache: never under the engine's lock.
 func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.Problem {
-	ranges := m.ranges
-	if !m.rangesFed {
-		others, err := m.deps.Ranges.Cache().List(labels.Everything())
-		if err != nil {
-			return nil
-		}
-		ranges = newRangeIndex()
-		for _, o := range others {
+	ranges := m.rangeIndexNow()
+	ranges.set(r)
+	return overlap(r, ranges.overlapping(r, outline))
+}
+
+// rangeIndexNow is the range index the informer feeds, or, without it (a Manager in a unit test),
+// one built from the cache now.
+func (m *Manager) rangeIndexNow() *rangeIndex {
+	if m.rangesFed {
+		return m.ranges
+	}
+	ranges := newRangeIndex()
+	if all, err := m.deps.Ranges.Cache().List(labels.Everything()); err == nil {
+		for _, o := range all {
 			ranges.set(o)
 		}
 	}
-	ranges.set(r)
-	return overlap(r, ranges.overlapping(r, outline))
+	return ranges
 }
 
 // legacyOrphans are the entries of r's legacy record no allocation object could be made of.
@@ -367,6 +383,18 @@ func (m *Manager) dropRecordKeys(r *v1.FloatingIPRange, keys map[string]types.UI
 		}
 	})
 	return err
+}
+
+// RangesHeldBy returns the ranges uid holds an address in, by name.
+func (m *Manager) RangesHeldBy(uid string) []string {
+	var out []string
+	for _, e := range m.g.ownedIn(uid) {
+		if !slices.Contains(out, e.rng) {
+			out = append(out, e.rng)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // HeldBy returns the addresses uid holds in range rangeName, lowest first.

@@ -26,6 +26,34 @@ func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("FloatingIPRange %s cannot hand out addresses (%s): %s", e.Range, e.Problem.Reason, e.Problem.Message)
 }
 
+// LimitError: a new address of Range would give the FloatingIPs of Namespace more than the range's
+// spec.maxAddressesPerCluster.
+type LimitError struct {
+	Range     string
+	Namespace string
+	Limit     int32
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("the FloatingIPs of guest cluster namespace %s hold %d of FloatingIPRange %s's addresses, its maxAddressesPerCluster",
+		e.Namespace, e.Limit, e.Range)
+}
+
+// NotSelectedError: Range's spec.clusterSelector does not admit the claimant's guest cluster, or
+// the claimant belongs to no provisioning cluster (Cluster empty) that it could admit.
+type NotSelectedError struct {
+	Range   string
+	Cluster v1.ClusterReference
+}
+
+func (e *NotSelectedError) Error() string {
+	if e.Cluster.Name == "" {
+		return fmt.Sprintf("FloatingIPRange %s has a clusterSelector, and the FloatingIP belongs to no Rancher provisioning cluster (no %s annotation) it could select",
+			e.Range, v1.AnnotationProvisioningCluster)
+	}
+	return fmt.Sprintf("the clusterSelector of FloatingIPRange %s does not select guest cluster %s/%s", e.Range, e.Cluster.Namespace, e.Cluster.Name)
+}
+
 // RetainedError reports a request for an address retained for a deleted guest cluster.
 type RetainedError struct {
 	Addr    netip.Addr

@@ -2,9 +2,11 @@ package allocation
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
@@ -19,6 +21,21 @@ type rangeIndex struct {
 	entries map[string]*indexedRange
 	exact   prefixSets
 	under   prefixSets
+	// bySpace lists each space's ranges; orders holds each space's selection order (rangeOrder),
+	// built again only after a range of the space came, went, or changed its spec or deletion
+	// (stale), never for a change of status alone.
+	bySpace map[string][]*indexedRange
+	orders  map[string]*spaceOrder
+	stale   map[string]bool
+	// versions numbers the orders built, so that a selection cursor knows its order.
+	versions uint64
+}
+
+// spaceOrder is one space's ranges in selection order, with their parsed selectors; never changed
+// once built, so callers share it.
+type spaceOrder struct {
+	ranges  []orderedRange
+	version uint64
 }
 
 // indexedRange is what the index keeps of one range.
@@ -30,10 +47,16 @@ type indexedRange struct {
 	// pool is built on first need; nil with poolErr set when the definition is invalid.
 	pool    *ipam.Pool
 	poolErr error
+	// space is the hash of the range's space, under which bySpace lists it; selector is its
+	// clusterSelector, parsed when it changes.
+	space    string
+	selector clusterSelector
+	family   harvester.Family
 }
 
 func newRangeIndex() *rangeIndex {
-	return &rangeIndex{entries: map[string]*indexedRange{}, exact: prefixSets{}, under: prefixSets{}}
+	return &rangeIndex{entries: map[string]*indexedRange{}, exact: prefixSets{}, under: prefixSets{},
+		bySpace: map[string][]*indexedRange{}, orders: map[string]*spaceOrder{}, stale: map[string]bool{}}
 }
 
 // set records r as it is now; an unchanged definition keeps its pool.
@@ -41,12 +64,19 @@ func (x *rangeIndex) set(r *v1.FloatingIPRange) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.entries[r.Name]; e != nil && e.spec == specKey(r) && e.r.UID == r.UID {
+		if e.r.Generation != r.Generation || (e.r.DeletionTimestamp == nil) != (r.DeletionTimestamp == nil) {
+			x.stale[e.space] = true
+		}
+		e.selector = e.selector.update(r.Spec.ClusterSelector)
 		e.r = r
 		return
 	}
 	x.removeLocked(r.Name)
-	e := &indexedRange{r: r, spec: specKey(r)}
+	e := &indexedRange{r: r, spec: specKey(r), space: v1.SpaceOf(r).Hash(), family: harvester.FamilyOfCIDR(r.Spec.IPRange)}
+	e.selector = e.selector.update(r.Spec.ClusterSelector)
 	x.entries[r.Name] = e
+	x.bySpace[e.space] = append(x.bySpace[e.space], e)
+	x.stale[e.space] = true
 	p, err := netip.ParsePrefix(r.Spec.IPRange)
 	if err != nil {
 		return // an invalid range overlaps nothing; its own status says why
@@ -76,6 +106,14 @@ func (x *rangeIndex) removeLocked(name string) {
 		return
 	}
 	delete(x.entries, name)
+	if others := slices.DeleteFunc(x.bySpace[e.space], func(o *indexedRange) bool { return o == e }); len(others) == 0 {
+		delete(x.bySpace, e.space)
+		delete(x.orders, e.space)
+		delete(x.stale, e.space)
+	} else {
+		x.bySpace[e.space] = others
+		x.stale[e.space] = true
+	}
 	if !e.listed {
 		return
 	}
@@ -129,4 +167,24 @@ func (x *rangeIndex) size() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.entries)
+}
+
+// order returns the selection order of the space hash, built again if a range of it changed.
+func (x *rangeIndex) order(space string) *spaceOrder {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if o := x.orders[space]; o != nil && !x.stale[space] {
+		return o
+	}
+	entries := x.bySpace[space]
+	o := &spaceOrder{ranges: make([]orderedRange, 0, len(entries))}
+	for _, e := range entries {
+		o.ranges = append(o.ranges, orderedRange{r: e.r, selector: e.selector, family: e.family})
+	}
+	slices.SortFunc(o.ranges, func(a, b orderedRange) int { return rangeOrder(a.r, b.r) })
+	x.versions++
+	o.version = x.versions
+	x.orders[space] = o
+	delete(x.stale, space)
+	return o
 }

@@ -30,6 +30,13 @@ type rangeState struct {
 	// exclude), with why and the space they are held in. They stay held; the range says so and
 	// hands out nothing new.
 	orphans map[netip.Addr]orphanNote
+	// obj is the range object last read.
+	obj *v1.FloatingIPRange
+	// limit is the range's spec.maxAddressesPerCluster as last read (0: none); pending counts,
+	// by namespace, the new addresses reserved by claims that have not created their objects yet,
+	// so that two workers of one guest cluster's FloatingIPs cannot both pass the limit.
+	limit   int32
+	pending map[string]int
 }
 
 // orphanNote is why a range's allocation is an orphan, and the space of its slot, under which the
@@ -48,12 +55,27 @@ func specKey(r *v1.FloatingIPRange) string {
 // definition changed. Allocation events never rebuild it: the engine applies them incrementally.
 // A rebuild, under the caller's lock section, costs the allocations of r's own space (buildLocked).
 func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
-	if st := g.ranges[r.Name]; st != nil && st.uid == r.UID && st.spec == specKey(r) {
+	st := g.ranges[r.Name]
+	if st != nil && st.obj == r {
+		// The very object read last time: informer objects never change, so neither did
+		// its definition. Selection reads every range of a space this way, without the cost
+		// of specKey.
 		return st
 	}
-	st := g.buildLocked(r.Name, v1.SpaceOf(r), r.Spec.IPRange, r.Spec.Exclude)
-	st.uid, st.spec = r.UID, specKey(r)
+	if st == nil || st.uid != r.UID || st.spec != specKey(r) {
+		st = g.buildLocked(r.Name, v1.SpaceOf(r), r.Spec.IPRange, r.Spec.Exclude)
+		st.uid, st.spec = r.UID, specKey(r)
+		// A new pool may have room a space's selection found none in before.
+		g.freed[st.hash]++
+	}
+	st.obj, st.limit = r, r.Spec.MaxAddressesPerCluster
 	return st
+}
+
+// atLimitLocked reports whether the FloatingIPs of namespace hold, or are about to hold, as many
+// of st's addresses as its limit allows.
+func (g *engine) atLimitLocked(rng string, st *rangeState, namespace string) bool {
+	return st.limit > 0 && g.idx.perNamespace[rangeNamespace{rng, namespace}]+st.pending[namespace] >= int(st.limit)
 }
 
 // buildLocked builds the state of range name from its definition and the index: the range's own
@@ -61,7 +83,7 @@ func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 // hand out are held as foreign, so that no worker here tries them.
 func (g *engine) buildLocked(name string, space v1.AddressSpace, cidr string, exclude []string) *rangeState {
 	g.unlistLocked(name)
-	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]orphanNote{}}
+	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]orphanNote{}, pending: map[string]int{}}
 	g.ranges[name] = st
 	p, err := ipam.NewPool(cidr, exclude)
 	if err != nil {

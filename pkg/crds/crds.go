@@ -6,6 +6,7 @@ package crds
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,11 +80,17 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 						Description: "Addresses still free to hand out (empty when too many to count here: see Exact-Available)"},
 					{Name: "Used%", Type: "integer", JSONPath: ".status.usedPercent",
 						Description: "Share of the pool held or retained, in whole percent rounded down"},
+					{Name: "Priority", Type: "integer", JSONPath: ".spec.priority",
+						Description: "Selection order among the ranges of one network: the higher first, then by name (empty is 0)"},
 					{Name: "Ready", Type: "string", JSONPath: readyColumn, Description: "Whether the pool is valid and hands out addresses"},
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Description: "Time since the range was created"},
 				},
 			}.WithSchemaFromStruct(v1.FloatingIPRange{}),
 			wide: []apiextv1.CustomResourceColumnDefinition{
+				{Name: "Per-Cluster", Type: "integer", JSONPath: ".spec.maxAddressesPerCluster", Priority: 1,
+					Description: "Most addresses of the range one guest cluster may hold (empty: no limit)"},
+				{Name: "Selector", Type: "string", JSONPath: ".spec.clusterSelector", Priority: 1,
+					Description: "Labels of the Rancher provisioning clusters the range is for (empty: every cluster)"},
 				{Name: "Retained", Type: "integer", JSONPath: ".status.retained", Priority: 1,
 					Description: "Addresses kept for deleted guest clusters until they return or retention ends"},
 				{Name: "Exact-Capacity", Type: "string", JSONPath: ".status.capacity", Priority: 1,
@@ -211,8 +218,44 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	}}
 	exclude.Items.Schema = &items
 	spec.Properties["exclude"] = exclude
+
+	// Both are int32 in the Go type: a larger number would pass an integer schema and then fail
+	// to decode, keeping the whole list from the operator's cache.
+	limit := spec.Properties["maxAddressesPerCluster"]
+	limit.Format, limit.Minimum, limit.Maximum = "int32", float64Ptr(0), float64Ptr(math.MaxInt32)
+	spec.Properties["maxAddressesPerCluster"] = limit
+	priority := spec.Properties["priority"]
+	priority.Format, priority.Minimum, priority.Maximum = "int32", float64Ptr(math.MinInt32), float64Ptr(math.MaxInt32)
+	spec.Properties["priority"] = priority
+	spec.Properties["clusterSelector"] = labelSelectorSchema(spec.Properties["clusterSelector"])
 	root.Properties["spec"] = spec
 }
+
+// labelSelectorSchema bounds a label selector and names its operators, as Kubernetes' own
+// validation does, so that a mistyped operator is refused at the door rather than shown as an
+// invalid range.
+func labelSelectorSchema(sel apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps {
+	matchLabels := sel.Properties["matchLabels"]
+	matchLabels.MaxProperties = int64Ptr(32)
+	sel.Properties["matchLabels"] = matchLabels
+	exprs := sel.Properties["matchExpressions"]
+	exprs.MaxItems = int64Ptr(32)
+	item := *exprs.Items.Schema
+	op := item.Properties["operator"]
+	op.Enum = nil
+	for _, o := range []string{"In", "NotIn", "Exists", "DoesNotExist"} {
+		op.Enum = append(op.Enum, apiextv1.JSON{Raw: []byte(`"` + o + `"`)})
+	}
+	item.Properties["operator"] = op
+	values := item.Properties["values"]
+	values.MaxItems = int64Ptr(64)
+	item.Properties["values"] = values
+	exprs.Items.Schema = &item
+	sel.Properties["matchExpressions"] = exprs
+	return sel
+}
+
+func float64Ptr(f float64) *float64 { return &f }
 
 // floatingIPValidation: spec.ipaddress, when given, must be a single IPv4 or IPv6 address.
 func floatingIPValidation(root *apiextv1.JSONSchemaProps) {

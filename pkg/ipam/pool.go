@@ -145,6 +145,12 @@ func (p *Pool) take(addr netip.Addr, owner Owner, tentative bool) error {
 	return nil
 }
 
+// HasFree reports whether the pool has an address nobody holds or reserves.
+func (p *Pool) HasFree() bool {
+	_, ok := p.free.lowest()
+	return ok
+}
+
 // nextFree returns the lowest free address without holding it.
 func (p *Pool) nextFree() (netip.Addr, error) {
 	a, ok := p.free.lowest()

@@ -21,10 +21,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
 // TestChartRepositoryOverHTTP packages both charts at release 1.2.3 as make package-helm does
@@ -172,6 +174,14 @@ func startChartGuest(t *testing.T, name string) *controlplane.Guest {
 		if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Rancher's CRDs, which the operator watches and the chart's install check looks for.
+	crds, err := rancher.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(guest.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		t.Fatalf("installing Rancher's CRDs: %v", err)
 	}
 	return guest
 }

@@ -18,14 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
@@ -59,16 +57,10 @@ func uninstallFIPs() map[string]string {
 	return map[string]string{"c-m-chartun1/one-kubevip": "10.77.0.9", "c-m-chartun2/two-kubevip": ""}
 }
 
-// newUninstallWorld gives the API server Rancher's CRDs, which the operator watches.
+// newUninstallWorld is the world of an uninstall test on a cluster startChartGuest started, which
+// has Rancher's CRDs.
 func newUninstallWorld(t *testing.T, helm *helmCluster, admin *rest.Config) *uninstallWorld {
 	t.Helper()
-	crds, err := rancher.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(admin, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-		t.Fatalf("installing Rancher's CRDs: %v", err)
-	}
 	f, err := kubefip.NewFactoryFromConfig(admin)
 	if err != nil {
 		t.Fatal(err)

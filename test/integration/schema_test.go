@@ -125,8 +125,8 @@ func expectInvalid(t *testing.T, err error, field string) {
 // checks its columns: those kubectl shows by default, and those it adds with -o wide.
 func TestPrinterColumns(t *testing.T) {
 	for resource, want := range map[string]struct{ columns, wide []string }{
-		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Ready", "Age"},
-			wide: []string{"Retained", "Exact-Capacity", "Exact-Available"}},
+		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Priority", "Ready", "Age"},
+			wide: []string{"Per-Cluster", "Selector", "Retained", "Exact-Capacity", "Exact-Available"}},
 		"floatingips": {columns: []string{"Name", "IP", "Range", "Cluster", "Guest", "Ready", "Age"}, wide: []string{"Guest-Addresses"}},
 		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
 			wide: []string{"Owner-Namespace"}},

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -39,6 +41,8 @@ type resolvedCluster struct {
 	selection harvester.Selection
 	// ranges are the ranges the selection was made from.
 	ranges []harvester.Range
+	// passed says, by range chosen, why the ranges before it in selection order were passed over.
+	passed map[string]string
 }
 
 // newFloatingIP is a FloatingIP discovery is to create: its name and range, and whether it is one
@@ -156,6 +160,15 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 			continue
 		}
 		rng, ok := harvester.SelectFamilyRange(p.ranges, p.harvester, p.network.Network, f)
+		if ok {
+			chosen, refused := h.choose(c, p, f)
+			if refused != nil {
+				h.report(key, c, refused)
+				done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange that selects the cluster (%s)", f, v1.ReasonClusterNotSelected))
+				continue
+			}
+			rng = chosen
+		}
 		if !ok {
 			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
 			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
@@ -265,7 +278,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	if !ok {
 		return nil, nil
 	}
-	p := &resolvedCluster{namespace: c.Status.ClusterName}
+	p := &resolvedCluster{namespace: c.Status.ClusterName, passed: map[string]string{}}
 	ns, err := h.c.Namespaces.Cache().Get(p.namespace)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -302,7 +315,44 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 		h.report(key, c, note)
 	}
 	p.selection, p.ranges = sel, ranges
+	if sel.NetworkMatched {
+		rng, refused := h.choose(c, p, 0)
+		if refused != nil {
+			return nil, refused
+		}
+		p.selection.Range = rng
+	}
 	return p, nil
+}
+
+// choose picks, among the ranges of p's Harvester cluster that name its network (of family f when
+// set), the range of the cluster's new FloatingIP: the first in selection order with room for it,
+// else the first that selects the cluster, where the FloatingIP waits and from which it moves on
+// once another range has room. No range selecting the cluster is a problem; the waiter on the
+// Harvester cluster's ranges, or a change of the cluster's labels, brings the cluster back.
+func (h *handler) choose(c *provv1.Cluster, p *resolvedCluster, f harvester.Family) (string, *problem.Problem) {
+	n := p.network.Network
+	spaces := []v1.AddressSpace{{HarvesterClusterName: p.harvester, HarvesterNetworkName: n.Name}}
+	if n.Namespace != "" {
+		spaces = append(spaces, v1.AddressSpace{HarvesterClusterName: p.harvester, HarvesterNetworkName: n.String()})
+	}
+	choice := h.c.Alloc.Choose(allocation.Want{Spaces: spaces, Family: f, Claimant: allocation.Claimant{
+		Owner:   ipam.Owner{Namespace: p.namespace},
+		Cluster: v1.ClusterReference{Namespace: c.Namespace, Name: c.Name},
+		Labels:  c.Labels,
+	}})
+	switch {
+	case choice.Range != "":
+		if why := choice.Why(); why != "" {
+			p.passed[choice.Range] = why
+		}
+		return choice.Range, nil
+	case choice.First != "":
+		return choice.First, nil
+	}
+	return "", problem.New(v1.ReasonClusterNotSelected,
+		"no FloatingIPRange of Harvester cluster %s annotated harvesterNetworkName=%s selects the cluster: %s; the FloatingIP is created as soon as one does",
+		redact.Shorten(p.harvester, harvester.MaxQuoted), redact.Shorten(n.String(), harvester.MaxQuoted), allocation.Why(choice.Passed))
 }
 
 // rangeInfos lists the ranges that can take new FloatingIPs.
@@ -371,6 +421,9 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		if r.Range == rangeName && r.Addr == proposal {
 			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
 		}
+	}
+	if why := p.passed[rangeName]; why != "" {
+		msg += "; the ranges before it in selection order were passed over: " + why
 	}
 	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)

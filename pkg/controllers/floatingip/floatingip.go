@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -66,6 +68,11 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	// A management cluster arriving makes its namespace a guest cluster's: its FloatingIPs are
 	// judged again.
 	c.Management.OnChange(ctx, HandlerName, h.OnManagementClusterChange)
+	if c.Clusters != nil {
+		// A change of a provisioning cluster's labels may let a range's clusterSelector admit
+		// its waiting FloatingIPs.
+		c.Clusters.OnChange(ctx, HandlerName, h.OnProvisioningClusterChange)
+	}
 	return nil
 }
 
@@ -120,11 +127,36 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if proposed(f, want) {
 		claim = h.alloc.ClaimProposed
 	}
-	addr, others, err := claim(h.ctx, rangeName, allocation.ClaimantOf(f), want)
+	claimant := h.claimant(f)
+	var addr netip.Addr
+	var others []netip.Addr
+	var err error
+	// Refused for want of room (or by the range's selector or cap), a guest cluster's FloatingIP
+	// moves on to the next range of its network in selection order, at most maxMoves times a pass.
+	movedWhy, refusedWhy := "", ""
+	for moves := 0; ; moves++ {
+		addr, others, err = claim(h.ctx, rangeName, claimant, want)
+		if err == nil || moves == maxMoves {
+			break
+		}
+		next, why, ok := h.nextRange(f, rangeName, claimant, want, err)
+		if !ok {
+			refusedWhy = why
+			break
+		}
+		updated, merr := h.move(f, next, why)
+		if merr != nil {
+			return f, merr
+		}
+		f, rangeName, movedWhy = updated, next, why
+	}
 	if err != nil {
 		reason, msg, retry := explain(err, rangeName, want)
 		if reason == "" {
 			return f, err
+		}
+		if refusedWhy != "" {
+			msg += "; no range of its network in selection order has room for the cluster: " + refusedWhy
 		}
 		if reason == v1.ReasonIPConflict && !conditionIs(f.Status.Conditions, v1.Allocated, reason, msg) {
 			h.metrics.AllocationConflicts.WithLabelValues(rangeName).Inc()
@@ -153,6 +185,13 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	}
 
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
+	switch c, ok := v1.GetCondition(f.Status.Conditions, v1.Allocated); {
+	case movedWhy != "":
+		msg += ", " + movedWhy
+	case ok && c.Status == corev1.ConditionTrue && out.addr == addr.String() && out.rng == rangeName && strings.HasPrefix(c.Message, msg):
+		// Where the address came from, said when it moved here, stays said.
+		msg = c.Message
+	}
 	if out.addr != addr.String() || out.rng != rangeName {
 		h.recorder.Event(f, v1.EventType(v1.ReasonAllocated), v1.ReasonAllocated, msg)
 	}
@@ -165,11 +204,19 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	}
 
 	// The FloatingIP shows its new address: only now let go of anything held before — the old
-	// address after a change, one in the old range after a move, or another replica's extra claim.
-	// The object is read afresh first: a cache that lags a change made meanwhile must not release
-	// the address the change asked for.
-	moved := oldRange != "" && oldRange != rangeName
-	if !moved && len(others) == 0 {
+	// address after a change, one in the old range after a move, or another replica's extra claim,
+	// in this range or in one it moved away from. The object is read afresh first: a cache that
+	// lags a change made meanwhile must not release the address the change asked for.
+	var elsewhere []string
+	if oldRange != "" && oldRange != rangeName {
+		elsewhere = append(elsewhere, oldRange) // its legacy record entries too
+	}
+	for _, r := range h.alloc.RangesHeldBy(string(f.UID)) {
+		if r != rangeName && !slices.Contains(elsewhere, r) {
+			elsewhere = append(elsewhere, r)
+		}
+	}
+	if len(elsewhere) == 0 && len(others) == 0 {
 		return updated, nil
 	}
 	live, err := h.fips.Get(f.Namespace, f.Name, metav1.GetOptions{})
@@ -181,8 +228,8 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		h.fips.Enqueue(f.Namespace, f.Name)
 		return updated, nil
 	}
-	if moved {
-		if _, err := h.release(f, oldRange); err != nil {
+	for _, r := range elsewhere {
+		if _, err := h.release(f, r); err != nil {
 			return updated, err
 		}
 	}

@@ -19,7 +19,14 @@ func explain(err error, rangeName string, want netip.Addr) (reason, msg string, 
 	var taken *ipam.TakenError
 	var notReady *allocation.NotReadyError
 	var retained *allocation.RetainedError
+	var limit *allocation.LimitError
+	var notSelected *allocation.NotSelectedError
 	switch {
+	case errors.As(err, &limit):
+		return v1.ReasonClusterLimitReached, fmt.Sprintf("the guest cluster's FloatingIPs in namespace %s hold %d addresses of FloatingIPRange %s, its spec.maxAddressesPerCluster; one is allocated here once one of them is released",
+			limit.Namespace, limit.Limit, rangeName), nil
+	case errors.As(err, &notSelected):
+		return v1.ReasonClusterNotSelected, notSelected.Error() + "; the address is allocated once the cluster's labels or the selector change", nil
 	case errors.As(err, &retained):
 		return v1.ReasonIPRetained, fmt.Sprintf("%s is retained in FloatingIPRange %s for guest cluster %s/%s, deleted, until %s; it is allocated here once released, or at once if FloatingIPAllocation %s is deleted",
 			want, rangeName, retained.Cluster.Namespace, retained.Cluster.Name, retained.Until.UTC().Format(time.RFC3339), retained.Allocation), nil

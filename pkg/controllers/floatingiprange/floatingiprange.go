@@ -32,8 +32,14 @@ import (
 // v1.RangeFinalizer on every range. It never changes.
 const HandlerName = "kube-fip-floatingiprange"
 
-// ByRangeIndex indexes FloatingIPs by the range their fiprange annotation names.
-const ByRangeIndex = "kubefip.k8s.binbash.org/floatingip-by-range"
+// WaitingByRangeIndex indexes the FloatingIPs waiting for an address by the range their fiprange
+// annotation names: those refused an address there, or holding theirs in another range. A new
+// FloatingIP, not judged yet, is in the queue already and not indexed.
+const WaitingByRangeIndex = "kubefip.k8s.binbash.org/waiting-floatingip-by-range"
+
+// BySpaceIndex indexes FloatingIPRanges by the hash of their address space: the ranges of one
+// Harvester cluster's VM network, among which a guest cluster's FloatingIP moves.
+const BySpaceIndex = "kubefip.k8s.binbash.org/range-by-space"
 
 type handler struct {
 	ctx      context.Context
@@ -42,6 +48,8 @@ type handler struct {
 	alloc    *allocation.Manager
 	metrics  *metrics.Metrics
 	recorder record.EventRecorder
+	// selectors judges the ranges' clusterSelectors against Rancher's provisioning clusters.
+	selectors *selectors
 
 	mu sync.Mutex
 	// labels are the metric labels each range was last exported with, so that a change of CIDR or
@@ -63,16 +71,23 @@ const StatusInterval = time.Second
 // Register registers the range handlers and the index the FloatingIP side relies on.
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, ranges: c.Ranges, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder,
-		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{}}
-	c.FloatingIPs.Cache().AddIndexer(ByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
-		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" {
+		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{},
+		selectors: &selectors{clusters: c.Clusters, fleet: c.FleetNamespace, seen: map[string]string{}}}
+	c.FloatingIPs.Cache().AddIndexer(WaitingByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
+		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" && waiting(f, name) {
 			return []string{name}, nil
 		}
 		return nil, nil
 	})
+	c.Ranges.Cache().AddIndexer(BySpaceIndex, func(r *v1.FloatingIPRange) ([]string, error) {
+		return []string{v1.SpaceOf(r).Hash()}, nil
+	})
 	c.Alloc.OnRangeChanged(h.allocationsChanged)
 	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	c.Ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
+	if c.Clusters != nil {
+		c.Clusters.OnChange(ctx, HandlerName, h.OnClusterChange)
+	}
 	return nil
 }
 
@@ -105,9 +120,13 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	}
 	h.passStarts(r.Name)
 	// Whatever changed in the range — an address freed, the range created or edited — the
-	// FloatingIPs waiting for one of its addresses try again.
-	h.wakeWaiters(r.Name)
+	// FloatingIPs waiting for an address of its network try again: those of the range, and those
+	// of the other ranges of its space, which may move here.
+	h.wakeWaiters(r)
 	sum := h.alloc.Summarize(r)
+	if p := h.selectors.noneSelected(r); p != nil {
+		sum.Warnings = append(sum.Warnings, *p)
+	}
 	v := verdict{sum: sum, generation: r.Generation}
 	want := r.Status.DeepCopy()
 	readyChanged, warningChanged := v.apply(want)
@@ -224,20 +243,36 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	return r, nil
 }
 
-// wakeWaiters enqueues the FloatingIPs of range name that were refused an address there, or hold
-// theirs in another range. A new FloatingIP, not judged yet, is in the queue already: waking it
-// again would only run it on a cache that may not show its first pass's writes yet.
-func (h *handler) wakeWaiters(name string) {
-	fips, err := h.fips.Cache().GetByIndex(ByRangeIndex, name)
-	if err != nil {
-		return
-	}
-	for _, f := range fips {
-		c, judged := v1.GetCondition(f.Status.Conditions, v1.Allocated)
-		if f.DeletionTimestamp == nil && judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name) {
-			h.fips.Enqueue(f.Namespace, f.Name)
+// wakeWaiters enqueues the FloatingIPs waiting for an address of r's space: those of r and of the
+// other ranges of its Harvester cluster's VM network. Only waiting FloatingIPs are indexed, so a
+// pass costs the waiters, not every FloatingIP of the space.
+func (h *handler) wakeWaiters(r *v1.FloatingIPRange) {
+	names := []string{r.Name}
+	if siblings, err := h.ranges.Cache().GetByIndex(BySpaceIndex, v1.SpaceOf(r).Hash()); err == nil {
+		for _, o := range siblings {
+			if o.Name != r.Name {
+				names = append(names, o.Name)
+			}
 		}
 	}
+	for _, name := range names {
+		fips, err := h.fips.Cache().GetByIndex(WaitingByRangeIndex, name)
+		if err != nil {
+			continue
+		}
+		for _, f := range fips {
+			if f.DeletionTimestamp == nil {
+				h.fips.Enqueue(f.Namespace, f.Name)
+			}
+		}
+	}
+}
+
+// waiting tells whether f waits for an address of range name: judged, and refused an address
+// there or holding one in another range.
+func waiting(f *v1.FloatingIP, name string) bool {
+	c, judged := v1.GetCondition(f.Status.Conditions, v1.Allocated)
+	return judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name)
 }
 
 func (h *handler) enqueueOtherRanges(name string) {

@@ -62,6 +62,17 @@ const (
 	// ReasonAllocationFailed: claiming, recording or releasing the address failed for a reason
 	// outside the FloatingIP (the API server, a webhook, a timeout); it is retried with backoff.
 	ReasonAllocationFailed = "AllocationFailed"
+	// ReasonClusterLimitReached: the guest cluster's FloatingIPs hold as many of the range's
+	// addresses as its spec.maxAddressesPerCluster allows, and no other range in selection order
+	// has room for the cluster.
+	ReasonClusterLimitReached = "ClusterLimitReached"
+	// ReasonClusterNotSelected: the range's spec.clusterSelector does not admit the FloatingIP's
+	// guest cluster, and no other range in selection order does and has room; or, for discovery,
+	// no range of the cluster's Harvester cluster and network admits it.
+	ReasonClusterNotSelected = "ClusterNotSelected"
+	// ReasonRangeChanged: the FloatingIP, refused an address by its range, moved to the next range
+	// in selection order that has room (Event).
+	ReasonRangeChanged = "RangeChanged"
 )
 
 // Reasons of a FloatingIP's GuestConfigured and KubevipInstalled conditions and of the guest
@@ -175,6 +186,9 @@ const (
 	// ReasonNoCapacity: the excludes (or a prefix with only reserved addresses) leave nothing to
 	// hand out (Warning).
 	ReasonNoCapacity = "NoCapacity"
+	// ReasonNoClusterSelected: spec.clusterSelector matches none of Rancher's provisioning
+	// clusters, so the range hands out nothing for now (Warning).
+	ReasonNoClusterSelected = "NoClusterSelected"
 )
 
 // Reasons of the Events discovery records on a Rancher provisioning cluster
@@ -263,6 +277,9 @@ func classified() map[string]Class {
 		ReasonInvalidAddress:      Failure,
 		ReasonNamespaceNotAllowed: Failure,
 		ReasonAllocationFailed:    Failure,
+		ReasonClusterLimitReached: Failure,
+		ReasonClusterNotSelected:  Failure,
+		ReasonRangeChanged:        Done,
 
 		// Guest cluster operations (pkg/controllers/guestcluster).
 		ReasonConfigured:            Done,
@@ -309,6 +326,7 @@ func classified() map[string]Class {
 		ReasonSpaceChangePending:  Progress, // the same, before it moves to its new address space
 		ReasonWholeAddressSpace:   Notice,
 		ReasonNoCapacity:          Notice,
+		ReasonNoClusterSelected:   Notice,
 		ReasonInvalidRange:        Failure,
 		ReasonOverlap:             Failure,
 		ReasonOrphanedAllocations: Failure,

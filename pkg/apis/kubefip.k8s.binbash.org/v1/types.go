@@ -132,6 +132,29 @@ type FloatingIPRangeSpec struct {
 	// Rancher management cluster may always; one anywhere else gets no address unless its range
 	// lists its namespace here.
 	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+	// Priority orders the ranges a guest cluster's address may come from: those of its Harvester
+	// cluster and VM network (for the second address of a dual-stack cluster, of that family)
+	// whose clusterSelector admits it. The higher priority comes first, ranges of equal priority
+	// by name; a range without one has priority 0, so a negative priority makes a fallback range,
+	// used once the others are full. The first range in this order with a free address gives the
+	// address, and a FloatingIP waiting in RangeExhausted moves on to the next range with room as
+	// soon as there is one. A change of priority affects new allocations and waiting FloatingIPs
+	// only: no held address moves.
+	Priority int32 `json:"priority,omitempty"`
+	// ClusterSelector limits the range to the guest clusters whose Rancher provisioning cluster
+	// (clusters.provisioning.cattle.io, in fleet-default) has labels it matches: the Labels of
+	// Rancher's cluster form. Without it every guest cluster of the range's Harvester cluster and
+	// network may take its addresses; an empty selector ({}) admits every guest cluster too, and
+	// no FloatingIP made by hand outside a guest cluster. A selector that no cluster matches hands
+	// out nothing, and the range's Warning condition says so. A FloatingIP that holds an address
+	// here keeps it when the selector or the cluster's labels change: only new allocations are
+	// judged.
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// MaxAddressesPerCluster caps how many of the range's addresses the FloatingIPs of one guest
+	// cluster (one c-m- namespace) may hold; 0 or unset, no cap. A FloatingIP the cap refuses
+	// moves to the next range in selection order with room, or waits with the reason
+	// ClusterLimitReached. Lowering the cap takes no held address away.
+	MaxAddressesPerCluster int32 `json:"maxAddressesPerCluster,omitempty"`
 }
 
 // FloatingIPRangeStatus is the record of the pool's allocations and its counts.

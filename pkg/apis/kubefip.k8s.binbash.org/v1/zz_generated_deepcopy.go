@@ -23,6 +23,7 @@ package v1
 
 import (
 	genericcondition "github.com/rancher/wrangler/v2/pkg/genericcondition"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -291,6 +292,11 @@ func (in *FloatingIPRangeSpec) DeepCopyInto(out *FloatingIPRangeSpec) {
 		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
 		*out = make([]string, len(*in))
 		copy(*out, *in)
+	}
+	if in.ClusterSelector != nil {
+		in, out := &in.ClusterSelector, &out.ClusterSelector
+		*out = new(metav1.LabelSelector)
+		(*in).DeepCopyInto(*out)
 	}
 	return
 }

@@ -87,11 +87,14 @@ func (FloatingIPRange) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIPRangeSpec and its fields.
 func (FloatingIPRangeSpec) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":                  "FloatingIPRangeSpec describes the pool.",
-		"iprange":           "IPRange is the pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64. The IPv4 network and broadcast addresses and the IPv6 subnet-router anycast address are never handed out.",
-		"exclude":           "Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) inside the pool that are never handed out.",
-		"region":            "Region is unused: the operator neither reads nor writes it. It is kept for compatibility with the original kube-fip-operator's CRD, so that ranges created for it keep the value.",
-		"allowedNamespaces": "AllowedNamespaces lists namespaces, other than those of Rancher guest clusters, whose FloatingIPs may take addresses from this range. A FloatingIP in a c-m-* namespace of a Rancher management cluster may always; one anywhere else gets no address unless its range lists its namespace here.",
+		"":                       "FloatingIPRangeSpec describes the pool.",
+		"iprange":                "IPRange is the pool as an IPv4 or IPv6 CIDR, for example 10.135.10.192/26 or fd00:10::/64. The IPv4 network and broadcast addresses and the IPv6 subnet-router anycast address are never handed out.",
+		"exclude":                "Exclude lists addresses (10.0.0.5), CIDRs (10.0.0.8/30) or inclusive ranges (10.0.0.20-10.0.0.29) inside the pool that are never handed out.",
+		"region":                 "Region is unused: the operator neither reads nor writes it. It is kept for compatibility with the original kube-fip-operator's CRD, so that ranges created for it keep the value.",
+		"allowedNamespaces":      "AllowedNamespaces lists namespaces, other than those of Rancher guest clusters, whose FloatingIPs may take addresses from this range. A FloatingIP in a c-m-* namespace of a Rancher management cluster may always; one anywhere else gets no address unless its range lists its namespace here.",
+		"priority":               "Priority orders the ranges a guest cluster's address may come from: those of its Harvester cluster and VM network (for the second address of a dual-stack cluster, of that family) whose clusterSelector admits it. The higher priority comes first, ranges of equal priority by name; a range without one has priority 0, so a negative priority makes a fallback range, used once the others are full. The first range in this order with a free address gives the address, and a FloatingIP waiting in RangeExhausted moves on to the next range with room as soon as there is one. A change of priority affects new allocations and waiting FloatingIPs only: no held address moves.",
+		"clusterSelector":        "ClusterSelector limits the range to the guest clusters whose Rancher provisioning cluster (clusters.provisioning.cattle.io, in fleet-default) has labels it matches: the Labels of Rancher's cluster form. Without it every guest cluster of the range's Harvester cluster and network may take its addresses; an empty selector ({}) admits every guest cluster too, and no FloatingIP made by hand outside a guest cluster. A selector that no cluster matches hands out nothing, and the range's Warning condition says so. A FloatingIP that holds an address here keeps it when the selector or the cluster's labels change: only new allocations are judged.",
+		"maxAddressesPerCluster": "MaxAddressesPerCluster caps how many of the range's addresses the FloatingIPs of one guest cluster (one c-m- namespace) may hold; 0 or unset, no cap. A FloatingIP the cap refuses moves to the next range in selection order with room, or waits with the reason ClusterLimitReached. Lowering the cap takes no held address away.",
 	}
 }
 
