@@ -89,7 +89,7 @@ func List() ([]*apiextv1.CustomResourceDefinition, error) {
 			wide: []apiextv1.CustomResourceColumnDefinition{
 				{Name: "Per-Cluster", Type: "integer", JSONPath: ".spec.maxAddressesPerCluster", Priority: 1,
 					Description: "Most addresses of the range one guest cluster may hold (empty: no limit)"},
-				{Name: "Selector", Type: "string", JSONPath: ".spec.clusterSelector", Priority: 1,
+				{Name: "Selector", Type: "string", JSONPath: ".status.clusterSelector", Priority: 1,
 					Description: "Labels of the Rancher provisioning clusters the range is for (empty: every cluster)"},
 				{Name: "Retained", Type: "integer", JSONPath: ".status.retained", Priority: 1,
 					Description: "Addresses kept for deleted guest clusters until they return or retention ends"},

@@ -127,7 +127,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if p := h.selectors.noneSelected(r); p != nil {
 		sum.Warnings = append(sum.Warnings, *p)
 	}
-	v := verdict{sum: sum, generation: r.Generation}
+	v := verdict{sum: sum, generation: r.Generation, selector: selectorText(r.Spec.ClusterSelector)}
 	want := r.Status.DeepCopy()
 	readyChanged, warningChanged := v.apply(want)
 	specChanged := r.Status.ObservedGeneration != r.Generation

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // selectors tells how many of Rancher's provisioning clusters each range's clusterSelector
@@ -84,4 +85,20 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 		}
 	}
 	return c, nil
+}
+
+// selectorText is sel as Kubernetes writes a label selector, for the range's list view: empty
+// without one, "<invalid>" when it does not parse (the range's Ready says why).
+func selectorText(sel *metav1.LabelSelector) string {
+	if sel == nil {
+		return ""
+	}
+	parsed, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "<invalid>"
+	}
+	if parsed.Empty() {
+		return "<every cluster>"
+	}
+	return redact.Shorten(parsed.String(), redact.MaxValue)
 }

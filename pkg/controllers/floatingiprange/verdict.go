@@ -17,6 +17,8 @@ import (
 type verdict struct {
 	sum        allocation.Summary
 	generation int64
+	// selector is the range's clusterSelector as text.
+	selector string
 }
 
 // apply writes the verdict into s and reports whether Ready and the Warning condition
@@ -24,6 +26,7 @@ type verdict struct {
 func (v verdict) apply(s *v1.FloatingIPRangeStatus) (ready, warning bool) {
 	setCounts(s, v.sum)
 	s.ObservedGeneration = v.generation
+	s.ClusterSelector = v.selector
 	if p := v.sum.Problem; p != nil {
 		ready = v1.SetCondition(s, v1.Ready, false, p.Reason, p.Message)
 	} else {

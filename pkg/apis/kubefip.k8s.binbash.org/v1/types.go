@@ -185,6 +185,9 @@ type FloatingIPRangeStatus struct {
 	// then removes it, so it is empty once a range is migrated; the held addresses are listed by
 	// kubectl get fipalloc -l kubefip.k8s.binbash.org/range=<name>.
 	Allocations map[string]Allocation `json:"allocations,omitempty"`
+	// ClusterSelector is spec.clusterSelector as Kubernetes writes a label selector
+	// (env=prod,tier in (a,b)), for list views; empty without one.
+	ClusterSelector string `json:"clusterSelector,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready (with a reason when the range is invalid or overlaps another) and the
