@@ -34,7 +34,8 @@ func DefaultCloudProviderImages() []string {
 
 // normalizeImage writes a repository the way a container runtime resolves it: a first component
 // without a dot or a port (and not localhost) is a Docker Hub organisation, and a single
-// component is a Docker Hub official image.
+// component is a Docker Hub official image. The registry is kept as spelled: an allowed
+// repository matches only its exact spelling, never a case variant of its host.
 func normalizeImage(repo string) string {
 	first, rest, found := strings.Cut(repo, "/")
 	if !found {
@@ -43,7 +44,6 @@ func normalizeImage(repo string) string {
 	if !strings.ContainsAny(first, ".:") && first != "localhost" {
 		return "docker.io/" + repo
 	}
-	first = strings.ToLower(first)
 	if first == "index.docker.io" || first == "registry-1.docker.io" {
 		first = "docker.io"
 	}
