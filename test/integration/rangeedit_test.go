@@ -86,9 +86,10 @@ func TestRangeEdits(t *testing.T) {
 	if c, ok := v1.GetCondition(r.Status.Conditions, v1.Reconciling); !ok || c.Reason != "DeletionBlocked" {
 		t.Errorf("a blocked deletion: Reconciling = %+v, %v; want True with reason DeletionBlocked", c, ok)
 	}
-	if !shared.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses") {
-		t.Error("no Normal DeletionBlocked Event on the range")
-	}
+	// The recorder writes Events asynchronously: the Event may follow the status by a moment.
+	rig.Eventually(t, 10*time.Second, "a Normal DeletionBlocked Event on the range", func() bool {
+		return shared.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses")
+	})
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if err := f.api.FloatingIP().Delete(f.ns, name, nil); err != nil {
 			t.Fatal(err)

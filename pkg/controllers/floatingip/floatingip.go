@@ -12,13 +12,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -133,7 +131,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	var err error
 	// Refused for want of room (or by the range's selector or cap), a guest cluster's FloatingIP
 	// moves on to the next range of its network in selection order, at most maxMoves times a pass.
-	movedWhy, refusedWhy := "", ""
+	refusedWhy := ""
 	for moves := 0; ; moves++ {
 		addr, others, err = claim(h.ctx, rangeName, claimant, want)
 		if err == nil || moves == maxMoves {
@@ -148,7 +146,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		if merr != nil {
 			return f, merr
 		}
-		f, rangeName, movedWhy = updated, next, why
+		f, rangeName = updated, next
 	}
 	if err != nil {
 		reason, msg, retry := explain(err, rangeName, want)
@@ -185,12 +183,9 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	}
 
 	msg := fmt.Sprintf("holds %s in FloatingIPRange %s", addr, rangeName)
-	switch c, ok := v1.GetCondition(f.Status.Conditions, v1.Allocated); {
-	case movedWhy != "":
-		msg += ", " + movedWhy
-	case ok && c.Status == corev1.ConditionTrue && out.addr == addr.String() && out.rng == rangeName && strings.HasPrefix(c.Message, msg):
-		// Where the address came from, said when it moved here, stays said.
-		msg = c.Message
+	if why := f.Annotations[v1.AnnotationRangeSelection]; why != "" {
+		// Why it moved here, written with the move: said on every pass.
+		msg += ", " + redact.Shorten(why, redact.MaxValue)
 	}
 	if out.addr != addr.String() || out.rng != rangeName {
 		h.recorder.Event(f, v1.EventType(v1.ReasonAllocated), v1.ReasonAllocated, msg)

@@ -114,6 +114,7 @@ func (h *handler) move(f *v1.FloatingIP, to, why string) (*v1.FloatingIP, error)
 	from := f.Annotations[v1.AnnotationFloatingIPRange]
 	f = f.DeepCopy()
 	f.Annotations[v1.AnnotationFloatingIPRange] = to
+	f.Annotations[v1.AnnotationRangeSelection] = why
 	updated, err := h.fips.Update(f)
 	if err != nil {
 		return nil, err

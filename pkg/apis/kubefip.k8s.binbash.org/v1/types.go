@@ -239,6 +239,10 @@ const (
 	// cluster is gone, even when the operator was down meanwhile, and the address retained for the
 	// cluster goes back to the next FloatingIP of a cluster of that name.
 	AnnotationProvisioningCluster = "kubefip.k8s.binbash.org/provisioning-cluster"
+	// AnnotationRangeSelection, on a FloatingIP the operator moved to another range, says why the
+	// ranges before that one in selection order were passed over; written with the move, so that
+	// the Allocated condition can say it on every pass.
+	AnnotationRangeSelection = "kubefip.k8s.binbash.org/range-selection"
 	// AnnotationGuestNamespace, on a FloatingIP, names one namespace of its guest cluster: the address
 	// is written to the guest as that namespace's pool (cidr-<namespace>), which its Services take
 	// before the global one, instead of into cidr-global.
