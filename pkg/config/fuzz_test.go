@@ -105,5 +105,6 @@ func safeValuesMessage(msg string) bool {
 	}
 	problem, ok := strings.CutPrefix(rest, ": ")
 	return ok && (knownYAMLProblem(problem) ||
-		problem == "alias refers to an unknown anchor" || problem == "a mapping key is itself a list or mapping")
+		problem == "alias refers to an unknown anchor" || problem == "a mapping key is itself a list or mapping" ||
+		problem == "a key is given twice in one mapping")
 }
