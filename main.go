@@ -46,6 +46,7 @@ type settings struct {
 	kubevipImages  string
 	providerImages string
 	kubeAPIQPS     float64
+	webhookHosts   string
 }
 
 // cleanupSettings are the command line of the cleanup command.
@@ -125,6 +126,18 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,
 			Usage: "burst above --kube-api-qps; 0 for twice the QPS"},
+		&cli.IntFlag{Name: "webhook-port", EnvVars: []string{"WEBHOOK_PORT"}, Destination: &o.Webhook.Port,
+			Usage: "HTTPS port of the admission webhook every replica serves (at --metrics-bind-address); 0 serves none"},
+		&cli.StringFlag{Name: "webhook-service", EnvVars: []string{"WEBHOOK_SERVICE"}, Value: o.Webhook.Service, Destination: &o.Webhook.Service,
+			Usage: "the webhook's Service in --namespace, whose DNS names the serving certificate is for"},
+		&cli.StringFlag{Name: "webhook-hosts", EnvVars: []string{"WEBHOOK_HOSTS"}, Destination: &s.webhookHosts,
+			Usage: "further DNS names and IP addresses the serving certificate is for, comma-separated"},
+		&cli.StringFlag{Name: "webhook-secret", EnvVars: []string{"WEBHOOK_SECRET"}, Value: o.Webhook.Secret, Destination: &o.Webhook.Secret,
+			Usage: "Secret in --namespace that keeps the webhook's CA and serving certificate"},
+		&cli.StringFlag{Name: "webhook-configuration", EnvVars: []string{"WEBHOOK_CONFIGURATION"}, Value: o.Webhook.Configuration, Destination: &o.Webhook.Configuration,
+			Usage: "the ValidatingWebhookConfiguration whose caBundle the operator keeps; empty for none"},
+		&cli.DurationFlag{Name: "webhook-cert-lifetime", EnvVars: []string{"WEBHOOK_CERT_LIFETIME"}, Value: o.Webhook.CertLifetime, Destination: &o.Webhook.CertLifetime,
+			Usage: "life of the webhook's serving certificate, renewed when a third is left"},
 		&cli.DurationFlag{Name: "orphan-grace-period", EnvVars: []string{"ORPHAN_GRACE_PERIOD"}, Value: o.OrphanGracePeriod, Destination: &o.OrphanGracePeriod,
 			Usage: "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released"},
 	}
@@ -151,6 +164,17 @@ func (s *settings) options() (operator.Options, error) {
 		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images: %w", err)
 	}
 	opts.ChartPolicy = policy
+	for _, h := range strings.Split(s.webhookHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			opts.Webhook.Hosts = append(opts.Webhook.Hosts, h)
+		}
+	}
+	if opts.Webhook.Port < 0 || opts.Webhook.Port > 65535 {
+		return opts, fmt.Errorf("--webhook-port: %d is not a port", opts.Webhook.Port)
+	}
+	if opts.Webhook.Port != 0 && len(validation.IsDNS1123Subdomain(opts.Webhook.Secret)) > 0 {
+		return opts, fmt.Errorf("--webhook-secret: %q is not a Secret name", opts.Webhook.Secret)
+	}
 	if secret := opts.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
 		return opts, fmt.Errorf("--chart-credentials-secret: %q is not a Secret name", secret)
 	}

@@ -86,8 +86,9 @@ func TestProbesAndPort(t *testing.T) {
 	}{"defaults": {nil, 8080}, "all-switches": {allSwitchesOn(), 9090}} {
 		t.Run(name, func(t *testing.T) {
 			_, c := renderDeployment(t, tc.values)
-			if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != tc.port {
-				t.Errorf("ports %+v; want metrics on %d", c.Ports, tc.port)
+			if len(c.Ports) != 2 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != tc.port ||
+				c.Ports[1].Name != "webhook" || c.Ports[1].ContainerPort != 9443 {
+				t.Errorf("ports %+v; want metrics on %d and webhook on 9443", c.Ports, tc.port)
 			}
 			for path, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
 				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port != intstr.FromString("metrics") {

@@ -57,6 +57,8 @@ func wantClusterGrants() []string {
 	out = append(out, grantsOf("rke-machine-config.cattle.io", []string{"harvesterconfigs"}, watch...)...)
 	out = append(out, "management.cattle.io settings get name=internal-server-url", "management.cattle.io settings get name=server-url")
 	out = append(out, grantsOf("", []string{"events"}, "create", "patch")...)
+	out = append(out, "admissionregistration.k8s.io validatingwebhookconfigurations get name=kube-fip-operator",
+		"admissionregistration.k8s.io validatingwebhookconfigurations update name=kube-fip-operator")
 	sort.Strings(out)
 	return out
 }
@@ -100,11 +102,12 @@ func TestRBAC(t *testing.T) {
 				convert(t, o, &r)
 				switch {
 				case r.Name == "kube-fip-operator" && r.Namespace == testNamespace:
-					checkGrants(t, "Role "+r.Namespace+"/"+r.Name, r.Rules, append(
+					checkGrants(t, "Role "+r.Namespace+"/"+r.Name, r.Rules, append(append(
 						grantsOf("", []string{"configmaps"}, "get", "list", "watch"),
-						grantsOf("coordination.k8s.io", []string{"leases"}, "get", "create", "update")...))
-					if len(r.Rules) != 2 {
-						t.Errorf("Role %s/%s without a chart credentials Secret: %d rules, want 2", r.Namespace, r.Name, len(r.Rules))
+						grantsOf("coordination.k8s.io", []string{"leases"}, "get", "create", "update")...),
+						" secrets get name=kube-fip-operator-webhook-tls", " secrets update name=kube-fip-operator-webhook-tls"))
+					if len(r.Rules) != 3 {
+						t.Errorf("Role %s/%s without a chart credentials Secret: %d rules, want 3", r.Namespace, r.Name, len(r.Rules))
 					}
 				case r.Name == "kube-fip-operator-secrets":
 					secretNSs = append(secretNSs, r.Namespace)

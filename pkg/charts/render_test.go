@@ -77,8 +77,11 @@ func TestRenderObjects(t *testing.T) {
 		"Deployment kube-fip/kube-fip-operator",
 		"Role kube-fip/kube-fip-operator",
 		"RoleBinding kube-fip/kube-fip-operator",
+		"Secret kube-fip/kube-fip-operator-webhook-tls",
 		"Service kube-fip/kube-fip-operator-metrics",
+		"Service kube-fip/kube-fip-operator-webhook",
 		"ServiceAccount kube-fip/kube-fip-operator",
+		"ValidatingWebhookConfiguration kube-fip-operator",
 	}
 	secretRoles := func(namespaces ...string) []string {
 		var out []string

@@ -82,28 +82,30 @@ func TestChartSecurityFlags(t *testing.T) {
 }
 
 // TestChartCredentialsSecretRBAC: the operator may read the chart credentials Secret, and only
-// that one, in its namespace; without one it reads no Secret there.
+// that one, in its namespace; besides it, only the webhook's certificate Secret, by name.
 func TestChartCredentialsSecretRBAC(t *testing.T) {
-	secretRules := func(values map[string]interface{}) []rbacv1.PolicyRule {
+	secretRules := func(values map[string]interface{}) []string {
 		var role rbacv1.Role
 		convert(t, find(t, renderOperator(t, values), "Role", "kube-fip-operator"), &role)
-		var out []rbacv1.PolicyRule
-		for _, r := range role.Rules {
-			for _, res := range r.Resources {
-				if res == "secrets" {
-					out = append(out, r)
-				}
+		var out []string
+		for _, g := range grants(role.Rules) {
+			if strings.HasPrefix(g, " secrets ") {
+				out = append(out, g)
 			}
 		}
 		return out
 	}
-	if rules := secretRules(nil); len(rules) != 0 {
-		t.Errorf("Secret rules without a credentials Secret: %+v", rules)
+	webhook := []string{" secrets get name=kube-fip-operator-webhook-tls", " secrets update name=kube-fip-operator-webhook-tls"}
+	if rules := secretRules(nil); strings.Join(rules, "\n") != strings.Join(webhook, "\n") {
+		t.Errorf("Secret grants without a credentials Secret: %q; want the webhook certificate's only", rules)
+	}
+	if rules := secretRules(map[string]interface{}{"webhook": map[string]interface{}{"enabled": false}}); len(rules) != 0 {
+		t.Errorf("Secret grants without a credentials Secret or the webhook: %q", rules)
 	}
 	rules := secretRules(map[string]interface{}{"security": map[string]interface{}{"chartCredentialsSecret": "chart-pull"}})
-	if len(rules) != 1 || len(rules[0].ResourceNames) != 1 || rules[0].ResourceNames[0] != "chart-pull" ||
-		len(rules[0].Verbs) != 1 || rules[0].Verbs[0] != "get" {
-		t.Errorf("Secret rules %+v; want get on chart-pull only", rules)
+	want := append([]string{" secrets get name=chart-pull"}, webhook...)
+	if strings.Join(rules, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Secret grants %q; want get on chart-pull and the webhook certificate's", rules)
 	}
 }
 

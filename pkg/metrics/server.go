@@ -20,6 +20,8 @@ type Server struct {
 	ready   atomic.Bool
 	ports   chan int
 	bind    string
+	// also, when set before Run, must report ready too: the admission webhook serving.
+	also func() (bool, string)
 }
 
 // NewServer creates a server for m listening on bind (an address without port, "" for all
@@ -30,6 +32,10 @@ func NewServer(m *Metrics, bind string) *Server {
 
 // SetReady marks the operator ready (caches synced) or not.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// AlsoReadyWhen makes /readyz wait for check as well, which says why when it is not ready. It is
+// set before Run.
+func (s *Server) AlsoReadyWhen(check func() (bool, string)) { s.also = check }
 
 // SetPort asks the server to listen on port; the latest request wins.
 func (s *Server) SetPort(port int) {
@@ -56,6 +62,12 @@ func (s *Server) handler() http.Handler {
 		if !s.ready.Load() {
 			http.Error(w, "caches not synced yet", http.StatusServiceUnavailable)
 			return
+		}
+		if s.also != nil {
+			if ok, why := s.also(); !ok {
+				http.Error(w, why, http.StatusServiceUnavailable)
+				return
+			}
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/kubefip/kube-fip-operator/pkg/admission"
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -74,6 +76,34 @@ type Options struct {
 	// Fairness protects it). KubeAPIBurst is the burst above it (0: twice the QPS).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// Webhook is the admission webhook every replica serves, leader or not.
+	Webhook WebhookOptions
+}
+
+// WebhookOptions configure the admission webhook. Port 0 serves none.
+type WebhookOptions struct {
+	// Port is the HTTPS port; the webhook binds to MetricsBind's address.
+	Port int
+	// Service is the webhook's Service in Namespace: the certificate is for its DNS names.
+	Service string
+	// Hosts are further names and addresses the certificate is for.
+	Hosts []string
+	// Secret is the Secret in Namespace that keeps the CA and the serving certificate.
+	Secret string
+	// Configuration is the ValidatingWebhookConfiguration whose caBundle the operator keeps.
+	Configuration string
+	// CertLifetime is the serving certificate's life (0: admission.DefaultCertLifetime).
+	CertLifetime time.Duration
+}
+
+// hosts are the names the webhook's certificate must be valid for.
+func (w WebhookOptions) hosts(namespace string) []string {
+	var out []string
+	if w.Service != "" {
+		svc := w.Service + "." + namespace
+		out = append(out, w.Service, svc, svc+".svc", svc+".svc.cluster.local")
+	}
+	return append(out, w.Hosts...)
 }
 
 // Operator is one running instance.
@@ -102,6 +132,12 @@ func DefaultOptions() Options {
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
 		ChartPolicy:         installpolicy.Default(),
+		Webhook: WebhookOptions{
+			Service:       "kube-fip-operator-webhook",
+			Secret:        "kube-fip-operator-webhook-tls",
+			Configuration: "kube-fip-operator",
+			CertLifetime:  admission.DefaultCertLifetime,
+		},
 	}
 }
 
@@ -169,6 +205,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.loadInitialConfig(ctx)
 	o.store.Subscribe(o.applyConfig)
 	o.applyConfig(config.Config{}, o.store.Get())
+	if err := o.serveWebhook(ctx); err != nil {
+		return err
+	}
 	go o.server.Run(ctx)
 
 	if !o.opts.LeaderElection {
@@ -189,6 +228,34 @@ func (o *Operator) Run(ctx context.Context) error {
 			logrus.Fatalf("starting controllers: %v", err)
 		}
 	})
+	return nil
+}
+
+// serveWebhook starts the admission webhook, when a port is set, in every replica: admission does
+// not wait for the leader Lease, nor stop while it changes hands.
+func (o *Operator) serveWebhook(ctx context.Context) error {
+	w := o.opts.Webhook
+	if w.Port == 0 {
+		return nil
+	}
+	clients, err := kubefip.NewFactoryFromConfig(o.rest)
+	if err != nil {
+		return fmt.Errorf("creating the webhook's clients: %w", err)
+	}
+	api := clients.Kubefip().V1()
+	certs := admission.NewCerts(o.client.CoreV1().Secrets(o.opts.Namespace), o.client.AdmissionregistrationV1().ValidatingWebhookConfigurations(),
+		admission.CertOptions{Namespace: o.opts.Namespace, SecretName: w.Secret, Hosts: w.hosts(o.opts.Namespace), Lifetime: w.CertLifetime, Webhook: w.Configuration})
+	v := admission.NewValidator(admission.Deps{
+		Ranges: api.FloatingIPRange(), FloatingIPs: api.FloatingIP(), Allocations: api.FloatingIPAllocation(),
+		Namespace: o.opts.Namespace, Policy: o.opts.ChartPolicy,
+	})
+	server := admission.NewServer(o.opts.MetricsBind, w.Port, certs, v)
+	o.server.AlsoReadyWhen(server.Ready)
+	go func() {
+		if err := server.Run(ctx); err != nil {
+			logrus.Fatalf("serving the admission webhook: %v", err)
+		}
+	}()
 	return nil
 }
 

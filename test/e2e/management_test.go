@@ -117,3 +117,25 @@ func TestLeaderHandsOver(t *testing.T) {
 		seen[x.Status.IPAddress] = x.Name
 	}
 }
+
+// TestWebhookAnswersThroughItsService: the chart's ValidatingWebhookConfiguration, unchanged, sends
+// the API server to the webhook's Service, which kube-proxy forwards to the operator's pods: a
+// range overlapping the guests' range is refused with the webhook's message.
+func TestWebhookAnswersThroughItsService(t *testing.T) {
+	s := current(t)
+	vwc, err := s.mgmtKube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "kube-fip-operator", metav1.GetOptions{})
+	rig.Must(t, err)
+	for _, w := range vwc.Webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "kube-fip-operator-webhook" || len(w.ClientConfig.CABundle) == 0 {
+			t.Errorf("webhook %s: clientConfig %+v; want the chart's Service and the operator's CA", w.Name, w.ClientConfig.Service)
+		}
+	}
+	guests, err := s.fips.FloatingIPRange().Get("e2e-guests", metav1.GetOptions{})
+	rig.Must(t, err)
+	twin := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "e2e-guests-twin", Annotations: guests.Annotations}, Spec: guests.Spec}
+	_, err = s.fips.FloatingIPRange().Create(twin)
+	if err == nil || !strings.Contains(err.Error(), "denied the request") || !strings.Contains(err.Error(), "overlaps FloatingIPRange e2e-guests") {
+		t.Errorf("a range overlapping e2e-guests: %v; want refused by the webhook", err)
+	}
+	t.Logf("refused through the Service: %v", err)
+}

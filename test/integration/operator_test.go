@@ -23,8 +23,14 @@ import (
 // when the test ends. Its output is echoed when the test fails.
 func startOperator(t *testing.T, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
+	return startOperatorAs(t, shared.Env.Kubeconfig, namespace, metricsPort, extra...)
+}
+
+// startOperatorAs is startOperator with the identity of kubeconfig.
+func startOperatorAs(t *testing.T, kubeconfig, namespace string, metricsPort int, extra ...string) *controlplane.Process {
+	t.Helper()
 	args := append([]string{
-		"--kubeconfig", shared.Env.Kubeconfig,
+		"--kubeconfig", kubeconfig,
 		"--namespace", namespace,
 		"--metrics-bind-address", "127.0.0.1",
 		"--metrics-port", fmt.Sprint(metricsPort),

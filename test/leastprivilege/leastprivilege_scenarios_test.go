@@ -23,7 +23,7 @@ import (
 
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
-	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioContention, scenarioDiscovery, scenarioAllocation,
+	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioWebhook, scenarioContention, scenarioDiscovery, scenarioAllocation,
 		scenarioGuest, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
 		scenarioAllocationWatch, scenarioRenewal}
 }
@@ -61,6 +61,18 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 		{scenarioStart, func() error {
 			return rig.Until(timeout, "caches synced and controllers running", stop, func() (bool, error) {
 				return strings.Contains(p.Logs(), "controllers running"), nil
+			})
+		}},
+		{scenarioWebhook, func() error {
+			// The configuration fails open here, so only the webhook's own refusal shows it answered:
+			// its certificate is in the Secret and its CA in the configuration.
+			r, err := e.r.FIPs.FloatingIPRange().Get(w.contended, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			twin := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-twin", Annotations: r.Annotations}, Spec: r.Spec}
+			return rig.Until(timeout, "an overlapping range refused by the webhook", stop, func() (bool, error) {
+				return suite.RefusedBecause(shared.DryRunCreateRange(twin), "overlaps FloatingIPRange "+r.Name), nil
 			})
 		}},
 		{scenarioContention, func() error {

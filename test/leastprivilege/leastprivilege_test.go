@@ -19,13 +19,15 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // Scenarios of the least-privilege suite, in the order a run goes through them.
 const (
 	scenarioStartupConfig      = "startup-config" // kube-fip-config is read before anything else
 	scenarioLeader             = "leader-election"
-	scenarioStart              = "start" // caches sync, controllers run
+	scenarioStart              = "start"   // caches sync, controllers run
+	scenarioWebhook            = "webhook" // the API server's calls reach the admission webhook over TLS
 	scenarioContention         = "contention"
 	scenarioDiscovery          = "discovery"
 	scenarioAllocation         = "allocation"
@@ -58,6 +60,8 @@ type lpEnv struct {
 	// api is the operator's way to the API server: it can hold back a watch, so that a scenario
 	// can make the operator write from a stale cache and meet a conflict.
 	api *controlplane.APIProxy
+	// webhookPort is where the operator serves the admission webhook.
+	webhookPort int
 }
 
 // newLPEnv renders the chart for release namespace ns, applies its ServiceAccount, roles and
@@ -70,6 +74,13 @@ func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	e.rbac = renderChartRBAC(t, e.ns)
 	e.rbac.apply(t, nil)
 	t.Cleanup(e.rbac.deleteAll)
+	// The chart's webhook, failing open here: the runs' worlds are written while no operator runs.
+	// The kube-fip-config rule is left out: the config-reload scenario must hand the operator a
+	// bad value, which that rule refuses.
+	e.webhookPort = rig.FreePort(t)
+	ignore := map[string]interface{}{"floatingIPRanges": "Ignore", "floatingIPs": "Ignore", "config": "Ignore"}
+	shared.InstallWebhook(t, ns, webhookConfiguration, e.webhookPort, map[string]interface{}{"webhook": map[string]interface{}{"failurePolicy": ignore}},
+		"config.kubefip.k8s.binbash.org")
 	e.r = shared.Rancher(t)
 	e.proxy = shared.StartClusterProxy(t)
 	e.guest = shared.StartGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
@@ -154,7 +165,8 @@ func (e *lpEnv) startOperator() *controlplane.Process {
 	e.t.Helper()
 	env := []string{"CATTLE_ELECTION_LEASE_DURATION=20s", "CATTLE_ELECTION_RENEW_DEADLINE=15s", "CATTLE_ELECTION_RETRY_PERIOD=1s"}
 	p, err := controlplane.StartOperator(shared.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
-		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info")
+		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info",
+		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -193,11 +205,29 @@ func (e *lpEnv) run(k int, timeout time.Duration) runResult {
 	return res
 }
 
+// webhookConfiguration is the chart's ValidatingWebhookConfiguration, the one object of its kind
+// the chart's roles let the operator update.
+const webhookConfiguration = "kube-fip-operator"
+
 // prepare resets what runs share: the Lease (so that the operator acquires it by creating it),
-// kube-fip-config and the guest's kube-vip ConfigMap.
+// kube-fip-config, the guest's kube-vip ConfigMap, and the webhook's Secret and caBundle as the
+// chart creates them (empty), so that every run writes both.
 func (e *lpEnv) prepare() {
 	e.t.Helper()
 	ctx := context.Background()
+	secret, err := e.kube.CoreV1().Secrets(e.ns).Get(ctx, suite.WebhookSecret, metav1.GetOptions{})
+	rig.Must(e.t, err)
+	secret.Data = nil
+	_, err = e.kube.CoreV1().Secrets(e.ns).Update(ctx, secret, metav1.UpdateOptions{})
+	rig.Must(e.t, err)
+	vwcs := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vwc, err := vwcs.Get(ctx, webhookConfiguration, metav1.GetOptions{})
+	rig.Must(e.t, err)
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].ClientConfig.CABundle = nil
+	}
+	_, err = vwcs.Update(ctx, vwc, metav1.UpdateOptions{})
+	rig.Must(e.t, err)
 	if err := e.kube.CoordinationV1().Leases(e.ns).Delete(ctx, operator.LeaseName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}

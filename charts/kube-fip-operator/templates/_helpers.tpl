@@ -41,3 +41,27 @@ render skips the check with validateInstallCRD=false, as for the other checks.
 {{- $ := index . 0 -}}
 {{- printf "%s#%s" (trimSuffix "/" $.Values.monitoring.runbookBaseURL) (lower (index . 1)) -}}
 {{- end -}}
+
+{{/*
+The parts every webhook of the ValidatingWebhookConfiguration shares: where the API server calls,
+and which requests are never sent (the operator's own writes and the uninstall hook's; with
+"name", objects of any other name).
+*/}}
+{{- define "kube-fip-operator.webhookCommon" -}}
+clientConfig:
+  service:
+    name: kube-fip-operator-webhook
+    namespace: {{ .ctx.Release.Namespace }}
+    path: /v1/webhook/validation
+    port: 443
+sideEffects: None
+admissionReviewVersions: ["v1"]
+timeoutSeconds: {{ .ctx.Values.webhook.timeoutSeconds }}
+matchConditions:
+- name: not-the-operator
+  expression: {{ printf "!(request.userInfo.username in ['%s', '%s'])" .operator .cleanup | quote }}
+{{- with .name }}
+- name: {{ . }}
+  expression: {{ printf "object.metadata.name == '%s'" . | quote }}
+{{- end }}
+{{- end }}

@@ -138,6 +138,27 @@ func (n *network) wire() error {
 			return err
 		}
 	}
+	return n.routeServices()
+}
+
+// routeServices sends the host's traffic for the cluster's Services to the node, where kube-proxy
+// forwards it, as on a node that runs the API server beside kube-proxy: the API server calls an
+// admission webhook at its Service's ClusterIP. The route goes with the host's link.
+func (n *network) routeServices() error {
+	h, err := handleIn("")
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(n.hostLink)
+	if err != nil {
+		return err
+	}
+	_, _, _, _, services := addressesOf(n.index)
+	dst := &net.IPNet{IP: services.Addr().AsSlice(), Mask: net.CIDRMask(services.Bits(), 32)}
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Gw: net.IP(n.NodeAddr.AsSlice())}); err != nil {
+		return fmt.Errorf("routing %s to the node: %w", services, err)
+	}
 	return nil
 }
 
