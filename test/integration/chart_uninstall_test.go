@@ -70,10 +70,15 @@ func newUninstallWorld(t *testing.T, helm *helmCluster, admin *rest.Config) *uni
 
 // startOperator runs the operator binary as the installed chart's Deployment would, in the release
 // namespace with the chart's kube-fip-config, until the operator's pod stand-in is deleted.
+// It serves the chart's admission webhook, which the API server reaches at a loopback port (this
+// API server has no kube-proxy to reach the chart's Service).
 func (w *uninstallWorld) startOperator() {
 	w.t.Helper()
+	port := rig.FreePort(w.t)
+	suite.PointWebhookAt(w.t, w.kube, "kube-fip-operator", port)
 	p, err := controlplane.StartOperator(shared.Operator, nil, nil, "--kubeconfig", w.helm.kubeconfig, "--namespace", chartNamespace,
-		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(w.t)))
+		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(w.t)),
+		"--webhook-port", fmt.Sprint(port), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", "kube-fip-operator")
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -87,6 +92,10 @@ func (w *uninstallWorld) startOperator() {
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		w.t.Fatal(err)
 	}
+	probe := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"}, Spec: v1.FloatingIPRangeSpec{IPRange: "198.18.255.0/30"}}
+	rig.Eventually(w.t, 30*time.Second, "the API server to reach the chart's webhook", func() bool {
+		return suite.DryRunCreateRangeIn(w.admin, probe) == nil
+	})
 	w.standInPod()
 }
 

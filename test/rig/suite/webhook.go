@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/admission"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -70,19 +72,43 @@ func (s *Suite) InstallWebhook(t testing.TB, ns, name string, port int, values m
 
 // DryRunCreateRange asks the API server to create r without storing it: admission runs in full.
 func (s *Suite) DryRunCreateRange(r *v1.FloatingIPRange) error {
+	return DryRunCreateRangeIn(s.Env.Config, r)
+}
+
+// DryRunCreateRangeIn is DryRunCreateRange against the API server of cfg.
+func DryRunCreateRangeIn(cfg *rest.Config, r *v1.FloatingIPRange) error {
 	r = r.DeepCopy()
 	r.APIVersion, r.Kind = v1.SchemeGroupVersion.String(), "FloatingIPRange"
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(s.Env.Config)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	_, err = dyn.Resource(v1.SchemeGroupVersion.WithResource("floatingipranges")).
 		Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
+}
+
+// PointWebhookAt sends the API server of kube to the webhook at https://127.0.0.1:port instead of
+// the Service the installed chart names in ValidatingWebhookConfiguration name: the one change an
+// API server without kube-proxy needs.
+func PointWebhookAt(t testing.TB, kube kubernetes.Interface, name string, port int) {
+	t.Helper()
+	vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vwc, err := vwcs.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.Path)
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: vwc.Webhooks[i].ClientConfig.CABundle}
+	}
+	if _, err := vwcs.Update(context.Background(), vwc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // RefusedBecause reports whether err is the webhook's refusal with a message containing every
