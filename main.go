@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/memlimit"
 	// Turns lasso's controller and work queue metrics on before lasso's own init reads the switch.
 	_ "github.com/kubefip/kube-fip-operator/pkg/metrics/controllermetrics"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
@@ -47,6 +48,8 @@ type settings struct {
 	providerImages string
 	kubeAPIQPS     float64
 	webhookHosts   string
+	containerLimit string
+	memoryRatio    float64
 }
 
 // cleanupSettings are the command line of the cleanup command.
@@ -138,6 +141,10 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "the ValidatingWebhookConfiguration whose caBundle the operator keeps; empty for none"},
 		&cli.DurationFlag{Name: "webhook-cert-lifetime", EnvVars: []string{"WEBHOOK_CERT_LIFETIME"}, Value: o.Webhook.CertLifetime, Destination: &o.Webhook.CertLifetime,
 			Usage: "life of the webhook's serving certificate, renewed when a third is left"},
+		&cli.StringFlag{Name: "container-memory-limit", EnvVars: []string{"CONTAINER_MEMORY_LIMIT"}, Destination: &s.containerLimit,
+			Usage: "the container's memory limit in bytes (the chart passes limits.memory through the Downward API); the Go runtime's soft limit follows it unless GOMEMLIMIT is set"},
+		&cli.Float64Flag{Name: "memory-limit-ratio", EnvVars: []string{"MEMORY_LIMIT_RATIO"}, Value: memlimit.DefaultRatio, Destination: &s.memoryRatio,
+			Usage: "the share of --container-memory-limit the Go runtime may hold before its collector works harder"},
 		&cli.DurationFlag{Name: "orphan-grace-period", EnvVars: []string{"ORPHAN_GRACE_PERIOD"}, Value: o.OrphanGracePeriod, Destination: &o.OrphanGracePeriod,
 			Usage: "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released"},
 	}
@@ -190,6 +197,11 @@ func (s *settings) run(*cli.Context) error {
 	if err != nil {
 		return err
 	}
+	limit, err := memlimit.Apply(os.Getenv, s.containerLimit, s.memoryRatio)
+	if err != nil {
+		return fmt.Errorf("--container-memory-limit, --memory-limit-ratio: %w", err)
+	}
+	logrus.Infof("Go runtime memory limit: %s", limit)
 	logrus.Infof("guest chart policy: %s", opts.ChartPolicy)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -163,31 +162,39 @@ func hasArg(args []string, want string) bool {
 	return false
 }
 
-// TestGoMemoryLimit: goMemoryLimit becomes the container's GOMEMLIMIT, below the container's
-// memory limit by default; empty sets none; a value that is not a Go memory size is refused.
+// TestGoMemoryLimit: by default the Go runtime's limit follows the container's memory limit: the
+// Downward API gives the operator limits.memory and the chart the ratio, and no GOMEMLIMIT is
+// set; goMemoryLimit, when set, becomes GOMEMLIMIT; a value that is not a Go memory size, or a
+// ratio out of bounds, is refused.
 func TestGoMemoryLimit(t *testing.T) {
-	goMemLimit := func(c corev1.Container) (string, bool) {
+	env := func(c corev1.Container, name string) (corev1.EnvVar, bool) {
 		for _, e := range c.Env {
-			if e.Name == "GOMEMLIMIT" {
-				return e.Value, true
+			if e.Name == name {
+				return e, true
 			}
 		}
-		return "", false
+		return corev1.EnvVar{}, false
 	}
 	_, c := renderDeployment(t, nil)
-	if v, ok := goMemLimit(c); !ok || v != "48MiB" {
-		t.Errorf("default GOMEMLIMIT %q (set: %v); want 48MiB", v, ok)
+	if v, ok := env(c, "GOMEMLIMIT"); ok {
+		t.Errorf("default GOMEMLIMIT %q is set; want the limit derived from the container's", v.Value)
 	}
-	if limit := c.Resources.Limits[corev1.ResourceMemory]; limit.Cmp(resource.MustParse("48Mi")) <= 0 {
-		t.Errorf("the container's memory limit %s is not above the default GOMEMLIMIT", limit.String())
+	if v, ok := env(c, "CONTAINER_MEMORY_LIMIT"); !ok || v.ValueFrom == nil || v.ValueFrom.ResourceFieldRef == nil ||
+		v.ValueFrom.ResourceFieldRef.Resource != "limits.memory" || v.ValueFrom.ResourceFieldRef.ContainerName != c.Name {
+		t.Errorf("CONTAINER_MEMORY_LIMIT %+v; want the container's limits.memory from the Downward API", v)
 	}
-	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB"})
-	if v, _ := goMemLimit(c); v != "200MiB" {
-		t.Errorf("GOMEMLIMIT %q; want 200MiB", v)
+	if v, _ := env(c, "MEMORY_LIMIT_RATIO"); v.Value != "0.75" {
+		t.Errorf("MEMORY_LIMIT_RATIO %q; want 0.75", v.Value)
 	}
-	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": ""})
-	if v, ok := goMemLimit(c); ok {
-		t.Errorf("goMemoryLimit empty: GOMEMLIMIT %q is set", v)
+	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+		t.Errorf("no container memory limit to derive the runtime's from")
+	}
+	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB", "goMemoryLimitRatio": 0.5})
+	if v, _ := env(c, "GOMEMLIMIT"); v.Value != "200MiB" {
+		t.Errorf("GOMEMLIMIT %q; want 200MiB", v.Value)
+	}
+	if v, _ := env(c, "MEMORY_LIMIT_RATIO"); v.Value != "0.5" {
+		t.Errorf("MEMORY_LIMIT_RATIO %q; want 0.5", v.Value)
 	}
 	chart, err := Load(chartDir(OperatorChart))
 	if err != nil {
@@ -196,6 +203,11 @@ func TestGoMemoryLimit(t *testing.T) {
 	for _, bad := range []string{"60Mi", "60 MiB", "lots"} {
 		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: InstallAPIVersions()}); err == nil {
 			t.Errorf("goMemoryLimit %q rendered; want it refused by the schema", bad)
+		}
+	}
+	for _, bad := range []interface{}{0, 1, "half"} {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimitRatio": bad}, APIVersions: InstallAPIVersions()}); err == nil {
+			t.Errorf("goMemoryLimitRatio %v rendered; want it refused by the schema", bad)
 		}
 	}
 }

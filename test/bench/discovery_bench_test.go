@@ -15,11 +15,12 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -104,11 +105,12 @@ func startBenchOperator(b *testing.B, ns string) *controlplane.Process {
 	return p
 }
 
-// chartRuntimeEnv is the Go runtime's environment the chart gives the operator with its default
-// values (GOMEMLIMIT from goMemoryLimit), so that the benchmarks measure the operator as installed.
-// $BENCH_GO_MEMORY_LIMIT, when set, takes the place of the chart's GOMEMLIMIT ("off": none).
+// chartRuntimeEnv is the memory environment the chart gives the operator with its default values
+// (the container's memory limit as the Downward API writes it, the ratio, GOMEMLIMIT when
+// goMemoryLimit is set), so that the benchmarks measure the operator as installed.
+// $BENCH_GO_MEMORY_LIMIT, when set, is given as GOMEMLIMIT instead ("off": no limit at all).
 func chartRuntimeEnv(b *testing.B) []string {
-	env := chartGoEnv(b)
+	env := chartMemoryEnv(b)
 	limit, ok := os.LookupEnv("BENCH_GO_MEMORY_LIMIT")
 	if !ok {
 		return env
@@ -122,30 +124,48 @@ func chartRuntimeEnv(b *testing.B) []string {
 	return out
 }
 
-// chartGoEnv is the GO* environment of the chart's Deployment rendered with its default values.
-func chartGoEnv(b *testing.B) []string {
+// chartMemoryEnv is the memory environment of the chart's Deployment rendered with its default
+// values: GOMEMLIMIT and MEMORY_LIMIT_RATIO as given, CONTAINER_MEMORY_LIMIT as the Downward API
+// fills it from the container's limits.memory.
+func chartMemoryEnv(b *testing.B) []string {
 	b.Helper()
 	var env []string
 	for _, obj := range chartrepo.RenderOperatorChart(b, "kube-fip", nil) {
 		if obj.GetKind() != "Deployment" {
 			continue
 		}
-		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-		if err != nil {
+		var d appsv1.Deployment
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &d); err != nil {
 			b.Fatal(err)
 		}
-		for _, c := range containers {
-			vars, _, _ := unstructured.NestedSlice(c.(map[string]interface{}), "env")
-			for _, v := range vars {
-				name, _, _ := unstructured.NestedString(v.(map[string]interface{}), "name")
-				value, _, _ := unstructured.NestedString(v.(map[string]interface{}), "value")
-				if strings.HasPrefix(name, "GO") {
-					env = append(env, name+"="+value)
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, v := range c.Env {
+				switch {
+				case v.Name == "GOMEMLIMIT" || v.Name == "MEMORY_LIMIT_RATIO":
+					env = append(env, v.Name+"="+v.Value)
+				case v.ValueFrom != nil && v.ValueFrom.ResourceFieldRef != nil && v.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+					limit := c.Resources.Limits[corev1.ResourceMemory]
+					env = append(env, fmt.Sprintf("%s=%d", v.Name, limit.Value()))
 				}
 			}
 		}
 	}
 	return env
+}
+
+// memoryLimitText says which Go memory limit env gives the operator, for the printed figures.
+func memoryLimitText(env []string) string {
+	for _, v := range env {
+		if l, ok := strings.CutPrefix(v, "GOMEMLIMIT="); ok {
+			return "GOMEMLIMIT " + l
+		}
+	}
+	for _, v := range env {
+		if l, ok := strings.CutPrefix(v, "CONTAINER_MEMORY_LIMIT="); ok {
+			return "derived from a container limit of " + l + " bytes"
+		}
+	}
+	return "none"
 }
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,
@@ -327,14 +347,8 @@ func (c *convergence) peak(b *testing.B, p *controlplane.Process) {
 		b.Fatalf("reading the operator's peak RSS: %v", err)
 	}
 	mib := float64(bytes) / (1 << 20)
-	limit := "none"
-	for _, v := range chartRuntimeEnv(b) {
-		if l, ok := strings.CutPrefix(v, "GOMEMLIMIT="); ok {
-			limit = l
-		}
-	}
 	// Printed as well: a run that fails later reports no metric.
-	fmt.Printf("%s: operator peak RSS %.1f MiB (GOMEMLIMIT %s)\n", b.Name(), mib, limit)
+	fmt.Printf("%s: operator peak RSS %.1f MiB (memory limit: %s)\n", b.Name(), mib, memoryLimitText(chartRuntimeEnv(b)))
 	c.peakRSS += mib
 	c.peakRSSRuns++
 }

@@ -16,9 +16,9 @@ import (
 // address and the API requests that took. It checks that every cluster got exactly one address
 // and no address was handed out twice; it asserts nothing about time. The operator's flags end
 // with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
-// The operator's environment is the Go runtime's the chart gives it by default (GOMEMLIMIT from
-// goMemoryLimit, see chartRuntimeEnv); $BENCH_GO_MEMORY_LIMIT takes the place of that limit
-// ("off": none), to measure the operator without it.
+// The operator's memory environment is the one the chart gives it by default (the Go runtime's
+// limit derived from the container's memory limit, see chartRuntimeEnv); $BENCH_GO_MEMORY_LIMIT
+// is given as GOMEMLIMIT instead ("off": no limit), to measure the operator without it.
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)
@@ -27,7 +27,7 @@ import (
 //	clusters/s                N / s-to-converge
 //	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
 //	                          until it converged (with guests: configured every guest); each run
-//	                          also prints it with the GOMEMLIMIT it ran under
+//	                          also prints it with the memory limit it ran under
 //
 // and, per cluster, the requests the API server counted from just before the process started until
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
@@ -35,9 +35,11 @@ import (
 func BenchmarkStartupConvergence(b *testing.B) {
 	r := shared.Rancher(b)
 	fips := watchFloatingIPs(b)
-	for i, n := range []int{100, 1000} {
-		cidr := fmt.Sprintf("10.%d.0.0/16", 181+i)
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchmarkStartup(b, r, fips, n, cidr) })
+	for _, size := range []struct {
+		n    int
+		cidr string
+	}{{100, "10.181.0.0/16"}, {1000, "10.182.0.0/16"}, {2000, "10.186.0.0/16"}} {
+		b.Run(fmt.Sprintf("N=%d", size.n), func(b *testing.B) { benchmarkStartup(b, r, fips, size.n, size.cidr) })
 	}
 }
 

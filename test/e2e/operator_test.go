@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,16 @@ func TestOperatorRunsAsTheChartSays(t *testing.T) {
 	}
 	if !strings.Contains(tmp, "kubernetes.io~empty-dir") {
 		t.Errorf("/tmp of the operator is not the chart's emptyDir: %q", tmp)
+	}
+	// The Go runtime's memory limit follows the container's: the Downward API hands the process
+	// the container's limits.memory, and the operator derives its limit from it.
+	environ := strings.Split(readProc(t, pid, "environ"), "\x00")
+	if !slices.Contains(environ, "CONTAINER_MEMORY_LIMIT=536870912") || !slices.Contains(environ, "MEMORY_LIMIT_RATIO=0.75") {
+		t.Errorf("the operator's environment lacks the container's memory limit (512Mi) and the ratio: %q", grepLines(strings.Join(environ, "\n"), "CONTAINER_MEMORY_LIMIT"))
+	}
+	logs, err := s.mgmtKube.CoreV1().Pods(pods[0].Namespace).GetLogs(pods[0].Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(logs), "Go runtime memory limit: 384 MiB, 75% of the container's limit of 512 MiB") {
+		t.Errorf("the operator's log does not say it derived its memory limit from the container's (%v)", err)
 	}
 	// Helm's cache directory is there, written by the operator as it installed the guest charts.
 	rig.Eventually(t, 3*time.Minute, "Helm's files on the emptyDir", func() bool {
