@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
@@ -109,27 +110,34 @@ func rule(judge func(*webhook.Request) (verdict, error)) webhook.HandlerFunc {
 func decode[T any, P interface {
 	*T
 }](req *webhook.Request) (old, obj P, err error) {
-	if len(req.OldObject.Raw) > 0 {
-		o, err := req.DecodeOldObject()
-		if err != nil {
-			return nil, nil, fmt.Errorf("decoding the old object: %w", err)
-		}
-		var ok bool
-		if old, ok = any(o).(P); !ok {
-			return nil, nil, fmt.Errorf("the old object is a %T", o)
-		}
+	if old, err = decodeAs[T, P]("old object", req.OldObject.Raw, req.DecodeOldObject); err != nil {
+		return nil, nil, err
 	}
-	if req.Operation != admissionv1.Delete && len(req.Object.Raw) > 0 {
-		o, err := req.DecodeObject()
-		if err != nil {
-			return nil, nil, fmt.Errorf("decoding the object: %w", err)
-		}
-		var ok bool
-		if obj, ok = any(o).(P); !ok {
-			return nil, nil, fmt.Errorf("the object is a %T", o)
-		}
+	if req.Operation == admissionv1.Delete {
+		return old, nil, nil
+	}
+	if obj, err = decodeAs[T, P]("object", req.Object.Raw, req.DecodeObject); err != nil {
+		return nil, nil, err
 	}
 	return old, obj, nil
+}
+
+// decodeAs decodes raw, when there is any, with decodeFn into a P.
+func decodeAs[T any, P interface {
+	*T
+}](what string, raw []byte, decodeFn func() (runtime.Object, error)) (P, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	o, err := decodeFn()
+	if err != nil {
+		return nil, fmt.Errorf("decoding the %s: %w", what, err)
+	}
+	p, ok := any(o).(P)
+	if !ok {
+		return nil, fmt.Errorf("the %s is a %T", what, o)
+	}
+	return p, nil
 }
 
 // maxNamed is how many other objects a message names before it counts the rest.

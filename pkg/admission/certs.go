@@ -517,16 +517,7 @@ func unexpired(certs []*x509.Certificate, now time.Time) []*x509.Certificate {
 
 // newCA makes a self-signed CA valid from now-backdate to now+life.
 func newCA(now time.Time, life time.Duration) (*x509.Certificate, crypto.Signer, []byte, error) {
-	key, keyPEM, err := newKey()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: caCommonName},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(life),
@@ -535,39 +526,22 @@ func newCA(now time.Time, life time.Duration) (*x509.Certificate, crypto.Signer,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("create the webhook CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("parse the new webhook CA certificate: %w", err)
-	}
-	return cert, key, keyPEM, nil
+	return issue("CA", tmpl, nil, nil)
 }
 
 // newServing issues a serving certificate for the hosts, signed by ca, valid from now-backdate to
 // now+Lifetime (not past the CA). It returns the certificate, tls.crt (it, then the CA) and tls.key.
 func (c *Certs) newServing(ca *x509.Certificate, caKey crypto.Signer, now time.Time) (*x509.Certificate, []byte, []byte, error) {
-	key, keyPEM, err := newKey()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	notAfter := now.Add(c.opts.Lifetime)
 	if notAfter.After(ca.NotAfter) {
 		notAfter = ca.NotAfter
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: servingCommonName},
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Subject:     pkix.Name{CommonName: servingCommonName},
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if len(c.opts.Hosts) > 0 {
 		tmpl.Subject.CommonName = c.opts.Hosts[0]
@@ -579,15 +553,35 @@ func (c *Certs) newServing(ca *x509.Certificate, caKey crypto.Signer, now time.T
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	leaf, _, keyPEM, err := issue("serving", tmpl, ca, caKey)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("create the webhook serving certificate: %w", err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("parse the new webhook serving certificate: %w", err)
+		return nil, nil, nil, err
 	}
 	return leaf, encodeCertificates([]*x509.Certificate{leaf, ca}), keyPEM, nil
+}
+
+// issue gives tmpl a new key and serial number and signs it with parent's key, or, when parent is
+// nil, with its own (self-signed). It returns the certificate, its key and the key's PEM.
+func issue(what string, tmpl, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, []byte, error) {
+	key, keyPEM, err := newKey()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return nil, nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create the webhook %s certificate: %w", what, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse the new webhook %s certificate: %w", what, err)
+	}
+	return cert, key, keyPEM, nil
 }
 
 // newKey makes an ECDSA P-256 key and its PKCS #8 PEM.

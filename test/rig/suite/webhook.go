@@ -50,16 +50,15 @@ func (s *Suite) InstallWebhook(t testing.TB, ns, name string, port int, values m
 	if len(vwc.Webhooks) == 0 || secret.Name == "" {
 		t.Fatalf("the chart rendered no webhook configuration or certificate Secret")
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.Path)
 	vwc.Name = name
 	kept := vwc.Webhooks[:0]
 	for _, w := range vwc.Webhooks {
 		if !slices.Contains(leaveOut, w.Name) {
-			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
 			kept = append(kept, w)
 		}
 	}
 	vwc.Webhooks = kept
+	pointAt(&vwc, port)
 	if _, err := s.Kube.CoreV1().Secrets(ns).Create(ctx, &secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -102,12 +101,18 @@ func PointWebhookAt(t testing.TB, kube kubernetes.Interface, name string, port i
 	if err != nil {
 		t.Fatal(err)
 	}
+	pointAt(vwc, port)
+	if _, err := vwcs.Update(context.Background(), vwc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pointAt makes every webhook of vwc call https://127.0.0.1:port instead of its Service, keeping
+// its caBundle.
+func pointAt(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, port int) {
 	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.Path)
 	for i := range vwc.Webhooks {
 		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: vwc.Webhooks[i].ClientConfig.CABundle}
-	}
-	if _, err := vwcs.Update(context.Background(), vwc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 
