@@ -27,6 +27,7 @@ import (
 	// Turns lasso's controller and work queue metrics on before lasso's own init reads the switch.
 	_ "github.com/kubefip/kube-fip-operator/pkg/metrics/controllermetrics"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
+	"github.com/kubefip/kube-fip-operator/pkg/profiling"
 	"github.com/kubefip/kube-fip-operator/pkg/version"
 )
 
@@ -50,6 +51,7 @@ type settings struct {
 	webhookHosts   string
 	containerLimit string
 	memoryRatio    float64
+	profiling      string
 }
 
 // cleanupSettings are the command line of the cleanup command.
@@ -145,6 +147,8 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "the container's memory limit in bytes (the chart passes limits.memory through the Downward API); the Go runtime's soft limit follows it unless GOMEMLIMIT is set"},
 		&cli.Float64Flag{Name: "memory-limit-ratio", EnvVars: []string{"MEMORY_LIMIT_RATIO"}, Value: memlimit.DefaultRatio, Destination: &s.memoryRatio,
 			Usage: "the share of --container-memory-limit the Go runtime may hold before its collector works harder"},
+		&cli.StringFlag{Name: "profiling-address", EnvVars: []string{"PROFILING_ADDRESS"}, Destination: &s.profiling,
+			Usage: "host:port at which to serve the Go runtime's profiles (/debug/pprof/); off when empty. Keep it on loopback"},
 		&cli.DurationFlag{Name: "orphan-grace-period", EnvVars: []string{"ORPHAN_GRACE_PERIOD"}, Value: o.OrphanGracePeriod, Destination: &o.OrphanGracePeriod,
 			Usage: "how old a FloatingIPAllocation whose FloatingIP is gone must be before it is released"},
 	}
@@ -206,6 +210,13 @@ func (s *settings) run(*cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if s.profiling != "" {
+		go func() {
+			if err := profiling.Serve(ctx, s.profiling); err != nil {
+				logrus.Errorf("serving Go profiles: %v", err)
+			}
+		}()
+	}
 	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(s.kubeconfig).ClientConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)

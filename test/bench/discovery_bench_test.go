@@ -89,7 +89,8 @@ func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Proces
 // words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
 // Its kube-fip-config sets addressRetention to 0, and nothing else: the benchmarks delete their
 // clusters and then their range, which would otherwise wait a day for the retained addresses.
-func startBenchOperator(b *testing.B, ns string) *controlplane.Process {
+// prof, when not nil, has the operator serve its profiles and starts fetching its CPU profile.
+func startBenchOperator(b *testing.B, ns string, prof *benchProfiles) *controlplane.Process {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
 		Data: map[string]string{config.KeyAddressRetention: "0"}}
 	cms := kubernetes.NewForConfigOrDie(shared.Env.Config).CoreV1().ConfigMaps(ns)
@@ -97,11 +98,12 @@ func startBenchOperator(b *testing.B, ns string) *controlplane.Process {
 		b.Fatalf("writing the benchmark operator's %s: %v", config.ConfigMapName, err)
 	}
 	args := []string{"--kubeconfig", shared.Env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(rig.FreePort(b))}
-	args = append(args, benchOperatorArgs()...)
+	args = append(append(args, prof.args()...), benchOperatorArgs()...)
 	p, err := controlplane.StartOperator(shared.Operator, nil, chartRuntimeEnv(b), args...)
 	if err != nil {
 		b.Fatal(err)
 	}
+	prof.startCPU(b)
 	return p
 }
 
@@ -172,7 +174,7 @@ func memoryLimitText(env []string) string {
 // waits until its controllers run, and stops it when the benchmark ends.
 func runningBenchOperator(b *testing.B, r *rancher.World, ns string) *controlplane.Process {
 	shared.CreateNamespace(b, ns)
-	p := startBenchOperator(b, ns)
+	p := startBenchOperator(b, ns, nil)
 	b.Cleanup(func() { _ = p.Stop(30 * time.Second) })
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		b.Fatal(err)
@@ -347,10 +349,36 @@ func (c *convergence) peak(b *testing.B, p *controlplane.Process) {
 		b.Fatalf("reading the operator's peak RSS: %v", err)
 	}
 	mib := float64(bytes) / (1 << 20)
-	// Printed as well: a run that fails later reports no metric.
-	fmt.Printf("%s: operator peak RSS %.1f MiB (memory limit: %s)\n", b.Name(), mib, memoryLimitText(chartRuntimeEnv(b)))
+	// Printed as well: a run that fails later reports no metric. The resident memory now, split
+	// into what the process holds (anonymous: heap, stacks) and the pages of its own binary the
+	// kernel keeps mapped (file-backed, shared with the page cache and reclaimable).
+	anon, file := procStatusMiB(p, "RssAnon:"), procStatusMiB(p, "RssFile:")
+	fmt.Printf("%s: operator peak RSS %.1f MiB (memory limit: %s); now %.1f MiB anonymous + %.1f MiB of its binary\n",
+		b.Name(), mib, memoryLimitText(chartRuntimeEnv(b)), anon, file)
 	c.peakRSS += mib
 	c.peakRSSRuns++
+}
+
+// cpu adds the CPU time the operator process p has used since it started, and the CPU time of
+// the whole machine (API server, etcd, the benchmark itself) since machineBefore was read at
+// start, to the runs' figures: cpu-s-operator, cpu-s-machine, and machine-busy, the share of the
+// machine's CPUs busy from start until now. p must still run.
+func (c *convergence) cpu(b *testing.B, p *controlplane.Process, start time.Time, machineBefore time.Duration) {
+	op, err := processCPU(p)
+	if err != nil {
+		b.Fatalf("reading the operator's CPU time: %v", err)
+	}
+	machine, cpus, err := machineCPU()
+	if err != nil {
+		b.Fatalf("reading the machine's CPU time: %v", err)
+	}
+	wall := time.Since(start)
+	busy := (machine - machineBefore).Seconds() / (float64(cpus) * wall.Seconds())
+	fmt.Printf("%s: operator CPU %.1f s, machine CPU %.1f s of %d CPUs × %.1f s (%.0f%% busy)\n",
+		b.Name(), op.Seconds(), (machine - machineBefore).Seconds(), cpus, wall.Seconds(), 100*busy)
+	c.time("cpu-s-operator", op)
+	c.time("cpu-s-machine", machine-machineBefore)
+	c.seconds["machine-busy"] += busy
 }
 
 // mean is metric's mean over the runs.

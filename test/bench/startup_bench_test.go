@@ -28,6 +28,10 @@ import (
 //	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
 //	                          until it converged (with guests: configured every guest); each run
 //	                          also prints it with the memory limit it ran under
+//	cpu-s-operator            the operator's CPU seconds (user and system) in that time
+//	cpu-s-machine             the whole machine's CPU seconds in that time: the API server, etcd
+//	                          and the benchmark's watch besides the operator
+//	machine-busy              the share of the machine's CPUs busy in that time (1: all of them)
 //
 // and, per cluster, the requests the API server counted from just before the process started until
 // the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
@@ -93,8 +97,13 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 		}
 	}()
 	running := make(chan time.Time, 1)
+	prof := newBenchProfiles(b)
+	machineBefore, _, err := machineCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
-		p = startBenchOperator(b, ns)
+		p = startBenchOperator(b, ns, prof)
 		go func(p *controlplane.Process) {
 			if p.WaitForLog(context.Background(), "controllers running", 10*time.Minute) == nil {
 				running <- time.Now()
@@ -112,6 +121,8 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	}
 	// Read while the operator still runs, once it has converged (and configured every guest).
 	c.peak(b, p)
+	c.cpu(b, p, t.start, machineBefore)
+	prof.snapshot(b)
 	select {
 	case at := <-running:
 		c.time("s-to-controllers-running", at.Sub(t.start))

@@ -48,7 +48,7 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 		b.Cleanup(g.StopSoon)
 		servers[i] = g
 	}
-	for i, n := range []int{100, 1000} {
+	for i, n := range []int{100, 1000, 2000} {
 		cidr := fmt.Sprintf("10.%d.0.0/16", 183+i)
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			b.StopTimer()

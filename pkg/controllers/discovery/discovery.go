@@ -22,6 +22,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -40,12 +41,14 @@ type handler struct {
 	waiters        *waiters
 	recorded       *recordedEvents
 	credentials    *credentialRetries
+	credentialIDs  *credentialReads
 }
 
 // Register registers the provisioning cluster handler and every watch that wakes it, and hands the
 // watch outside the shared controller factory to the operator.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries()}
+	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries(),
+		credentialIDs: newCredentialReads(time.Now)}
 	h.addIndexers()
 	if err := h.watchUncached(); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)

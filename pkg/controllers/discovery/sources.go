@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,20 +29,28 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 		return "", p
 	}
 	credential := ns + "/" + name
-	ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
-	defer cancel()
-	secret, err := h.c.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	id, err := h.credentialIDs.clusterID(credential, func() (string, error) {
+		ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
+		defer cancel()
+		secret, err := h.c.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		id, p := harvester.ClusterID(secret.Data)
+		if p != nil {
+			return "", p.In("cloud credential " + credential)
+		}
+		return id, nil
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		h.retryCredential(key)
 		return "", waitFor("cloud credential %s", credential)
+	case errors.As(err, &p):
+		h.retryCredential(key)
+		return "", p
 	case err != nil:
 		return "", fmt.Errorf("reading cloud credential %s: %w", credential, err)
-	}
-	id, p := harvester.ClusterID(secret.Data)
-	if p != nil {
-		h.retryCredential(key)
-		return "", p.In("cloud credential " + credential)
 	}
 	h.credentials.forget(key)
 
