@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,24 +120,24 @@ func dropKubeconfigs(r *rancher.World, s benchGuests) error {
 // waitGuestsConfigured waits until every guest's FloatingIP says GuestConfigured=True and returns
 // when the last one did.
 func waitGuestsConfigured(b *testing.B, p *controlplane.Process, fips *fipWatch, guests []string, timeout time.Duration) time.Time {
-	var configured int
+	// As waitConverged: each look asks only about the guests not yet seen configured.
+	waiting := slices.Clone(guests)
 	var last *v1.FloatingIP
 	var done time.Time
-	err := rig.Until(timeout, "every guest configured", p.Exited, func() (bool, error) {
-		configured, last = 0, nil
-		for _, name := range guests {
+	err := rig.UntilEvery(20*time.Millisecond, timeout, "every guest configured", p.Exited, func() (bool, error) {
+		last = nil
+		waiting = slices.DeleteFunc(waiting, func(name string) bool {
 			x, err := fips.Get("c-m-"+name, name+"-kubevip")
-			if err == nil && v1.GuestConfigured.IsTrue(x) {
-				configured++
-			} else if err == nil {
+			if err == nil && !v1.GuestConfigured.IsTrue(x) {
 				last = x
 			}
-		}
+			return err == nil && v1.GuestConfigured.IsTrue(x)
+		})
 		done = time.Now()
-		return configured == len(guests), nil
+		return len(waiting) == 0, nil
 	})
 	if err != nil {
-		b.Fatalf("%v: %d of %d guests configured; one that is not: %s; the operator's output ends:\n%s", err, configured, len(guests), suite.StatusText(last), rig.LastLines(p.Logs(), 60))
+		b.Fatalf("%v: %d of %d guests configured; one that is not: %s; the operator's output ends:\n%s", err, len(guests)-len(waiting), len(guests), suite.StatusText(last), rig.LastLines(p.Logs(), 60))
 	}
 	return done
 }
