@@ -24,8 +24,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/memlimit"
-	// Turns lasso's controller and work queue metrics on before lasso's own init reads the switch.
-	_ "github.com/kubefip/kube-fip-operator/pkg/metrics/controllermetrics"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/profiling"
 	"github.com/kubefip/kube-fip-operator/pkg/version"

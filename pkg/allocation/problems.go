@@ -111,18 +111,18 @@ func spaceChangeMessage(space, former v1.AddressSpace, held int) string {
 
 func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
 	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
-		r.Spec.IPRange, List(orphans, len(orphans)))
+		r.Spec.IPRange, DescribeHolders(orphans, len(orphans)))
 }
 
-// ListMax is how many addresses a message names before it says how many more there are.
-const ListMax = 10
+// HoldersNamed is how many addresses a message names before it says how many more there are.
+const HoldersNamed = 10
 
-// List names the first ListMax addresses of some with their holders (and why, for an orphan),
+// DescribeHolders names the first HoldersNamed addresses of some with their holders (and why, for an orphan),
 // and how many more there are of total: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3 more".
-func List(some []Orphan, total int) string {
-	parts := make([]string, 0, min(len(some), ListMax)+1)
+func DescribeHolders(some []Orphan, total int) string {
+	parts := make([]string, 0, min(len(some), HoldersNamed)+1)
 	for i, o := range some {
-		if i == ListMax {
+		if i == HoldersNamed {
 			break
 		}
 		holder := redact.Shorten(o.Allocation.Namespace, redact.MaxValue) + "/" + redact.Shorten(o.Allocation.Name, redact.MaxValue)

@@ -162,13 +162,6 @@ func (e *indexedRange) poolLocked() *ipam.Pool {
 	return e.pool
 }
 
-// size is the number of ranges indexed.
-func (x *rangeIndex) size() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.entries)
-}
-
 // order returns the selection order of the space hash, built again if a range of it changed.
 func (x *rangeIndex) order(space string) *spaceOrder {
 	x.mu.Lock()

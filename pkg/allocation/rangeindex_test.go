@@ -76,7 +76,10 @@ func TestRangeIndexFindsExactlyTheOverlaps(t *testing.T) {
 	if got := find("probe", "172.16.0.128/25"); got != "inner" {
 		t.Errorf("the moved range is not found at its new CIDR: %q", got)
 	}
-	if n := x.size(); n != 7 {
+	x.mu.Lock()
+	n := len(x.entries)
+	x.mu.Unlock()
+	if n != 7 {
 		t.Errorf("%d ranges indexed, want 7", n)
 	}
 }

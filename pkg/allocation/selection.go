@@ -256,7 +256,7 @@ func (c Choice) Why() string {
 func Why(passed []Passed) string {
 	var parts []string
 	for i, p := range passed {
-		if i == ListMax {
+		if i == HoldersNamed {
 			parts = append(parts, fmt.Sprintf("and %d more", len(passed)-i))
 			break
 		}

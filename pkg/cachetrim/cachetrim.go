@@ -24,9 +24,10 @@ import (
 // LastAppliedAnnotation is where kubectl apply keeps the whole object as last applied.
 const LastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 
-// Written is the transform of a kind the operator updates: managedFields only. An update that
-// omits managedFields keeps the server's, and every other field goes back as it was read.
-func Written(obj interface{}) (interface{}, error) {
+// ManagedFieldsOnly is the transform of a kind the operator updates: it drops managedFields and
+// nothing else. An update that omits managedFields keeps the server's, and every other field goes
+// back as it was read.
+func ManagedFieldsOnly(obj interface{}) (interface{}, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
@@ -138,7 +139,7 @@ func HarvesterConfig(obj interface{}) (interface{}, error) {
 }
 
 var (
-	_ cache.TransformFunc = Written
+	_ cache.TransformFunc = ManagedFieldsOnly
 	_ cache.TransformFunc = ProvisioningCluster
 	_ cache.TransformFunc = ManagementCluster
 	_ cache.TransformFunc = Namespace

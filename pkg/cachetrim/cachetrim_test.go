@@ -258,10 +258,10 @@ func TestHarvesterConfigKeepsTheNetwork(t *testing.T) {
 
 // A kind the operator writes back keeps everything but managedFields: an update from the cache
 // must not drop an annotation, the last-applied one included.
-func TestWrittenKeepsAllButManagedFields(t *testing.T) {
+func TestManagedFieldsOnlyKeepsAllButManagedFields(t *testing.T) {
 	f := &v1.FloatingIP{ObjectMeta: fullMeta("guest-kubevip", "c-m-abc"), Spec: v1.FloatingIPSpec{}, Status: v1.FloatingIPStatus{IPAddress: "10.0.0.5", Range: "r"}}
 	keep := f.DeepCopy()
-	out, err := Written(f)
+	out, err := ManagedFieldsOnly(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,6 +176,11 @@ func TestGoMemoryLimit(t *testing.T) {
 		return corev1.EnvVar{}, false
 	}
 	_, c := renderDeployment(t, nil)
+	// lasso's controller metrics, on as Rancher turns them on (and as the test rig runs the
+	// operator, see controlplane.ChartEnv).
+	if v, ok := env(c, "CATTLE_PROMETHEUS_METRICS"); !ok || v.Value != "true" {
+		t.Errorf("CATTLE_PROMETHEUS_METRICS is %+v; want \"true\"", v)
+	}
 	if v, ok := env(c, "GOMEMLIMIT"); ok {
 		t.Errorf("default GOMEMLIMIT %q is set; want the limit derived from the container's", v.Value)
 	}

@@ -55,7 +55,7 @@
 //     value it had before, exactly like the original operator.
 //   - present and valid: the new value.
 //   - present and invalid: the value from previous (the last good Config)
-//     stays in force, and a Problem is reported. If previous itself holds no
+//     stays in force, and a KeyProblem is reported. If previous itself holds no
 //     valid value for the key (say, a hand-built Config), the default is used,
 //     so the result of Parse is always a valid Config. Pass Default(), not a
 //     zero Config, the first time: the zero logrus.Level is PanicLevel and the
@@ -71,7 +71,7 @@
 // warning against the reference, naming the default version it is installed at, since the
 // registry may not hold that version.
 //
-// Unknown keys are ignored and reported as a Problem with Warning set, naming
+// Unknown keys are ignored and reported as a KeyProblem with Warning set, naming
 // the known key that is most likely meant, since a typo otherwise looks like a
 // setting that has no effect.
 //
@@ -79,7 +79,7 @@
 //
 // Chart values may carry registry credentials or other secrets, so the text
 // of kubevipChartValues and kubevipCloudProviderChartValues never appears in a
-// Problem or in Config.String; YAML errors are reduced to a line number and a
+// KeyProblem or in Config.String; YAML errors are reduced to a line number and a
 // fixed parser message. The values of unknown keys are never echoed either,
 // since a misspelt values key is just as sensitive. A repository URL or chart
 // reference holding credentials (user:password@host), a query or a fragment is

@@ -92,7 +92,7 @@ func checkValid(t *testing.T, c Config) {
 	}
 }
 
-func problemKeys(problems []Problem) []string {
+func problemKeys(problems []KeyProblem) []string {
 	keys := []string{}
 	for _, p := range problems {
 		keys = append(keys, p.Key)

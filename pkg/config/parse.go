@@ -9,11 +9,11 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// Problem is one thing wrong with the ConfigMap. Problems never stop Parse;
+// KeyProblem is one thing wrong with the ConfigMap. Problems never stop Parse;
 // they say which value was ignored and what is in force instead. Its Reason
 // is one of the Problem* constants, CamelCase so that it can serve as a
 // Kubernetes event reason.
-type Problem struct {
+type KeyProblem struct {
 	problem.Problem
 	Key string
 	// Value is the offending value, trimmed, with URL credentials masked and
@@ -31,7 +31,7 @@ type Problem struct {
 	Fallback string
 }
 
-// Reasons of a Problem.
+// Reasons of a KeyProblem.
 const (
 	// ProblemInvalidValue: the value was rejected and the previous one (or
 	// the default) stays in force.
@@ -45,7 +45,7 @@ const (
 
 // Error formats the problem for logs and events, naming the ConfigMap so the
 // reader knows where to fix it.
-func (p Problem) Error() string {
+func (p KeyProblem) Error() string {
 	if p.Value == "" {
 		return fmt.Sprintf("%s key %q: %s", ConfigMapName, p.Key, p.Message)
 	}
@@ -93,12 +93,12 @@ func allOptions() []option {
 // Parse builds a Config from the ConfigMap data. Absent or empty keys take
 // their default, valid keys their new value, and invalid keys keep the value
 // from previous (the last good Config; pass Default() the first time) and add
-// a Problem. See the package comment for the full rules. Parse never fails and
+// a KeyProblem. See the package comment for the full rules. Parse never fails and
 // never modifies data or previous.
-func Parse(data map[string]string, previous Config) (Config, []Problem) {
+func Parse(data map[string]string, previous Config) (Config, []KeyProblem) {
 	opts := allOptions()
 	out := Default()
-	var problems []Problem
+	var problems []KeyProblem
 
 	for _, o := range opts {
 		raw, ok := data[o.key]
@@ -109,7 +109,7 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		if err == nil {
 			continue
 		}
-		p := Problem{Key: o.key, Problem: problem.Problem{Reason: ProblemInvalidValue, Message: err.Error()}}
+		p := KeyProblem{Key: o.key, Problem: problem.Problem{Reason: ProblemInvalidValue, Message: err.Error()}}
 		if o.sensitive {
 			p.Message = "invalid value (not shown, it may contain secrets): " + p.Message
 		} else {
@@ -144,7 +144,7 @@ func Parse(data map[string]string, previous Config) (Config, []Problem) {
 		if s := suggest(k, opts); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		problems = append(problems, Problem{Key: redact.Shorten(k, maxEcho), Problem: problem.Problem{Reason: ProblemUnknownKey, Message: msg}, Warning: true})
+		problems = append(problems, KeyProblem{Key: redact.Shorten(k, maxEcho), Problem: problem.Problem{Reason: ProblemUnknownKey, Message: msg}, Warning: true})
 	}
 	return out, problems
 }
@@ -163,11 +163,11 @@ func keepPrevious(o option, out *Config, previous Config) {
 // checkPair reports an OCI chart reference without an explicit version: the version pinned for the
 // upstream repository is used with it, which the registry may not hold. A version without a
 // reference pins the chart of the repository and needs no reference.
-func checkPair(data map[string]string, ch Chart, refKey, versionKey string) []Problem {
+func checkPair(data map[string]string, ch Chart, refKey, versionKey string) []KeyProblem {
 	if ch.Ref == "" || strings.TrimSpace(data[versionKey]) != "" {
 		return nil
 	}
-	return []Problem{{
+	return []KeyProblem{{
 		Key:     refKey,
 		Warning: true,
 		Problem: *problem.New(ProblemIncompleteChart,

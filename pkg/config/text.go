@@ -97,11 +97,11 @@ func knownYAMLProblem(s string) bool {
 	return false
 }
 
-// maxEcho bounds how much of a bad value a Problem repeats: enough to
+// maxEcho bounds how much of a bad value a KeyProblem repeats: enough to
 // recognise it, not enough to flood a log line or an event.
 const maxEcho = 100
 
-// echo prepares a rejected value for a Problem.
+// echo prepares a rejected value for a KeyProblem.
 func echo(v string) string {
 	return redact.Shorten(redactURL(strings.TrimSpace(v)), maxEcho)
 }

@@ -42,8 +42,11 @@ type Context struct {
 	Ranges      kubefipcontrollers.FloatingIPRangeController
 	ConfigMaps  corecontrollers.ConfigMapController
 	Namespaces  corecontrollers.NamespaceController
-	Clusters    provcontrollers.ClusterController
-	Management  mgmtcontrollers.ClusterController
+	// ProvisioningClusters are Rancher's provisioning clusters (provisioning.cattle.io/v1), in
+	// FleetNamespace; ManagementClusters its management clusters (management.cattle.io/v3), one per
+	// guest and Harvester cluster, named c-m-*.
+	ProvisioningClusters provcontrollers.ClusterController
+	ManagementClusters   mgmtcontrollers.ClusterController
 	// Secrets reads one Secret at a time with a GET by name. The operator never lists or watches
 	// Secrets: those verbs would return every cloud credential and kubeconfig in full, whatever a
 	// client asks for, so its RBAC grants get only.
@@ -63,7 +66,7 @@ type Context struct {
 }
 
 // Informer is a watch the shared controller factory does not serve. A controller builds it
-// (unstarted) and hands it to AddInformer or AddOptionalInformer; the operator runs it beside the
+// (unstarted) and hands it to AddOptionalInformer; the operator runs it beside the
 // shared caches and waits for it to sync before the allocation repair and before any worker.
 type Informer struct {
 	// Name says which watch it is in logs and in the error of a sync that did not complete.
@@ -93,20 +96,16 @@ type GuestOptions struct {
 	ChartCredentialsSecret string
 }
 
-// AddInformer hands the operator an unstarted informer a controller reads: the operator starts it
-// with the shared caches and waits for it to sync before the allocation repair and the workers.
-func (c *Context) AddInformer(name string, informer cache.SharedIndexInformer) {
-	c.informers = append(c.informers, Informer{Name: name, Informer: informer})
-}
-
-// AddOptionalInformer is AddInformer for a resource that may not exist, such as a CRD another
-// component installs: when the API server does not serve gvr at start-up, the operator does not
-// wait for the informer, which the controller reading it must then treat as possibly empty.
+// AddOptionalInformer hands the operator an unstarted informer a controller reads, outside the
+// shared caches, of a resource that may not exist, such as a CRD another component installs: the
+// operator starts it with the shared caches and waits for it to sync before the allocation repair
+// and the workers, unless the API server does not serve gvr at start-up; the controller reading
+// it must then treat it as possibly empty.
 func (c *Context) AddOptionalInformer(name string, gvr schema.GroupVersionResource, informer cache.SharedIndexInformer) {
 	c.informers = append(c.informers, Informer{Name: name, Informer: informer, Optional: &gvr})
 }
 
-// Informers is what AddInformer and AddOptionalInformer were given, in order.
+// Informers is what AddOptionalInformer was given, in order.
 func (c *Context) Informers() []Informer { return append([]Informer(nil), c.informers...) }
 
 // OnStart asks for fn to run once the caches are synced and the allocations repaired, just

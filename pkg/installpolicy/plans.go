@@ -33,13 +33,13 @@ func (p Policy) plan(chart Chart, ch, defaults config.Chart, refKey, valuesKey s
 // Check reports, as Warning Problems for the ConfigMap's Events, every chart of cfg the policy
 // refuses. The configuration stays as written: it is the install that is refused, until the
 // ConfigMap or the deployment changes.
-func (p Policy) Check(cfg config.Config) []config.Problem {
-	var problems []config.Problem
+func (p Policy) Check(cfg config.Config) []config.KeyProblem {
+	var problems []config.KeyProblem
 	for _, plan := range []func(config.Config) (*Plan, error){p.PlanKubevip, p.PlanCloudProvider} {
 		_, err := plan(cfg)
 		var r *Refusal
 		if errors.As(err, &r) {
-			problems = append(problems, config.Problem{Key: r.Key, Warning: true, Problem: problem.Problem{
+			problems = append(problems, config.KeyProblem{Key: r.Key, Warning: true, Problem: problem.Problem{
 				Reason: r.Reason, Message: r.Message + "; nothing is installed from it until it is allowed"}})
 		}
 	}

@@ -264,7 +264,8 @@ func controllerSeries() []string { return []string{"lasso_controller_", "workque
 
 // Gatherer is what /metrics serves: the operator's own collectors, and beside them lasso's
 // controller and work queue collectors, which lasso registers on Prometheus's default registry
-// (see pkg/metrics/controllermetrics). Only those series are taken from the default registry, so
+// when the process starts with CATTLE_PROMETHEUS_METRICS=true, as the chart's Deployment sets it
+// (lasso reads the variable once, in its package's init). Only those series are taken from the default registry, so
 // that nothing else registered there globally is served, and the Go and process collectors are
 // not served twice.
 func (m *Metrics) Gatherer() prometheus.Gatherer {

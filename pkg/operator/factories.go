@@ -76,10 +76,10 @@ type cachedKind struct {
 // generated controllers cache is listed, so that none keeps more than its readers use.
 func cachedKinds() []cachedKind {
 	return []cachedKind{
-		{v1.SchemeGroupVersion.WithKind("FloatingIP"), "floatingips", true, cachetrim.Written},
-		{v1.SchemeGroupVersion.WithKind("FloatingIPRange"), "floatingipranges", false, cachetrim.Written},
-		{v1.SchemeGroupVersion.WithKind("FloatingIPAllocation"), "floatingipallocations", false, cachetrim.Written},
-		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", true, cachetrim.Written},
+		{v1.SchemeGroupVersion.WithKind("FloatingIP"), "floatingips", true, cachetrim.ManagedFieldsOnly},
+		{v1.SchemeGroupVersion.WithKind("FloatingIPRange"), "floatingipranges", false, cachetrim.ManagedFieldsOnly},
+		{v1.SchemeGroupVersion.WithKind("FloatingIPAllocation"), "floatingipallocations", false, cachetrim.ManagedFieldsOnly},
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", true, cachetrim.ManagedFieldsOnly},
 		{corev1.SchemeGroupVersion.WithKind("Namespace"), "namespaces", false, cachetrim.Namespace},
 		{provv1.SchemeGroupVersion.WithKind("Cluster"), "clusters", true, cachetrim.ProvisioningCluster},
 		{mgmtv3.SchemeGroupVersion.WithKind("Cluster"), "clusters", false, cachetrim.ManagementCluster},

@@ -59,14 +59,12 @@ func TestStartInformersWaitsForEveryInformer(t *testing.T) {
 	clusters := schema.GroupVersionKind{Group: "provisioning.cattle.io", Version: "v1", Kind: "Cluster"}
 	shared := &fakeCaches{synced: map[schema.GroupVersionKind]bool{fip: true, clusters: false}}
 	synced, stuck := newFakeInformer(true), newFakeInformer(false)
-	var c controllers.Context
-	c.AddInformer("Synced things", synced)
-	c.AddInformer("Stuck things", stuck)
+	informers := []controllers.Informer{{Name: "Synced things", Informer: synced}, {Name: "Stuck things", Informer: stuck}}
 
 	// The context ends only once both informers ran: the stuck one then never syncs.
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-synced.ran; <-stuck.ran; cancel() }()
-	err := startInformers(ctx, shared, served(), c.Informers())
+	err := startInformers(ctx, shared, served(), informers)
 	if !shared.started {
 		t.Error("the shared caches were not started")
 	}

@@ -363,8 +363,8 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 		Ranges:      f.Kubefip.Kubefip().V1().FloatingIPRange(),
 		ConfigMaps:  f.Core.Core().V1().ConfigMap(),
 		Namespaces:  f.Core.Core().V1().Namespace(),
-		Clusters:    f.Provisioning.Provisioning().V1().Cluster(),
-		Management:  f.Management.Management().V3().Cluster(),
+		ProvisioningClusters: f.Provisioning.Provisioning().V1().Cluster(),
+		ManagementClusters:   f.Management.Management().V3().Cluster(),
 		Secrets:     o.client.CoreV1(),
 		RestConfig:  o.rest,
 

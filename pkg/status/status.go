@@ -34,10 +34,10 @@ func UpdateFloatingIP(c kubefipcontrollers.FloatingIPController, f *v1.FloatingI
 	})
 }
 
-// ShowFloatingIPFailure shows on f that its handler failed for reason: Ready=False, so Stalled
+// MarkFloatingIPFailed shows on f that its handler failed for reason: Ready=False, so Stalled
 // or Reconciling by the reason's class, whatever the other conditions say, and Allocated=False
 // too while f holds no address yet. The next verdict of UpdateFloatingIP derives Ready again.
-func ShowFloatingIPFailure(c kubefipcontrollers.FloatingIPController, f *v1.FloatingIP, reason, msg string) (*v1.FloatingIP, error) {
+func MarkFloatingIPFailed(c kubefipcontrollers.FloatingIPController, f *v1.FloatingIP, reason, msg string) (*v1.FloatingIP, error) {
 	return updateFloatingIP(c, f, func(s *v1.FloatingIPStatus) {
 		if s.IPAddress == "" {
 			v1.SetCondition(s, v1.Allocated, false, reason, msg)

@@ -58,7 +58,7 @@ func TestAFailureOverridesTheDerivedReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err = ShowFloatingIPFailure(fips, f, v1.ReasonAllocationFailed, "the API failed")
+	f, err = MarkFloatingIPFailed(fips, f, v1.ReasonAllocationFailed, "the API failed")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,6 @@ func Register(ctx context.Context, c *controllers.Context) error {
 		return fmt.Errorf("guest cluster discovery: %w", err)
 	}
 	h.watchCached(ctx)
-	c.Clusters.OnChange(ctx, HandlerName, h.OnClusterChange)
+	c.ProvisioningClusters.OnChange(ctx, HandlerName, h.OnClusterChange)
 	return nil
 }

@@ -63,7 +63,7 @@ func TestFamiliesHeld(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &handler{c: &controllers.Context{FloatingIPs: fakes.NewFloatingIPs(tt.fips...), Ranges: ranges, Clusters: fakes.NewProvisioningClusters()}}
+			h := &handler{c: &controllers.Context{FloatingIPs: fakes.NewFloatingIPs(tt.fips...), Ranges: ranges, ProvisioningClusters: fakes.NewProvisioningClusters()}}
 			h.addIndexers()
 			held, err := h.familiesHeld("c-m-demo", "demo")
 			if err != nil {

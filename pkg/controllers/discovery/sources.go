@@ -55,7 +55,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	h.credentials.forget(key)
 
 	h.waiters.add(key, managementDep(id))
-	mc, err := h.c.Management.Cache().Get(id)
+	mc, err := h.c.ManagementClusters.Cache().Get(id)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", waitFor("Harvester management cluster %s (from cloud credential %s)", id, credential)
@@ -74,7 +74,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 // tell discovery that a credential arrived or was fixed.
 func (h *handler) retryCredential(key string) {
 	ns, name := splitKey(key)
-	h.c.Clusters.EnqueueAfter(ns, name, h.credentials.next(key))
+	h.c.ProvisioningClusters.EnqueueAfter(ns, name, h.credentials.next(key))
 }
 
 // network reads the VM network from the control-plane pool's HarvesterConfig.

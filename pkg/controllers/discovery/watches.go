@@ -38,7 +38,7 @@ func HarvesterConfigResource() schema.GroupVersionResource {
 }
 
 func (h *handler) addIndexers() {
-	clusters := h.c.Clusters.Cache()
+	clusters := h.c.ProvisioningClusters.Cache()
 	clusters.AddIndexer(clusterByNamespace, func(c *provv1.Cluster) ([]string, error) {
 		if strings.HasPrefix(c.Status.ClusterName, guestNamespacePrefix) {
 			return []string{c.Status.ClusterName}, nil
@@ -68,9 +68,9 @@ func (h *handler) addIndexers() {
 
 // watchCached wakes clusters on changes of the kinds the shared controller factory caches.
 func (h *handler) watchCached(ctx context.Context) {
-	clusters := h.c.Clusters
+	clusters := h.c.ProvisioningClusters
 	relatedresource.Watch(ctx, HandlerName+"-namespace", h.clustersOfNamespace, clusters, h.c.Namespaces)
-	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.c.Management)
+	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.c.ManagementClusters)
 	relatedresource.Watch(ctx, HandlerName+"-range", h.clustersOfRange, clusters, h.c.Ranges)
 	relatedresource.Watch(ctx, HandlerName+"-floatingip", h.clustersOfFloatingIP, clusters, h.c.FloatingIPs)
 }
@@ -106,7 +106,7 @@ func (h *handler) clustersOfFloatingIP(namespace, _ string, obj runtime.Object) 
 }
 
 func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, error) {
-	clusters, err := h.c.Clusters.Cache().GetByIndex(index, value)
+	clusters, err := h.c.ProvisioningClusters.Cache().GetByIndex(index, value)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (h *handler) enqueueByIndex(index string) cache.ResourceEventHandler {
 		}
 		keys, _ := h.clustersByIndex(index, key)
 		for _, k := range keys {
-			h.c.Clusters.Enqueue(k.Namespace, k.Name)
+			h.c.ProvisioningClusters.Enqueue(k.Namespace, k.Name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

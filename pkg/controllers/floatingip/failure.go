@@ -28,7 +28,7 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 	if !conditionIs(f.Status.Conditions, v1.Ready, reason, msg) {
 		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}
-	if _, werr := status.ShowFloatingIPFailure(h.fips, f, reason, msg); werr != nil {
+	if _, werr := status.MarkFloatingIPFailed(h.fips, f, reason, msg); werr != nil {
 		logrus.Debugf("FloatingIP %s/%s: showing %s: %v", f.Namespace, f.Name, reason, werr)
 	}
 }

@@ -53,10 +53,10 @@ type handler struct {
 
 // Register registers the FloatingIP handlers.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.Management.Cache(), alloc: c.Alloc,
+	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.ManagementClusters.Cache(), alloc: c.Alloc,
 		metrics: c.Metrics, recorder: c.Recorder, store: c.Store}
-	if c.Clusters != nil {
-		h.prov = c.Clusters.Cache()
+	if c.ProvisioningClusters != nil {
+		h.prov = c.ProvisioningClusters.Cache()
 	}
 	// The remove handler first: it puts the finalizer on before the change handler claims an
 	// address, so no FloatingIP ever holds an address without the finalizer that releases it.
@@ -65,11 +65,11 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	c.FloatingIPs.OnChange(ctx, ReadyMetricHandlerName, h.OnFloatingIPReadyMetric)
 	// A management cluster arriving makes its namespace a guest cluster's: its FloatingIPs are
 	// judged again.
-	c.Management.OnChange(ctx, HandlerName, h.OnManagementClusterChange)
-	if c.Clusters != nil {
+	c.ManagementClusters.OnChange(ctx, HandlerName, h.OnManagementClusterChange)
+	if c.ProvisioningClusters != nil {
 		// A change of a provisioning cluster's labels may let a range's clusterSelector admit
 		// its waiting FloatingIPs.
-		c.Clusters.OnChange(ctx, HandlerName, h.OnProvisioningClusterChange)
+		c.ProvisioningClusters.OnChange(ctx, HandlerName, h.OnProvisioningClusterChange)
 	}
 	return nil
 }

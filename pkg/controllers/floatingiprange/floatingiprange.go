@@ -72,7 +72,7 @@ const StatusInterval = time.Second
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, ranges: c.Ranges, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder,
 		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{},
-		selectors: &selectors{clusters: c.Clusters, fleet: c.FleetNamespace, seen: map[string]string{}}}
+		selectors: &selectors{clusters: c.ProvisioningClusters, fleet: c.FleetNamespace, seen: map[string]string{}}}
 	c.FloatingIPs.Cache().AddIndexer(WaitingByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" && waiting(f, name) {
 			return []string{name}, nil
@@ -85,8 +85,8 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	c.Alloc.OnRangeChanged(h.allocationsChanged)
 	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	c.Ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
-	if c.Clusters != nil {
-		c.Clusters.OnChange(ctx, HandlerName, h.OnClusterChange)
+	if c.ProvisioningClusters != nil {
+		c.ProvisioningClusters.OnChange(ctx, HandlerName, h.OnClusterChange)
 	}
 	return nil
 }
@@ -219,7 +219,7 @@ func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
 	h.passStarts(r.Name)
 	if n := h.alloc.Count(r); n > 0 {
-		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.List(h.alloc.Holders(r, allocation.ListMax), n))
+		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.DescribeHolders(h.alloc.Holders(r, allocation.HoldersNamed), n))
 		if v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
 			h.recorder.Event(r, v1.EventType(v1.ReasonDeletionBlocked), v1.ReasonDeletionBlocked, msg)
 			if updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {

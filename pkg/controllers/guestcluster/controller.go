@@ -82,8 +82,8 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		return fmt.Errorf("creating the client of Rancher's settings: %w", err)
 	}
 	c := &controller{
-		deps: deps{Settings: dyn.Resource(SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.Clusters,
-			Management: cc.Management, Secrets: cc.Secrets, Store: cc.Store,
+		deps: deps{Settings: dyn.Resource(SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.ProvisioningClusters,
+			Management: cc.ManagementClusters, Secrets: cc.Secrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder},
 		opts:    opts,
 		connect: connectThroughRancher(installer, opts.Timeout),

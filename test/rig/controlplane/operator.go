@@ -51,12 +51,16 @@ type Process struct {
 	err  error
 }
 
-// StartOperator runs binary with args, its output copied to echo (may be nil) and kept in memory.
-// The process is in its own process group so that a terminal's Ctrl-C reaches only whoever
-// started it, which then stops it in order; it dies with its parent.
+// ChartEnv is the environment the chart's Deployment gives every operator process whatever its
+// values: lasso's controller metrics on.
+func ChartEnv() []string { return []string{"CATTLE_PROMETHEUS_METRICS=true"} }
+
+// StartOperator runs binary with args and ChartEnv followed by env, its output copied to echo (may
+// be nil) and kept in memory. The process is in its own process group so that a terminal's Ctrl-C
+// reaches only whoever started it, which then stops it in order; it dies with its parent.
 func StartOperator(binary string, echo io.Writer, env []string, args ...string) (*Process, error) {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), ChartEnv()...), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return StartProcess(cmd, echo, cmd.Start)
 }

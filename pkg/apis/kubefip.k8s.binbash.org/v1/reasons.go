@@ -353,11 +353,6 @@ func ClassOf(reason string) Class {
 	return classified()[reason]
 }
 
-// Reasons returns every classified reason with its class, a copy the caller may keep.
-func Reasons() map[string]Class {
-	return classified()
-}
-
 // EventType is the Event type of reason: Normal for what was done and for progress, Warning for
 // what deserves a person's look.
 func EventType(reason string) string {

@@ -123,7 +123,7 @@ func TestEveryReasonIsClassified(t *testing.T) {
 			t.Fatalf("the scan of the code missed reason %s; found %d reasons", r, len(inCode))
 		}
 	}
-	classes := Reasons()
+	classes := classified()
 	for reason, where := range inCode {
 		if _, ok := classes[reason]; !ok {
 			t.Errorf("reason %q (%s) is not classified in reasons.go", reason, where)
@@ -137,7 +137,7 @@ func TestEveryReasonIsClassified(t *testing.T) {
 }
 
 func TestEventTypeFollowsTheClass(t *testing.T) {
-	for reason, c := range Reasons() {
+	for reason, c := range classified() {
 		want := corev1.EventTypeWarning
 		if c == Done || c == Progress {
 			want = corev1.EventTypeNormal

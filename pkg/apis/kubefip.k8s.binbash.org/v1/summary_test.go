@@ -108,7 +108,7 @@ func notReady(c Class) verdict {
 
 func sortedReasons() []string {
 	var out []string
-	for r := range Reasons() {
+	for r := range classified() {
 		out = append(out, r)
 	}
 	sort.Strings(out)
