@@ -711,10 +711,3 @@ func (c *Certs) CABundle() []byte {
 	defer c.mu.RUnlock()
 	return bytes.Clone(c.caBundle)
 }
-
-// Ready reports whether a serving certificate has been loaded.
-func (c *Certs) Ready() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.cert != nil
-}

@@ -217,14 +217,14 @@ func TestSyncCreatesTheSecretAndServes(t *testing.T) {
 	cs := fake.NewSimpleClientset()
 	clock := newFakeClock()
 	c := newTestCerts(cs, CertOptions{}, clock, nil)
-	if c.Ready() || c.CABundle() != nil {
+	if loaded(c) || c.CABundle() != nil {
 		t.Fatal("ready before Sync")
 	}
 	if _, err := c.GetCertificate(&tls.ClientHelloInfo{}); err == nil {
 		t.Fatal("GetCertificate succeeds before Sync")
 	}
 	mustSync(t, c)
-	if !c.Ready() {
+	if !loaded(c) {
 		t.Fatal("not ready after Sync")
 	}
 
@@ -583,7 +583,7 @@ func TestWebhookCABundle(t *testing.T) {
 		cs := fake.NewSimpleClientset()
 		c := newTestCerts(cs, CertOptions{Webhook: testWebhook}, nil, nil)
 		mustSync(t, c)
-		if !c.Ready() {
+		if !loaded(c) {
 			t.Error("not ready")
 		}
 	})
@@ -655,7 +655,7 @@ func TestRun(t *testing.T) {
 		defer close(done)
 		c.Run(ctx)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); !c.Ready(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !loaded(c); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("not ready 10s after Run")
 		}
@@ -753,4 +753,11 @@ func TestParseCertificatesIsStrict(t *testing.T) {
 			t.Errorf("%s: the error holds PEM: %v", name, err)
 		}
 	}
+}
+
+// loaded tells whether c has a serving certificate loaded.
+func loaded(c *Certs) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.cert != nil
 }

@@ -21,7 +21,7 @@ import (
 // controller retries it with backoff.
 const maxCollisions = 16
 
-// ErrHolderUnknown: a static address is held by an allocation this process has not seen yet. The
+// ErrHolderUnknown means a static address is held by an allocation this process has not seen yet. The
 // informer's Add will name the holder shortly; the caller retries without telling anyone.
 var ErrHolderUnknown = errors.New("the address is held by an allocation not yet seen")
 

@@ -13,7 +13,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// ErrRangeNotFound: the FloatingIPRange does not exist.
+// ErrRangeNotFound means the FloatingIPRange does not exist.
 var ErrRangeNotFound = errors.New("FloatingIPRange not found")
 
 // NotReadyError is returned for a claim on a range with a Problem.
@@ -26,7 +26,7 @@ func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("FloatingIPRange %s cannot hand out addresses (%s): %s", e.Range, e.Problem.Reason, e.Problem.Message)
 }
 
-// LimitError: a new address of Range would give the FloatingIPs of Namespace more than the range's
+// LimitError means a new address of Range would give the FloatingIPs of Namespace more than the range's
 // spec.maxAddressesPerCluster.
 type LimitError struct {
 	Range     string
@@ -39,7 +39,7 @@ func (e *LimitError) Error() string {
 		e.Namespace, e.Limit, e.Range)
 }
 
-// NotSelectedError: Range's spec.clusterSelector does not admit the claimant's guest cluster, or
+// NotSelectedError means Range's spec.clusterSelector does not admit the claimant's guest cluster, or
 // the claimant belongs to no provisioning cluster (Cluster empty) that it could admit.
 type NotSelectedError struct {
 	Range   string

@@ -42,7 +42,7 @@ const (
 // with anything, are looked at; the rest are ignored.
 const MaxOwnedKeys = 1024
 
-// ErrInvalidAddresses: an Addresses holds something that can not be written as a pool.
+// ErrInvalidAddresses means an Addresses holds something that can not be written as a pool.
 var ErrInvalidAddresses = errors.New("invalid guest addresses")
 
 // Addresses are the addresses the operator wants in one guest's kube-vip-cloud-provider

@@ -25,10 +25,10 @@ const KubeconfigKey = "value"
 // DefaultTimeout bounds every single request to a guest cluster.
 const DefaultTimeout = 15 * time.Second
 
-// ErrNoKubeconfig: the Secret has no kubeconfig (yet).
+// ErrNoKubeconfig means the Secret has no kubeconfig (yet).
 var ErrNoKubeconfig = errors.New("the cluster's kubeconfig Secret has no kubeconfig")
 
-// ErrInvalidKubeconfig: the Secret's kubeconfig does not parse, or names no usable context.
+// ErrInvalidKubeconfig means the Secret's kubeconfig does not parse, or names no usable context.
 var ErrInvalidKubeconfig = errors.New("the cluster's kubeconfig Secret does not hold a valid kubeconfig")
 
 // Client reaches one guest cluster. It holds only the typed clients a pass uses, core/v1 and

@@ -55,7 +55,7 @@ func DefaultLimits() Limits {
 	}
 }
 
-// ErrTooLarge: a repository or registry sent more than the limit allows.
+// ErrTooLarge means a repository or registry sent more than the limit allows.
 var ErrTooLarge = errors.New("the chart source sent more than the size limit allows")
 
 // fetcher reads charts from HTTP repositories and OCI registries with bounded requests.

@@ -12,7 +12,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// ErrWriteRefused: Helm asked the guest to write something the install policy did not approve.
+// ErrWriteRefused means Helm asked the guest to write something the install policy did not approve.
 // It cannot happen while Helm applies only the approved manifest; the guard is what makes sure.
 type ErrWriteRefused struct {
 	Method string

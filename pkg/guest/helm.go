@@ -120,11 +120,11 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 // InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
 const InstallTimeout = 2 * time.Minute
 
-// ErrReleaseBusy: the release is pending and its last change is recent: someone may be installing
+// ErrReleaseBusy means the release is pending and its last change is recent: someone may be installing
 // or upgrading it right now.
 var ErrReleaseBusy = errors.New("the release is being changed right now")
 
-// ErrChartPending: the chart is still being fetched; the install is tried again later, and the
+// ErrChartPending means the chart is still being fetched; the install is tried again later, and the
 // worker is free meanwhile.
 var ErrChartPending = errors.New("the chart is still being fetched")
 

@@ -15,7 +15,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// ErrKubeconfigRefused: the kubeconfig asks for something Rancher never writes into a cluster's
+// ErrKubeconfigRefused means the kubeconfig asks for something Rancher never writes into a cluster's
 // kubeconfig Secret, and that would let whoever can write the Secret run code in the operator,
 // read its files, weaken TLS or point it at another cluster.
 var ErrKubeconfigRefused = errors.New("the cluster's kubeconfig is refused")

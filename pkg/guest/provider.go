@@ -24,7 +24,7 @@ const (
 // ProviderChart is the name kube-vip-cloud-provider's chart is published under.
 const ProviderChart = "kube-vip-cloud-provider"
 
-// ErrProviderNotFound: the release holds no kube-vip-cloud-provider Deployment (yet).
+// ErrProviderNotFound means the release holds no kube-vip-cloud-provider Deployment (yet).
 var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in the release")
 
 // ProviderConfigMap finds where the kube-vip-cloud-provider of release namespace/name reads its

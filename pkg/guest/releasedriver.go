@@ -36,7 +36,7 @@ const (
 	releaseRequestTimeout = 30 * time.Second
 )
 
-// ErrReleaseRecordTooLarge: a release record is larger than the bounds allow.
+// ErrReleaseRecordTooLarge means a release record is larger than the bounds allow.
 var ErrReleaseRecordTooLarge = errors.New("the release record is larger than the operator reads")
 
 // boundedSecrets is Helm's Secrets driver with every read bounded: Get, List, Query and Delete

@@ -15,10 +15,10 @@ import (
 // MaxReleaseRecords records of at most MaxReleaseRecord each; a real release stays far below.
 const MaxGuestResponse = 32 << 20
 
-// ErrGuestResponseTooLarge: a guest answered with more than MaxGuestResponse bytes.
+// ErrGuestResponseTooLarge means a guest answered with more than MaxGuestResponse bytes.
 var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more than the operator reads")
 
-// ErrGuestRedirect: a guest answered with a redirect. The cluster proxy never redirects an API
+// ErrGuestRedirect means a guest answered with a redirect. The cluster proxy never redirects an API
 // request, and a guest is untrusted: following it would send the operator's request, and what it
 // reads back, wherever the guest says.
 var ErrGuestRedirect = errors.New("the guest cluster answered with a redirect, which the operator does not follow")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -169,7 +168,7 @@ func threeWrites(r *rancher.World, g rancher.Guest, rangeName string, space v1.A
 			Address: addr.String(),
 			Range:   rangeName,
 			Space:   space,
-			Owner:   v1.FloatingIPReference{Namespace: fip.Namespace, Name: fip.Name, UID: types.UID(fip.UID)},
+			Owner:   v1.FloatingIPReference{Namespace: fip.Namespace, Name: fip.Name, UID: fip.UID},
 		},
 	})
 	if err != nil {

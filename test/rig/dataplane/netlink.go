@@ -25,7 +25,7 @@ type Link struct {
 	Prefix               netip.Prefix
 }
 
-// ErrNoNetAdmin: the test cannot create network namespaces (it needs root or CAP_NET_ADMIN).
+// ErrNoNetAdmin means the test cannot create network namespaces (it needs root or CAP_NET_ADMIN).
 var ErrNoNetAdmin = errors.New("creating network namespaces needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")
 
 // CanCreateLinks reports whether this process may create network namespaces and links.
