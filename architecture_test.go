@@ -3,6 +3,8 @@ package main
 import (
 	"go/ast"
 	"go/types"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -195,7 +197,7 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 // objects) is decided in pkg/installpolicy alone. No other production package renders a chart's
 // templates or decodes what it rendered, and every Helm action that applies to a guest hands Helm
 // only the approved manifest (guest's approvedManifest as its post-renderer) with hooks and CRDs
-// off. pkg/charts, which renders the operator's own chart offline for packaging, applies nothing.
+// off. package/charts, which renders the operator's own chart offline for packaging, applies nothing.
 func TestInstallPolicyHasOneHome(t *testing.T) {
 	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo|packages.NeedImports)
 	judging := []string{"helm.sh/helm/v3/pkg/engine", "sigs.k8s.io/json", "k8s.io/apimachinery/pkg/runtime/serializer/json"}
@@ -213,7 +215,7 @@ func TestInstallPolicyHasOneHome(t *testing.T) {
 				t.Errorf("%s imports %s: rendering and judging charts belongs to pkg/installpolicy", pkg.PkgPath, imp)
 			}
 		}
-		if pkg.PkgPath == modulePath+"/pkg/charts" {
+		if pkg.PkgPath == modulePath+"/package/charts" {
 			continue
 		}
 		for _, file := range pkg.Syntax {
@@ -258,5 +260,112 @@ func TestInstallPolicyHasOneHome(t *testing.T) {
 	}
 	if !found {
 		t.Error("pkg/installpolicy was not found")
+	}
+}
+
+// TestUnitTestsNeedNoControlPlane: the tests under pkg/ run on in-memory fakes and the client-go
+// fake clientsets, so that `go test ./pkg/...` needs no API server; the tests against a real one
+// live under test/. No pkg/ test imports the control-plane rig, directly or through another
+// package.
+func TestUnitTestsNeedNoControlPlane(t *testing.T) {
+	const controlPlane = modulePath + "/test/rig/controlplane"
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Tests: true}
+	pkgs, err := packages.Load(cfg, "./pkg/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages.PrintErrors(pkgs) > 0 {
+		t.Fatal("packages did not load")
+	}
+	checked := 0
+	for _, pkg := range pkgs {
+		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") {
+			continue
+		}
+		checked++
+		seen := map[string]bool{}
+		var reaches func(p *packages.Package, path []string) []string
+		reaches = func(p *packages.Package, path []string) []string {
+			if p.PkgPath == controlPlane {
+				return append(path, p.PkgPath)
+			}
+			if seen[p.PkgPath] {
+				return nil
+			}
+			seen[p.PkgPath] = true
+			for _, imp := range p.Imports {
+				if found := reaches(imp, append(path, p.PkgPath)); found != nil {
+					return found
+				}
+			}
+			return nil
+		}
+		if chain := reaches(pkg, nil); chain != nil {
+			t.Errorf("%s (%s) needs the control plane: %s", pkg.PkgPath, pkg.ID, strings.Join(chain, " → "))
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no package under pkg/ was loaded")
+	}
+}
+
+// TestPackageMapIsTrue: docs/design.md's package map names every package of the module (under
+// pkg/, at the depth it maps them; under package/ and test/ by their top directory) and nothing
+// that does not exist.
+func TestPackageMapIsTrue(t *testing.T) {
+	doc, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Packages\n")
+	if !ok {
+		t.Fatal("docs/design.md has no Packages section")
+	}
+	mapped := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			path, _, _ := strings.Cut(rest, "`")
+			mapped[strings.TrimSuffix(path, "/")] = true
+		}
+	}
+	for path := range mapped {
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("the map names %s, which does not exist", path)
+		}
+	}
+	for _, pkg := range loadPackages(t, packages.NeedName) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg.PkgPath, modulePath), "/")
+		if rel == "" {
+			continue // main.go
+		}
+		covered := false
+		// A package is covered by its own row or by a row of a directory above it; a row may
+		// also name a package below it (pkg/apis/<group>/v1 stands for pkg/apis/<group>).
+		for m := range mapped {
+			if strings.HasPrefix(m, rel+"/") {
+				covered = true
+			}
+		}
+		for p := rel; !covered && p != "." && p != ""; p = filepath.Dir(p) {
+			if mapped[p] {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			t.Errorf("package %s is not in docs/design.md's map", rel)
+		}
+	}
+	// The map names pkg/ packages themselves, not just pkg/.
+	for _, dir := range []string{"pkg", "pkg/controllers"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && !mapped[dir+"/"+e.Name()] && !(dir == "pkg" && e.Name() == "apis") {
+				t.Errorf("%s/%s is not in docs/design.md's map", dir, e.Name())
+			}
+		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -465,7 +465,7 @@ func TestNothingWantedCreatesNothing(t *testing.T) {
 }
 
 // TestProviderReadsTheWrittenPools: the ConfigMap as written, read the way kube-vip-cloud-provider
-// reads it (guests.ProviderPool), gives each namespace its own addresses and every other one the
+// reads it (cloudprovider.ProviderPool), gives each namespace its own addresses and every other one the
 // global addresses, of both families.
 func TestProviderReadsTheWrittenPools(t *testing.T) {
 	c, kube := fakeGuest()
@@ -481,7 +481,7 @@ func TestProviderReadsTheWrittenPools(t *testing.T) {
 		{"default", "cidr-global", addrs("10.0.0.5", "10.0.0.6", "10.0.0.9", "fd00::1")},
 		{"team-a", "cidr-team-a", addrs("10.0.0.20", "fd00::a")},
 	} {
-		pool, key, err := guests.ProviderPool(context.Background(), kube, KubevipConfigMapNamespace, KubevipConfigMap, tc.namespace)
+		pool, key, err := cloudprovider.ProviderPool(context.Background(), kube, KubevipConfigMapNamespace, KubevipConfigMap, tc.namespace)
 		if err != nil || !slices.Equal(pool, tc.pool) || key != tc.key {
 			t.Errorf("namespace %s: the provider's pool = %v from %s, %v; want %v from %s", tc.namespace, pool, key, err, tc.pool, tc.key)
 		}

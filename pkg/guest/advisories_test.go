@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
@@ -173,11 +174,10 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 		"Chart.yaml": chartYAML("kube-vip", "1.0.0"), "values.schema.json": []byte(schema),
 		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n"),
 	}))
-	r := newRig(t)
-	c := r.client(t, "token-1")
+	c, kube := fakeGuest()
 	in := newTestInstaller(t, DefaultLimits())
 	_, err := in.Ensure(context.Background(), c, Release{Namespace: "kube-system", Name: "demo", Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0",
-		Plan: testPlan(t, installpolicy.Kubevip, "1.0.0", nil)})
+		Plan: defaultPlan(t, "1.0.0")})
 	if err == nil || !strings.Contains(err.Error(), "points outside the schema") {
 		t.Errorf("Ensure = %v; want the schema refused", err)
 	}
@@ -186,6 +186,9 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	}
 	if _, err := storage.Init(newBoundedSecrets(c.Core.Secrets("kube-system"))).Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
 		t.Errorf("release after the refusal: %v; want none", err)
+	}
+	if w := writes(kube); len(w) > 0 {
+		t.Errorf("the guest was written to: %v", w)
 	}
 }
 
@@ -234,4 +237,14 @@ func TestAdvisoryRegistryLyingAboutALayerSize(t *testing.T) {
 func digestOf(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// defaultPlan is the install policy's plan of kube-vip's chart at version with the default values.
+func defaultPlan(t *testing.T, version string) *installpolicy.Plan {
+	t.Helper()
+	p, err := installpolicy.Default().NewPlan(installpolicy.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubefip/kube-fip-operator/pkg/charts"
+	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )

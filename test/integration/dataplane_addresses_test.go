@@ -28,9 +28,9 @@ import (
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
@@ -101,7 +101,7 @@ func (a *addressesGuest) configured(names ...string) {
 		})
 	}
 	if a.cmName == "" {
-		ns, name, err := guests.ProviderConfigMap(context.Background(), a.gc.direct, "kube-system", "kube-vip-cloud-provider")
+		ns, name, err := cloudprovider.ProviderConfigMap(context.Background(), a.gc.direct, "kube-system", "kube-vip-cloud-provider")
 		if err != nil {
 			a.t.Fatalf("the installed kube-vip-cloud-provider Deployment: %v", err)
 		}
@@ -217,14 +217,14 @@ func (a *addressesGuest) addresses(provider *controlplane.Process, namespace, na
 	var got []netip.Addr
 	if !rig.Within(60*time.Second, func() bool {
 		x, err := a.gc.direct.CoreV1().Services(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil || x.Annotations[guests.LoadBalancerIPsKey] == "" {
+		if err != nil || x.Annotations[cloudprovider.LoadBalancerIPsKey] == "" {
 			return false
 		}
 		got = nil
-		for _, s := range strings.Split(x.Annotations[guests.LoadBalancerIPsKey], ",") {
+		for _, s := range strings.Split(x.Annotations[cloudprovider.LoadBalancerIPsKey], ",") {
 			addr, err := netip.ParseAddr(s)
 			if err != nil {
-				a.t.Fatalf("Service %s/%s: the provider wrote %q", namespace, name, x.Annotations[guests.LoadBalancerIPsKey])
+				a.t.Fatalf("Service %s/%s: the provider wrote %q", namespace, name, x.Annotations[cloudprovider.LoadBalancerIPsKey])
 			}
 			got = append(got, addr)
 		}

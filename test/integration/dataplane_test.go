@@ -20,9 +20,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 var dataplaneOnce struct {
@@ -140,7 +140,7 @@ func (s *servedGuest) loadBalancer(name string) netip.Addr {
 		if err != nil {
 			return false
 		}
-		a, err := netip.ParseAddr(x.Annotations[guests.LoadBalancerIPsKey])
+		a, err := netip.ParseAddr(x.Annotations[cloudprovider.LoadBalancerIPsKey])
 		got = a
 		return err == nil
 	}) {

@@ -19,6 +19,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
@@ -40,7 +41,7 @@ func (gc *guestCluster) releaseDeployed(t *testing.T, namespace, name string) bo
 func (gc *guestCluster) providerReads(t *testing.T, namespace string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	ns, name, err := guests.ProviderConfigMap(ctx, gc.direct, namespace, "kube-vip-cloud-provider")
+	ns, name, err := cloudprovider.ProviderConfigMap(ctx, gc.direct, namespace, "kube-vip-cloud-provider")
 	if err != nil {
 		return "", ""
 	}
@@ -124,11 +125,11 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			}
 
 			// The provider's lookup, as its source does it, for a Service in namespace default.
-			ns, cm, err := guests.ProviderConfigMap(ctx, gc.direct, c.namespace, "kube-vip-cloud-provider")
+			ns, cm, err := cloudprovider.ProviderConfigMap(ctx, gc.direct, c.namespace, "kube-vip-cloud-provider")
 			if err != nil {
 				t.Fatal(err)
 			}
-			pool, key, err := guests.ProviderPool(ctx, gc.direct, ns, cm, "default")
+			pool, key, err := cloudprovider.ProviderPool(ctx, gc.direct, ns, cm, "default")
 			if err != nil || key != "cidr-global" || len(pool) != 1 || pool[0] != netip.MustParseAddr(addr) {
 				t.Fatalf("the provider's pool = %v from key %q, %v; want exactly %s from cidr-global", pool, key, err, addr)
 			}
@@ -140,7 +141,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			if _, err := gc.direct.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := guests.ServeLoadBalancer(ctx, gc.direct, ns, cm, svc)
+			got, err := cloudprovider.ServeLoadBalancer(ctx, gc.direct, ns, cm, svc)
 			if err != nil || got.String() != addr {
 				t.Errorf("the LoadBalancer Service got %v, %v; want %s", got, err, addr)
 			}

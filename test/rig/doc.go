@@ -1,8 +1,20 @@
 // Package rig is the test rig's common ground: where the repository is, how a test waits for
 // something observable, and a free loopback port. Its subpackages build the world the tests and
-// `make run` use, one concern each: controlplane (a real kube-apiserver and etcd, the operator
-// process, an API proxy that records and holds requests), guests (guest API servers, the test
-// cluster proxy, the fake Rancher objects), chartrepo (stand-in charts, a chart repository and
-// an OCI registry), dataplane (network namespaces, links and the real kube-vip) and backup
-// (Rancher Backups' ResourceSets). devenv is `make run`'s local environment.
+// `make run` use, one concern each:
+//
+//   - controlplane: a real kube-apiserver and etcd, guest API servers, the operator process, an
+//     API proxy that records and holds requests;
+//   - rancher: Rancher's CRDs and the objects Rancher keeps for a Harvester guest cluster;
+//   - guests: the test cluster proxy through which Rancher serves each guest's API, and hostile
+//     Helm release records;
+//   - cloudprovider: kube-vip-cloud-provider's reading of its ConfigMap;
+//   - chartrepo: stand-in charts, a chart repository and an OCI registry;
+//   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;
+//   - node: clusters whose kubelet runs pods, for the end-to-end suite;
+//   - backup: Rancher Backups' ResourceSets;
+//   - fakes: in-memory stand-ins for the generated controllers, for the unit tests under pkg/;
+//   - suite: what the packages of tests against the real control plane share.
+//
+// devenv is `make run`'s local environment. The unit tests under pkg/ use rig itself, fakes,
+// chartrepo, cloudprovider and backup: none needs a control plane (see architecture_test.go).
 package rig

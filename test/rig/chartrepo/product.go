@@ -7,7 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubefip/kube-fip-operator/pkg/charts"
+	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 

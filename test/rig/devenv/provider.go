@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
-	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 // demoService is the LoadBalancer Service the demo creates in the guest.
@@ -106,7 +106,7 @@ func demoLoadBalancer(ctx context.Context, kubeconfig string) (netip.Addr, error
 		if err != nil {
 			return false, nil
 		}
-		a, err := netip.ParseAddr(s.Annotations[guests.LoadBalancerIPsKey])
+		a, err := netip.ParseAddr(s.Annotations[cloudprovider.LoadBalancerIPsKey])
 		addr = a
 		return err == nil, nil
 	})

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kubefip/kube-fip-operator/pkg/charts"
+	"github.com/kubefip/kube-fip-operator/package/charts"
 )
 
 func main() {

@@ -1,4 +1,6 @@
-package guests
+// Package cloudprovider reads and serves kube-vip-cloud-provider's ConfigMap as the real provider does:
+// the tests check what the operator writes against the receiver's contract, not against its own output.
+package cloudprovider
 
 import (
 	"context"

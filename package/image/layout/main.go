@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubefip/kube-fip-operator/pkg/image"
+	"github.com/kubefip/kube-fip-operator/package/image"
 )
 
 func main() {
