@@ -369,3 +369,53 @@ func TestPackageMapIsTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestOneControllerShape: every controller package under pkg/controllers/ is built the same way:
+// one exported Register(ctx context.Context, c *controllers.Context) error, which copies into the
+// controller's own struct what it reads of the Context; no struct keeps the Context itself.
+func TestOneControllerShape(t *testing.T) {
+	const contextType = modulePath + "/pkg/controllers.Context"
+	checked := 0
+	// From source, not export data: the handlers are unexported types.
+	for _, pkg := range loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo) {
+		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/controllers/") || pkg.Types == nil {
+			continue
+		}
+		checked++
+		scope := pkg.Types.Scope()
+		fn, ok := scope.Lookup("Register").(*types.Func)
+		if !ok {
+			t.Errorf("%s has no func Register", pkg.PkgPath)
+		} else {
+			sig := fn.Type().(*types.Signature)
+			want := "func(ctx context.Context, c *" + contextType + ") error"
+			got := types.TypeString(sig, nil)
+			params := sig.Params()
+			shaped := params.Len() == 2 && sig.Results().Len() == 1 &&
+				types.TypeString(params.At(0).Type(), nil) == "context.Context" &&
+				types.TypeString(params.At(1).Type(), nil) == "*"+contextType &&
+				types.TypeString(sig.Results().At(0).Type(), nil) == "error"
+			if !shaped {
+				t.Errorf("%s.Register is %s; want %s", pkg.PkgPath, got, want)
+			}
+		}
+		for _, name := range scope.Names() {
+			tn, ok := scope.Lookup(name).(*types.TypeName)
+			if !ok {
+				continue
+			}
+			st, ok := tn.Type().Underlying().(*types.Struct)
+			if !ok {
+				continue
+			}
+			for i := 0; i < st.NumFields(); i++ {
+				if f := st.Field(i); strings.Contains(types.TypeString(f.Type(), nil), contextType) {
+					t.Errorf("%s.%s keeps the controllers.Context (field %s); copy what it reads instead", pkg.PkgPath, name, f.Name())
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no controller package was loaded")
+	}
+}

@@ -24,18 +24,42 @@ import (
 	"fmt"
 	"time"
 
+	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
 // HandlerName names the provisioning cluster handler; the watches feeding it are named after it.
 // It never changes.
 const HandlerName = "kube-fip-discovery"
 
+// handler holds what discovery reads and writes, copied from the controllers.Context in Register,
+// as every controller's handler does.
 type handler struct {
-	ctx context.Context
-	c   *controllers.Context
+	ctx                 context.Context
+	fleetNamespace      string
+	globalDataNamespace string
+	fips                kubefipcontrollers.FloatingIPController
+	ranges              kubefipcontrollers.FloatingIPRangeController
+	namespaces          corecontrollers.NamespaceController
+	prov                provcontrollers.ClusterController
+	mgmt                mgmtcontrollers.ClusterController
+	secrets             typedcorev1.SecretsGetter
+	restConfig          *rest.Config
+	alloc               *allocation.Manager
+	store               *config.Store
+	metrics             *metrics.Metrics
+	recorder            record.EventRecorder
 	// machineConfigs lists the HarvesterConfigs of the fleet namespace (unstructured).
 	machineConfigs cache.GenericLister
 	waiters        *waiters
@@ -47,10 +71,14 @@ type handler struct {
 // Register registers the provisioning cluster handler and every watch that wakes it, and hands the
 // watch outside the shared controller factory to the operator.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, c: c, waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries(),
-		credentialIDs: newCredentialReads(time.Now)}
+	h := &handler{ctx: ctx,
+		fleetNamespace: c.FleetNamespace, globalDataNamespace: c.GlobalDataNamespace,
+		fips: c.FloatingIPs, ranges: c.Ranges, namespaces: c.Namespaces, prov: c.ProvisioningClusters, mgmt: c.ManagementClusters,
+		secrets: c.Secrets, restConfig: c.RestConfig,
+		alloc: c.Alloc, store: c.Store, metrics: c.Metrics, recorder: c.Recorder,
+		waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries(), credentialIDs: newCredentialReads(time.Now)}
 	h.addIndexers()
-	if err := h.watchUncached(); err != nil {
+	if err := h.watchUncached(c); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)
 	}
 	h.watchCached(ctx)

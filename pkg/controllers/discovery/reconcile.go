@@ -67,7 +67,7 @@ func floatingIPName(cluster string, second harvester.Family) string {
 // whose namespace is not a c-m- namespace are passed over without a word. A dual-stack cluster
 // gets a FloatingIP of each family. What each pass decided is logged at debug level.
 func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
-	if namespace, _ := splitKey(key); namespace != h.c.FleetNamespace {
+	if namespace, _ := splitKey(key); namespace != h.fleetNamespace {
 		return c, nil
 	}
 	decision, err := h.decide(key, c)
@@ -201,10 +201,10 @@ func (p *resolvedCluster) familyOf(name string) harvester.Family {
 // one discovery names <cluster>-kubevip, or any other annotated with the cluster's name (made by
 // hand, or by the original operator).
 func (h *handler) hasFloatingIP(namespace, cluster string) bool {
-	if _, err := h.c.FloatingIPs.Cache().Get(namespace, floatingIPName(cluster, 0)); err == nil {
+	if _, err := h.fips.Cache().Get(namespace, floatingIPName(cluster, 0)); err == nil {
 		return true
 	}
-	fips, err := h.c.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	fips, err := h.fips.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
 	return err == nil && len(fips) > 0
 }
 
@@ -224,12 +224,12 @@ func (f heldFamilies) complete() bool {
 // by hand counts for the family of its range's CIDR, or else of its address: a hand-made IPv4 one
 // stands for the cluster's IPv4 address, and only the IPv6 one is made.
 func (h *handler) familiesHeld(namespace, cluster string) (heldFamilies, error) {
-	fips, err := h.c.FloatingIPs.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	fips, err := h.fips.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
 	if err != nil {
 		return heldFamilies{}, err
 	}
 	for _, second := range []harvester.Family{0, harvester.IPv4, harvester.IPv6} {
-		if f, err := h.c.FloatingIPs.Cache().Get(namespace, floatingIPName(cluster, second)); err == nil {
+		if f, err := h.fips.Cache().Get(namespace, floatingIPName(cluster, second)); err == nil {
 			fips = append(fips, f)
 		}
 	}
@@ -253,7 +253,7 @@ func (h *handler) familyOfFloatingIP(f *v1.FloatingIP) harvester.Family {
 		if name == "" {
 			continue
 		}
-		if r, err := h.c.Ranges.Cache().Get(name); err == nil {
+		if r, err := h.ranges.Cache().Get(name); err == nil {
 			if family := harvester.FamilyOfCIDR(r.Spec.IPRange); family != 0 {
 				return family
 			}
@@ -279,7 +279,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 		return nil, nil
 	}
 	p := &resolvedCluster{namespace: c.Status.ClusterName, passed: map[string]string{}}
-	ns, err := h.c.Namespaces.Cache().Get(p.namespace)
+	ns, err := h.namespaces.Cache().Get(p.namespace)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, waitFor("namespace %s", p.namespace)
@@ -308,7 +308,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
 		if !ok {
 			if h.report(key, c, note) {
-				h.c.Metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
+				h.metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
 			}
 			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
 		}
@@ -336,7 +336,7 @@ func (h *handler) choose(c *provv1.Cluster, p *resolvedCluster, f harvester.Fami
 	if n.Namespace != "" {
 		spaces = append(spaces, v1.AddressSpace{HarvesterClusterName: p.harvester, HarvesterNetworkName: n.String()})
 	}
-	choice := h.c.Alloc.Choose(allocation.Want{Spaces: spaces, Family: f, Claimant: allocation.Claimant{
+	choice := h.alloc.Choose(allocation.Want{Spaces: spaces, Family: f, Claimant: allocation.Claimant{
 		Owner:   ipam.Owner{Namespace: p.namespace},
 		Cluster: v1.ClusterReference{Namespace: c.Namespace, Name: c.Name},
 		Labels:  c.Labels,
@@ -357,7 +357,7 @@ func (h *handler) choose(c *provv1.Cluster, p *resolvedCluster, f harvester.Fami
 
 // rangeInfos lists the ranges that can take new FloatingIPs.
 func (h *handler) rangeInfos() ([]harvester.Range, error) {
-	all, err := h.c.Ranges.Cache().List(labels.Everything())
+	all, err := h.ranges.Cache().List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
@@ -395,10 +395,10 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	var proposal netip.Addr
 	rangeName := n.rng
 	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
-	retained := h.c.Alloc.RetainedFor(cluster)
-	propose := h.c.Alloc.Propose
+	retained := h.alloc.RetainedFor(cluster)
+	propose := h.alloc.Propose
 	if n.dualStack {
-		propose = h.c.Alloc.ProposeOwnFamily
+		propose = h.alloc.ProposeOwnFamily
 	}
 	if rng, addr, ok := propose(n.rng, fip.Namespace, fip.Name, cluster); ok {
 		proposal, rangeName = addr, rng
@@ -406,9 +406,9 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		fip.Spec.IPAddress = addr.String()
 		fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
 	}
-	if _, err := h.c.FloatingIPs.Create(fip); err != nil {
+	if _, err := h.fips.Create(fip); err != nil {
 		if proposal.IsValid() {
-			h.c.Alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
+			h.alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
@@ -428,7 +428,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
 	}
-	h.c.Recorder.Event(c, v1.EventType(v1.ReasonFloatingIPCreated), v1.ReasonFloatingIPCreated, msg)
+	h.recorder.Event(c, v1.EventType(v1.ReasonFloatingIPCreated), v1.ReasonFloatingIPCreated, msg)
 	return true, nil
 }
 
@@ -438,7 +438,7 @@ func (h *handler) report(key string, c *provv1.Cluster, p *problem.Problem) bool
 	if !h.recorded.isNew(key, p.Reason, p.Message) {
 		return false
 	}
-	h.c.Recorder.Event(c, v1.EventType(p.Reason), p.Reason, p.Message)
+	h.recorder.Event(c, v1.EventType(p.Reason), p.Reason, p.Message)
 	return true
 }
 

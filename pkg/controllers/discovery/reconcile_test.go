@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
@@ -63,7 +62,7 @@ func TestFamiliesHeld(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &handler{c: &controllers.Context{FloatingIPs: fakes.NewFloatingIPs(tt.fips...), Ranges: ranges, ProvisioningClusters: fakes.NewProvisioningClusters()}}
+			h := &handler{fips: fakes.NewFloatingIPs(tt.fips...), ranges: ranges, prov: fakes.NewProvisioningClusters()}
 			h.addIndexers()
 			held, err := h.familiesHeld("c-m-demo", "demo")
 			if err != nil {

@@ -25,7 +25,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 	h.forget(key)
 	targets := map[string]*v1.FloatingIP{}
 	add := func(index, value string) error {
-		fips, err := h.c.FloatingIPs.Cache().GetByIndex(index, value)
+		fips, err := h.fips.Cache().GetByIndex(index, value)
 		for _, f := range fips {
 			targets[f.Namespace+"/"+f.Name] = f
 		}
@@ -45,7 +45,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 	}
 	sort.Strings(names)
 	var errs []error
-	retention := h.c.Store.Get().AddressRetention
+	retention := h.store.Get().AddressRetention
 	for _, name := range names {
 		f := targets[name]
 		if f.DeletionTimestamp != nil {
@@ -55,7 +55,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		retains := ours && retention > 0 && cluster.Namespace+"/"+cluster.Name == key
 		// The UID precondition deletes exactly the FloatingIP seen, never a newer one of that name.
 		uid := f.UID
-		err := h.c.FloatingIPs.Delete(f.Namespace, f.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := h.fips.Delete(f.Namespace, f.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			continue // gone already, or replaced by another object of that name
@@ -74,7 +74,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		}
 		logrus.Infof("guest cluster %s: %s", key, msg)
 		if c != nil {
-			h.c.Recorder.Event(c, v1.EventType(v1.ReasonFloatingIPDeleted), v1.ReasonFloatingIPDeleted, msg)
+			h.recorder.Event(c, v1.EventType(v1.ReasonFloatingIPDeleted), v1.ReasonFloatingIPDeleted, msg)
 		}
 	}
 	return errors.Join(errs...)

@@ -24,7 +24,7 @@ const credentialTimeout = 15 * time.Second
 // cluster and returns its display name, the name ranges are annotated with.
 func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (string, error) {
 	clusterNamespace, _ := splitKey(key)
-	ns, name, p := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.c.GlobalDataNamespace)
+	ns, name, p := harvester.ParseCredentialRef(cp.Credential, clusterNamespace, h.globalDataNamespace)
 	if p != nil {
 		return "", p
 	}
@@ -32,7 +32,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	id, err := h.credentialIDs.clusterID(credential, func() (string, error) {
 		ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
 		defer cancel()
-		secret, err := h.c.Secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		secret, err := h.secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
@@ -55,7 +55,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 	h.credentials.forget(key)
 
 	h.waiters.add(key, managementDep(id))
-	mc, err := h.c.ManagementClusters.Cache().Get(id)
+	mc, err := h.mgmt.Cache().Get(id)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", waitFor("Harvester management cluster %s (from cloud credential %s)", id, credential)
@@ -74,15 +74,15 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 // tell discovery that a credential arrived or was fixed.
 func (h *handler) retryCredential(key string) {
 	ns, name := splitKey(key)
-	h.c.ProvisioningClusters.EnqueueAfter(ns, name, h.credentials.next(key))
+	h.prov.EnqueueAfter(ns, name, h.credentials.next(key))
 }
 
 // network reads the VM network from the control-plane pool's HarvesterConfig.
 func (h *handler) network(cp harvester.ControlPlane) (harvester.Choice, error) {
 	ref := "HarvesterConfig " + cp.ConfigNamespace + "/" + cp.ConfigName
-	if cp.ConfigNamespace != h.c.FleetNamespace {
+	if cp.ConfigNamespace != h.fleetNamespace {
 		return harvester.Choice{}, problem.New(v1.ReasonNoMachineConfigRef,
-			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.c.FleetNamespace)
+			"control-plane machine pool %s names %s outside %s, where Rancher keeps machine configurations", cp.Pool, ref, h.fleetNamespace)
 	}
 	obj, err := h.machineConfigs.ByNamespace(cp.ConfigNamespace).Get(cp.ConfigName)
 	switch {

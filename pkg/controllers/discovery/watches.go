@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/cachetrim"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 )
 
@@ -38,7 +39,7 @@ func HarvesterConfigResource() schema.GroupVersionResource {
 }
 
 func (h *handler) addIndexers() {
-	clusters := h.c.ProvisioningClusters.Cache()
+	clusters := h.prov.Cache()
 	clusters.AddIndexer(clusterByNamespace, func(c *provv1.Cluster) ([]string, error) {
 		if strings.HasPrefix(c.Status.ClusterName, guestNamespacePrefix) {
 			return []string{c.Status.ClusterName}, nil
@@ -51,7 +52,7 @@ func (h *handler) addIndexers() {
 		}
 		return nil, nil
 	})
-	fips := h.c.FloatingIPs.Cache()
+	fips := h.fips.Cache()
 	fips.AddIndexer(fipByGuestCluster, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationClusterName]; name != "" {
 			return []string{f.Namespace + "/" + name}, nil
@@ -68,11 +69,11 @@ func (h *handler) addIndexers() {
 
 // watchCached wakes clusters on changes of the kinds the shared controller factory caches.
 func (h *handler) watchCached(ctx context.Context) {
-	clusters := h.c.ProvisioningClusters
-	relatedresource.Watch(ctx, HandlerName+"-namespace", h.clustersOfNamespace, clusters, h.c.Namespaces)
-	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.c.ManagementClusters)
-	relatedresource.Watch(ctx, HandlerName+"-range", h.clustersOfRange, clusters, h.c.Ranges)
-	relatedresource.Watch(ctx, HandlerName+"-floatingip", h.clustersOfFloatingIP, clusters, h.c.FloatingIPs)
+	clusters := h.prov
+	relatedresource.Watch(ctx, HandlerName+"-namespace", h.clustersOfNamespace, clusters, h.namespaces)
+	relatedresource.Watch(ctx, HandlerName+"-management", h.clustersOfManagementCluster, clusters, h.mgmt)
+	relatedresource.Watch(ctx, HandlerName+"-range", h.clustersOfRange, clusters, h.ranges)
+	relatedresource.Watch(ctx, HandlerName+"-floatingip", h.clustersOfFloatingIP, clusters, h.fips)
 }
 
 func (h *handler) clustersOfNamespace(_, name string, _ runtime.Object) ([]relatedresource.Key, error) {
@@ -106,7 +107,7 @@ func (h *handler) clustersOfFloatingIP(namespace, _ string, obj runtime.Object) 
 }
 
 func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, error) {
-	clusters, err := h.c.ProvisioningClusters.Cache().GetByIndex(index, value)
+	clusters, err := h.prov.Cache().GetByIndex(index, value)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +130,12 @@ func (h *handler) clustersByIndex(index, value string) ([]relatedresource.Key, e
 // Cloud credentials are not watched at all: they hold Harvester kubeconfigs, and a list or watch
 // of Secrets returns them in full. Each is read with one GET by name, and a cluster whose
 // credential is missing or unusable asks again on a timer (credentialRetry).
-func (h *handler) watchUncached() error {
-	dyn, err := dynamic.NewForConfig(h.c.RestConfig)
+func (h *handler) watchUncached(c *controllers.Context) error {
+	dyn, err := dynamic.NewForConfig(h.restConfig)
 	if err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	configs := dynamicinformer.NewFilteredDynamicInformer(dyn, HarvesterConfigResource(), h.c.FleetNamespace, 0,
+	configs := dynamicinformer.NewFilteredDynamicInformer(dyn, HarvesterConfigResource(), h.fleetNamespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 	// Only what harvester.NetworkOf reads is kept: not the VMs' cloud-init data.
 	if err := configs.Informer().SetTransform(cachetrim.HarvesterConfig); err != nil {
@@ -144,7 +145,7 @@ func (h *handler) watchUncached() error {
 	if _, err := configs.Informer().AddEventHandler(h.enqueueByIndex(clusterByMachineConfig)); err != nil {
 		return fmt.Errorf("watching HarvesterConfigs: %w", err)
 	}
-	h.c.AddOptionalInformer("HarvesterConfigs", HarvesterConfigResource(), configs.Informer())
+	c.AddOptionalInformer("HarvesterConfigs", HarvesterConfigResource(), configs.Informer())
 	return nil
 }
 
@@ -157,7 +158,7 @@ func (h *handler) enqueueByIndex(index string) cache.ResourceEventHandler {
 		}
 		keys, _ := h.clustersByIndex(index, key)
 		for _, k := range keys {
-			h.c.ProvisioningClusters.Enqueue(k.Namespace, k.Name)
+			h.prov.Enqueue(k.Namespace, k.Name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
