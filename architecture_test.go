@@ -5,6 +5,7 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -417,5 +418,77 @@ func TestOneControllerShape(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no controller package was loaded")
+	}
+}
+
+// TestNoCodeReadsATrimmedField: the informers keep of Rancher's clusters only the fields
+// pkg/cachetrim copies (ProvisioningCluster, ManagementCluster); a field it drops reads as empty
+// from the cache, silently. This test finds every field of those objects that production code
+// reads, and fails on any not kept below, the list pkg/cachetrim's transforms must keep: reading
+// one more field means keeping it there, and adding it here.
+func TestNoCodeReadsATrimmedField(t *testing.T) {
+	const (
+		prov = "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1."
+		mgmt = "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3."
+	)
+	kept := map[string][]string{
+		prov + "Cluster":          {"TypeMeta", "ObjectMeta", "Spec", "Status"},
+		prov + "ClusterSpec":      {"CloudCredentialSecretName", "RKEConfig"},
+		prov + "RKEConfig":        {"MachinePools", "MachineGlobalConfig"},
+		prov + "RKEMachinePool":   {"Name", "ControlPlaneRole", "NodeConfig", "CloudCredentialSecretName"},
+		prov + "ClusterStatus":    {"ClusterName", "ClientSecretName"},
+		mgmt + "Cluster":          {"TypeMeta", "ObjectMeta", "Spec", "Status"},
+		mgmt + "ClusterSpec":      {"DisplayName"},
+		mgmt + "ClusterSpecBase":  {"DisplayName"},
+		mgmt + "ClusterStatus":    {"Conditions"},
+		mgmt + "ClusterCondition": {"Type", "Status", "Reason"},
+	}
+	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo)
+	read := 0
+	for _, pkg := range pkgs {
+		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") || pkg.PkgPath == modulePath+"/pkg/cachetrim" ||
+			strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") || pkg.TypesInfo == nil {
+			continue
+		}
+		for _, file := range pkg.Syntax {
+			if strings.HasSuffix(pkg.Fset.Position(file.Pos()).Filename, "_test.go") {
+				continue
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				s, ok := pkg.TypesInfo.Selections[sel]
+				if !ok || s.Kind() != types.FieldVal {
+					return true
+				}
+				recv := s.Recv()
+				if p, ok := recv.(*types.Pointer); ok {
+					recv = p.Elem()
+				}
+				owner := types.TypeString(recv, nil)
+				fields, trimmed := kept[owner]
+				if !trimmed {
+					return true
+				}
+				read++
+				name := sel.Sel.Name
+				if path := s.Index(); len(path) > 1 {
+					// Promoted from an embedded struct (ObjectMeta's Name, Labels, ...): kept when
+					// the embedded field is.
+					if st, ok := recv.Underlying().(*types.Struct); ok && slices.Contains(fields, st.Field(path[0]).Name()) {
+						return true
+					}
+				}
+				if !slices.Contains(fields, name) {
+					t.Errorf("%s reads %s.%s, which pkg/cachetrim drops from the cache", pkg.Fset.Position(sel.Pos()), owner, name)
+				}
+				return true
+			})
+		}
+	}
+	if read == 0 {
+		t.Fatal("no read of a trimmed kind's field was found")
 	}
 }

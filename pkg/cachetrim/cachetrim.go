@@ -4,6 +4,10 @@
 // controllers read of its kind (see the tests, which ask the readers on a full and on a trimmed
 // object), and drops the rest: managedFields everywhere, and the large parts of Rancher's objects.
 //
+// The fields kept of Rancher's clusters are also listed in architecture_test.go
+// (TestNoCodeReadsATrimmedField), which fails when production code reads any other: reading one more
+// field of a cached Rancher cluster means keeping it here and listing it there.
+//
 // A kind the operator writes back (FloatingIP, FloatingIPRange, ConfigMap) loses only its
 // managedFields, which an update without them leaves as they are on the server; a kind it only
 // reads may lose anything no controller reads.
