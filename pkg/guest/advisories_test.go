@@ -18,6 +18,9 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
@@ -247,4 +250,23 @@ func defaultPlan(t *testing.T, version string) *installpolicy.Plan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// fakeGuest is a guest Client on the fake clientset holding objects.
+func fakeGuest(objects ...runtime.Object) (*Client, *fake.Clientset) {
+	kube := fake.NewSimpleClientset(objects...)
+	return &Client{Name: "guest001", Core: kube.CoreV1(), Apps: kube.AppsV1()}, kube
+}
+
+// writes are the actions of kube that are not reads.
+func writes(kube *fake.Clientset) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range kube.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

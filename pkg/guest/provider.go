@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
 // The environment through which kube-vip-cloud-provider is told which ConfigMap to read; unset, it
@@ -32,10 +34,10 @@ var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in t
 // KUBEVIP_NAMESPACE and KUBEVIP_CONFIG_MAP. Chart generations differ: before 0.2.3 the chart sets
 // neither (kube-system/kubevip), 0.2.3 sets <release namespace>/<name>-cm, later ones take the name
 // from the configMapName value.
-func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace, name string) (ConfigMapRef, error) {
+func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace, name string) (kubevipconfig.ConfigMapRef, error) {
 	history, err := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace))).History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+		return kubevipconfig.ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
 	var rel *release.Release
 	for _, r := range history {
@@ -44,10 +46,10 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		}
 	}
 	if rel == nil {
-		return ConfigMapRef{}, fmt.Errorf("release %s/%s is not deployed: %w", namespace, name, ErrProviderNotFound)
+		return kubevipconfig.ConfigMapRef{}, fmt.Errorf("release %s/%s is not deployed: %w", namespace, name, ErrProviderNotFound)
 	}
 	if err := (Release{Namespace: namespace, Name: name, Chart: ProviderChart}).owns(rel); err != nil {
-		return ConfigMapRef{}, err
+		return kubevipconfig.ConfigMapRef{}, err
 	}
 	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
 		var head struct {
@@ -63,21 +65,21 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace
 		}
 		d, err := c.Apps.Deployments(ns).Get(ctx, head.Name, metav1.GetOptions{})
 		if err != nil {
-			return ConfigMapRef{}, fmt.Errorf("reading the provider Deployment %s/%s: %w", ns, head.Name, err)
+			return kubevipconfig.ConfigMapRef{}, fmt.Errorf("reading the provider Deployment %s/%s: %w", ns, head.Name, err)
 		}
 		// Only a Deployment Helm made for this release: a record read from a guest may name any.
 		if d.Annotations["meta.helm.sh/release-name"] != name || d.Annotations["meta.helm.sh/release-namespace"] != namespace {
-			return ConfigMapRef{}, fmt.Errorf("the Deployment %s/%s that release %s/%s names is not the release's own: %w",
+			return kubevipconfig.ConfigMapRef{}, fmt.Errorf("the Deployment %s/%s that release %s/%s names is not the release's own: %w",
 				ns, head.Name, namespace, name, ErrProviderNotFound)
 		}
 		return providerConfigMapOf(d), nil
 	}
-	return ConfigMapRef{}, fmt.Errorf("release %s/%s: %w", namespace, name, ErrProviderNotFound)
+	return kubevipconfig.ConfigMapRef{}, fmt.Errorf("release %s/%s: %w", namespace, name, ErrProviderNotFound)
 }
 
 // providerConfigMapOf reads the provider's environment, with its defaults for what is unset.
-func providerConfigMapOf(d *appsv1.Deployment) ConfigMapRef {
-	ref := DefaultConfigMap()
+func providerConfigMapOf(d *appsv1.Deployment) kubevipconfig.ConfigMapRef {
+	ref := kubevipconfig.DefaultConfigMap()
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
 			switch {

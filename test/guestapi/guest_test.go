@@ -18,6 +18,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -116,38 +117,38 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 
 	t.Run("kube-vip ConfigMap", func(t *testing.T) {
 		addr := netip.MustParseAddr("10.0.0.7")
-		if res, err := ensureOne(ctx, c, addr, false); err != nil || res != guest.ConfigMapCreated {
+		if res, err := ensureOne(ctx, c, addr, false); err != nil || res != kubevipconfig.ConfigMapCreated {
 			t.Fatalf("first write = %v, %v; want created", res, err)
 		}
 		cms := r.direct.CoreV1().ConfigMaps("kube-system")
-		cm, err := cms.Get(ctx, guest.KubevipConfigMap, metav1.GetOptions{})
-		if err != nil || cm.Data[guest.GlobalCIDRKey] != "10.0.0.7/32" {
+		cm, err := cms.Get(ctx, kubevipconfig.KubevipConfigMap, metav1.GetOptions{})
+		if err != nil || cm.Data[kubevipconfig.GlobalCIDRKey] != "10.0.0.7/32" {
 			t.Fatalf("ConfigMap = %+v, %v", cm, err)
 		}
 		cm.Data["range-development"] = "10.0.1.10-10.0.1.20"
 		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), false); res != guest.ConfigMapLeftAlone {
+		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), false); res != kubevipconfig.ConfigMapLeftAlone {
 			t.Errorf("a write without updateConfigMap = %v, want left alone", res)
 		}
-		if res, err := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); err != nil || res != guest.ConfigMapUpdated {
+		if res, err := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); err != nil || res != kubevipconfig.ConfigMapUpdated {
 			t.Fatalf("a write with updateConfigMap = %v, %v; want updated", res, err)
 		}
-		cm, _ = cms.Get(ctx, guest.KubevipConfigMap, metav1.GetOptions{})
-		if cm.Data[guest.GlobalCIDRKey] != "10.0.0.8/32" || cm.Data["range-development"] != "10.0.1.10-10.0.1.20" {
+		cm, _ = cms.Get(ctx, kubevipconfig.KubevipConfigMap, metav1.GetOptions{})
+		if cm.Data[kubevipconfig.GlobalCIDRKey] != "10.0.0.8/32" || cm.Data["range-development"] != "10.0.1.10-10.0.1.20" {
 			t.Errorf("after the update the ConfigMap holds %v; want the new address and the person's key", cm.Data)
 		}
-		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); res != guest.ConfigMapUnchanged {
+		if res, _ := ensureOne(ctx, c, netip.MustParseAddr("10.0.0.8"), true); res != kubevipconfig.ConfigMapUnchanged {
 			t.Errorf("a second identical write = %v, want unchanged", res)
 		}
-		if guest.CIDR(netip.MustParseAddr("fd00::5")) != "fd00::5/128" {
-			t.Errorf("IPv6 CIDR = %s", guest.CIDR(netip.MustParseAddr("fd00::5")))
+		if kubevipconfig.CIDR(netip.MustParseAddr("fd00::5")) != "fd00::5/128" {
+			t.Errorf("IPv6 CIDR = %s", kubevipconfig.CIDR(netip.MustParseAddr("fd00::5")))
 		}
 	})
 
 	t.Run("Harvester kube-vip DaemonSet", func(t *testing.T) {
-		if res, err := c.DisableHarvesterKubevip(ctx); err != nil || res != guest.DaemonSetAbsent {
+		if res, err := kubevipconfig.DisableHarvesterKubevip(ctx, c.Apps); err != nil || res != kubevipconfig.DaemonSetAbsent {
 			t.Fatalf("without a DaemonSet = %v, %v", res, err)
 		}
 		ds := daemonSet(map[string]string{"meta.helm.sh/release-name": "someone-else"})
@@ -155,26 +156,26 @@ func TestGuestOperationsThroughTheProxy(t *testing.T) {
 		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := c.DisableHarvesterKubevip(ctx); res != guest.DaemonSetNotHarvesters {
+		if res, _ := kubevipconfig.DisableHarvesterKubevip(ctx, c.Apps); res != kubevipconfig.DaemonSetNotHarvesters {
 			t.Errorf("someone else's DaemonSet = %v, want left alone", res)
 		}
 		got, _ := dss.Get(ctx, "kube-vip", metav1.GetOptions{})
-		if _, ok := got.Spec.Template.Spec.NodeSelector[guest.DisabledNodeSelectorKey]; ok {
+		if _, ok := got.Spec.Template.Spec.NodeSelector[kubevipconfig.DisabledNodeSelectorKey]; ok {
 			t.Error("someone else's DaemonSet was patched")
 		}
-		got.Annotations["meta.helm.sh/release-name"] = guest.HarvesterReleaseName
+		got.Annotations["meta.helm.sh/release-name"] = kubevipconfig.HarvesterReleaseName
 		if _, err := dss.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := c.DisableHarvesterKubevip(ctx); err != nil || res != guest.DaemonSetDisabled {
+		if res, err := kubevipconfig.DisableHarvesterKubevip(ctx, c.Apps); err != nil || res != kubevipconfig.DaemonSetDisabled {
 			t.Fatalf("Harvester's DaemonSet = %v, %v; want disabled", res, err)
 		}
 		got, _ = dss.Get(ctx, "kube-vip", metav1.GetOptions{})
 		generation := got.Generation
-		if got.Spec.Template.Spec.NodeSelector[guest.DisabledNodeSelectorKey] != "true" || got.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		if got.Spec.Template.Spec.NodeSelector[kubevipconfig.DisabledNodeSelectorKey] != "true" || got.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
 			t.Errorf("node selector after the patch = %v", got.Spec.Template.Spec.NodeSelector)
 		}
-		if res, _ := c.DisableHarvesterKubevip(ctx); res != guest.DaemonSetAlreadyDisabled {
+		if res, _ := kubevipconfig.DisableHarvesterKubevip(ctx, c.Apps); res != kubevipconfig.DaemonSetAlreadyDisabled {
 			t.Errorf("second pass = %v, want already disabled", res)
 		}
 		if got, _ = dss.Get(ctx, "kube-vip", metav1.GetOptions{}); got.Generation != generation {
@@ -262,7 +263,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Fatalf("install from the OCI registry = %v, %v", out, err)
 	}
 	got, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider")
-	if err != nil || got != guest.DefaultConfigMap() {
+	if err != nil || got != kubevipconfig.DefaultConfigMap() {
 		t.Errorf("the installed provider reads %v, %v; want kube-system/kubevip", got, err)
 	}
 }
@@ -343,7 +344,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 }
 
 // ensureOne writes addr as the guest's one global address into kube-vip's ConfigMap.
-func ensureOne(ctx context.Context, c *guest.Client, addr netip.Addr, update bool) (guest.ConfigMapResult, error) {
-	res, err := c.EnsureAddresses(ctx, guest.DefaultConfigMap(), guest.Addresses{Global: []netip.Addr{addr}}, update)
+func ensureOne(ctx context.Context, c *guest.Client, addr netip.Addr, update bool) (kubevipconfig.ConfigMapResult, error) {
+	res, err := kubevipconfig.EnsureAddresses(ctx, c.Core, kubevipconfig.DefaultConfigMap(), kubevipconfig.Addresses{Global: []netip.Addr{addr}}, update)
 	return res.Result, err
 }

@@ -25,7 +25,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
@@ -139,7 +139,7 @@ func (a *addressesGuest) waitConfigMap(what string, want map[string]string, owne
 				return false
 			}
 		}
-		got, has := last.Annotations[guestclient.OwnedKeysAnnotation]
+		got, has := last.Annotations[kubevipconfig.OwnedKeysAnnotation]
 		return got == owned && (owned != "" || !has)
 	})
 	if !ok {
@@ -337,7 +337,7 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 	// meets the person's key.
 	a.fip("addrs-kubevip", "addrs-v4", low.String(), "")
 	a.configured("addrs-kubevip")
-	a.waitConfigMap("the first address", map[string]string{guestclient.GlobalCIDRKey: "198.18.40.5/32"}, "")
+	a.waitConfigMap("the first address", map[string]string{kubevipconfig.GlobalCIDRKey: "198.18.40.5/32"}, "")
 	patch, _ := json.Marshal(map[string]interface{}{"data": map[string]string{person: personValue}})
 	mine, err := a.gc.direct.CoreV1().ConfigMaps(a.cmNamespace).Patch(context.Background(), a.cmName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
@@ -350,8 +350,8 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 	a.fip("addrs-ingress", "addrs-v4", ingress.String(), "ingress-nginx")
 	a.configured("addrs-second", "addrs-kubevip-ipv6", "addrs-ingress")
 	a.waitConfigMap("all four addresses", map[string]string{
-		guestclient.GlobalCIDRKey:            "198.18.40.5/32,198.18.40.9/32,2001:2:0:40::5/128",
-		guestclient.CIDRKey("ingress-nginx"): "198.18.40.12/32",
+		kubevipconfig.GlobalCIDRKey:            "198.18.40.5/32,198.18.40.9/32,2001:2:0:40::5/128",
+		kubevipconfig.CIDRKey("ingress-nginx"): "198.18.40.12/32",
 	}, "cidr-ingress-nginx")
 
 	provider := startProvider(t, a.gc, dp.Provider())
@@ -388,8 +388,8 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 	// provider takes the lowest free address, gets the other one.
 	a.deleteFIP("addrs-kubevip")
 	a.waitConfigMap("the deleted FloatingIP's address gone", map[string]string{
-		guestclient.GlobalCIDRKey:            "198.18.40.9/32,2001:2:0:40::5/128",
-		guestclient.CIDRKey("ingress-nginx"): "198.18.40.12/32",
+		kubevipconfig.GlobalCIDRKey:            "198.18.40.9/32,2001:2:0:40::5/128",
+		kubevipconfig.CIDRKey("ingress-nginx"): "198.18.40.12/32",
 	}, "cidr-ingress-nginx")
 	a.deleteService("default", "web-a")
 	a.deleteService("default", "dual")
@@ -402,8 +402,8 @@ func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
 	// takes from the global pool.
 	a.deleteFIP("addrs-ingress")
 	a.waitConfigMap("cidr-ingress-nginx and owned-keys gone", map[string]string{
-		guestclient.GlobalCIDRKey:            "198.18.40.9/32,2001:2:0:40::5/128",
-		guestclient.CIDRKey("ingress-nginx"): "",
+		kubevipconfig.GlobalCIDRKey:            "198.18.40.9/32,2001:2:0:40::5/128",
+		kubevipconfig.CIDRKey("ingress-nginx"): "",
 	}, "")
 	a.deleteService("default", "after")
 	a.deleteService("ingress-nginx", "controller")
@@ -549,7 +549,7 @@ func TestDataPlaneServesSeveralAddresses(t *testing.T) {
 	a.fip("dpaddrs-second", "dpaddrs-v4", high.String(), "")
 	a.fip("dpaddrs-kubevip-ipv6", "dpaddrs-v6", six.String(), "")
 	a.configured("dpaddrs-kubevip", "dpaddrs-second", "dpaddrs-kubevip-ipv6")
-	a.waitConfigMap("the three addresses", map[string]string{guestclient.GlobalCIDRKey: "198.18.41.5/32,198.18.41.9/32,2001:2:0:41::5/128"}, "")
+	a.waitConfigMap("the three addresses", map[string]string{kubevipconfig.GlobalCIDRKey: "198.18.41.5/32,198.18.41.9/32,2001:2:0:41::5/128"}, "")
 
 	link, err := dataplane.NewLink("enp1s0", netip.MustParsePrefix("198.18.41.0/24"),
 		netip.MustParseAddr("198.18.41.100"), netip.MustParseAddr("198.18.41.200"))

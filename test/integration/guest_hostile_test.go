@@ -42,6 +42,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -429,7 +430,7 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 	if !reflect.DeepEqual(keys(before), keys(after)) {
 		t.Errorf("the release's objects were %v, now %v", keys(before), keys(after))
 	}
-	if _, ok := before["DaemonSet kube-system/"+guestclient.HarvesterDaemonSetName]; !ok {
+	if _, ok := before["DaemonSet kube-system/"+kubevipconfig.HarvesterDaemonSetName]; !ok {
 		t.Fatalf("the release lists no Harvester kube-vip DaemonSet; it lists %v", keys(before))
 	}
 	for key, b := range before {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -98,7 +98,7 @@ func (gc *guestCluster) waitCIDR(t *testing.T, want string, timeout time.Duratio
 func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout time.Duration) {
 	f.t.Helper()
 	x := f.waitFIPIn(gc.id, fipName, timeout, "an address", suite.Allocated)
-	gc.waitCIDR(f.t, guestclient.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
+	gc.waitCIDR(f.t, kubevipconfig.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
 }
 
 // createRangeFor creates a range of the fixture for a Harvester cluster and network.

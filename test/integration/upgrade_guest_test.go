@@ -24,7 +24,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
-	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -129,7 +129,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 
 	// Guest B's ConfigMap is a person's before any operator runs.
 	persons := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: guestclient.KubevipConfigMap, Namespace: guestclient.KubevipConfigMapNamespace,
+		ObjectMeta: metav1.ObjectMeta{Name: kubevipconfig.KubevipConfigMap, Namespace: kubevipconfig.KubevipConfigMapNamespace,
 			Labels:      map[string]string{"team": "a"},
 			Annotations: map[string]string{"example.com/owner": "team-a"}},
 		Data:       map[string]string{"range-team-a": "10.173.1.0-10.173.1.9"},
@@ -162,7 +162,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		uids[g.name] = u.ugCreateFIP(g, g.fip, g.addr).UID
 	}
 	for _, g := range guests {
-		g.waitCIDR(t, guestclient.CIDR(netip.MustParseAddr(g.addr)), time.Minute, old)
+		g.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(g.addr)), time.Minute, old)
 		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
 		}, old)
@@ -177,7 +177,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		t.Logf("guest %s: the previous release left kube-system/kubevip at resourceVersion %s: %s", g.name, cm.ResourceVersion, recorded[g.name].text)
 		watches[g.name] = g.watchConfigMap(t, cm.ResourceVersion)
 	}
-	if got := recorded[b.name].cm; got.Data["range-team-a"] != "10.173.1.0-10.173.1.9" || got.Data[guestclient.GlobalCIDRKey] != "10.173.0.5/32" {
+	if got := recorded[b.name].cm; got.Data["range-team-a"] != "10.173.1.0-10.173.1.9" || got.Data[kubevipconfig.GlobalCIDRKey] != "10.173.0.5/32" {
 		t.Fatalf("the previous release did not patch cidr-global into the person's ConfigMap as expected: %s", recorded[b.name].text)
 	}
 	configuredBefore := map[string]int32{}
@@ -212,8 +212,8 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		if text := ugSerialize(t, cm); text != before.text {
 			t.Errorf("guest %s: the upgrade changed kube-system/kubevip:\nbefore: %s\nafter:  %s\nwritten by: %s", g.name, before.text, text, ugWriters(cm))
 		}
-		if _, ok := cm.Annotations[guestclient.OwnedKeysAnnotation]; ok {
-			t.Errorf("guest %s: the upgrade added annotation %s=%q", g.name, guestclient.OwnedKeysAnnotation, cm.Annotations[guestclient.OwnedKeysAnnotation])
+		if _, ok := cm.Annotations[kubevipconfig.OwnedKeysAnnotation]; ok {
+			t.Errorf("guest %s: the upgrade added annotation %s=%q", g.name, kubevipconfig.OwnedKeysAnnotation, cm.Annotations[kubevipconfig.OwnedKeysAnnotation])
 		}
 		if cm.ResourceVersion != before.rv {
 			t.Errorf("guest %s: kube-system/kubevip was written after the upgrade (resourceVersion %s, was %s); written by: %s",
@@ -259,13 +259,13 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == secondAddr+","+a.addr
 		}, next)
 	}
-	if cm := a.configMap(t); cm.Annotations[guestclient.OwnedKeysAnnotation] != "" {
-		t.Errorf("guest %s: two global addresses brought annotation %s=%q", a.name, guestclient.OwnedKeysAnnotation, cm.Annotations[guestclient.OwnedKeysAnnotation])
+	if cm := a.configMap(t); cm.Annotations[kubevipconfig.OwnedKeysAnnotation] != "" {
+		t.Errorf("guest %s: two global addresses brought annotation %s=%q", a.name, kubevipconfig.OwnedKeysAnnotation, cm.Annotations[kubevipconfig.OwnedKeysAnnotation])
 	}
 	if err := u.api.FloatingIP().Delete(a.id, second, &metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a.waitCIDR(t, guestclient.CIDR(netip.MustParseAddr(a.addr)), time.Minute, next)
+	a.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(a.addr)), time.Minute, next)
 	if !rig.Within(30*time.Second, func() bool {
 		_, err := u.api.FloatingIP().Get(a.id, second, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -281,7 +281,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	}
 	var values []string
 	for _, e := range ugCaughtUp(t, watches[a.name], cm.ResourceVersion)[seenA:] {
-		v := e.obj.(*corev1.ConfigMap).Data[guestclient.GlobalCIDRKey]
+		v := e.obj.(*corev1.ConfigMap).Data[kubevipconfig.GlobalCIDRKey]
 		if e.typ != watch.Modified {
 			v = string(e.typ) + " " + v
 		}
@@ -289,7 +289,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 			values = append(values, v)
 		}
 	}
-	if want := []string{both, guestclient.CIDR(netip.MustParseAddr(a.addr))}; !slices.Equal(values, want) {
+	if want := []string{both, kubevipconfig.CIDR(netip.MustParseAddr(a.addr))}; !slices.Equal(values, want) {
 		t.Errorf("guest %s: cidr-global went %q while the second FloatingIP came and went; want %q", a.name, values, want)
 	}
 
@@ -449,7 +449,7 @@ func ugWaitPasses(t *testing.T, port, n int, p *controlplane.Process, guests ...
 
 func (g *ugGuest) configMap(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(context.Background(), guestclient.KubevipConfigMap, metav1.GetOptions{})
+	cm, err := g.direct.CoreV1().ConfigMaps(kubevipconfig.KubevipConfigMapNamespace).Get(context.Background(), kubevipconfig.KubevipConfigMap, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("guest %s: %v", g.name, err)
 	}
@@ -460,12 +460,12 @@ func (g *ugGuest) waitCIDR(t *testing.T, want string, timeout time.Duration, p *
 	t.Helper()
 	var last string
 	if !rig.Within(timeout, func() bool {
-		cm, err := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace).Get(context.Background(), guestclient.KubevipConfigMap, metav1.GetOptions{})
+		cm, err := g.direct.CoreV1().ConfigMaps(kubevipconfig.KubevipConfigMapNamespace).Get(context.Background(), kubevipconfig.KubevipConfigMap, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false
 		}
-		last = cm.Data[guestclient.GlobalCIDRKey]
+		last = cm.Data[kubevipconfig.GlobalCIDRKey]
 		return last == want
 	}) {
 		t.Fatalf("guest %s: cidr-global is %q after %s, want %q\noperator output ends:\n%s", g.name, last, timeout, want, rig.LastLines(p.Logs(), 60))
@@ -490,9 +490,9 @@ func (w *ugWatch) end() {
 // watchConfigMap follows the guest's kube-system/kubevip from resourceVersion rv.
 func (g *ugGuest) watchConfigMap(t *testing.T, rv string) *ugWatch {
 	t.Helper()
-	cms := g.direct.CoreV1().ConfigMaps(guestclient.KubevipConfigMapNamespace)
+	cms := g.direct.CoreV1().ConfigMaps(kubevipconfig.KubevipConfigMapNamespace)
 	r := newRecorder(t, rv, func(rv string) (watch.Interface, error) {
-		return cms.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + guestclient.KubevipConfigMap, ResourceVersion: rv})
+		return cms.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + kubevipconfig.KubevipConfigMap, ResourceVersion: rv})
 	})
 	w := &ugWatch{recorder: r, from: rv}
 	t.Cleanup(w.end)

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -112,7 +113,7 @@ func withNotes(message string, notes []string) string {
 
 // notInstalled ends an install that did not start: the address still goes where a provider
 // installed earlier reads, if there is one.
-func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client guestAPI, o *outcome) (outcome, guest.ConfigMapRef, bool) {
+func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client guestAPI, o *outcome) (outcome, kubevipconfig.ConfigMapRef, bool) {
 	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	if err == nil {
 		o.message += "; the provider installed earlier reads " + ref.String()

@@ -6,22 +6,25 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
-// guestAPI is what a pass does in one guest cluster: a guest.Client through Rancher's cluster
-// proxy with the controller's Helm installer (helmGuest) in the operator, a fake in the handler's
-// unit tests.
+// guestAPI is what a pass does in one guest cluster, in order: probe it (pkg/guest), turn the
+// Harvester cloud provider's kube-vip off and write the addresses (pkg/kubevipconfig), install the
+// charts and find the provider's ConfigMap (pkg/guest's Helm installer). In the operator it is a
+// guest.Client through Rancher's cluster proxy with the controller's installer (helmGuest); in the
+// handler's unit tests, a fake.
 type guestAPI interface {
 	// Credentials are the secrets of the guest's kubeconfig, masked in every message of the pass.
 	Credentials() []string
 	Check(ctx context.Context) (guest.Connection, error)
-	DisableHarvesterKubevip(ctx context.Context) (guest.DaemonSetResult, error)
+	DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
-	EnsureAddresses(ctx context.Context, ref guest.ConfigMapRef, want guest.Addresses, update bool) (guest.AddressesResult, error)
+	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
 	EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
-	ProviderConfigMap(ctx context.Context, namespace, release string) (guest.ConfigMapRef, error)
+	ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error)
 }
 
 // heldAddresses answers which addresses a FloatingIP holds; the allocation.Manager.
@@ -35,11 +38,19 @@ type helmGuest struct {
 	installer *guest.Installer
 }
 
+func (g helmGuest) DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error) {
+	return kubevipconfig.DisableHarvesterKubevip(ctx, g.Apps)
+}
+
+func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {
+	return kubevipconfig.EnsureAddresses(ctx, g.Core, ref, want, update)
+}
+
 func (g helmGuest) EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error) {
 	return g.installer.Ensure(ctx, g.Client, rel)
 }
 
-func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release string) (guest.ConfigMapRef, error) {
+func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error) {
 	return g.installer.ProviderConfigMap(ctx, g.Client, namespace, release)
 }
 

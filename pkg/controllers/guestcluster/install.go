@@ -11,6 +11,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -31,7 +32,7 @@ type step struct {
 
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
-func (c *controller) install(ctx context.Context, cfg config.Config, client guestAPI, p *pass) (result outcome, ref guest.ConfigMapRef, found bool) {
+func (c *controller) install(ctx context.Context, cfg config.Config, client guestAPI, p *pass) (result outcome, ref kubevipconfig.ConfigMapRef, found bool) {
 	policy := c.opts.ChartPolicy
 	steps := []step{
 		{"kube-vip", cfg.Kubevip, policy.PlanKubevip, metrics.EventKubevipInstall},

@@ -28,6 +28,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
@@ -55,12 +56,12 @@ func (h holds) HeldBy(_, uid string) []netip.Addr { return h[uid] }
 // fakeGuest answers a pass as a guest cluster would; a nil func answers success.
 type fakeGuest struct {
 	check     func() (guest.Connection, error)
-	daemonSet guest.DaemonSetResult
-	configMap func() (guest.AddressesResult, error)
+	daemonSet kubevipconfig.DaemonSetResult
+	configMap func() (kubevipconfig.AddressesResult, error)
 	release   func(rel guest.Release) (guest.Result, error)
-	provider  func() (guest.ConfigMapRef, error)
-	wroteTo   []guest.ConfigMapRef
-	wrote     []guest.Addresses
+	provider  func() (kubevipconfig.ConfigMapRef, error)
+	wroteTo   []kubevipconfig.ConfigMapRef
+	wrote     []kubevipconfig.Addresses
 }
 
 func (g *fakeGuest) Credentials() []string { return []string{"guest-token-abcdef"} }
@@ -72,17 +73,17 @@ func (g *fakeGuest) Check(context.Context) (guest.Connection, error) {
 	return guest.Connected, nil
 }
 
-func (g *fakeGuest) DisableHarvesterKubevip(context.Context) (guest.DaemonSetResult, error) {
+func (g *fakeGuest) DisableHarvesterKubevip(context.Context) (kubevipconfig.DaemonSetResult, error) {
 	return g.daemonSet, nil
 }
 
-func (g *fakeGuest) EnsureAddresses(_ context.Context, ref guest.ConfigMapRef, want guest.Addresses, _ bool) (guest.AddressesResult, error) {
+func (g *fakeGuest) EnsureAddresses(_ context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, _ bool) (kubevipconfig.AddressesResult, error) {
 	g.wroteTo = append(g.wroteTo, ref)
 	g.wrote = append(g.wrote, want)
 	if g.configMap != nil {
 		return g.configMap()
 	}
-	return guest.AddressesResult{Result: guest.ConfigMapCreated}, nil
+	return kubevipconfig.AddressesResult{Result: kubevipconfig.ConfigMapCreated}, nil
 }
 
 func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Result, error) {
@@ -92,11 +93,11 @@ func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.R
 	return guest.Result{Outcome: guest.Installed}, nil
 }
 
-func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (guest.ConfigMapRef, error) {
+func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (kubevipconfig.ConfigMapRef, error) {
 	if g.provider != nil {
 		return g.provider()
 	}
-	return guest.ConfigMapRef{Namespace: "kube-system", Name: ProviderConfigMapName}, nil
+	return kubevipconfig.ConfigMapRef{Namespace: "kube-system", Name: ProviderConfigMapName}, nil
 }
 
 // world is one guest cluster as Rancher shows it, with its FloatingIP holding testAddr.
@@ -282,15 +283,17 @@ func TestEveryGuestReason(t *testing.T) {
 		{"panic in the pass", func(w *world) { w.guest.check = panicking },
 			v1.GuestConfigured, v1.ReasonInternalError, corev1.ConditionFalse, "Warning InternalError", "malformed answer"},
 		{"ConfigMap write fails", func(w *world) {
-			w.guest.configMap = func() (guest.AddressesResult, error) { return guest.AddressesResult{}, errors.New("etcd is full") }
+			w.guest.configMap = func() (kubevipconfig.AddressesResult, error) {
+				return kubevipconfig.AddressesResult{}, errors.New("etcd is full")
+			}
 		}, v1.GuestConfigured, v1.ReasonConfigMapFailed, corev1.ConditionFalse, "Warning ConfigMapFailed", "etcd is full"},
 		{"ConfigMap left alone", func(w *world) {
-			w.guest.configMap = func() (guest.AddressesResult, error) {
-				return guest.AddressesResult{Result: guest.ConfigMapLeftAlone, LeftAlone: []string{guest.GlobalCIDRKey}}, nil
+			w.guest.configMap = func() (kubevipconfig.AddressesResult, error) {
+				return kubevipconfig.AddressesResult{Result: kubevipconfig.ConfigMapLeftAlone, LeftAlone: []string{kubevipconfig.GlobalCIDRKey}}, nil
 			}
 		}, v1.GuestConfigured, v1.ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
 		{"configured", nil, v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
-		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = guest.DaemonSetDisabled },
+		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = kubevipconfig.DaemonSetDisabled },
 			v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal " + v1.ReasonHarvesterKubevip, "cidr-global"},
 		{"install not wanted", nil, v1.KubevipInstalled, v1.ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
 		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
@@ -305,7 +308,9 @@ func TestEveryGuestReason(t *testing.T) {
 			w.guest.release = func(guest.Release) (guest.Result, error) {
 				return guest.Result{}, errors.New("no matches for kind DaemonSet")
 			}
-			w.guest.provider = func() (guest.ConfigMapRef, error) { return guest.ConfigMapRef{}, errors.New("no release") }
+			w.guest.provider = func() (kubevipconfig.ConfigMapRef, error) {
+				return kubevipconfig.ConfigMapRef{}, errors.New("no release")
+			}
 		}, v1.GuestConfigured, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "not installed, so the address is not written"},
 		{"kube-vip values refused as rendered", func(w *world) {
 			install(w)
@@ -404,7 +409,7 @@ func TestEveryFloatingIPOfTheClusterIsWritten(t *testing.T) {
 		t.Fatalf("%d ConfigMap writes; want one for the whole cluster", len(w.guest.wrote))
 	}
 	got := w.guest.wrote[0]
-	want := guest.Addresses{
+	want := kubevipconfig.Addresses{
 		Global:     []netip.Addr{netip.MustParseAddr(testAddr), netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("fd00::9")},
 		Namespaced: map[string][]netip.Addr{"ingress-nginx": {netip.MustParseAddr("10.0.0.10")}},
 	}

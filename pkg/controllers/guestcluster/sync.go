@@ -24,6 +24,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -45,11 +46,11 @@ type pass struct {
 	// want is what the guest's ConfigMap gets from every FloatingIP of the cluster; written is
 	// its rendering for the FloatingIPs' status once it is in place, and leftAlone the keys a
 	// person wrote that the pass did not touch.
-	want      guest.Addresses
+	want      kubevipconfig.Addresses
 	written   string
 	leftAlone []string
 	// target and keys are the ConfigMap the pass wrote and what it wanted there.
-	target guest.ConfigMapRef
+	target kubevipconfig.ConfigMapRef
 	keys   map[string]string
 	// releases are the Helm releases the operator applied in the guest, as the cluster's
 	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
@@ -254,7 +255,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		c.disableHarvesterKubevip(ctx, client, p)
 	}
 
-	target := guest.DefaultConfigMap()
+	target := kubevipconfig.DefaultConfigMap()
 	if install {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
@@ -337,13 +338,13 @@ func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAP
 	switch {
 	case err != nil:
 		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-	case res == guest.DaemonSetDisabled:
+	case res == kubevipconfig.DaemonSetDisabled:
 		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
 	}
 }
 
 // writeConfigMap puts the address where the provider reads it.
-func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target guest.ConfigMapRef) error {
+func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target kubevipconfig.ConfigMapRef) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
 	res, err := client.EnsureAddresses(ctx, target, p.want, update)
 	p.keys, _ = p.want.Keys() // guestAddresses let only valid entries in
@@ -354,12 +355,12 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 		p.set(v1.GuestStateError, outcome{reason: v1.ReasonConfigMapFailed, message: err.Error()})
 		return errRetry
 	}
-	if res.Result == guest.ConfigMapCreated || res.Result == guest.ConfigMapUpdated {
+	if res.Result == kubevipconfig.ConfigMapCreated || res.Result == kubevipconfig.ConfigMapUpdated {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
 		c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
 	}
 	p.written = guestAddressesText(p.want)
-	if slices.Contains(res.LeftAlone, guest.GlobalCIDRKey) {
+	if slices.Contains(res.LeftAlone, kubevipconfig.GlobalCIDRKey) {
 		p.set(v1.GuestStateConfigured, outcome{reason: v1.ReasonConfigMapNotUpdated,
 			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)})
 		return nil
@@ -372,8 +373,8 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 // pool first.
 func describeKeys(keys map[string]string) string {
 	names := slices.Sorted(maps.Keys(keys))
-	if i := slices.Index(names, guest.GlobalCIDRKey); i > 0 {
-		names = slices.Insert(slices.Delete(names, i, i+1), 0, guest.GlobalCIDRKey)
+	if i := slices.Index(names, kubevipconfig.GlobalCIDRKey); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, kubevipconfig.GlobalCIDRKey)
 	}
 	parts := make([]string, 0, len(names))
 	for _, k := range names {
@@ -384,7 +385,7 @@ func describeKeys(keys map[string]string) string {
 
 // guestAddressesText renders want for a FloatingIP's status: the global addresses, then each
 // namespace's followed by the namespace in parentheses.
-func guestAddressesText(want guest.Addresses) string {
+func guestAddressesText(want kubevipconfig.Addresses) string {
 	var parts []string
 	add := func(addrs []netip.Addr, suffix string) {
 		sorted := slices.Clone(addrs)
@@ -404,8 +405,8 @@ func guestAddressesText(want guest.Addresses) string {
 // address each holds, in the global pool or in its guest namespace's. A FloatingIP that holds no
 // address, or names a guest namespace no pool can be written for, is left out with a reason of
 // its own.
-func (c *controller) guestAddresses(members []*pass) guest.Addresses {
-	want := guest.Addresses{Namespaced: map[string][]netip.Addr{}}
+func (c *controller) guestAddresses(members []*pass) kubevipconfig.Addresses {
+	want := kubevipconfig.Addresses{Namespaced: map[string][]netip.Addr{}}
 	for _, m := range members {
 		addr, ok := c.heldAddress(m.fip)
 		if !ok {
@@ -417,10 +418,10 @@ func (c *controller) guestAddresses(members []*pass) guest.Addresses {
 			want.Global = append(want.Global, addr)
 			continue
 		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == guest.GlobalPool {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == kubevipconfig.GlobalPool {
 			m.set(v1.GuestStateError, outcome{reason: v1.ReasonInvalidGuestNamespace, message: fmt.Sprintf(
 				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
-				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), guest.GlobalPool)})
+				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), kubevipconfig.GlobalPool)})
 			continue
 		}
 		want.Namespaced[ns] = append(want.Namespaced[ns], addr)
@@ -442,7 +443,7 @@ func (m *pass) share(lead *pass) {
 		return
 	}
 	// A namespace's pool is judged on its own: cidr-global left alone does not keep it out.
-	if key := guest.CIDRKey(ns); slices.Contains(lead.leftAlone, key) {
+	if key := kubevipconfig.CIDRKey(ns); slices.Contains(lead.leftAlone, key) {
 		m.set(lead.state, outcome{reason: v1.ReasonConfigMapNotUpdated, message: fmt.Sprintf(
 			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)})
 	} else {

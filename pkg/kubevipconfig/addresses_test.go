@@ -1,4 +1,4 @@
-package guest
+package kubevipconfig
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
@@ -39,9 +40,9 @@ func kubevip(data, annotations map[string]string) *corev1.ConfigMap {
 	}
 }
 
-func fakeGuest(objects ...runtime.Object) (*Client, *fake.Clientset) {
+func fakeGuest(objects ...runtime.Object) (corev1client.CoreV1Interface, *fake.Clientset) {
 	kube := fake.NewSimpleClientset(objects...)
-	return &Client{Name: "guest001", Core: kube.CoreV1(), Apps: kube.AppsV1()}, kube
+	return kube.CoreV1(), kube
 }
 
 // writes are the actions of kube that are not reads.
@@ -64,9 +65,9 @@ func readKubevip(t *testing.T, kube kubernetes.Interface) *corev1.ConfigMap {
 	return cm
 }
 
-func ensure(t *testing.T, c *Client, want Addresses, update bool) AddressesResult {
+func ensure(t *testing.T, c corev1client.ConfigMapsGetter, want Addresses, update bool) AddressesResult {
 	t.Helper()
-	res, err := c.EnsureAddresses(context.Background(), DefaultConfigMap(), want, update)
+	res, err := EnsureAddresses(context.Background(), c, DefaultConfigMap(), want, update)
 	if err != nil {
 		t.Fatalf("EnsureAddresses(%+v, update=%v): %v", want, update, err)
 	}
@@ -75,8 +76,8 @@ func ensure(t *testing.T, c *Client, want Addresses, update bool) AddressesResul
 
 // ensureOne is EnsureAddresses with addr as the one global address: what a guest of one
 // FloatingIP gets.
-func ensureOne(ctx context.Context, c *Client, addr netip.Addr, update bool) (ConfigMapResult, error) {
-	res, err := c.EnsureAddresses(ctx, DefaultConfigMap(), Addresses{Global: []netip.Addr{addr}}, update)
+func ensureOne(ctx context.Context, c corev1client.ConfigMapsGetter, addr netip.Addr, update bool) (ConfigMapResult, error) {
+	res, err := EnsureAddresses(ctx, c, DefaultConfigMap(), Addresses{Global: []netip.Addr{addr}}, update)
 	return res.Result, err
 }
 
@@ -434,7 +435,7 @@ func TestInvalidAddressesWriteNothing(t *testing.T) {
 	}
 	for name, want := range cases {
 		c, kube := fakeGuest()
-		if _, err := c.EnsureAddresses(context.Background(), DefaultConfigMap(), want, true); !errors.Is(err, ErrInvalidAddresses) {
+		if _, err := EnsureAddresses(context.Background(), c, DefaultConfigMap(), want, true); !errors.Is(err, ErrInvalidAddresses) {
 			t.Errorf("%s: error = %v, want ErrInvalidAddresses", name, err)
 		}
 		if len(kube.Actions()) != 0 {

@@ -1,4 +1,4 @@
-package guest
+package kubevipconfig
 
 import (
 	"context"
@@ -15,6 +15,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// The ConfigMap kube-vip-cloud-provider reads when its Deployment names none, and its global
+// pool's key, which the operator writes.
+const (
+	KubevipConfigMapNamespace = "kube-system"
+	KubevipConfigMap          = "kubevip"
+	GlobalCIDRKey             = "cidr-global"
+)
+
+// ConfigMapRef names the ConfigMap the operator writes the address into.
+type ConfigMapRef struct {
+	Namespace string
+	Name      string
+}
+
+func (r ConfigMapRef) String() string { return r.Namespace + "/" + r.Name }
+
+// DefaultConfigMap is kube-system/kubevip: where a provider without KUBEVIP_NAMESPACE and
+// KUBEVIP_CONFIG_MAP reads, and where the original operator always wrote.
+func DefaultConfigMap() ConfigMapRef {
+	return ConfigMapRef{Namespace: KubevipConfigMapNamespace, Name: KubevipConfigMap}
+}
+
+// CIDR renders addr as the single-address CIDR kube-vip-cloud-provider expects.
+func CIDR(addr netip.Addr) string {
+	return netip.PrefixFrom(addr, addr.BitLen()).String()
+}
+
+// ConfigMapResult says what EnsureAddresses did.
+type ConfigMapResult int
+
+const (
+	ConfigMapUnchanged ConfigMapResult = iota
+	ConfigMapCreated
+	ConfigMapUpdated
+	// ConfigMapLeftAlone: it exists with another value and updateConfigMap is not "true", or
+	// (EnsureAddresses) a key the operator wants holds a person's value.
+	ConfigMapLeftAlone
 )
 
 // The keys of kube-vip-cloud-provider's ConfigMap (v0.0.12, pkg/provider/loadBalancer.go,
@@ -173,12 +213,12 @@ type AddressesResult struct {
 // The patch carries the resourceVersion it was decided on, so that an edit in between ends in a
 // conflict and a new pass rather than in a decision on a ConfigMap that is no longer there. An
 // invalid want writes nothing: the error wraps ErrInvalidAddresses.
-func (c *Client) EnsureAddresses(ctx context.Context, ref ConfigMapRef, want Addresses, update bool) (AddressesResult, error) {
+func EnsureAddresses(ctx context.Context, core corev1client.ConfigMapsGetter, ref ConfigMapRef, want Addresses, update bool) (AddressesResult, error) {
 	keys, err := want.Keys()
 	if err != nil {
 		return AddressesResult{}, fmt.Errorf("%s: %w", ref, err)
 	}
-	cms := c.Core.ConfigMaps(ref.Namespace)
+	cms := core.ConfigMaps(ref.Namespace)
 	cm, err := cms.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		if len(keys) == 0 {

@@ -1,0 +1,65 @@
+package kubevipconfig
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+)
+
+// The Harvester cloud provider's kube-vip DaemonSet and the node selector that keeps it off every
+// node, so that it does not fight our kube-vip over the address.
+const (
+	HarvesterDaemonSetNamespace = "kube-system"
+	HarvesterDaemonSetName      = "kube-vip"
+	HarvesterReleaseAnnotation  = "meta.helm.sh/release-name"
+	HarvesterReleaseName        = "harvester-cloud-provider"
+	DisabledNodeSelectorKey     = "node-role.kubernetes.io/harvester-kube-vip-disabled"
+)
+
+// DaemonSetResult says what DisableHarvesterKubevip did.
+type DaemonSetResult int
+
+const (
+	// DaemonSetAbsent: there is no kube-system/kube-vip DaemonSet.
+	DaemonSetAbsent DaemonSetResult = iota
+	// DaemonSetNotHarvesters: there is one, but the Harvester cloud provider did not install it.
+	DaemonSetNotHarvesters
+	// DaemonSetAlreadyDisabled: it already carries the node selector.
+	DaemonSetAlreadyDisabled
+	// DaemonSetDisabled: the node selector was added now.
+	DaemonSetDisabled
+)
+
+// DisableHarvesterKubevip gives the Harvester cloud provider's kube-vip DaemonSet a node selector
+// that matches no node, once. A kube-vip DaemonSet of anyone else is left alone.
+func DisableHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (DaemonSetResult, error) {
+	dss := apps.DaemonSets(HarvesterDaemonSetNamespace)
+	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return DaemonSetAbsent, nil
+	}
+	if err != nil {
+		return DaemonSetAbsent, fmt.Errorf("reading %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
+	}
+	if ds.Annotations[HarvesterReleaseAnnotation] != HarvesterReleaseName {
+		return DaemonSetNotHarvesters, nil
+	}
+	if ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey] == "true" {
+		return DaemonSetAlreadyDisabled, nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{"spec": map[string]interface{}{"template": map[string]interface{}{
+		"spec": map[string]interface{}{"nodeSelector": map[string]string{DisabledNodeSelectorKey: "true"}},
+	}}})
+	if err != nil {
+		return DaemonSetAbsent, err
+	}
+	if _, err := dss.Patch(ctx, HarvesterDaemonSetName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return DaemonSetAbsent, fmt.Errorf("patching %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
+	}
+	return DaemonSetDisabled, nil
+}
