@@ -197,7 +197,7 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 // TestInstallPolicyHasOneHome: what may reach a guest (chart sources, images, values, rendered
 // objects) is decided in pkg/installpolicy alone. No other production package renders a chart's
 // templates or decodes what it rendered, and every Helm action that applies to a guest hands Helm
-// only the approved manifest (guest's approvedManifest as its post-renderer) with hooks and CRDs
+// only the approved manifest (helminstall's approvedManifest as its post-renderer) with hooks and CRDs
 // off. package/charts, which renders the operator's own chart offline for packaging, applies nothing.
 func TestInstallPolicyHasOneHome(t *testing.T) {
 	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo|packages.NeedImports)
@@ -241,8 +241,8 @@ func TestInstallPolicyHasOneHome(t *testing.T) {
 					rhs := types.ExprString(assign.Rhs[i])
 					switch sel.Sel.Name {
 					case "PostRenderer":
-						if typ := pkg.TypesInfo.TypeOf(assign.Rhs[i]); typ == nil || !strings.HasSuffix(typ.String(), "/pkg/guest.approvedManifest") {
-							t.Errorf("%s: %s.PostRenderer = %s; Helm must be handed the approved manifest (guest.approvedManifest)",
+						if typ := pkg.TypesInfo.TypeOf(assign.Rhs[i]); typ == nil || !strings.HasSuffix(typ.String(), "/pkg/helminstall.approvedManifest") {
+							t.Errorf("%s: %s.PostRenderer = %s; Helm must be handed the approved manifest (helminstall.approvedManifest)",
 								pkg.Fset.Position(assign.Pos()), recv, rhs)
 						}
 						actions[recv]["PostRenderer"] = true

@@ -18,7 +18,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -87,7 +87,7 @@ type GuestOptions struct {
 	// HelmCacheDir is a writable directory for Helm's short-lived files.
 	HelmCacheDir string
 	// ChartLimits bound every chart fetch.
-	ChartLimits guest.Limits
+	ChartLimits helminstall.Limits
 	// ChartPolicy decides which chart sources and values may be installed; set at deployment
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
 	ChartPolicy installpolicy.Policy

@@ -1,8 +1,9 @@
-// Package guest works on one Rancher guest cluster through Rancher's cluster proxy: it builds a
-// client from the kubeconfig Rancher keeps for the cluster, checks the connection, writes the
-// kube-vip ConfigMap, neutralises the Harvester cloud provider's own kube-vip DaemonSet, and
-// installs or upgrades Helm releases with the Helm SDK. Nothing here caches a guest's credentials:
-// every operation starts from the Secret as it is now, so a rotated token is used at once.
+// Package guest reaches one Rancher guest cluster through Rancher's cluster proxy: it builds a
+// vetted client from the kubeconfig Rancher keeps for the cluster (nothing but Rancher's proxy
+// URL and a token), bounds every request and answer, and checks the connection. What is written
+// into the guest is pkg/kubevipconfig's and pkg/helminstall's. Nothing here caches a guest's
+// credentials: every operation starts from the Secret as it is now, so a rotated token is used at
+// once.
 package guest
 
 import (

@@ -61,17 +61,17 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		release()
 		return nil, fmt.Errorf("%w (%d)", ErrGuestRedirect, resp.StatusCode)
 	}
-	if err := capBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
+	if err := CapBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
 		return nil, err
 	}
 	return resp, nil
 }
 
-// capBody bounds resp's body at max bytes, for the guest and the chart transports alike: an
+// CapBody bounds resp's body at max bytes, for the guest and the chart transports alike: an
 // announced length over max fails at once, and reading past max fails with tooLarge rather than
 // ending quietly, so that a cut list, index or archive is never taken for a whole one. release,
 // when set, runs once: at the failure, or when the body is closed.
-func capBody(resp *http.Response, max int64, tooLarge error, release func()) error {
+func CapBody(resp *http.Response, max int64, tooLarge error, release func()) error {
 	if release == nil {
 		release = func() {}
 	}

@@ -43,7 +43,7 @@ func upstreamDownloads() []download {
 // Those are the repository's or registry's choice, not the deployment's, so each must lie within
 // an allowed chart source or a download location of the upstream source chartSource lies under.
 // An oci:// entry stands for its registry's whole origin, where the registry API and its token
-// service answer. Policy is the guest fetcher's guest.Sources.
+// service answer. Policy is the guest fetcher's helminstall.Sources.
 func (p Policy) AllowsFetch(chartSource string, target *url.URL) bool {
 	if target == nil || target.User != nil || (target.Scheme != "https" && target.Scheme != "http") {
 		return false

@@ -32,6 +32,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -377,7 +378,7 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 			Workers:                o.opts.GuestWorkers,
 			Timeout:                o.opts.GuestTimeout,
 			HelmCacheDir:           o.opts.HelmCacheDir,
-			ChartLimits:            guest.DefaultLimits(),
+			ChartLimits:            helminstall.DefaultLimits(),
 			ChartPolicy:            o.opts.ChartPolicy,
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
@@ -211,14 +212,14 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := guest.NewInstaller(t.TempDir(), guest.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	values := map[string]interface{}{"env": map[string]interface{}{"vip_interface": "enp1s0"}}
-	kubevip := guest.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", values)}
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Installed {
+	kubevip := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", values)}
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Installed {
 		t.Fatalf("install from the HTTP repository = %v, %v", out, err)
 	}
 	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{})
@@ -229,11 +230,11 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Fatalf("installed DaemonSet's environment = %v; want vip_interface from the values over the chart's defaults", env)
 	}
 
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Unchanged {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Unchanged {
 		t.Errorf("second pass without update = %v, %v; want unchanged", out, err)
 	}
 	kubevip.Update = true
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Unchanged {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Unchanged {
 		t.Errorf("update allowed but nothing changed = %v, %v; want unchanged", out, err)
 	}
 	if err := repo.Add(chartrepo.KubevipChart("0.1.1")); err != nil {
@@ -241,25 +242,25 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	}
 	kubevip.Version = "0.1.1"
 	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", values)
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Upgraded {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Upgraded {
 		t.Errorf("new version = %v, %v; want upgraded", out, err)
 	}
 	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}})
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Upgraded {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Upgraded {
 		t.Errorf("new values = %v, %v; want upgraded", out, err)
 	}
 	kubevip.Update = false
 	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}})
-	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != guest.Unchanged {
+	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Unchanged {
 		t.Errorf("new values without update = %v, %v; want unchanged", out, err)
 	}
 
-	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider"); !errors.Is(err, guest.ErrProviderNotFound) {
+	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider"); !errors.Is(err, helminstall.ErrProviderNotFound) {
 		t.Errorf("ProviderConfigMap before the install = %v; want ErrProviderNotFound", err)
 	}
-	provider := guest.Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.10",
+	provider := helminstall.Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.10",
 		Plan: testPlan(t, installpolicy.CloudProvider, "0.2.10", nil)}
-	if out, err := ensureRelease(in, ctx, c, provider); err != nil || out != guest.Installed {
+	if out, err := ensureRelease(in, ctx, c, provider); err != nil || out != helminstall.Installed {
 		t.Fatalf("install from the OCI registry = %v, %v", out, err)
 	}
 	got, err := in.ProviderConfigMap(ctx, c, "kube-system", "kube-vip-cloud-provider")
@@ -273,7 +274,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 func (r *rig) helm(t *testing.T) *action.Configuration {
 	t.Helper()
 	cfg := new(action.Configuration)
-	if err := cfg.Init(guest.NewRESTClientGetter(r.server.Config, "kube-system"), "kube-system", "secret", t.Logf); err != nil {
+	if err := cfg.Init(helminstall.NewRESTClientGetter(r.server.Config, "kube-system"), "kube-system", "secret", t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -294,7 +295,7 @@ func testPlan(t *testing.T, chart installpolicy.Chart, version string, values ma
 }
 
 // ensureRelease is Ensure's outcome.
-func ensureRelease(in *guest.Installer, ctx context.Context, c *guest.Client, rel guest.Release) (guest.Outcome, error) {
+func ensureRelease(in *helminstall.Installer, ctx context.Context, c *guest.Client, rel helminstall.Release) (helminstall.Outcome, error) {
 	res, err := in.Ensure(ctx, c, rel)
 	return res.Outcome, err
 }
@@ -315,7 +316,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
-	in, err := guest.NewInstaller(t.TempDir(), guest.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,15 +327,15 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	if err := cfg.Releases.Create(stuck); err != nil {
 		t.Fatal(err)
 	}
-	rel := guest.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", nil)}
-	if out, err := ensureRelease(in, ctx, c, rel); !errors.Is(err, guest.ErrReleaseBusy) {
+	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", nil)}
+	if out, err := ensureRelease(in, ctx, c, rel); !errors.Is(err, helminstall.ErrReleaseBusy) {
 		t.Fatalf("Ensure on a release pending since just now = %v, %v; want ErrReleaseBusy", out, err)
 	}
-	stuck.Info.LastDeployed = helmtime.Now().Add(-guest.InstallTimeout - time.Second)
+	stuck.Info.LastDeployed = helmtime.Now().Add(-helminstall.InstallTimeout - time.Second)
 	if err := cfg.Releases.Update(stuck); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != guest.Recovered {
+	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != helminstall.Recovered {
 		t.Fatalf("Ensure on a pending-install release = %v, %v; want recovered", out, err)
 	}
 	last, err := cfg.Releases.Last("kube-vip")

@@ -18,7 +18,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 )
 
 // TestForeignReleasesAreLeftAlone: with kubevipReleaseName naming the Harvester cloud provider's
@@ -32,13 +32,13 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
-	in, err := guest.NewInstaller(t.TempDir(), guest.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := guest.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
+	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
 		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
-	var foreign *guest.ForeignRelease
+	var foreign *helminstall.ForeignRelease
 	if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
 		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
 	}
@@ -58,7 +58,7 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
-	in, err := guest.NewInstaller(t.TempDir(), guest.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,9 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	if err := cfg.Releases.Create(forged); err != nil {
 		t.Fatal(err)
 	}
-	rel := guest.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
+	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
 		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
-	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != guest.Recovered {
+	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != helminstall.Recovered {
 		t.Fatalf("Ensure over a forged pending-install record = %v, %v; want recovered", out, err)
 	}
 	if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "forged-hook-ran", metav1.GetOptions{}); err == nil {
@@ -95,8 +95,8 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 		}
 	}
 	last, err := cfg.Releases.Last("kube-vip")
-	if err != nil || last.Labels[guest.OwnerLabel] == "" {
-		t.Errorf("the new release = %v, %v; want it labelled %s", last, err, guest.OwnerLabel)
+	if err != nil || last.Labels[helminstall.OwnerLabel] == "" {
+		t.Errorf("the new release = %v, %v; want it labelled %s", last, err, helminstall.OwnerLabel)
 	}
 }
 
@@ -123,18 +123,18 @@ func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
 	if _, err := r.direct.CoreV1().Secrets("kube-system").Create(ctx, bomb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := guest.NewInstaller(t.TempDir(), guest.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := guest.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
+	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
 		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	_, err = in.Ensure(ctx, c, rel)
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, guest.ErrReleaseRecordTooLarge) {
+	if !errors.Is(err, helminstall.ErrReleaseRecordTooLarge) {
 		t.Fatalf("Ensure over a %d KiB record of 200 MiB = %v; want ErrReleaseRecordTooLarge", gz.Len()/1024, err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 100<<20 {

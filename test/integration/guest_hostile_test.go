@@ -41,7 +41,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
-	guestclient "github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
@@ -50,7 +50,7 @@ import (
 )
 
 // Hostile guests and hostile configuration, shown against real guest API servers with the operator
-// binary running: what the unit tests in pkg/guest (ownership_test.go) and pkg/installpolicy show
+// binary running: what the tests in test/guestapi (ownership_test.go) and pkg/installpolicy show
 // of the parts, here end to end (install_policy_test.go has the rest).
 
 // countingChartRepo is a chart repository on a loopback port that counts every request it gets,
@@ -551,7 +551,7 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 	f.waitFIPIn(b.id, "hbomb-b-kubevip", 30*time.Second, "guest B Configured", guestReason("Configured"))
 	served := time.Since(start)
 	x := f.waitFIPIn(a.id, "hbomb-a-kubevip", 60*time.Second, "guest A: KubevipInstalled=False saying the record is too large", func(x *v1.FloatingIP) bool {
-		return v1.KubevipInstalled.IsFalse(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), guestclient.ErrReleaseRecordTooLarge.Error())
+		return v1.KubevipInstalled.IsFalse(x) && strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), helminstall.ErrReleaseRecordTooLarge.Error())
 	})
 	c, _ := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
 	t.Logf("guest A: KubevipInstalled=%s %s: %s", c.Status, c.Reason, c.Message)
@@ -670,7 +670,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	rig.Eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
 		return shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
 	})
-	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(guestclient.Recovered)) {
+	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(helminstall.Recovered)) {
 		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	waitGuestPasses(t, port, gc)
@@ -680,7 +680,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	// run them later either.
 	records := storage.Init(driver.NewSecrets(gc.direct.CoreV1().Secrets("kube-system")))
 	last, err := records.Last("kube-vip")
-	if err != nil || last.Version != 100 || last.Info.Status != release.StatusDeployed || last.Labels[guestclient.OwnerLabel] == "" {
+	if err != nil || last.Version != 100 || last.Info.Status != release.StatusDeployed || last.Labels[helminstall.OwnerLabel] == "" {
 		t.Errorf("the newest kube-vip record = %v, %v; want revision 100, deployed, the operator's", last, err)
 	}
 	old, err := records.Get("kube-vip", 99)

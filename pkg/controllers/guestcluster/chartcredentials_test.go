@@ -10,14 +10,14 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 )
 
 const chartPassword = "ch4rt-pa55w0rd"
 
 // withChartSecret installs both charts and names a chart credentials Secret holding data (and the
 // username and password); it returns what each EnsureRelease was given, by chart.
-func withChartSecret(w *world, data map[string]string) map[string]guest.Release {
+func withChartSecret(w *world, data map[string]string) map[string]helminstall.Release {
 	w.cfg.KubevipGuestInstall = config.InstallEnabled
 	w.opts.ChartCredentialsSecret = "chart-creds"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "chart-creds", Namespace: w.opts.Namespace},
@@ -27,12 +27,12 @@ func withChartSecret(w *world, data map[string]string) map[string]guest.Release 
 	}
 	w.secrets = append(w.secrets, secret)
 	var mu sync.Mutex
-	given := map[string]guest.Release{}
-	w.guest.release = func(rel guest.Release) (guest.Result, error) {
+	given := map[string]helminstall.Release{}
+	w.guest.release = func(rel helminstall.Release) (helminstall.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		given[rel.Chart] = rel
-		return guest.Result{Outcome: guest.Installed}, nil
+		return helminstall.Result{Outcome: helminstall.Installed}, nil
 	}
 	return given
 }

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -31,7 +31,7 @@ const (
 type chartSecret struct {
 	where       string
 	source      string
-	credentials guest.Credentials
+	credentials helminstall.Credentials
 }
 
 // chartCredentials reads the chart credentials Secret afresh (so a rotated password is used at
@@ -62,7 +62,7 @@ func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
 	if err != nil {
 		return nil, &outcome{reason: v1.ReasonChartCredentials, message: fmt.Sprintf("%s %v", where, err)}
 	}
-	return &chartSecret{where: where, source: source, credentials: guest.Credentials{Username: user, Password: password}}, nil
+	return &chartSecret{where: where, source: source, credentials: helminstall.Credentials{Username: user, Password: password}}, nil
 }
 
 // credentialsSource checks the Secret's source key: scheme, host and optional port of one chart
@@ -89,7 +89,7 @@ func credentialsSource(raw string) (string, error) {
 
 // forRelease gives the credentials to rel when its chart source has the scheme, host and port
 // they belong to. Otherwise rel is fetched without them and note says why, for the outcome.
-func (s *chartSecret) forRelease(chart string, rel guest.Release) (creds *guest.Credentials, note string) {
+func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *helminstall.Credentials, note string) {
 	if s == nil {
 		return nil, ""
 	}
@@ -97,7 +97,7 @@ func (s *chartSecret) forRelease(chart string, rel guest.Release) (creds *guest.
 	if from == "" {
 		from = rel.RepoURL
 	}
-	if guest.SameOrigin(s.source, from) {
+	if helminstall.SameOrigin(s.source, from) {
 		c := s.credentials
 		return &c, ""
 	}

@@ -27,6 +27,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -73,7 +74,7 @@ type controller struct {
 // repaired, so that a pass only ever sees addresses the allocation index already holds.
 func Register(ctx context.Context, cc *controllers.Context) error {
 	opts := options{GuestOptions: cc.Guest, FleetNamespace: cc.FleetNamespace, Namespace: cc.Namespace}
-	installer, err := guest.NewInstaller(opts.HelmCacheDir, opts.ChartLimits)
+	installer, err := helminstall.NewInstaller(opts.HelmCacheDir, opts.ChartLimits)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
 // guestAPI is what a pass does in one guest cluster, in order: probe it (pkg/guest), turn the
 // Harvester cloud provider's kube-vip off and write the addresses (pkg/kubevipconfig), install the
-// charts and find the provider's ConfigMap (pkg/guest's Helm installer). In the operator it is a
+// charts and find the provider's ConfigMap (pkg/helminstall). In the operator it is a
 // guest.Client through Rancher's cluster proxy with the controller's installer (helmGuest); in the
 // handler's unit tests, a fake.
 type guestAPI interface {
@@ -22,7 +23,7 @@ type guestAPI interface {
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
-	EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error)
+	EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
 	ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error)
 }
@@ -35,7 +36,7 @@ type heldAddresses interface {
 // helmGuest is a guest cluster reached through Rancher's cluster proxy.
 type helmGuest struct {
 	*guest.Client
-	installer *guest.Installer
+	installer *helminstall.Installer
 }
 
 func (g helmGuest) DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error) {
@@ -46,7 +47,7 @@ func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.Config
 	return kubevipconfig.EnsureAddresses(ctx, g.Core, ref, want, update)
 }
 
-func (g helmGuest) EnsureRelease(ctx context.Context, rel guest.Release) (guest.Result, error) {
+func (g helmGuest) EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error) {
 	return g.installer.Ensure(ctx, g.Client, rel)
 }
 
@@ -57,7 +58,7 @@ func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release str
 // connectThroughRancher returns how the controller reaches a guest cluster: with its kubeconfig
 // Secret's data, through Rancher's cluster proxy, every request ending with the pass, and
 // installing with installer.
-func connectThroughRancher(installer *guest.Installer, timeout time.Duration) func(pass context.Context, t guest.Target) (guestAPI, error) {
+func connectThroughRancher(installer *helminstall.Installer, timeout time.Duration) func(pass context.Context, t guest.Target) (guestAPI, error) {
 	return func(pass context.Context, t guest.Target) (guestAPI, error) {
 		client, err := guest.NewClient(pass, t, timeout)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -81,7 +81,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 				"guest cluster %s: the %s was not written by the operator (its manifest is none the operator applied): nothing it lists was deleted, and release %s/%s was installed over it",
 				p.cluster, res.Untrusted, rel.Namespace, rel.Name)
 		}
-		if res.Outcome != guest.Unchanged {
+		if res.Outcome != helminstall.Unchanged {
 			c.countEvent(p, s.event, metrics.StatusSuccess)
 			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonInstalled), v1.ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, res.Outcome)
 			c.recordDecisions(p, res.Approval)
@@ -116,8 +116,8 @@ func (c *controller) refused(p *pass, chart string, err error) *outcome {
 }
 
 // release is what the configuration asks of one chart, with the values the policy accepted.
-func release(cfg config.Config, chart config.Chart, name string, plan *installpolicy.Plan) guest.Release {
-	return guest.Release{
+func release(cfg config.Config, chart config.Chart, name string, plan *installpolicy.Plan) helminstall.Release {
+	return helminstall.Release{
 		Namespace: cfg.KubevipNamespace,
 		Name:      chart.ReleaseName,
 		Chart:     name,
@@ -144,7 +144,7 @@ func rememberedReleases(members []*pass) []v1.GuestRelease {
 
 // trusted are the manifests the management side remembers the operator applied to rel in this
 // guest.
-func (p *pass) trusted(rel guest.Release) []string {
+func (p *pass) trusted(rel helminstall.Release) []string {
 	var out []string
 	for _, r := range p.releases {
 		if r.Namespace == rel.Namespace && r.Name == rel.Name && r.ManifestDigest != "" {
@@ -155,7 +155,7 @@ func (p *pass) trusted(rel guest.Release) []string {
 }
 
 // remember keeps what the operator applied to rel, in place of what was remembered of it.
-func (p *pass) remember(rel guest.Release, chart string, applied *guest.Applied) {
+func (p *pass) remember(rel helminstall.Release, chart string, applied *helminstall.Applied) {
 	if applied == nil {
 		return
 	}
@@ -219,8 +219,8 @@ type failure struct {
 // what was refused; a chart still being fetched is no failure (the pass comes back).
 func installFailure(chart, version string, err error) failure {
 	var refused *installpolicy.Refusal
-	var foreign *guest.ForeignRelease
-	var guarded *guest.ErrWriteRefused
+	var foreign *helminstall.ForeignRelease
+	var guarded *helminstall.ErrWriteRefused
 	switch {
 	case errors.As(err, &refused):
 		return failure{outcome{reason: refused.Reason, message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
@@ -228,7 +228,7 @@ func installFailure(chart, version string, err error) failure {
 		return failure{outcome{reason: v1.ReasonRenderRefused, message: fmt.Sprintf("%s: %v", chart, guarded)}, true, true}
 	case errors.As(err, &foreign):
 		return failure{outcome{reason: v1.ReasonForeignRelease, message: foreign.Error()}, true, false}
-	case errors.Is(err, guest.ErrChartPending):
+	case errors.Is(err, helminstall.ErrChartPending):
 		// The fetch goes on without this worker; the pass is retried with backoff.
 		return failure{outcome{reason: v1.ReasonChartFetching, message: fmt.Sprintf("%s: %v", chart, err)}, false, false}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -58,7 +59,7 @@ type fakeGuest struct {
 	check     func() (guest.Connection, error)
 	daemonSet kubevipconfig.DaemonSetResult
 	configMap func() (kubevipconfig.AddressesResult, error)
-	release   func(rel guest.Release) (guest.Result, error)
+	release   func(rel helminstall.Release) (helminstall.Result, error)
 	provider  func() (kubevipconfig.ConfigMapRef, error)
 	wroteTo   []kubevipconfig.ConfigMapRef
 	wrote     []kubevipconfig.Addresses
@@ -86,11 +87,11 @@ func (g *fakeGuest) EnsureAddresses(_ context.Context, ref kubevipconfig.ConfigM
 	return kubevipconfig.AddressesResult{Result: kubevipconfig.ConfigMapCreated}, nil
 }
 
-func (g *fakeGuest) EnsureRelease(_ context.Context, rel guest.Release) (guest.Result, error) {
+func (g *fakeGuest) EnsureRelease(_ context.Context, rel helminstall.Release) (helminstall.Result, error) {
 	if g.release != nil {
 		return g.release(rel)
 	}
-	return guest.Result{Outcome: guest.Installed}, nil
+	return helminstall.Result{Outcome: helminstall.Installed}, nil
 }
 
 func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (kubevipconfig.ConfigMapRef, error) {
@@ -299,14 +300,14 @@ func TestEveryGuestReason(t *testing.T) {
 		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
 		{"Helm fails", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Result, error) {
-				return guest.Result{}, errors.New("no matches for kind DaemonSet")
+			w.guest.release = func(helminstall.Release) (helminstall.Result, error) {
+				return helminstall.Result{}, errors.New("no matches for kind DaemonSet")
 			}
 		}, v1.KubevipInstalled, v1.ReasonHelmFailed, corev1.ConditionFalse, "Warning HelmFailed", "no matches for kind"},
 		{"Helm fails with no provider installed", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Result, error) {
-				return guest.Result{}, errors.New("no matches for kind DaemonSet")
+			w.guest.release = func(helminstall.Release) (helminstall.Result, error) {
+				return helminstall.Result{}, errors.New("no matches for kind DaemonSet")
 			}
 			w.guest.provider = func() (kubevipconfig.ConfigMapRef, error) {
 				return kubevipconfig.ConfigMapRef{}, errors.New("no release")
@@ -329,13 +330,15 @@ func TestEveryGuestReason(t *testing.T) {
 		}, v1.KubevipInstalled, v1.ReasonRenderRefused, corev1.ConditionFalse, "Warning " + v1.ReasonRenderRefused, "a Pod (v1), which is not a kind the kube-vip chart creates"},
 		{"a foreign release of the configured name", func(w *world) {
 			install(w)
-			w.guest.release = func(rel guest.Release) (guest.Result, error) {
-				return guest.Result{}, &guest.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
+			w.guest.release = func(rel helminstall.Release) (helminstall.Result, error) {
+				return helminstall.Result{}, &helminstall.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
 			}
 		}, v1.KubevipInstalled, v1.ReasonForeignRelease, corev1.ConditionFalse, "Warning " + v1.ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
 		{"chart still fetching", func(w *world) {
 			install(w)
-			w.guest.release = func(guest.Release) (guest.Result, error) { return guest.Result{}, guest.ErrChartPending }
+			w.guest.release = func(helminstall.Release) (helminstall.Result, error) {
+				return helminstall.Result{}, helminstall.ErrChartPending
+			}
 		}, v1.KubevipInstalled, v1.ReasonChartFetching, corev1.ConditionFalse, "", "still being fetched"},
 		{"chart source not allowed", func(w *world) { install(w); w.cfg.Kubevip.RepoURL = "https://charts.example.com" },
 			v1.KubevipInstalled, v1.ReasonChartSourceNotAllowed, corev1.ConditionFalse, "Warning " + v1.ReasonChartSourceNotAllowed, "charts.example.com"},
@@ -477,8 +480,8 @@ func kubevipValues(repository, tag, subnet string) map[string]interface{} {
 // rendered is a guest whose Helm installs the chart stand-ins as the installer does: through the
 // release's plan, which judges what they render. extra, when set, is one more template of the
 // kube-vip chart.
-func rendered(extra *helmchart.File) func(guest.Release) (guest.Result, error) {
-	return func(rel guest.Release) (guest.Result, error) {
+func rendered(extra *helmchart.File) func(helminstall.Release) (helminstall.Result, error) {
+	return func(rel helminstall.Release) (helminstall.Result, error) {
 		ch := chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 		if rel.Chart == "kube-vip" {
 			ch = chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
@@ -488,9 +491,9 @@ func rendered(extra *helmchart.File) func(guest.Release) (guest.Result, error) {
 		}
 		a, err := rel.Plan.Approve(ch, installpolicy.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
 		if err != nil {
-			return guest.Result{}, fmt.Errorf("installing %s: %w", rel.Chart, err)
+			return helminstall.Result{}, fmt.Errorf("installing %s: %w", rel.Chart, err)
 		}
-		return guest.Result{Outcome: guest.Installed, Approval: a, Applied: &guest.Applied{Revision: 1, Digest: a.Digest}}, nil
+		return helminstall.Result{Outcome: helminstall.Installed, Approval: a, Applied: &helminstall.Applied{Revision: 1, Digest: a.Digest}}, nil
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -186,7 +187,7 @@ func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) 
 
 // PassTimeout bounds one guest pass, every Helm call included: room for both releases' installs,
 // and a minute for the rest. A guest slower than that holds a guest worker no longer.
-const PassTimeout = 2*guest.InstallTimeout + time.Minute
+const PassTimeout = 2*helminstall.InstallTimeout + time.Minute
 
 var errPassDeadline = fmt.Errorf("the guest pass took longer than %s", PassTimeout)
 

@@ -1,4 +1,4 @@
-package guest
+package helminstall
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
 // The environment through which kube-vip-cloud-provider is told which ConfigMap to read; unset, it
@@ -34,7 +36,7 @@ var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in t
 // KUBEVIP_NAMESPACE and KUBEVIP_CONFIG_MAP. Chart generations differ: before 0.2.3 the chart sets
 // neither (kube-system/kubevip), 0.2.3 sets <release namespace>/<name>-cm, later ones take the name
 // from the configMapName value.
-func (in *Installer) ProviderConfigMap(ctx context.Context, c *Client, namespace, name string) (kubevipconfig.ConfigMapRef, error) {
+func (in *Installer) ProviderConfigMap(ctx context.Context, c *guest.Client, namespace, name string) (kubevipconfig.ConfigMapRef, error) {
 	history, err := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace))).History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return kubevipconfig.ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)

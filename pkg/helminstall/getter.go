@@ -1,4 +1,4 @@
-package guest
+package helminstall
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

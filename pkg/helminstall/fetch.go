@@ -1,4 +1,4 @@
-package guest
+package helminstall
 
 import (
 	"bytes"
@@ -22,6 +22,8 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
 // Limits bound every chart fetch: how long it may take and how much it may read. A chart source
@@ -112,7 +114,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := capBody(resp, t.max, ErrTooLarge, nil); err != nil {
+	if err := guest.CapBody(resp, t.max, ErrTooLarge, nil); err != nil {
 		return nil, err
 	}
 	return resp, nil

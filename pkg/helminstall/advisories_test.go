@@ -1,4 +1,4 @@
-package guest
+package helminstall
 
 import (
 	"archive/tar"
@@ -24,6 +24,8 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
 // The Helm advisories published since 2025 that touch what the operator does with a chart:
@@ -253,9 +255,9 @@ func defaultPlan(t *testing.T, version string) *installpolicy.Plan {
 }
 
 // fakeGuest is a guest Client on the fake clientset holding objects.
-func fakeGuest(objects ...runtime.Object) (*Client, *fake.Clientset) {
+func fakeGuest(objects ...runtime.Object) (*guest.Client, *fake.Clientset) {
 	kube := fake.NewSimpleClientset(objects...)
-	return &Client{Name: "guest001", Core: kube.CoreV1(), Apps: kube.AppsV1()}, kube
+	return &guest.Client{Name: "guest001", Core: kube.CoreV1(), Apps: kube.AppsV1()}, kube
 }
 
 // writes are the actions of kube that are not reads.

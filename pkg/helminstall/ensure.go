@@ -1,4 +1,4 @@
-package guest
+package helminstall
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
 // Result says what Ensure did and what is in place.
@@ -44,7 +46,7 @@ type Applied struct {
 // allowed and what it would apply differs from what is there; else left alone. What Helm applies
 // is only what rel.Plan approved, and nothing a guest's record lists is acted on unless its
 // manifest is one the operator applied.
-func (in *Installer) Ensure(ctx context.Context, c *Client, rel Release) (Result, error) {
+func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (Result, error) {
 	if rel.Plan == nil {
 		return Result{}, errors.New("no install plan: nothing is installed")
 	}
@@ -163,7 +165,7 @@ func upgradeBase(records driver.Driver, name string, last *release.Release) (*re
 // configuration is a Helm action configuration for namespace of the guest: releases read and
 // written through view, the Kubernetes client under the write guard of approval, the capabilities
 // the policy renders with, and templates that cannot read the guest (lookup).
-func (in *Installer) configuration(c *Client, namespace string, view driver.Driver, approval *installpolicy.Approval) (*action.Configuration, error) {
+func (in *Installer) configuration(c *guest.Client, namespace string, view driver.Driver, approval *installpolicy.Approval) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	debug := func(format string, v ...interface{}) {
 		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, c.Redact(fmt.Sprintf(format, v...)))
