@@ -59,15 +59,13 @@ func benchmarkStartup(b *testing.B, r *rancher.World, fips *fipWatch, n int, cid
 	}
 }
 
-// startupRun is one iteration: guests and range created, operator started and measured until
-// every guest holds its address, then everything it allocated released and the range deleted while
-// the operator still runs (its finalizers), and the operator stopped. connect, when given, makes
-// the guests reachable before the operator starts; the run then also waits until every guest is
-// configured.
-func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
+// startupWorld creates what a start-up run finds before the operator starts: the operator's
+// namespace (one of its own for its Lease, so a run never waits for an earlier one's), the
+// Harvester cluster and its range on cidr, and n complete guest clusters. It returns the
+// namespace, the range's name and the guests.
+func startupWorld(b *testing.B, r *rancher.World, prefix string, n int, cidr string) (string, string, benchGuests) {
 	harv := "harv-" + prefix
 	rangeName := "range-" + prefix
-	// A namespace of its own for the operator's Lease: a run never waits for an earlier one's.
 	ns := "kube-fip-" + prefix
 	if err := r.AddNamespace(ns); err != nil {
 		b.Fatal(err)
@@ -79,6 +77,16 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	if err := addGuests(r, guests); err != nil {
 		b.Fatal(err)
 	}
+	return ns, rangeName, guests
+}
+
+// startupRun is one iteration: guests and range created, operator started and measured until
+// every guest holds its address, then everything it allocated released and the range deleted while
+// the operator still runs (its finalizers), and the operator stopped. connect, when given, makes
+// the guests reachable before the operator starts; the run then also waits until every guest is
+// configured.
+func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
+	ns, rangeName, guests := startupWorld(b, r, prefix, n, cidr)
 	if connect != nil {
 		if err := connect(guests); err != nil {
 			b.Fatal(err)

@@ -53,19 +53,7 @@ func BenchmarkWritesAlone(b *testing.B) {
 }
 
 func writesAloneRun(b *testing.B, r *rancher.World, c *convergence, prefix string, n int, cidr string) {
-	harv := "harv-" + prefix
-	rangeName := "range-" + prefix
-	ns := "kube-fip-" + prefix
-	if err := r.AddNamespace(ns); err != nil {
-		b.Fatal(err)
-	}
-	if err := addBenchRange(r, rangeName, harv, cidr); err != nil {
-		b.Fatal(err)
-	}
-	guests := newBenchGuests(prefix, n, harv)
-	if err := addGuests(r, guests); err != nil {
-		b.Fatal(err)
-	}
+	ns, rangeName, guests := startupWorld(b, r, prefix, n, cidr)
 	rng, err := r.FIPs.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
 	if err != nil {
 		b.Fatal(err)
