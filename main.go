@@ -1,4 +1,4 @@
-//go:generate go run pkg/codegen/main.go
+//go:generate go run ./pkg/codegen
 
 // Command kube-fip-operator gives every Rancher guest cluster on Harvester a floating IP from a
 // FloatingIPRange and configures kube-vip in the guest cluster to use it.

@@ -11,21 +11,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
-// eventOnlyReasons are reasons the operator gives only to Events, never to a condition: discovery's
-// Events on provisioning clusters, notices of what was done. The Troubleshooting table need not
-// list them.
-var eventOnlyReasons = []string{
-	// discovery, on the provisioning cluster (see docs/design.md#guest-cluster-discovery)
-	"FloatingIPCreated", "FloatingIPDeleted", "NoControlPlanePool", "NoMachineConfigRef",
-	"NoCloudCredential", "InvalidCloudCredential", "InvalidHarvesterCluster", "InvalidNetwork",
-	"NetworkNameWithoutNamespace", "NoMatchingRange", "RangeNetworkMismatch", "NoRangeForFamily",
-	// notices on a FloatingIP or the ConfigMap
-	"Released", "Retained", "Reloaded", "KubevipValuesTranslated", "KubevipEnvIgnored",
-	"HarvesterKubevipDisabled",
-	// kube-fip-config's own problems, Events on the ConfigMap, named in the text under the table
-	"InvalidValue", "UnknownKey", "IncompleteChartSelection",
-}
-
 // operatorReasons collects the reasons the operator's code defines: every Reason… and Problem…
 // string constant under pkg/ (the API package's reasons.go, and pkg/config's problems).
 func operatorReasons(t *testing.T) map[string]string {
@@ -54,10 +39,9 @@ func operatorReasons(t *testing.T) map[string]string {
 	return reasons
 }
 
-// TestReadmeTroubleshootingReasons: the README's Troubleshooting table has a row, with an action,
-// for every reason an administrator can meet in a condition, and lists no reason the operator
-// does not give. Reasons given only to Events are listed in eventOnlyReasons, each still one the
-// code defines.
+// TestReadmeTroubleshootingReasons: the README's Troubleshooting table (go generate writes it from
+// the API's ReasonTable) has a row, with an action, for every reason the code defines, in a
+// condition or only in Events, and lists no reason the operator does not give.
 func TestReadmeTroubleshootingReasons(t *testing.T) {
 	reasons := operatorReasons(t)
 	if len(reasons) < 40 {
@@ -84,15 +68,8 @@ func TestReadmeTroubleshootingReasons(t *testing.T) {
 			}
 		}
 	}
-	eventOnly := map[string]bool{}
-	for _, r := range eventOnlyReasons {
-		eventOnly[r] = true
-		if _, ok := reasons[r]; !ok {
-			t.Errorf("eventOnlyReasons lists %s, which the code no longer defines", r)
-		}
-	}
 	for r, where := range reasons {
-		if !inTable[r] && !eventOnly[r] {
+		if !inTable[r] {
 			t.Errorf("reason %s (%s) has no row in the README's Troubleshooting table", r, where)
 		}
 	}

@@ -1,6 +1,7 @@
 // Command codegen is the `go generate` driver: it runs wrangler's controller-gen for the kubefip API
 // and for the Rancher types the operator watches, then writes the CRD YAML of the kubefip kinds into
-// the CRD chart and the README's table of chart value keys. Run it from the repository root
+// the CRD chart, ClassOf's switch and the tables of the documentation and the chart that have one
+// source in the code (docs.go). Run it from the repository root
 // (main.go carries the go:generate line).
 package main
 
@@ -15,7 +16,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kubefip/kube-fip-operator/pkg/crds"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 		logrus.Fatalf("writing the API documentation: %v", err)
 	}
 	if changed {
-		cmd := exec.Command("go", "run", "pkg/codegen/main.go")
+		cmd := exec.Command("go", "run", "./pkg/codegen")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			logrus.Fatalf("generating with the new API documentation: %v", err)
@@ -60,8 +60,24 @@ func main() {
 	if err := crds.WriteFiles("charts/kube-fip-operator-crd/templates"); err != nil {
 		logrus.Fatalf("writing CRD YAML: %v", err)
 	}
-	// The README's table of the chart value keys a configuration may set is the values schema.
-	if err := installpolicy.WriteValueKeys("README.md"); err != nil {
-		logrus.Fatalf("writing the README's value keys: %v", err)
+	// The tables of the documentation and the chart that have one source in the code.
+	boilerplate, err := os.ReadFile("pkg/codegen/boilerplate.go.txt")
+	if err != nil {
+		logrus.Fatal(err)
+	}
+	classes, err := reasonClasses(boilerplate)
+	if err != nil {
+		logrus.Fatalf("writing the reasons' classes: %v", err)
+	}
+	if err := os.WriteFile("pkg/apis/kubefip.k8s.binbash.org/v1/zz_generated_reason_classes.go", classes, 0o644); err != nil {
+		logrus.Fatal(err)
+	}
+	for _, s := range sections() {
+		if err := writeSection(s); err != nil {
+			logrus.Fatalf("writing the %s: %v", s.name, err)
+		}
+	}
+	if err := writeConfigSchema("charts/kube-fip-operator/values.schema.json"); err != nil {
+		logrus.Fatalf("writing the schema of the options: %v", err)
 	}
 }

@@ -14,27 +14,6 @@ import (
 // ConfigMapName is the ConfigMap, in the operator's namespace, that Parse reads.
 const ConfigMapName = "kube-fip-config"
 
-// The ConfigMap keys. Their spelling is part of the compatibility contract.
-const (
-	KeyLogLevel                         = "logLevel"
-	KeyOperateGuestClusterInterval      = "operateGuestClusterInterval"
-	KeyMetricsPort                      = "metricsPort"
-	KeyTraceIPAMData                    = "traceIpamData"
-	KeyAddressRetention                 = "addressRetention"
-	KeyKubevipGuestInstall              = "kubevipGuestInstall"
-	KeyKubevipUpdate                    = "kubevipUpdate"
-	KeyKubevipNamespace                 = "kubevipNamespace"
-	KeyKubevipReleaseName               = "kubevipReleaseName"
-	KeyKubevipChartRepoURL              = "kubevipChartRepoUrl"
-	KeyKubevipChartRef                  = "kubevipChartRef"
-	KeyKubevipChartVersion              = "kubevipChartVersion"
-	KeyKubevipChartValues               = "kubevipChartValues"
-	KeyKubevipCloudProviderReleaseName  = "kubevipCloudProviderReleaseName"
-	KeyKubevipCloudProviderChartRef     = "kubevipCloudProviderChartRef"
-	KeyKubevipCloudProviderChartVersion = "kubevipCloudProviderChartVersion"
-	KeyKubevipCloudProviderChartValues  = "kubevipCloudProviderChartValues"
-)
-
 // MaxOperateGuestClusterInterval caps operateGuestClusterInterval; see the
 // package comment for why.
 const MaxOperateGuestClusterInterval = 24 * time.Hour
@@ -92,6 +71,9 @@ tolerations:
   effect: NoSchedule
 `
 )
+
+// defaultRepoURL is the Helm repository of both charts unless kube-fip-config names another.
+const defaultRepoURL = "https://kube-vip.io/helm-charts"
 
 // InstallMode says whether kube-vip is installed into guest clusters.
 type InstallMode string
@@ -159,7 +141,7 @@ type Config struct {
 // function rather than a variable so that callers cannot change the defaults
 // by mutating a shared value, and each call returns fresh Values maps.
 func Default() Config {
-	const repo = "https://kube-vip.io/helm-charts"
+	const repo = defaultRepoURL
 	return Config{
 		LogLevel:                    logrus.InfoLevel,
 		OperateGuestClusterInterval: 480 * time.Second,
@@ -195,7 +177,7 @@ func mustValues(s string) map[string]interface{} {
 }
 
 // Keys returns every known ConfigMap key in a stable order (the order of the
-// table in the package comment).
+// table of options, allOptions).
 func Keys() []string {
 	opts := allOptions()
 	keys := make([]string, len(opts))

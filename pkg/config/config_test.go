@@ -141,3 +141,22 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+// TestTableDefaultsAreTheDefault: the defaults the table documents (and the chart writes) parse,
+// without a problem, to Default, and each option's schema and type for the chart is set.
+func TestTableDefaultsAreTheDefault(t *testing.T) {
+	data := map[string]string{}
+	for _, o := range Documentation() {
+		data[o.Key] = o.Default
+		if o.Doc == "" || o.ValuesType == "" || len(o.Schema) < 2 {
+			t.Errorf("%s: the table gives no documentation, values type or schema", o.Key)
+		}
+	}
+	cfg, problems := Parse(data, Config{})
+	for _, p := range problems {
+		t.Errorf("the documented default: %v", p)
+	}
+	if !cfg.Equal(Default()) {
+		t.Errorf("the documented defaults parse to\n%s\nnot Default()\n%s", cfg, Default())
+	}
+}

@@ -13,23 +13,11 @@
 // Keys are case-sensitive, as they always were; Keys lists them in a stable
 // order.
 //
-//	logLevel                          logrus level, case-insensitive       Info
-//	operateGuestClusterInterval       whole seconds, 1..86400              480
-//	metricsPort                       1..65535                             8080
-//	traceIpamData                     bool                                 false
-//	addressRetention                  duration or whole seconds, 0..8760h  24h
-//	kubevipGuestInstall               enabled|disabled|clusterlabel        clusterlabel
-//	kubevipUpdate                     bool                                 false
-//	kubevipNamespace                  DNS-1123 label                       kube-system
-//	kubevipReleaseName                Helm release name                    kube-vip
-//	kubevipChartRepoUrl               http(s) URL without credentials      https://kube-vip.io/helm-charts
-//	kubevipChartRef                   "" or oci://host/path                ""
-//	kubevipChartVersion               "" or a version such as v1.2.3       "" (DefaultKubevipChartVersion)
-//	kubevipChartValues                YAML mapping                         see Default
-//	kubevipCloudProviderReleaseName   Helm release name                    kube-vip-cloud-provider
-//	kubevipCloudProviderChartRef      "" or oci://host/path                ""
-//	kubevipCloudProviderChartVersion  "" or a version                      "" (DefaultKubevipCloudProviderChartVersion)
-//	kubevipCloudProviderChartValues   YAML mapping                         see Default
+// Each option is defined once, in allOptions (options.go): its key, default,
+// parser, documentation and the shape the chart's values schema admits. go
+// generate writes docs/configuration.md's table and the chart's config values
+// and their schema from that table (Documentation), so adding an option means
+// a row there, its field and default in Config, and the code that uses it.
 //
 // The interval is capped at one day because a longer period means guest
 // clusters silently drift for days; anyone who wants that should disable the

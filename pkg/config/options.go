@@ -12,6 +12,121 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
+// The ConfigMap keys. Their spelling is part of the compatibility contract.
+const (
+	KeyLogLevel                         = "logLevel"
+	KeyOperateGuestClusterInterval      = "operateGuestClusterInterval"
+	KeyMetricsPort                      = "metricsPort"
+	KeyTraceIPAMData                    = "traceIpamData"
+	KeyAddressRetention                 = "addressRetention"
+	KeyKubevipGuestInstall              = "kubevipGuestInstall"
+	KeyKubevipUpdate                    = "kubevipUpdate"
+	KeyKubevipNamespace                 = "kubevipNamespace"
+	KeyKubevipReleaseName               = "kubevipReleaseName"
+	KeyKubevipChartRepoURL              = "kubevipChartRepoUrl"
+	KeyKubevipChartRef                  = "kubevipChartRef"
+	KeyKubevipChartVersion              = "kubevipChartVersion"
+	KeyKubevipChartValues               = "kubevipChartValues"
+	KeyKubevipCloudProviderReleaseName  = "kubevipCloudProviderReleaseName"
+	KeyKubevipCloudProviderChartRef     = "kubevipCloudProviderChartRef"
+	KeyKubevipCloudProviderChartVersion = "kubevipCloudProviderChartVersion"
+	KeyKubevipCloudProviderChartValues  = "kubevipCloudProviderChartValues"
+)
+
+// option is one key of kube-fip-config and everything known of it: how it is parsed and shown,
+// and how the documentation and the chart describe it. allOptions is the one place an option is
+// defined; go generate writes docs/configuration.md's table and the chart's config values and
+// their schema from it (Documentation).
+//
+// set validates the whole value before touching c, so a failed set leaves c unchanged; get is
+// set's inverse, used to carry a previous value forward through the same validation as a new one
+// and to show the default.
+type option struct {
+	key string
+	// def is the default as kube-fip-config holds it (the chart's default; empty for none), which
+	// Parse reads as Default's value.
+	def string
+	// doc says what the option does and what it takes, in Markdown, with links written from the
+	// repository root.
+	doc string
+	// chart is how the chart's values hold the option (config.<key>).
+	chart     chartValue
+	sensitive bool
+	set       func(c *Config, v string) error
+	get       func(c Config) string
+	// onInvalid, when set, replaces keeping the previous value: it sets what
+	// applies instead and says what that is.
+	onInvalid func(c *Config) string
+}
+
+// allOptions is the single table of keys; its order is the order of Keys, of the Problems Parse
+// returns and of the documentation. It is built on demand so that no caller can alter the rules
+// by mutating a shared table.
+func allOptions() []option {
+	return []option{
+		{
+			key: KeyLogLevel, def: "Info", set: setLogLevel, get: getLogLevel,
+			doc:   "Trace, Debug, Info, Warn, Error, Fatal or Panic, in any case; applies at once",
+			chart: anyCaseWord("trace", "debug", "info", "warn", "warning", "error", "fatal", "panic"),
+		},
+		{
+			key: KeyOperateGuestClusterInterval, def: "480", set: setInterval, get: getInterval,
+			doc:   fmt.Sprintf("seconds between guest-cluster passes (1–%d)", int(MaxOperateGuestClusterInterval/time.Second)),
+			chart: wholeNumber(1, int(MaxOperateGuestClusterInterval/time.Second)),
+		},
+		{
+			key: KeyMetricsPort, def: "8080", set: setMetricsPort, get: getMetricsPort,
+			doc: "port of `/metrics`, `/healthz` and `/readyz`; the server moves when it changes. The chart " +
+				"also passes it as `--metrics-port`, so that the probes, the Service and the ServiceMonitor " +
+				"find the server: change it in the chart's values, not in the ConfigMap",
+			chart: integer(1, 65535),
+		},
+		boolOption(KeyTraceIPAMData, "false", "log the allocation table after each guest-cluster pass",
+			func(c *Config) *bool { return &c.TraceIPAMData }),
+		{
+			key: KeyAddressRetention, def: "24h", set: setRetention, get: getRetention,
+			doc: "how long the address of a deleted guest cluster stays reserved for it, so that a cluster " +
+				"created again under the same Rancher provisioning namespace and name gets the same address " +
+				"back: a duration such as `24h`, `90m` or `30s`, or whole seconds (`3600`); `0` releases the " +
+				fmt.Sprintf("address at once; at most `%dh` (one year)", int(MaxAddressRetention/time.Hour)),
+			chart: duration(int(MaxAddressRetention / time.Second)),
+		},
+		{
+			key: KeyKubevipGuestInstall, def: string(InstallClusterLabel), set: setInstallMode, get: getInstallMode, onInvalid: installModeOnInvalid,
+			doc: "`enabled` (every cluster), `disabled`, or `clusterlabel` (clusters labelled `kube-vip=true`), " +
+				"in any case; an invalid value means `disabled` until it is fixed, also at start-up",
+			chart: anyCaseWord(string(InstallEnabled), string(InstallDisabled), string(InstallClusterLabel)),
+		},
+		boolOption(KeyKubevipUpdate, "false", "upgrade the kube-vip releases when the chart version or values change",
+			func(c *Config) *bool { return &c.KubevipUpdate }),
+		textOption(KeyKubevipNamespace, "kube-system", "namespace of the kube-vip releases in the guest",
+			textLike(dns1123Label), checkNamespace, func(c *Config) *string { return &c.KubevipNamespace }),
+		textOption(KeyKubevipReleaseName, "kube-vip", "Helm release name of kube-vip",
+			textLike(helmReleaseName), checkReleaseName, func(c *Config) *string { return &c.Kubevip.ReleaseName }),
+		{
+			key: KeyKubevipChartRepoURL, def: defaultRepoURL, set: setRepoURL, get: func(c Config) string { return c.Kubevip.RepoURL },
+			doc:   "Helm repository of both charts, an `http` or `https` URL; no credentials, query or fragment in it",
+			chart: textLike(httpURL),
+		},
+		textOption(KeyKubevipChartRef, "", "OCI reference of the kube-vip chart (`oci://<registry host>/<repository path>`); "+
+			"set with `kubevipChartVersion`, wins over the repository URL",
+			textLike(ociRef), checkChartRef, func(c *Config) *string { return &c.Kubevip.Ref }),
+		textOption(KeyKubevipChartVersion, "", "version of the kube-vip chart, from the repository or the OCI reference; "+
+			"empty: the pinned version "+DefaultKubevipChartVersion+" (see [The pinned chart and image pair]"+
+			"(docs/design.md#the-pinned-chart-and-image-pair)); change it and the image tag together",
+			version(), checkChartVersion, func(c *Config) *string { return &c.Kubevip.Version }),
+		valuesOption(KeyKubevipChartValues, DefaultKubevipChartValues, "values of the kube-vip chart (YAML)", kubevip),
+		textOption(KeyKubevipCloudProviderReleaseName, "kube-vip-cloud-provider", "Helm release name of kube-vip-cloud-provider",
+			textLike(helmReleaseName), checkReleaseName, func(c *Config) *string { return &c.KubevipCloudProvider.ReleaseName }),
+		textOption(KeyKubevipCloudProviderChartRef, "", "OCI reference of the kube-vip-cloud-provider chart",
+			textLike(ociRef), checkChartRef, func(c *Config) *string { return &c.KubevipCloudProvider.Ref }),
+		textOption(KeyKubevipCloudProviderChartVersion, "", "version of the kube-vip-cloud-provider chart; empty: the "+
+			"pinned version "+DefaultKubevipCloudProviderChartVersion+", whose appVersion is the default image's tag",
+			version(), checkChartVersion, func(c *Config) *string { return &c.KubevipCloudProvider.Version }),
+		valuesOption(KeyKubevipCloudProviderChartValues, DefaultKubevipCloudProviderChartValues, "values of the kube-vip-cloud-provider chart (YAML)", cloudProvider),
+	}
+}
+
 // Validation patterns. They are compiled once and only ever read.
 var (
 	// dns1123Label is Kubernetes' namespace rule, kept local so this package
@@ -23,6 +138,11 @@ var (
 	// parts are common in chart tags); it exists to catch paste errors such
 	// as URLs or ranges, not to implement SemVer.
 	chartVersion = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	// ociRef is the shape of a chart reference the chart's schema admits; checkChartRef judges
+	// the rest.
+	ociRef = regexp.MustCompile(`^oci://\S+$`)
+	// httpURL is the same for a repository URL; setRepoURL judges the rest.
+	httpURL = regexp.MustCompile(`^[Hh][Tt][Tt][Pp][Ss]?://\S+$`)
 )
 
 const (
@@ -132,9 +252,12 @@ func installModeOnInvalid(c *Config) string {
 
 func getInstallMode(c Config) string { return string(c.KubevipGuestInstall) }
 
-func boolOption(key string, field func(c *Config) *bool) option {
+func boolOption(key, def, doc string, field func(c *Config) *bool) option {
 	return option{
-		key: key,
+		key:   key,
+		def:   def,
+		doc:   doc + "; `true` or `false`",
+		chart: boolean(),
 		set: func(c *Config, v string) error {
 			// Lower-casing first makes "tRuE" work like every other
 			// case-insensitive option; ParseBool alone only knows three spellings.
@@ -150,9 +273,12 @@ func boolOption(key string, field func(c *Config) *bool) option {
 }
 
 // textOption is a string key that is stored trimmed once check accepts it.
-func textOption(key string, check func(string) error, field func(c *Config) *string) option {
+func textOption(key, def, doc string, chart chartValue, check func(string) error, field func(c *Config) *string) option {
 	return option{
-		key: key,
+		key:   key,
+		def:   def,
+		doc:   doc,
+		chart: chart,
 		set: func(c *Config, v string) error {
 			v = strings.TrimSpace(v)
 			if err := check(v); err != nil {
@@ -165,9 +291,12 @@ func textOption(key string, check func(string) error, field func(c *Config) *str
 	}
 }
 
-func valuesOption(key string, chart func(c *Config) *Chart) option {
+func valuesOption(key, def, doc string, chart func(c *Config) *Chart) option {
 	return option{
 		key:       key,
+		def:       def,
+		doc:       doc,
+		chart:     yamlText(),
 		sensitive: true,
 		set: func(c *Config, v string) error {
 			values, err := parseValues(v)

@@ -52,44 +52,6 @@ func (p KeyProblem) Error() string {
 	return fmt.Sprintf("%s key %q: invalid value %q: %s", ConfigMapName, p.Key, p.Value, p.Message)
 }
 
-// option binds a key to a Config field. set validates the whole value before
-// touching c, so a failed set leaves c unchanged; get is set's inverse, used to
-// carry a previous value forward through the same validation as a new one.
-type option struct {
-	key       string
-	sensitive bool
-	set       func(c *Config, v string) error
-	get       func(c Config) string
-	// onInvalid, when set, replaces keeping the previous value: it sets what
-	// applies instead and says what that is.
-	onInvalid func(c *Config) string
-}
-
-// allOptions is the single table of keys; its order is the order of Keys and
-// of the Problems Parse returns. It is built on demand so that no caller can
-// alter the rules by mutating a shared table.
-func allOptions() []option {
-	return []option{
-		{key: KeyLogLevel, set: setLogLevel, get: getLogLevel},
-		{key: KeyOperateGuestClusterInterval, set: setInterval, get: getInterval},
-		{key: KeyMetricsPort, set: setMetricsPort, get: getMetricsPort},
-		boolOption(KeyTraceIPAMData, func(c *Config) *bool { return &c.TraceIPAMData }),
-		{key: KeyAddressRetention, set: setRetention, get: getRetention},
-		{key: KeyKubevipGuestInstall, set: setInstallMode, get: getInstallMode, onInvalid: installModeOnInvalid},
-		boolOption(KeyKubevipUpdate, func(c *Config) *bool { return &c.KubevipUpdate }),
-		textOption(KeyKubevipNamespace, checkNamespace, func(c *Config) *string { return &c.KubevipNamespace }),
-		textOption(KeyKubevipReleaseName, checkReleaseName, func(c *Config) *string { return &c.Kubevip.ReleaseName }),
-		{key: KeyKubevipChartRepoURL, set: setRepoURL, get: func(c Config) string { return c.Kubevip.RepoURL }},
-		textOption(KeyKubevipChartRef, checkChartRef, func(c *Config) *string { return &c.Kubevip.Ref }),
-		textOption(KeyKubevipChartVersion, checkChartVersion, func(c *Config) *string { return &c.Kubevip.Version }),
-		valuesOption(KeyKubevipChartValues, kubevip),
-		textOption(KeyKubevipCloudProviderReleaseName, checkReleaseName, func(c *Config) *string { return &c.KubevipCloudProvider.ReleaseName }),
-		textOption(KeyKubevipCloudProviderChartRef, checkChartRef, func(c *Config) *string { return &c.KubevipCloudProvider.Ref }),
-		textOption(KeyKubevipCloudProviderChartVersion, checkChartVersion, func(c *Config) *string { return &c.KubevipCloudProvider.Version }),
-		valuesOption(KeyKubevipCloudProviderChartValues, cloudProvider),
-	}
-}
-
 // Parse builds a Config from the ConfigMap data. Absent or empty keys take
 // their default, valid keys their new value, and invalid keys keep the value
 // from previous (the last good Config; pass Default() the first time) and add

@@ -254,103 +254,114 @@ const (
 	RangeFinalizer = "wrangler.cattle.io/kube-fip-floatingiprange"
 )
 
-// classified lists every reason the operator writes into a condition or an Event, with its class.
-// The reasons are defined above, but for the configuration's problems, which pkg/config defines
-// since it imports nothing of Kubernetes; a test finds every reason in the code and fails on any
-// not listed here. It is a function, not a variable,
-// so that nothing can change it.
-func classified() map[string]Class {
-	return map[string]Class{
+// ReasonRow is one row of the reason table: reasons of one class, shown in the same place, that
+// call for the same action.
+type ReasonRow struct {
+	Reasons []string
+	Class   Class
+	// On is where the reasons are shown: an object (its Ready and the condition named in the
+	// Troubleshooting text), a condition, or "... Event" for reasons only Events carry.
+	On string
+	// Do is what a person does about it, in Markdown.
+	Do string
+}
+
+// ReasonTable lists every reason the operator writes into a condition or an Event: its class and
+// what to do about it. It is the one source of both: go generate writes ClassOf's switch from it
+// (zz_generated_reason_classes.go) and the README's Troubleshooting table. The reasons are defined
+// above, but for the configuration's problems, which pkg/config defines since it imports nothing
+// of Kubernetes; a test finds every reason in the code and fails on any not listed here.
+func ReasonTable() []ReasonRow {
+	return []ReasonRow{
+		{[]string{ReasonAllocated, ReasonConfigured, ReasonInstalled, ReasonReady}, Done, "all", "nothing: in effect"},
+		{[]string{ReasonNotWanted}, Done, "KubevipInstalled", "nothing: `kubevipGuestInstall` leaves this guest to you; label it `kube-vip=true` or choose `enabled` to have kube-vip installed"},
+
 		// FloatingIP allocation (pkg/controllers/floatingip).
-		ReasonAllocated:           Done,
-		ReasonReleased:            Done,
-		ReasonRetained:            Done,
-		ReasonRangeNotFound:       Progress, // waiting for the range to be created
-		ReasonIPRetained:          Progress, // waiting for a retention to run out
-		ReasonRangeNotSet:         Failure,
-		ReasonRangeNotReady:       Failure, // the range's own Ready says why
-		ReasonRangeExhausted:      Failure,
-		ReasonIPConflict:          Failure,
-		ReasonOutOfRange:          Failure,
-		ReasonExcluded:            Failure,
-		ReasonReserved:            Failure,
-		ReasonInvalidAddress:      Failure,
-		ReasonNamespaceNotAllowed: Failure,
-		ReasonAllocationFailed:    Failure,
-		ReasonClusterLimitReached: Failure,
-		ReasonClusterNotSelected:  Failure,
-		ReasonRangeChanged:        Done,
+		{[]string{ReasonRangeNotSet}, Failure, "FloatingIP", "add the `fiprange` annotation naming a range"},
+		// waiting for the range to be created
+		{[]string{ReasonRangeNotFound}, Progress, "FloatingIP", "create the range it names, or name an existing one; it is allocated as soon as the range exists"},
+		{[]string{ReasonRangeNotReady}, Failure, "FloatingIP", "fix the range: its own reason (below) is in the message"},
+		{[]string{ReasonRangeExhausted}, Failure, "FloatingIP", "every range of the network that selects the cluster is full (the message names them): grow one or add another FloatingIPRange for the same Harvester cluster and network, and the FloatingIP [moves to it](#range-selection) by itself; retained addresses come free after `addressRetention`"},
+		{[]string{ReasonClusterLimitReached}, Failure, "FloatingIP", "the cluster holds `spec.maxAddressesPerCluster` of the range's addresses and no other range has room for it: raise the cap, or add a range"},
+		{[]string{ReasonClusterNotSelected}, Failure, "FloatingIP, provisioning cluster", "no range of the network whose `spec.clusterSelector` admits the cluster has room: label the cluster (Rancher: **Edit Config**, **Labels**) or widen a selector"},
+		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](#range-selection) with room; the Event names the ranges passed over"},
+		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
+		// waiting for a retention to run out
+		{[]string{ReasonIPRetained}, Progress, "FloatingIP", "the address is kept for a deleted cluster until the time in the message; wait, pick another, or delete the `FloatingIPAllocation` the message names"},
+		{[]string{ReasonOutOfRange, ReasonExcluded, ReasonReserved, ReasonInvalidAddress}, Failure, "FloatingIP", "`spec.ipaddress` is outside the range, in `spec.exclude`, a network/broadcast address or no address: correct it or clear it"},
+		{[]string{ReasonNamespaceNotAllowed}, Failure, "FloatingIP", "use the guest cluster's `c-m-*` namespace, or list this namespace in the range's `spec.allowedNamespaces`"},
+		{[]string{ReasonAllocationFailed}, Failure, "FloatingIP", "the API server refused the claim (a webhook, a quota, a timeout); it is retried; the message says why"},
+		{[]string{ReasonReleased}, Done, "FloatingIP Event", "nothing: the address went back to its range"},
+		{[]string{ReasonRetained}, Done, "FloatingIP Event", "nothing: the guest cluster was deleted and its address is kept for `addressRetention`, for a cluster created again under the same name"},
 
 		// Guest cluster operations (pkg/controllers/guestcluster).
-		ReasonConfigured:            Done,
-		ReasonInstalled:             Done,
-		ReasonNotWanted:             Done,
-		ReasonHarvesterKubevip:      Done,
-		ReasonKubevipTranslated:     Done,
-		ReasonProvisioning:          Progress,
-		ReasonDisconnected:          Progress, // Rancher retries the agent's tunnel by itself
-		ReasonNotAllocated:          Progress, // waiting for the address
-		ReasonClusterNotFound:       Progress, // Rancher has not created the cluster's objects yet
-		ReasonKubeconfigMissing:     Progress, // Rancher writes the Secret once the cluster is up
-		ReasonChartFetching:         Progress,
-		ReasonKubevipIgnored:        Notice,
-		ReasonKubeconfigInvalid:     Failure,
-		ReasonKubeconfigRefused:     Failure,
-		ReasonUnauthorized:          Failure,
-		ReasonNotClusterOwner:       Failure,
-		ReasonConfigMapNotUpdated:   Failure,
-		ReasonConfigMapFailed:       Failure,
-		ReasonHelmFailed:            Failure,
-		ReasonInternalError:         Failure,
-		ReasonInvalidGuestNamespace: Failure,
-		ReasonRancherSettings:       Failure,
-		ReasonRenderRefused:         Failure,
-		ReasonKubevipRefused:        Failure,
-		ReasonForeignRelease:        Failure,
-		ReasonChartCredentials:      Failure,
-		ReasonChartRefused:          Failure,
-		ReasonUntrustedRecord:       Notice,
-
-		// The operator's configuration (pkg/config, pkg/controllers/configmap); the two chart
-		// policy refusals are also reasons of GuestConfigured and KubevipInstalled.
-		ReasonReloaded:              Done,
-		ReasonChartSourceNotAllowed: Failure,
-		ReasonChartValuesNotAllowed: Failure,
-		"InvalidValue":              Failure,
-		"UnknownKey":                Failure,
-		"IncompleteChartSelection":  Failure,
+		// waiting for the address
+		{[]string{ReasonNotAllocated}, Progress, "GuestConfigured", "nothing to do here: the address is not held yet; see `Allocated`"},
+		// Rancher has not created the cluster's objects yet
+		{[]string{ReasonClusterNotFound}, Progress, "GuestConfigured", "the `clustername` annotation names no provisioning cluster in `fleet-default`; correct it"},
+		{[]string{ReasonProvisioning}, Progress, "GuestConfigured", "nothing: Rancher is still building the cluster"},
+		// Rancher retries the agent's tunnel by itself
+		{[]string{ReasonDisconnected}, Progress, "GuestConfigured", "the cluster's agent lost its tunnel to Rancher; check the cluster in Rancher"},
+		// Rancher writes the Secret once the cluster is up
+		{[]string{ReasonKubeconfigMissing}, Progress, "GuestConfigured", "Rancher has not written `fleet-default/<cluster>-kubeconfig` yet; check the cluster in Rancher"},
+		{[]string{ReasonKubeconfigInvalid}, Failure, "GuestConfigured", "Rancher wrote an unusable `fleet-default/<cluster>-kubeconfig`; check the cluster in Rancher"},
+		{[]string{ReasonKubeconfigRefused}, Failure, "GuestConfigured", "the guest kubeconfig names another server than Rancher's `server-url` / `internal-server-url`, or uses a plugin or file: check those settings ([security model](docs/design.md#security-model))"},
+		{[]string{ReasonRancherSettings}, Failure, "GuestConfigured", "the operator cannot read Rancher's `server-url` and `internal-server-url` settings; check that they exist"},
+		{[]string{ReasonUnauthorized}, Failure, "GuestConfigured", "the guest refuses the kubeconfig's token; Rancher rotates it, and the next pass reads it afresh"},
+		{[]string{ReasonNotClusterOwner}, Failure, "GuestConfigured", "Rancher's user for the cluster lacks cluster-owner in the guest; check the cluster's members in Rancher"},
+		{[]string{ReasonConfigMapNotUpdated}, Failure, "GuestConfigured", "the guest's ConfigMap holds another address (or a key a person wrote): set `updateConfigMap: \"true\"` on the oldest FloatingIP of the cluster to overwrite it"},
+		{[]string{ReasonConfigMapFailed}, Failure, "GuestConfigured", "writing the guest's ConfigMap failed; the message and the operator's log say why; retried"},
+		{[]string{ReasonInvalidGuestNamespace}, Failure, "GuestConfigured", "the `kubefip.k8s.binbash.org/guest-namespace` annotation is not a namespace name; correct it"},
+		{[]string{ReasonInternalError}, Failure, "GuestConfigured", "a bug while working on this guest; retried; report it with the operator's log"},
+		{[]string{ReasonChartFetching}, Progress, "KubevipInstalled", "nothing: the chart is being downloaded; the pass comes back"},
+		{[]string{ReasonHelmFailed}, Failure, "KubevipInstalled", "the Helm install or upgrade failed; the message says why"},
+		{[]string{ReasonChartSourceNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "`kube-fip-config` names a chart source outside `security.allowedChartSources`; allow it in the form's **Security** group, or name an allowed one"},
+		{[]string{ReasonChartValuesNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "the chart values hold a key, shape or string the values schema does not allow, or an image outside `security.allowedImages`; the message names the key: change it ([value keys](#security-model))"},
+		{[]string{ReasonChartRefused}, Failure, "KubevipInstalled", "the chart package has hooks, a `crds/` folder or dependencies, or is not the chart and version asked for: install the upstream chart from an allowed source"},
+		{[]string{ReasonChartCredentials}, Failure, "KubevipInstalled", "the Secret `security.chartCredentialsSecret` is missing or lacks `username`, `password` or `source`"},
+		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
+		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object or privilege the upstream chart does not; use the upstream chart"},
+		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
+		{[]string{ReasonHarvesterKubevip}, Done, "FloatingIP Event", "nothing: the Harvester cloud provider's own kube-vip was kept off the guest's nodes, so that one kube-vip serves the address"},
+		{[]string{ReasonKubevipTranslated}, Done, "FloatingIP Event", "nothing: a chart value was rendered in the form the kube-vip image reads ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
+		{[]string{ReasonKubevipIgnored}, Notice, "FloatingIP Event", "the kube-vip image does not read a variable the chart sets, named in the Event: remove it from the values, or change the chart version and image tag together"},
+		{[]string{ReasonUntrustedRecord}, Notice, "FloatingIP Event", "the guest's newest release record is none the operator wrote (planted, or written before this version remembered its releases): it was not used to upgrade from and nothing it lists was deleted; nothing to do, unless you did not expect it"},
 
 		// FloatingIPRange (pkg/controllers/floatingiprange, pkg/allocation).
-		ReasonReady:               Done,
-		ReasonDeletionBlocked:     Progress, // waiting for its FloatingIPs to release their addresses
-		ReasonSpaceChangePending:  Progress, // the same, before it moves to its new address space
-		ReasonWholeAddressSpace:   Notice,
-		ReasonNoCapacity:          Notice,
-		ReasonNoClusterSelected:   Notice,
-		ReasonInvalidRange:        Failure,
-		ReasonOverlap:             Failure,
-		ReasonOrphanedAllocations: Failure,
-		ReasonStatusUpdateFailed:  Failure,
+		{[]string{ReasonInvalidRange}, Failure, "FloatingIPRange", "`spec.iprange` or an exclude is not valid; correct it"},
+		{[]string{ReasonOverlap}, Failure, "FloatingIPRange", "the range shares addresses with an older range of the same Harvester cluster and network; change or delete one"},
+		{[]string{ReasonOrphanedAllocations}, Failure, "FloatingIPRange", "a shrink or new exclude would drop held addresses, named in the message; undo it, or release those first"},
+		// waiting for its FloatingIPs to release their addresses, before it moves
+		{[]string{ReasonSpaceChangePending}, Progress, "FloatingIPRange", "its annotations moved it to another Harvester cluster or network while it holds addresses; it moves once they are released"},
+		// waiting for its FloatingIPs to release their addresses
+		{[]string{ReasonDeletionBlocked}, Progress, "FloatingIPRange", "the deleted range still holds addresses; delete their FloatingIPs (or retained allocations)"},
+		{[]string{ReasonStatusUpdateFailed}, Failure, "FloatingIPRange", "its status could not be written; retried; the Event and the operator's log say why"},
+		{[]string{ReasonWholeAddressSpace, ReasonNoCapacity}, Notice, "FloatingIPRange Warning", "`0.0.0.0/0` or `::/0`, or nothing left to hand out after the excludes: almost certainly a typo"},
+		{[]string{ReasonNoClusterSelected}, Notice, "FloatingIPRange Warning", "`spec.clusterSelector` matches no provisioning cluster, so the range hands out nothing: check the selector against the clusters' labels"},
 
 		// Discovery, on Rancher's provisioning clusters (pkg/controllers/discovery, pkg/harvester).
-		ReasonFloatingIPCreated:       Done,
-		ReasonFloatingIPDeleted:       Done,
-		ReasonNetworkWithoutNamespace: Notice,
-		ReasonRangeNetworkMismatch:    Notice,
-		ReasonNoRangeForFamily:        Notice,
-		ReasonNoControlPlanePool:      Failure,
-		ReasonNoMachineConfigRef:      Failure,
-		ReasonNoCloudCredential:       Failure,
-		ReasonInvalidCloudCredential:  Failure,
-		ReasonInvalidHarvesterCluster: Failure,
-		ReasonInvalidNetwork:          Failure,
-		ReasonNoMatchingRange:         Failure,
+		{[]string{ReasonFloatingIPCreated, ReasonFloatingIPDeleted}, Done, "provisioning cluster Event", "nothing: discovery created the guest cluster's FloatingIP, or deleted one it no longer needs"},
+		{[]string{ReasonNoMatchingRange}, Failure, "provisioning cluster Event", "no range has `harvesterClusterName` = the Harvester cluster's display name; creating one is enough (also counted in `kubefipoperator_discovery_no_matching_range_total`)"},
+		{[]string{ReasonRangeNetworkMismatch}, Notice, "provisioning cluster Event", "nothing, unless another range was meant: the range used does not name the cluster's network"},
+		{[]string{ReasonNoRangeForFamily}, Notice, "provisioning cluster Event", "a dual-stack cluster's network has no range of one family; creating one is enough"},
+		{[]string{ReasonInvalidCloudCredential}, Failure, "provisioning cluster Event", "the credential reference is not `namespace:name`, is outside `cattle-global-data`, or the Secret lacks `harvestercredentialConfig-clusterId`"},
+		{[]string{ReasonNoCloudCredential}, Failure, "provisioning cluster Event", "a Harvester pool without any `cloudCredentialSecretName`"},
+		{[]string{ReasonNoControlPlanePool, ReasonNoMachineConfigRef}, Failure, "provisioning cluster Event", "the machine pools name no control-plane pool or no `HarvesterConfig`"},
+		{[]string{ReasonInvalidNetwork}, Failure, "provisioning cluster Event", "`networkInfo` is not JSON or lists no interface"},
+		{[]string{ReasonNetworkWithoutNamespace}, Notice, "provisioning cluster Event", "`networkName` is a bare name, not `namespace/name`; it is used, but two namespaces may hold the same name"},
+		{[]string{ReasonInvalidHarvesterCluster}, Failure, "provisioning cluster Event", "the Harvester management cluster has no `spec.displayName`"},
+
+		// The operator's configuration (pkg/config, pkg/controllers/configmap).
+		{[]string{ReasonReloaded}, Done, "ConfigMap Event", "nothing: `kube-fip-config` was read again and is in effect"},
+		{[]string{"InvalidValue"}, Failure, "ConfigMap Event", "a value of `kube-fip-config` is refused and the previous good one stays in force (an invalid `kubevipGuestInstall` means `disabled`); the Event names the key: correct it ([kube-fip-config](docs/configuration.md#kube-fip-config))"},
+		{[]string{"UnknownKey"}, Failure, "ConfigMap Event", "`kube-fip-config` has a key the operator does not know; the Event names the closest known key"},
+		{[]string{"IncompleteChartSelection"}, Failure, "ConfigMap Event", "an OCI chart reference without its version: the pinned default version is used; set the version too"},
 	}
 }
 
-// ClassOf is the class of reason; Unclassified when it is not listed.
+// ClassOf is the class of reason; Unclassified when ReasonTable does not list it.
 func ClassOf(reason string) Class {
-	return classified()[reason]
+	return classOf(reason)
 }
 
 // EventType is the Event type of reason: Normal for what was done and for progress, Warning for

@@ -123,7 +123,7 @@ func TestEveryReasonIsClassified(t *testing.T) {
 			t.Fatalf("the scan of the code missed reason %s; found %d reasons", r, len(inCode))
 		}
 	}
-	classes := classified()
+	classes := classified(t)
 	for reason, where := range inCode {
 		if _, ok := classes[reason]; !ok {
 			t.Errorf("reason %q (%s) is not classified in reasons.go", reason, where)
@@ -137,7 +137,7 @@ func TestEveryReasonIsClassified(t *testing.T) {
 }
 
 func TestEventTypeFollowsTheClass(t *testing.T) {
-	for reason, c := range classified() {
+	for reason, c := range classified(t) {
 		want := corev1.EventTypeWarning
 		if c == Done || c == Progress {
 			want = corev1.EventTypeNormal
@@ -158,5 +158,41 @@ func TestEventTypeFollowsTheClass(t *testing.T) {
 		if EventType(r) != corev1.EventTypeWarning {
 			t.Errorf("failure %s makes a Normal Event", r)
 		}
+	}
+}
+
+// classified is ReasonTable as a map from each reason to its class; it fails on a reason listed
+// twice, or in no class.
+func classified(t *testing.T) map[string]Class {
+	t.Helper()
+	out := map[string]Class{}
+	for _, row := range ReasonTable() {
+		if row.On == "" || row.Do == "" {
+			t.Errorf("reasons %v: the table says not where they are shown or what to do", row.Reasons)
+		}
+		for _, r := range row.Reasons {
+			if _, dup := out[r]; dup {
+				t.Errorf("reason %s is listed twice", r)
+			}
+			if row.Class == Unclassified {
+				t.Errorf("reason %s is listed without a class", r)
+			}
+			out[r] = row.Class
+		}
+	}
+	return out
+}
+
+// TestClassOfIsTheTable: ClassOf's generated switch gives every reason the class of its row, so
+// that a change of the table without go generate fails here.
+func TestClassOfIsTheTable(t *testing.T) {
+	classes := classified(t)
+	for reason, c := range classes {
+		if got := ClassOf(reason); got != c {
+			t.Errorf("ClassOf(%s) = %d; the table says %d (run go generate)", reason, got, c)
+		}
+	}
+	if got := ClassOf("NoSuchReason"); got != Unclassified {
+		t.Errorf("ClassOf of a reason the table does not list = %d; want Unclassified", got)
 	}
 }
