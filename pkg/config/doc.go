@@ -13,11 +13,12 @@
 // Keys are case-sensitive, as they always were; Keys lists them in a stable
 // order.
 //
-// Each option is defined once, in allOptions (options.go): its key, default,
-// parser, documentation and the shape the chart's values schema admits. go
-// generate writes docs/configuration.md's table and the chart's config values
-// and their schema from that table (Documentation), so adding an option means
-// a row there, its field and default in Config, and the code that uses it.
+// Each option is defined once, in options.go: its key, its field of Config and
+// default, and its row in allOptions (parser, documentation and the shape the
+// chart's values schema admits). go generate writes docs/configuration.md's
+// table and the chart's config values and their schema from that table
+// (Documentation), so adding an option touches options.go, its cases in
+// parse_test.go, and the code that uses it.
 //
 // The interval is capped at one day because a longer period means guest
 // clusters silently drift for days; anyone who wants that should disable the

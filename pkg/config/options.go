@@ -33,6 +33,60 @@ const (
 	KeyKubevipCloudProviderChartValues  = "kubevipCloudProviderChartValues"
 )
 
+// Config is the operator configuration. Build it with Default or Parse; a
+// hand-built Config is not validated.
+type Config struct {
+	LogLevel                    logrus.Level
+	OperateGuestClusterInterval time.Duration
+	MetricsPort                 int
+	TraceIPAMData               bool
+	AddressRetention            time.Duration
+	KubevipGuestInstall         InstallMode
+	KubevipUpdate               bool
+	KubevipNamespace            string
+	Kubevip                     Chart
+	KubevipCloudProvider        Chart
+}
+
+// Default returns the configuration used when the ConfigMap is empty. It is a
+// function rather than a variable so that callers cannot change the defaults
+// by mutating a shared value, and each call returns fresh Values maps.
+func Default() Config {
+	const repo = defaultRepoURL
+	return Config{
+		LogLevel:                    logrus.InfoLevel,
+		OperateGuestClusterInterval: 480 * time.Second,
+		MetricsPort:                 8080,
+		TraceIPAMData:               false,
+		AddressRetention:            DefaultAddressRetention,
+		KubevipGuestInstall:         InstallClusterLabel,
+		KubevipUpdate:               false,
+		KubevipNamespace:            "kube-system",
+		Kubevip: Chart{
+			ReleaseName: "kube-vip",
+			RepoURL:     repo,
+			Version:     DefaultKubevipChartVersion,
+			Values:      mustValues(DefaultKubevipChartValues),
+			ValuesYAML:  DefaultKubevipChartValues,
+		},
+		KubevipCloudProvider: Chart{
+			ReleaseName: "kube-vip-cloud-provider",
+			RepoURL:     repo,
+			Version:     DefaultKubevipCloudProviderChartVersion,
+			Values:      mustValues(DefaultKubevipCloudProviderChartValues),
+			ValuesYAML:  DefaultKubevipCloudProviderChartValues,
+		},
+	}
+}
+
+func mustValues(s string) map[string]interface{} {
+	v, err := parseValues(s)
+	if err != nil {
+		panic("config: built-in default chart values do not parse: " + err.Error())
+	}
+	return v
+}
+
 // option is one key of kube-fip-config and everything known of it: how it is parsed and shown,
 // and how the documentation and the chart describe it. allOptions is the one place an option is
 // defined; go generate writes docs/configuration.md's table and the chart's config values and
