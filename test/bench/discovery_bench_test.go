@@ -353,7 +353,7 @@ func (c *convergence) peak(b *testing.B, p *controlplane.Process) {
 	// Printed as well: a run that fails later reports no metric. The resident memory now, split
 	// into what the process holds (anonymous: heap, stacks) and the pages of its own binary the
 	// kernel keeps mapped (file-backed, shared with the page cache and reclaimable).
-	anon, file := procStatusMiB(p, "RssAnon:"), procStatusMiB(p, "RssFile:")
+	anon, file := statusMiB(p, "RssAnon"), statusMiB(p, "RssFile")
 	fmt.Printf("%s: operator peak RSS %.1f MiB (memory limit: %s); now %.1f MiB anonymous + %.1f MiB of its binary\n",
 		b.Name(), mib, memoryLimitText(chartRuntimeEnv(b)), anon, file)
 	c.peakRSS += mib

@@ -184,21 +184,12 @@ func ticks(values ...string) (time.Duration, error) {
 	return time.Duration(sum) * time.Second / clockTicks, nil
 }
 
-// procStatusMiB is the value of one kB line of /proc/<pid>/status of process p in MiB, or -1
-// when it cannot be read.
-func procStatusMiB(p *controlplane.Process, key string) float64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+// statusMiB is one memory figure of process p in /proc/<pid>/status in MiB, or -1 when it cannot
+// be read.
+func statusMiB(p *controlplane.Process, field string) float64 {
+	bytes, err := p.Status(field)
 	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, key); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			if err != nil {
-				return -1
-			}
-			return kb / 1024
-		}
-	}
-	return -1
+	return float64(bytes) / (1 << 20)
 }

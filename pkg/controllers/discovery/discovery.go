@@ -37,6 +37,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
 )
 
 // HandlerName names the provisioning cluster handler; the watches feeding it are named after it.
@@ -65,7 +66,7 @@ type handler struct {
 	waiters        *waiters
 	recorded       *recordedEvents
 	credentials    *credentialRetries
-	credentialIDs  *credentialReads
+	credentialIDs  *sharedread.Reads[string]
 }
 
 // Register registers the provisioning cluster handler and every watch that wakes it, and hands the
@@ -76,7 +77,7 @@ func Register(ctx context.Context, c *controllers.Context) error {
 		fips: c.FloatingIPs, ranges: c.Ranges, namespaces: c.Namespaces, prov: c.ProvisioningClusters, mgmt: c.ManagementClusters,
 		secrets: c.Secrets, restConfig: c.RestConfig,
 		alloc: c.Alloc, store: c.Store, metrics: c.Metrics, recorder: c.Recorder,
-		waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries(), credentialIDs: newCredentialReads(time.Now)}
+		waiters: newWaiters(), recorded: newRecordedEvents(), credentials: newCredentialRetries(), credentialIDs: sharedread.New[string](credentialReuse, time.Now)}
 	h.addIndexers()
 	if err := h.watchUncached(c); err != nil {
 		return fmt.Errorf("guest cluster discovery: %w", err)

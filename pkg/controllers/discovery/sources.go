@@ -29,7 +29,7 @@ func (h *handler) harvesterCluster(key string, cp harvester.ControlPlane) (strin
 		return "", p
 	}
 	credential := ns + "/" + name
-	id, err := h.credentialIDs.clusterID(credential, func() (string, error) {
+	id, err := h.credentialIDs.Get(credential, func() (string, error) {
 		ctx, cancel := context.WithTimeout(h.ctx, credentialTimeout)
 		defer cancel()
 		secret, err := h.secrets.Secrets(ns).Get(ctx, name, metav1.GetOptions{})

@@ -29,6 +29,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
 )
 
 // HandlerName names the handlers that feed the guest queue; it never changes.
@@ -68,6 +69,8 @@ type controller struct {
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(pass context.Context, t guest.Target) (guestAPI, error)
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// addresses shares the reads of Rancher's address settings between passes.
+	addresses *sharedread.Reads[[]string]
 }
 
 // Register wires the triggers; the workers start once the caches are synced and the allocations
@@ -86,8 +89,9 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		deps: deps{Settings: dyn.Resource(SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.ProvisioningClusters,
 			Management: cc.ManagementClusters, Secrets: cc.Secrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder},
-		opts:    opts,
-		connect: connectThroughRancher(installer, opts.Timeout),
+		opts:      opts,
+		connect:   connectThroughRancher(installer, opts.Timeout),
+		addresses: sharedread.New[[]string](addressReuse, time.Now),
 		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second),

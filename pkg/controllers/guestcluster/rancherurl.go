@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +26,23 @@ type settingsGetter interface {
 	Get(ctx context.Context, name string, options metav1.GetOptions, subresources ...string) (*unstructured.Unstructured, error)
 }
 
-// rancherAddresses reads Rancher's own addresses, the values of its internal-server-url and
-// server-url settings, as Rancher reads a setting: its value, else its default. A setting that
-// does not exist or is empty adds nothing. They are read at every pass, so that a Rancher moved to
-// another address is followed at once.
+// addressReuse is how long one read of Rancher's address settings serves the guest passes that
+// follow it. A backlog of guests would otherwise read both settings for each of them, two of the
+// nine requests of a guest pass. A Rancher moved to another address is followed within it, and
+// the address it left, which was Rancher's, is accepted no longer than that.
+const addressReuse = 2 * time.Second
+
+// rancherAddresses returns Rancher's own addresses, read within addressReuse or now (a read in
+// flight shared by every pass that needs it); see readRancherAddresses. The slice is shared:
+// read-only.
 func (c *controller) rancherAddresses(ctx context.Context) ([]string, error) {
+	return c.addresses.Get("", func() ([]string, error) { return c.readRancherAddresses(ctx) })
+}
+
+// readRancherAddresses reads Rancher's own addresses, the values of its internal-server-url and
+// server-url settings, as Rancher reads a setting: its value, else its default. A setting that
+// does not exist or is empty adds nothing.
+func (c *controller) readRancherAddresses(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	var out []string

@@ -31,6 +31,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
@@ -186,8 +187,9 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: w.held, Provisioning: w.prov,
 			Management: w.mgmt, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
-		opts:  w.opts,
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		opts:      w.opts,
+		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		addresses: sharedread.New[[]string](addressReuse, time.Now),
 		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
 			if w.kubeconfig != nil {
 				return connectThroughRancher(nil, time.Second)(pass, t)

@@ -15,6 +15,12 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // PeakRSS is the most memory the running process has held resident since it started (VmHWM of
 // /proc/<pid>/status), in bytes. It is what a container's memory limit is held against.
 func (p *Process) PeakRSS() (int64, error) {
+	return p.Status("VmHWM")
+}
+
+// Status is one memory figure of the running process in /proc/<pid>/status (VmHWM, RssAnon,
+// RssFile, ...), in bytes.
+func (p *Process) Status(field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.PID()))
 	if err != nil {
 		return 0, err
@@ -23,18 +29,18 @@ func (p *Process) PeakRSS() (int64, error) {
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
 		// "VmHWM:	  123456 kB"
-		rest, ok := strings.CutPrefix(lines.Text(), "VmHWM:")
+		rest, ok := strings.CutPrefix(lines.Text(), field+":")
 		if !ok {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmHWM of process %d: %w", p.PID(), err)
+			return 0, fmt.Errorf("%s of process %d: %w", field, p.PID(), err)
 		}
 		return kb << 10, nil
 	}
 	if err := lines.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", p.PID())
+	return 0, fmt.Errorf("/proc/%d/status has no %s", p.PID(), field)
 }
