@@ -103,6 +103,7 @@ func engineLockViolations(t *testing.T, files map[string]string) (violations []s
 // files, touches the engine's mutex or what it guards (idx, ranges, placeholders, ...): a lock
 // taken or a map read elsewhere is how two claims end up with one address.
 func TestEngineOwnsItsLock(t *testing.T) {
+	t.Parallel()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +133,7 @@ func TestEngineOwnsItsLock(t *testing.T) {
 // or builds one by hand, and a method of engine declared outside the engine's files; the engine's
 // own methods pass.
 func TestEngineLockScanFlags(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"engine.go": `package allocation
 import "sync"

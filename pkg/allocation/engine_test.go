@@ -180,6 +180,7 @@ func TestConcurrentClaimsGetDistinctAddresses(t *testing.T) {
 // is an IPConflict naming it, a dynamic one takes the next address. Same owner: claimed. Unknown
 // holder: ErrHolderUnknown, and nobody is handed the address until its object is seen.
 func TestClaimAlreadyExists(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := engineWithRange(t, "r", "10.0.0.0/29") // .1-.6
 	api := fakes.NewAllocations()
@@ -234,6 +235,7 @@ func TestClaimAlreadyExists(t *testing.T) {
 
 // TestClaimFailureLeavesNothingReserved: an API failure returns the error and frees the pick.
 func TestClaimFailureLeavesNothingReserved(t *testing.T) {
+	t.Parallel()
 	g := engineWithRange(t, "r", "fd00:10::/64")
 	api := fakes.NewAllocations()
 	api.Before = func(string, *v1.FloatingIPAllocation) error { return apierrors.NewServiceUnavailable("etcd is away") }
@@ -257,6 +259,7 @@ func TestClaimFailureLeavesNothingReserved(t *testing.T) {
 // TestIndexFollowsInformerEvents: repeated and late events, tombstones, re-created names and odd
 // objects.
 func TestIndexFollowsInformerEvents(t *testing.T) {
+	t.Parallel()
 	g := engineWithRange(t, "r", "10.0.0.0/24")
 	a, b := fipOwner("a"), fipOwner("b")
 	first := allocationObject("10.0.0.5", "r", a, "obj-1")
@@ -320,6 +323,7 @@ func TestIndexFollowsInformerEvents(t *testing.T) {
 // definition are orphans; another range's allocation inside it is held as foreign and never
 // handed out, so overlapping ranges cannot give one address twice.
 func TestRangeRebuild(t *testing.T) {
+	t.Parallel()
 	g := newEngine(nil)
 	g.onAdd(allocationObject("10.0.0.5", "r", fipOwner("a"), "obj-1"))
 	g.onAdd(allocationObject("10.0.0.20", "r", fipOwner("b"), "obj-2"))

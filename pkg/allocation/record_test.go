@@ -32,6 +32,7 @@ func rangeOf(name, cidr string, created time.Time, alloc map[string]string, excl
 // the operator's — by a person editing the status or a restore tool — is read as that address, so
 // the migration adopts it for its holder.
 func TestNonCanonicalKeysAreHeld(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key, addr string
 	}{
@@ -55,6 +56,7 @@ func TestNonCanonicalKeysAreHeld(t *testing.T) {
 // TestAddressRecordedTwiceIsFlagged: the same address in two spellings for two FloatingIPs: only
 // the canonical spelling's holder holds it; the other is a loser, never adopted.
 func TestAddressRecordedTwiceIsFlagged(t *testing.T) {
+	t.Parallel()
 	record := map[string]v1.Allocation{"FD00::5": {UID: "b"}, "fd00::5": {UID: "a"}}
 	idx := indexRecord(record)
 	if got := idx.holder[netip.MustParseAddr("fd00::5")]; got != "fd00::5" || !reflect.DeepEqual(idx.losers, []string{"FD00::5"}) {
@@ -65,6 +67,7 @@ func TestAddressRecordedTwiceIsFlagged(t *testing.T) {
 // TestAmbiguousKeysAreFlagged: a key that names no address in one reading only ("010.0.0.1": ten
 // or eight?) is never guessed at.
 func TestAmbiguousKeysAreFlagged(t *testing.T) {
+	t.Parallel()
 	idx := indexRecord(map[string]v1.Allocation{"010.0.0.1": {UID: "a"}})
 	if len(idx.holder) != 0 || !reflect.DeepEqual(idx.unreadable, []string{"010.0.0.1"}) {
 		t.Errorf("holders %v, unreadable %v; want 010.0.0.1 unreadable", idx.holder, idx.unreadable)
@@ -74,6 +77,7 @@ func TestAmbiguousKeysAreFlagged(t *testing.T) {
 // TestReleaseTakesEverySpelling: releasing a FloatingIP removes its keys in every spelling,
 // readable or not, so nothing of it stays behind to block or leak an address.
 func TestReleaseTakesEverySpelling(t *testing.T) {
+	t.Parallel()
 	record := map[string]v1.Allocation{
 		"FD00::5":   {Name: "fip-a", UID: "a"},
 		"fd00:0::5": {Name: "fip-a", UID: "a"},

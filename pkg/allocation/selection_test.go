@@ -38,6 +38,7 @@ func sizedRange(name string, third, n int) *v1.FloatingIPRange {
 }
 
 func TestSelectionOrder(t *testing.T) {
+	t.Parallel()
 	a, b, c, d := sizedRange("a", 1, 4), sizedRange("b", 2, 4), sizedRange("c", 3, 4), sizedRange("d", 4, 4)
 	c.Spec.Priority = 10
 	a.Spec.Priority = -1
@@ -67,6 +68,7 @@ func TestSelectionOrder(t *testing.T) {
 }
 
 func TestChooseOverflowsInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	small, big := sizedRange("a-small", 1, 2), sizedRange("b-big", 2, 100)
 	m := benchManager([]*v1.FloatingIPRange{small, big})
@@ -101,6 +103,7 @@ func TestChooseOverflowsInOrder(t *testing.T) {
 }
 
 func TestClusterSelector(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prod, shared := sizedRange("a-prod", 1, 10), sizedRange("b-shared", 2, 10)
 	prod.Spec.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
@@ -150,6 +153,7 @@ func TestClusterSelector(t *testing.T) {
 }
 
 func TestClusterLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	capped, other := sizedRange("a", 1, 10), sizedRange("b", 2, 10)
 	capped.Spec.MaxAddressesPerCluster = 2
@@ -176,6 +180,7 @@ func TestClusterLimit(t *testing.T) {
 // TestClusterLimitUnderConcurrentClaims: workers claiming for FloatingIPs of one cluster at once
 // never pass the limit in one process.
 func TestClusterLimitUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := sizedRange("a", 1, 200)
 	r.Spec.MaxAddressesPerCluster = 3
@@ -222,6 +227,7 @@ func TestContaining(t *testing.T) {
 // and looked at again once an address of the space is freed, so that a released address in an
 // earlier range is taken again first.
 func TestChooseSkipsFullRangesUntilOneFrees(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var ranges []*v1.FloatingIPRange
 	for i := 0; i < 5; i++ {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDefault(t *testing.T) {
+	t.Parallel()
 	d := Default()
 	checkValid(t, d)
 	if d.LogLevel != logrus.InfoLevel || d.OperateGuestClusterInterval != 480*time.Second || d.MetricsPort != 8080 ||
@@ -53,6 +54,7 @@ func TestDefault(t *testing.T) {
 // compatibility contract) is still known, spelt as it was and in the table's order, and each key
 // is in the table once. A new key may go anywhere in the table.
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	released := []string{
 		"logLevel", "operateGuestClusterInterval", "metricsPort", "traceIpamData", "addressRetention", "kubevipGuestInstall",
 		"kubevipUpdate", "kubevipNamespace", "kubevipReleaseName", "kubevipChartRepoUrl", "kubevipChartRef",
@@ -84,6 +86,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestInstallModeWants(t *testing.T) {
+	t.Parallel()
 	labelled := map[string]string{"kube-vip": "true"}
 	tests := []struct {
 		mode   InstallMode
@@ -113,6 +116,7 @@ func TestInstallModeWants(t *testing.T) {
 }
 
 func TestEqual(t *testing.T) {
+	t.Parallel()
 	if !Default().Equal(Default()) {
 		t.Error("Default() != Default()")
 	}
@@ -139,6 +143,7 @@ func TestEqual(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
+	t.Parallel()
 	data := previousData()
 	data[KeyKubevipChartValues] = "image:\n  tag: prev\nregistry:\n  password: hunter2\n"
 	c, _ := Parse(data, Default())
@@ -162,6 +167,7 @@ func TestString(t *testing.T) {
 // TestTableDefaultsAreTheDefault: the defaults the table documents (and the chart writes) parse,
 // without a problem, to Default, and each option's schema and type for the chart is set.
 func TestTableDefaultsAreTheDefault(t *testing.T) {
+	t.Parallel()
 	data := map[string]string{}
 	for _, o := range Documentation() {
 		data[o.Key] = o.Default

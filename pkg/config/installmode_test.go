@@ -9,6 +9,7 @@ import (
 // (clusterlabel); a typo used to fall back to it, installing into every labelled cluster. The
 // narrowest mode applies instead, and the problem says so.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
+	t.Parallel()
 	for _, typo := range []string{"disable", "Disabeld", "none", "off"} { //nolint:misspell // the misspelt mode is the input under test
 		got, problems := Parse(map[string]string{KeyKubevipGuestInstall: typo}, Default())
 		if got.KubevipGuestInstall != InstallDisabled {

@@ -180,6 +180,7 @@ func keyTests() []keyTest {
 }
 
 func TestParseKeys(t *testing.T) {
+	t.Parallel()
 	prev := previousConfig(t)
 	def := Default()
 	for _, tt := range keyTests() {
@@ -246,6 +247,7 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestKeyTestsCoverEveryKey(t *testing.T) {
+	t.Parallel()
 	covered := map[string]bool{}
 	for _, tt := range keyTests() {
 		covered[tt.key] = true
@@ -258,6 +260,7 @@ func TestKeyTestsCoverEveryKey(t *testing.T) {
 }
 
 func TestParseAbsentKeysRevertToDefault(t *testing.T) {
+	t.Parallel()
 	got, problems := Parse(nil, previousConfig(t))
 	if len(problems) != 0 || !got.Equal(Default()) {
 		t.Errorf("Parse(nil, previous) = %v, %v; want Default()", got, problems)
@@ -272,6 +275,7 @@ func TestParseAbsentKeysRevertToDefault(t *testing.T) {
 }
 
 func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
+	t.Parallel()
 	bad := map[string]string{}
 	for _, tt := range keyTests() {
 		bad[tt.key] = tt.invalid[0]
@@ -294,6 +298,7 @@ func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
 }
 
 func TestParseDoesNotShareValuesWithPrevious(t *testing.T) {
+	t.Parallel()
 	prev := previousConfig(t)
 	got, _ := Parse(map[string]string{KeyKubevipChartValues: "- broken"}, prev)
 	got.Kubevip.Values["image"] = "changed"
@@ -311,6 +316,7 @@ func TestParseDoesNotShareValuesWithPrevious(t *testing.T) {
 // and the previous retention stays in force, including "off"; a removed or blank key reverts to
 // the default of one day.
 func TestAddressRetention(t *testing.T) {
+	t.Parallel()
 	_, problems := Parse(map[string]string{KeyAddressRetention: " 8761h\n"}, Default())
 	want := `kube-fip-config key "addressRetention": invalid value "8761h": must be a duration such as 24h, 90m or 30s, ` +
 		`or a whole number of seconds, from 0 (no retention) to 8760h (one year)`
@@ -347,6 +353,7 @@ func TestAddressRetention(t *testing.T) {
 // TestValuesWithARepeatedKeyAreInvalid: a key given twice in one mapping of chart values is an
 // invalid value, saying where, rather than read as its last occurrence.
 func TestValuesWithARepeatedKeyAreInvalid(t *testing.T) {
+	t.Parallel()
 	_, problems := Parse(map[string]string{KeyKubevipChartValues: "env:\n  vip_interface: eth0\n  vip_interface: S3CRET\n"}, Default())
 	if len(problems) != 1 || problems[0].Reason != ProblemInvalidValue || !strings.Contains(problems[0].Message, "line 3: a key is given twice") ||
 		strings.Contains(problems[0].Error(), "S3CRET") || strings.Contains(problems[0].Error(), "vip_interface") {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestProblemError(t *testing.T) {
+	t.Parallel()
 	_, problems := Parse(map[string]string{KeyMetricsPort: "abc"}, Default())
 	want := `kube-fip-config key "metricsPort": invalid value "abc": must be an integer between 1 and 65535`
 	if len(problems) != 1 || problems[0].Error() != want {
@@ -17,6 +18,7 @@ func TestProblemError(t *testing.T) {
 }
 
 func TestProblemValueTruncated(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 300) // multi-byte, so the cut must respect rune boundaries
 	_, problems := Parse(map[string]string{KeyKubevipNamespace: long}, Default())
 	if len(problems) != 1 {
@@ -32,6 +34,7 @@ func TestProblemValueTruncated(t *testing.T) {
 }
 
 func TestChartRefVersionPair(t *testing.T) {
+	t.Parallel()
 	const ref, version = "oci://ghcr.io/kube-vip/charts/kube-vip", "0.8.0"
 	tests := []struct {
 		name     string
@@ -83,6 +86,7 @@ func TestChartRefVersionPair(t *testing.T) {
 }
 
 func TestUnknownKeys(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ key, suggestion string }{
 		{"loglevel", KeyLogLevel},
 		{"LOGLEVEL", KeyLogLevel},
@@ -135,6 +139,7 @@ func TestUnknownKeys(t *testing.T) {
 }
 
 func TestChartValuesNeverEchoed(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-PASSWORD"
 	docs := []string{
 		"auth:\n  password: " + secret + "\n bad: indent",
@@ -180,6 +185,7 @@ func TestChartValuesNeverEchoed(t *testing.T) {
 }
 
 func TestURLCredentialsMasked(t *testing.T) {
+	t.Parallel()
 	// Rejected values are echoed with the credentials masked ...
 	for key, v := range map[string]string{
 		KeyKubevipChartRepoURL: "ftp://user:t0ken@example.com/charts",
@@ -212,6 +218,7 @@ func TestURLCredentialsMasked(t *testing.T) {
 // logs), the previous URL stays in force, and the problem does not repeat the
 // credentials.
 func TestRepoURLWithCredentialsRefused(t *testing.T) {
+	t.Parallel()
 	prev := previousConfig(t)
 	for _, repo := range []string{
 		"https://user:S3CRET@charts.example.com/kv",

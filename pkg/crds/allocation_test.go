@@ -44,6 +44,7 @@ var site = v1.AddressSpace{HarvesterClusterName: "harvester1", HarvesterNetworkN
 // TestAllocationRulesAdmitWhatTheOperatorWrites: every object the operator would create — the
 // name from v1.AllocationName, the address in netip's canonical form — passes the CEL rules.
 func TestAllocationRulesAdmitWhatTheOperatorWrites(t *testing.T) {
+	t.Parallel()
 	rules := newAllocationRules()
 	for _, text := range []string{"10.0.0.5", "0.0.0.0", "255.255.255.255", "100.64.0.10", "fd00::5",
 		"fd00:10::", "::", "::1", "2001:db8:0:1::ffff", "fe80::1", "::ffff:1", "ffff::"} {
@@ -55,6 +56,7 @@ func TestAllocationRulesAdmitWhatTheOperatorWrites(t *testing.T) {
 }
 
 func TestAllocationRulesRefuse(t *testing.T) {
+	t.Parallel()
 	rules := newAllocationRules()
 	for _, tc := range []struct{ name, address string }{
 		{"10.0.0.6." + site.Hash(), "10.0.0.5"},

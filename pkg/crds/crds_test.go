@@ -12,6 +12,7 @@ import (
 // TestMappedAddressPattern checks the CEL rule's expression against the address parser: it must
 // catch every spelling of an IPv4-mapped IPv6 address and nothing else.
 func TestMappedAddressPattern(t *testing.T) {
+	t.Parallel()
 	iprange := regexp.MustCompile("^(" + mappedAddress + ")")
 	exclude := regexp.MustCompile("(^|-)(" + mappedAddress + ")")
 	for _, tc := range []struct {
@@ -59,6 +60,7 @@ func TestMappedAddressPattern(t *testing.T) {
 // TestColumnsDescribed: every printer column of every kind, default and wide, has a description;
 // the Rancher UI shows it as the column header's tooltip.
 func TestColumnsDescribed(t *testing.T) {
+	t.Parallel()
 	list, err := List()
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +85,7 @@ func TestColumnsDescribed(t *testing.T) {
 // with the schema's type, so that a count sorts as a number and a renamed field cannot leave an
 // empty column behind.
 func TestColumnsMatchTheSchema(t *testing.T) {
+	t.Parallel()
 	list, err := List()
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +121,7 @@ func TestColumnsMatchTheSchema(t *testing.T) {
 // TestRangeCountColumnsAreIntegers: the range's count columns sort as numbers: they are integer
 // columns on the integer status fields, and the exact decimal counts stay in wide columns.
 func TestRangeCountColumnsAreIntegers(t *testing.T) {
+	t.Parallel()
 	def := crdOf(t, "FloatingIPRange")
 	version := def.Spec.Versions[0]
 	want := map[string]struct {

@@ -38,6 +38,7 @@ func undescribed(path string, props *apiextv1.JSONSchemaProps) []string {
 // TestEveryFieldIsDescribed: the top-level schema and every field below it, status included, carry
 // a description for kubectl explain and the Rancher UI.
 func TestEveryFieldIsDescribed(t *testing.T) {
+	t.Parallel()
 	list, err := List()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +67,7 @@ func TestEveryFieldIsDescribed(t *testing.T) {
 // TestSwaggerDocsMatchTheTypes: the generated SwaggerDoc methods say what the doc comments in
 // types.go say, so the CRDs never carry stale descriptions.
 func TestSwaggerDocsMatchTheTypes(t *testing.T) {
+	t.Parallel()
 	types := map[string]reflect.Type{}
 	for _, obj := range []interface{}{
 		v1.FloatingIP{}, v1.FloatingIPSpec{}, v1.FloatingIPStatus{},
@@ -109,6 +111,7 @@ func TestSwaggerDocsMatchTheTypes(t *testing.T) {
 // FloatingIPRange's spec.region are kept, and every kind, the new FloatingIPAllocation too, is in
 // the kubefip category.
 func TestCompatibilityWithTheOriginal(t *testing.T) {
+	t.Parallel()
 	list, err := List()
 	if err != nil {
 		t.Fatal(err)

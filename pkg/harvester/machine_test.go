@@ -31,6 +31,7 @@ func cluster(credential string, pools ...provv1.RKEMachinePool) *provv1.Cluster 
 }
 
 func TestControlPlaneOf(t *testing.T) {
+	t.Parallel()
 	const cc = "cattle-global-data:cc-abc"
 	tests := []struct {
 		name    string
@@ -76,6 +77,7 @@ func TestControlPlaneOf(t *testing.T) {
 }
 
 func TestParseCredentialRef(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ref, ns, name string
 		bad           bool
@@ -108,6 +110,7 @@ func TestParseCredentialRef(t *testing.T) {
 }
 
 func TestClusterID(t *testing.T) {
+	t.Parallel()
 	const secretValue = "apiVersion: v1\nkind: Config\ntoken: s3cr3t"
 	tests := []struct {
 		data    map[string][]byte

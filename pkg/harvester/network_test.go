@@ -8,6 +8,7 @@ import (
 )
 
 func TestNetworkOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		fields   map[string]interface{}
@@ -111,6 +112,7 @@ func TestNetworkOf(t *testing.T) {
 }
 
 func TestNetworkMatches(t *testing.T) {
+	t.Parallel()
 	n := Network{Namespace: "default", Name: "vlan10"}
 	for annotation, want := range map[string]bool{
 		"vlan10": true, "default/vlan10": true, " vlan10 ": true,
@@ -127,6 +129,7 @@ func TestNetworkMatches(t *testing.T) {
 }
 
 func TestLongValuesAreShortenedInMessages(t *testing.T) {
+	t.Parallel()
 	_, p := ParseNetworkName(strings.Repeat("x", 5000) + "/a/b")
 	if p == nil {
 		t.Fatal("no problem for a malformed networkName")
@@ -137,6 +140,7 @@ func TestLongValuesAreShortenedInMessages(t *testing.T) {
 }
 
 func TestExplainShortensLongValues(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("h", 10000)
 	p := Selection{}.Explain(false, long, Network{Name: "vlan10"})
 	if p == nil || len(p.Message) > 300 {

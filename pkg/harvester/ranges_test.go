@@ -8,6 +8,7 @@ import (
 )
 
 func TestSelectRange(t *testing.T) {
+	t.Parallel()
 	vlan10 := Network{Namespace: "default", Name: "vlan10"}
 	ranges := []Range{
 		{Name: "zeta", HarvesterCluster: "harv1", HarvesterNetwork: "vlan20"},
@@ -59,6 +60,7 @@ func TestSelectRange(t *testing.T) {
 }
 
 func TestSelectFamilyRange(t *testing.T) {
+	t.Parallel()
 	vlan10 := Network{Namespace: "default", Name: "vlan10"}
 	ranges := []Range{
 		{Name: "v4-b", HarvesterCluster: "harv1", HarvesterNetwork: "vlan10", Family: IPv4},
@@ -110,6 +112,7 @@ func TestSelectFamilyRange(t *testing.T) {
 }
 
 func TestNoRangeForFamily(t *testing.T) {
+	t.Parallel()
 	p := NoRangeForFamily("harv1", Network{Namespace: "default", Name: "vlan10"}, IPv6)
 	if p.Reason != v1.ReasonNoRangeForFamily || !strings.Contains(p.Message, "no IPv6 FloatingIPRange of Harvester cluster harv1 is annotated harvesterNetworkName=default/vlan10") {
 		t.Errorf("NoRangeForFamily = %v", p)
@@ -120,6 +123,7 @@ func TestNoRangeForFamily(t *testing.T) {
 }
 
 func TestSelectionExplain(t *testing.T) {
+	t.Parallel()
 	n := Network{Namespace: "default", Name: "vlan10"}
 	if p := (Selection{}).Explain(false, "harv1", n); p == nil || p.Reason != v1.ReasonNoMatchingRange {
 		t.Errorf("no range: %v", p)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseStack(t *testing.T) {
+	t.Parallel()
 	const v4v6, v6v4 = "10.42.0.0/16,fd00:42::/56", "fd00:43::/112,10.43.0.0/16"
 	long := strings.Repeat("10.42.0.0/16,", 100) + "fd00:42::/56"
 	tests := []struct {
@@ -79,6 +80,7 @@ func TestParseStack(t *testing.T) {
 }
 
 func TestStackOf(t *testing.T) {
+	t.Parallel()
 	if s := StackOf(cluster("")); s != (Stack{}) {
 		t.Errorf("a cluster without rkeConfig: %+v", s)
 	}
@@ -106,6 +108,7 @@ func TestStackOf(t *testing.T) {
 }
 
 func TestFamilies(t *testing.T) {
+	t.Parallel()
 	for cidr, want := range map[string]Family{
 		"10.0.0.0/24": IPv4, "fd00::/64": IPv6, "10.0.0.1/24": IPv4, "::ffff:10.0.0.0/104": 0,
 		"": 0, "10.0.0.0": 0, " 10.0.0.0/24": 0, "garbage": 0,

@@ -57,6 +57,7 @@ func bomb(t *testing.T, size int64) []byte {
 
 // CVE-2025-32386: a small archive that decompresses to far more than memory should hold.
 func TestAdvisoryArchiveBombIsRefused(t *testing.T) {
+	t.Parallel()
 	data := bomb(t, 512<<20)
 	repo := startRepo(t, indexFor("bomb", "1.0.0"), data)
 	in := newTestInstaller(t, DefaultLimits())
@@ -70,6 +71,7 @@ func TestAdvisoryArchiveBombIsRefused(t *testing.T) {
 // CVE-2025-55198: a Chart.yaml with a null maintainer or non-string import-values, and an
 // index.yaml with an empty entry, once made Helm panic.
 func TestAdvisoryMalformedYAMLIsAnErrorNotAPanic(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		meta    string
 		refused bool
@@ -115,6 +117,7 @@ func schemaChart(schema string) *chart.Chart {
 // CVE-2025-32387: a schema nested without end, or a long chain of references, once exhausted the
 // stack.
 func TestAdvisorySchemaRecursionIsRefused(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat(`{"properties":{"a":`, 20000) + "{}" + strings.Repeat("}}", 20000)
 	var chain strings.Builder
 	chain.WriteString(`{"$ref":"#/definitions/d0","definitions":{`)
@@ -144,6 +147,7 @@ func schemaServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 // CVE-2025-55199: a schema's $ref to a device, a file or a URL once made Helm read it.
 func TestAdvisorySchemaReferencesOutsideAreNeverFollowed(t *testing.T) {
+	t.Parallel()
 	srv, hits := schemaServer(t)
 	for name, schema := range map[string]string{
 		"device":        `{"$ref":"file:///dev/zero"}`,
@@ -173,6 +177,7 @@ func TestAdvisorySchemaReferencesOutsideAreNeverFollowed(t *testing.T) {
 // TestEnsureRefusesAChartWhoseSchemaReachesOut: through the install path, a chart whose schema
 // points at a URL is refused before anything reaches the guest, and the URL is never asked.
 func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
+	t.Parallel()
 	srv, hits := schemaServer(t)
 	schema := `{"properties":{"a":{"$ref":"` + srv.URL + `/schema.json"}}}`
 	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), archive(t, "kube-vip", map[string][]byte{
@@ -201,6 +206,7 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 // size of petabytes made content.ReadAll allocate it, and the process died with "fatal error: out
 // of memory", which no recover catches. A registry is untrusted: its lie must be an error.
 func TestAdvisoryRegistryLyingAboutALayerSize(t *testing.T) {
+	t.Parallel()
 	const repoPath = "/v2/charts/kube-vip"
 	config := []byte(`{"name":"kube-vip","version":"1.0.0","apiVersion":"v2"}`)
 	manifest := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+

@@ -181,6 +181,7 @@ func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
 // TestConcurrentInstallsShareOneFetch: twenty callers asking for one chart at once cause one
 // index and one archive download.
 func TestConcurrentInstallsShareOneFetch(t *testing.T) {
+	t.Parallel()
 	repo := startRepo(t, indexFor("demo", "1.0.0"), archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")}))
 	in := newTestInstaller(t, DefaultLimits())
 	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"}
@@ -207,6 +208,7 @@ func TestConcurrentInstallsShareOneFetch(t *testing.T) {
 // TestFetchSizeLimits: an index or an archive over its limit is refused, whether or not the
 // server announces its length, and a cut body is never taken for a whole one.
 func TestFetchSizeLimits(t *testing.T) {
+	t.Parallel()
 	small := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
 	padding := "# " + strings.Repeat("x", 1<<20) + "\n"
 	bigIndex := append(indexFor("demo", "1.0.0"), padding...)
@@ -248,6 +250,7 @@ func noise(n int) []byte {
 // TestFetchNeverSendsCredentialsToAnotherHost: the repository's credentials go with the index and
 // an archive on the same host, never to another origin the index points at, even an allowed one.
 func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]string{}
 	record := func(name string) http.HandlerFunc {
@@ -286,6 +289,7 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 // gets no credentials, and a redirect to another scheme is refused: an https source never ends
 // on plain http.
 func TestFetchRedirects(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var otherAuth []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -325,6 +329,7 @@ func TestFetchRedirects(t *testing.T) {
 
 // TestFetchChecksTheDigest: an archive that does not match the digest its index lists is refused.
 func TestFetchChecksTheDigest(t *testing.T) {
+	t.Parallel()
 	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
 	index := append(indexFor("demo", "1.0.0"), []byte("    digest: "+strings.Repeat("0", 64)+"\n")...)
 	repo := startRepo(t, index, data)

@@ -27,6 +27,7 @@ func (p *passed) RoundTrip(req *http.Request) (*http.Response, error) {
 // namespace created), only objects the chart may own but no longer renders are deleted, and reads
 // pass; everything else is refused before it reaches the guest.
 func TestWriteGuard(t *testing.T) {
+	t.Parallel()
 	approval := &installpolicy.Approval{
 		Objects: []installpolicy.ObjectRef{
 			{Group: "apps", Version: "v1", Resource: "daemonsets", Namespace: "kube-system", Name: "kube-fip-kube-vip"},

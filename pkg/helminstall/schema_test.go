@@ -103,6 +103,7 @@ func TestValidateSchemaRefusesMultiplyingReferences(t *testing.T) {
 // references within it, so a walk of the JSON that resolved "#/$defs/l1" from the document root
 // would find the harmless definitions there and miss the multiplying ones.
 func TestValidateSchemaFollowsReferencesAsTheValidatorDoes(t *testing.T) {
+	t.Parallel()
 	inner := multiplyingSchema{dialect: draft2020, defs: "$defs", body: listedTwice("allOf")}.build(24)
 	inner = `{"$id":"urn:kubefip:inner",` + strings.TrimPrefix(inner, `{"$schema":"`+draft2020+`",`)
 	var decoys strings.Builder
@@ -119,6 +120,7 @@ func TestValidateSchemaFollowsReferencesAsTheValidatorDoes(t *testing.T) {
 // TestValidateSchemaWithinBudget: the same shapes, 10 levels deep, expand to a few thousand steps
 // and are validated as before, mismatches included.
 func TestValidateSchemaWithinBudget(t *testing.T) {
+	t.Parallel()
 	for name, m := range multiplyingSchemas() {
 		t.Run(name, func(t *testing.T) {
 			raw := []byte(m.build(10))
@@ -173,6 +175,7 @@ func TestValidateSchemaRefusesRecursionThatMultipliesWithTheValues(t *testing.T)
 // TestValidateSchemaKeepsLegitimateRecursion: a tree type that refers to itself is followed once
 // per level of the values, however deep, and still finds a bad value at the bottom.
 func TestValidateSchemaKeepsLegitimateRecursion(t *testing.T) {
+	t.Parallel()
 	raw := []byte(`{"$schema":"` + draft07 + `","$ref":"#/definitions/node","definitions":{"node":{
 		"type":"object","required":["name"],
 		"properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/definitions/node"}},
@@ -213,6 +216,7 @@ const chartShapedSchema = `{
 }`
 
 func TestValidateSchemaChartShaped(t *testing.T) {
+	t.Parallel()
 	vals := func(age interface{}) map[string]interface{} {
 		return map[string]interface{}{
 			"firstname": "John", "lastname": "Doe", "age": age, "likesCoffee": true,
@@ -235,6 +239,7 @@ func TestValidateSchemaChartShaped(t *testing.T) {
 // TestValidateSchemaRefusesDynamicResolution: where a $recursiveRef or $dynamicRef with its anchor
 // leads depends on the path validation took, so no bound can follow it.
 func TestValidateSchemaRefusesDynamicResolution(t *testing.T) {
+	t.Parallel()
 	for name, raw := range map[string]string{
 		"$recursiveRef": `{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,
 			"properties":{"a":{"$recursiveRef":"#"}}}`,
@@ -251,6 +256,7 @@ func TestValidateSchemaRefusesDynamicResolution(t *testing.T) {
 // TestValidateSchemaRefusesTooManyNodes: the compiler's time grows with the square of the
 // subschemas, so their number is bounded before it runs.
 func TestValidateSchemaRefusesTooManyNodes(t *testing.T) {
+	t.Parallel()
 	raw := `{"allOf":[` + strings.Repeat(`{},`, maxSchemaNodes) + `{}]}`
 	err := validateSchema(context.Background(), "demo", []byte(raw), nil)
 	if err == nil || !strings.Contains(err.Error(), "is refused: it has more than 10000 objects and booleans") {

@@ -99,6 +99,7 @@ const (
 // The upstream index lists its archives as GitHub release assets, which GitHub redirects to its
 // asset host (either of the two it has used), and kube-vip.io may redirect to the github.io address.
 func TestUpstreamDownloadsAreFollowed(t *testing.T) {
+	t.Parallel()
 	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "0.9.9")})
 	for _, assets := range []string{"https://release-assets.githubusercontent.com", "https://objects.githubusercontent.com"} {
 		hosts := newWebHosts()
@@ -124,6 +125,7 @@ func TestUpstreamDownloadsAreFollowed(t *testing.T) {
 // TestUpstreamRegistryBlobRedirectIsFollowed: ghcr.io sends every blob download to its package
 // storage; a pull from oci://ghcr.io/kube-vip follows, and the registry's credentials stay behind.
 func TestUpstreamRegistryBlobRedirectIsFollowed(t *testing.T) {
+	t.Parallel()
 	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	hosts := newWebHosts()
 	hosts.handle([]string{"https://ghcr.io"}, func(w http.ResponseWriter, r *http.Request) {
@@ -179,6 +181,7 @@ func TestUpstreamRegistryBlobRedirectIsFollowed(t *testing.T) {
 // TestRedirectOutsideTheAllowedSourcesIsRefused: a repository, or a download location, that
 // redirects anywhere else is refused, and the message names the host without the query.
 func TestRedirectOutsideTheAllowedSourcesIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, from, to string }{
 		{"release download to another host", "https://github.com", "https://evil.example.com/kube-vip-0.9.9.tgz" + signedQuery},
 		{"index to another repository on github.com", "https://kube-vip.github.io",
@@ -222,6 +225,7 @@ func TestRedirectOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 // TestRedirectCredentialsStayWithTheirOrigin: the credentials follow a redirect only to the same
 // scheme, host and port, a port left out being the scheme's default.
 func TestRedirectCredentialsStayWithTheirOrigin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, repo, to string
 		kept           bool
@@ -260,6 +264,7 @@ func TestRedirectCredentialsStayWithTheirOrigin(t *testing.T) {
 // TestIndexArchiveOutsideTheAllowedSourcesIsRefused: an index may list its archives only within
 // the allowed sources and the download locations of the upstream source it belongs to.
 func TestIndexArchiveOutsideTheAllowedSourcesIsRefused(t *testing.T) {
+	t.Parallel()
 	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "0.9.9")})
 	custom := testPolicy(t, false, "https://charts.example.com")
 	for _, tc := range []struct {
@@ -296,6 +301,7 @@ func TestIndexArchiveOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 // repository's credentials when it has the repository's scheme, host and port, default ports
 // included, and not on another port.
 func TestIndexArchiveCredentialsStayWithTheirOrigin(t *testing.T) {
+	t.Parallel()
 	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
 	for _, tc := range []struct {
 		archive string
@@ -320,6 +326,7 @@ func TestIndexArchiveCredentialsStayWithTheirOrigin(t *testing.T) {
 }
 
 func TestSameOrigin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		same bool
@@ -346,6 +353,7 @@ func TestSameOrigin(t *testing.T) {
 // credentials. Every request of a fetch is checked against the allowed sources, so a realm on
 // another host is refused and gets nothing, credentials least of all.
 func TestRegistryTokenServiceOutsideTheSourcesIsRefused(t *testing.T) {
+	t.Parallel()
 	hosts := newWebHosts()
 	hosts.handle([]string{"https://ghcr.io"}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="https://tokens.evil.example/token",service="ghcr.io",scope="repository:kube-vip/kube-vip:pull"`)

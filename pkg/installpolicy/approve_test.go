@@ -51,6 +51,7 @@ func reasonOf(err error) string {
 // TestDefaultsAreApproved: the operator's own defaults install both charts, and the approved
 // manifest is what Helm is handed: the objects the chart renders, in the release's namespace.
 func TestDefaultsAreApproved(t *testing.T) {
+	t.Parallel()
 	for _, chart := range []Chart{Kubevip, CloudProvider} {
 		defaults := config.Default().Kubevip.Values
 		if chart == CloudProvider {
@@ -82,6 +83,7 @@ func TestDefaultsAreApproved(t *testing.T) {
 // TestValuesOutsideTheSchemaAreRefused: keys the schema does not name, values of the wrong shape
 // and strings with line separators are refused naming the key, before anything renders.
 func TestValuesOutsideTheSchemaAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, values, key string
 	}{

@@ -164,6 +164,7 @@ func (m manifestOnly) Run(*bytes.Buffer) (*bytes.Buffer, error) {
 // run, serve only with the operator's translation: without it, v0.6.4 makes "198.18.0.132" of
 // vip_subnet "32", and the contract says so.
 func TestKubevipImageContracts(t *testing.T) {
+	t.Parallel()
 	original := "config:\n  vip_interface: enp1s0\nimage:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  prometheus_server: ':8080'\nnodeSelector:\n  node-role.kubernetes.io/master: 'true'\n"
 	cases := []struct {
 		name     string
@@ -203,6 +204,7 @@ func TestKubevipImageContracts(t *testing.T) {
 // the render's judge when the image reads the form otherwise, naming the DaemonSet and the
 // variable.
 func TestKubevipRefusedBeforeInstall(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, values, reason, want string }{
 		{"a bool that is not one", "env:\n  svc_enable: 'yes please'\n", ReasonValuesNotAllowed, "env.svc_enable must be true or false"},
 		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", ReasonKubevipRefused, "appends vip_subnet"},

@@ -9,6 +9,7 @@ import (
 // TestAllowsFetch: a redirect's target or an index's archive URL lies within an allowed chart
 // source or a download location of the upstream source the chart comes from, and nowhere else.
 func TestAllowsFetch(t *testing.T) {
+	t.Parallel()
 	def := Default()
 	custom, err := New(Settings{ChartSources: []string{"https://charts.example.com/kube-vip", "oci://registry.example.com:5000"}})
 	if err != nil {
@@ -68,6 +69,7 @@ func TestAllowsFetch(t *testing.T) {
 // TestPolicyStringNamesTheDownloadLocations: the start-up log says where fetches may go besides
 // the allowed sources.
 func TestPolicyStringNamesTheDownloadLocations(t *testing.T) {
+	t.Parallel()
 	s := Default().String()
 	for _, want := range []string{"https://github.com/kube-vip/helm-charts/releases/download", "https://release-assets.githubusercontent.com",
 		"https://objects.githubusercontent.com", "https://pkg-containers.githubusercontent.com"} {

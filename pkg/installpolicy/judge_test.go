@@ -42,6 +42,7 @@ func edited(t *testing.T, chart Chart, name, old, new string) *helmchart.Chart {
 // nothing applied that the pinned upstream chart does not render: each change below is refused,
 // with the reason and a message naming what was refused.
 func TestChartsFromASourceAreJudged(t *testing.T) {
+	t.Parallel()
 	const ds = "templates/daemonset.yaml"
 	const rbac = "templates/rbac.yaml"
 	cases := []struct {
@@ -137,6 +138,7 @@ func TestChartsFromASourceAreJudged(t *testing.T) {
 // port and nothing else; one with scrape credentials, relabelling or another namespace's pods is
 // refused.
 func TestPodMonitorIsJudgedOnItsSpec(t *testing.T) {
+	t.Parallel()
 	const pm = "templates/pod-monitor.yaml"
 	enabled := values(t, "podMonitor: {enabled: true}\nenv: {prometheus_server: ':2112'}")
 	p, err := plan(t, Kubevip, enabled)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestJudgeKubevipEnv(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) []EnvVar {
 		var out []EnvVar
 		for i := 0; i < len(kv); i += 2 {

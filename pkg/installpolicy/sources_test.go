@@ -39,6 +39,7 @@ func refusal(t *testing.T, err error) *Refusal {
 // TestDefaultPolicyAllowsTheDefaults: the built-in configuration installs under the built-in
 // policy, so a deployment that sets nothing keeps working.
 func TestDefaultPolicyAllowsTheDefaults(t *testing.T) {
+	t.Parallel()
 	p := Default()
 	if problems := p.Check(config.Default()); len(problems) != 0 {
 		t.Fatalf("the default config is refused: %v", problems)
@@ -56,6 +57,7 @@ func TestDefaultPolicyAllowsTheDefaults(t *testing.T) {
 // TestPolicyRefusesSourcesOutsideTheAllowList: whoever can edit kube-fip-config cannot point the
 // operator at another repository or registry, also not by tricks on host, port or path.
 func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
+	t.Parallel()
 	p := Default()
 	for _, tt := range []struct{ repo, ref string }{
 		{repo: "https://charts.attacker.example/kube-vip"},
@@ -96,6 +98,7 @@ func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
 // TestPolicyHTTPOnlyWithTheFlag: plain http repositories, and OCI registries on a loopback host
 // (reached over plain http), are refused unless the deployment allows http.
 func TestPolicyHTTPOnlyWithTheFlag(t *testing.T) {
+	t.Parallel()
 	sources := []string{"http://charts.lab.example", "https://charts.lab.example", "oci://127.0.0.1:*"}
 	if _, err := New(Settings{ChartSources: sources}); err == nil {
 		t.Error("an http allow-list entry without allow-http is accepted")
@@ -139,6 +142,7 @@ func TestPolicyHTTPOnlyWithTheFlag(t *testing.T) {
 // TestPolicyNeverEchoesCredentials: a Config built by hand with credentials in the URL is
 // refused without repeating them.
 func TestPolicyNeverEchoesCredentials(t *testing.T) {
+	t.Parallel()
 	c := config.Default()
 	c.Kubevip.RepoURL = "https://user:S3CRET@kube-vip.io/helm-charts"
 	c.KubevipCloudProvider.Ref = "oci://robot:S3CRET@ghcr.io/kube-vip/x?token=S3CRET"
@@ -150,6 +154,7 @@ func TestPolicyNeverEchoesCredentials(t *testing.T) {
 }
 
 func TestNewRejectsBadEntries(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{
 		"ftp://x", "kube-vip.io/helm-charts", "https://user:S3CRET@kube-vip.io", "https://kube-vip.io/x?token=S3CRET",
 		"https://:443/x", "https://kube-vip.io:port/x", "https://*.example.com",

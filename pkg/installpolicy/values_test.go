@@ -11,6 +11,7 @@ import (
 // either repository, a digest, scheduling, BGP) is accepted, and serialised for Helm from the
 // typed values with the operator's own keys.
 func TestValuesTheSchemaAccepts(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{
 		config.DefaultKubevipChartValues,
 		"config:\n  vip_interface: enp1s0\nimage:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  prometheus_server: ':8080'\nnodeSelector:\n  node-role.kubernetes.io/master: 'true'\n",
@@ -44,6 +45,7 @@ func TestValuesTheSchemaAccepts(t *testing.T) {
 // TestImagesAreExactRepositories: an image repository is allowed only when it is one of the
 // deployment's, exactly; a refusal names the repository but never a tag, which may be anything.
 func TestImagesAreExactRepositories(t *testing.T) {
+	t.Parallel()
 	for _, repo := range []string{"ghcr.io/kube-vip/kube-vip-iptables", "ghcr.io/kube-vip", "docker.io/plndr/kube-vip-extra",
 		"ghcr.io/kube-vip-evil/kube-vip", "ghcr.io.attacker.example/kube-vip/kube-vip", "kubevip/kube-vip-cloud-provider"} {
 		_, err := plan(t, Kubevip, values(t, "image:\n  repository: "+repo+"\n  tag: v1.0.0\n"))
@@ -78,6 +80,7 @@ func TestImagesAreExactRepositories(t *testing.T) {
 // TestValuesRefusalsNameTheKeyNotTheValue: the value key is named; the values, which may hold
 // credentials (bgp_peerpass, say), are not repeated.
 func TestValuesRefusalsNameTheKeyNotTheValue(t *testing.T) {
+	t.Parallel()
 	for v, key := range map[string]string{
 		"env:\n  bgp_peerpass: \"S3CRET\\nx\"\n":   "env.bgp_peerpass",
 		"env:\n  vip_arp: S3CRET\n":                "env.vip_arp",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAllocateWholeSmallRanges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		cidr    string
 		exclude []string
@@ -60,6 +61,7 @@ func TestAllocateWholeSmallRanges(t *testing.T) {
 }
 
 func TestCapacityLargeRanges(t *testing.T) {
+	t.Parallel()
 	pow := func(n uint) *big.Int { return new(big.Int).Lsh(big.NewInt(1), n) }
 	minus := func(x *big.Int, n int64) *big.Int { return x.Sub(x, big.NewInt(n)) }
 	tests := []struct {
@@ -103,6 +105,7 @@ func TestCapacityLargeRanges(t *testing.T) {
 }
 
 func TestExcludesNeverHandedOut(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		exclude []string
@@ -140,6 +143,7 @@ func TestExcludesNeverHandedOut(t *testing.T) {
 }
 
 func TestFillSixteen(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.1.0.0/16")
 	prev := netip.Addr{}
 	for i := range 65534 {
@@ -183,6 +187,7 @@ func TestFillSixteen(t *testing.T) {
 // TestClaimsAmongExcludesIPv6: static claims and excludes both split the free intervals of an IPv6
 // range; capacity counts neither, and dynamic allocation flows around both.
 func TestClaimsAmongExcludesIPv6(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "2001:db8::/120", "2001:db8::2-2001:db8::4", "2001:db8::f0/124")
 	for _, s := range []string{"2001:db8::1", "2001:db8::5", "2001:db8::80"} {
 		if err := p.Claim(addr(s), owner(s)); err != nil {

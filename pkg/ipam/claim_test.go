@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	p4 := mustPool(t, "10.0.0.0/24", "10.0.0.5", "10.0.0.8/30", "10.0.0.20-10.0.0.29", "10.0.0.0/31")
 	p6 := mustPool(t, "2001:db8::/64", "2001:db8::ffff:ffff:ffff:fff0/124")
 	tests := []struct {
@@ -60,6 +61,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/29", "10.0.0.6")
 	alice, bob := owner("alice"), owner("bob")
 
@@ -123,6 +125,7 @@ func TestClaim(t *testing.T) {
 }
 
 func TestClaimNewBeforeReleasingOld(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/24")
 	o := owner("a")
 	if err := p.Claim(addr("10.0.0.50"), o); err != nil {
@@ -165,6 +168,7 @@ func TestClaimNewBeforeReleasingOld(t *testing.T) {
 // address was reserved, confirmed or claimed statically, and it does not turn a confirmed hold
 // back into a reservation.
 func TestReserveNextReturnsWhatOwnerHolds(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/24")
 	a1, _ := p.ReserveNext(owner("a"))
 	a2, _ := p.ReserveNext(owner("a"))
@@ -184,6 +188,7 @@ func TestReserveNextReturnsWhatOwnerHolds(t *testing.T) {
 }
 
 func TestReleaseAndReallocate(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/29")
 	drain(t, p) // .1 - .6 held by drain-0 .. drain-5
 	if _, err := p.nextFree(); !errors.Is(err, ErrExhausted) {
@@ -238,6 +243,7 @@ func TestReleaseAndReallocate(t *testing.T) {
 // TestClaimsInIPv6: static claims far apart in a /64 are held by their owners, and dynamic
 // allocation takes the lowest address none of them holds.
 func TestClaimsInIPv6(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "2001:db8::/64")
 	for _, s := range []string{"2001:db8::ff", "2001:db8::1", "2001:db8::1:0"} {
 		if err := p.Claim(addr(s), owner(s)); err != nil {

@@ -9,6 +9,7 @@ import (
 // TestOutline: an outline tells its pool's prefix, capacity and overlaps, holds nothing of what the
 // pool holds, and hands nothing out.
 func TestOutline(t *testing.T) {
+	t.Parallel()
 	p, err := NewPool("10.0.0.0/29", []string{"10.0.0.1"})
 	if err != nil {
 		t.Fatal(err)

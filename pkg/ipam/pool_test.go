@@ -6,6 +6,7 @@ import (
 )
 
 func TestOverlaps(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b       []string
 		want       bool
@@ -33,6 +34,7 @@ func TestOverlaps(t *testing.T) {
 }
 
 func TestPrefix(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/24", "10.0.0.9", "10.0.0.8/30", "10.0.0.20-10.0.0.29")
 	if p.Prefix() != netip.MustParsePrefix("10.0.0.0/24") {
 		t.Errorf("Prefix() = %v", p.Prefix())

@@ -11,6 +11,7 @@ import (
 )
 
 func TestNewPoolErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cidr    string
@@ -63,6 +64,7 @@ func TestNewPoolErrors(t *testing.T) {
 }
 
 func TestExcludeForms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		exclude  string
 		from, to string // the excluded addresses
@@ -97,6 +99,7 @@ func TestExcludeForms(t *testing.T) {
 // TestErrorsEchoBoundedInput: an error repeats enough of a bad value to recognise it, never the
 // whole of it, however long it is.
 func TestErrorsEchoBoundedInput(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("1", 10<<20)
 	tests := []struct {
 		name    string

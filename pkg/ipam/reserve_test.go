@@ -11,6 +11,7 @@ import (
 // coincide, a retry of one owner gets its reservation back, and the counts treat reservations as
 // held but not confirmed.
 func TestReserveNextGivesConcurrentWorkersDifferentAddresses(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/29") // 10.0.0.1-10.0.0.6
 	seen := map[netip.Addr]string{}
 	for i := 0; i < 6; i++ {
@@ -42,6 +43,7 @@ func TestReserveNextGivesConcurrentWorkersDifferentAddresses(t *testing.T) {
 }
 
 func TestReserve(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/24", "10.0.0.9")
 	if err := p.Reserve(addr("10.0.0.5"), owner("a")); err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestReserve(t *testing.T) {
 
 // TestConfirm: the record of truth wins over any reservation, and over a stale hold.
 func TestConfirm(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "fd00:10::/64")
 	a, _ := p.ReserveNext(owner("worker"))
 
@@ -112,6 +115,7 @@ func TestConfirm(t *testing.T) {
 }
 
 func TestUnreserve(t *testing.T) {
+	t.Parallel()
 	p := mustPool(t, "10.0.0.0/30") // 10.0.0.1, 10.0.0.2
 	a, _ := p.ReserveNext(owner("a"))
 	if p.Unreserve(a, owner("b")) {

@@ -14,6 +14,7 @@ const secret = "S3CRET"
 // the OCI registry client and YAML parsers produce when a repository URL, a header or the chart
 // values carry a credential.
 func TestTextRemovesCredentialsFromRealisticErrors(t *testing.T) {
+	t.Parallel()
 	for name, in := range map[string]string{
 		"helm repo index, URL quoted raw": `looks like "https://user:S3CRET@charts.example.com/kube-vip" is not a valid chart repository or cannot be reached: ` +
 			`Get "https://user:***@charts.example.com/kube-vip/index.yaml": dial tcp: lookup charts.example.com: no such host`,
@@ -50,6 +51,7 @@ func TestTextRemovesCredentialsFromRealisticErrors(t *testing.T) {
 // TestTextKeepsOrdinaryMessages: what the operator says about clusters, releases and addresses
 // must stay readable.
 func TestTextKeepsOrdinaryMessages(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"Rancher refused the token of the kubeconfig Secret fleet-default/guest-kubeconfig (401); retried with the Secret as Rancher rewrites it",
 		"kube-system/kubevip has cidr-global 10.0.0.1/32",
@@ -67,6 +69,7 @@ func TestTextKeepsOrdinaryMessages(t *testing.T) {
 }
 
 func TestTextMasksKnownSecretsAnywhere(t *testing.T) {
+	t.Parallel()
 	token := "kubeconfig-u-abc12:tokenvalue1234"
 	in := fmt.Sprintf("guest said: the token %s is invalid (key %s)", token, "tokenvalue1234")
 	out := Text(in, token, "tokenvalue1234", "", "ab")
@@ -83,6 +86,7 @@ func TestTextMasksKnownSecretsAnywhere(t *testing.T) {
 }
 
 func TestTextCapsLength(t *testing.T) {
+	t.Parallel()
 	huge := "invalid CIDR " + strings.Repeat("1", 10<<20) + " password: " + secret
 	out := Text(huge)
 	if len(out) > MaxMessage {
@@ -104,6 +108,7 @@ func TestTextCapsLength(t *testing.T) {
 }
 
 func TestError(t *testing.T) {
+	t.Parallel()
 	if Error(nil) != "" {
 		t.Error("Error(nil) is not empty")
 	}
@@ -114,6 +119,7 @@ func TestError(t *testing.T) {
 }
 
 func TestURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"https://user:S3CRET@charts.example.com/kube-vip?token=S3CRET#x": "https://REDACTED@charts.example.com/kube-vip",
 		"https://rancher.example.com/k8s/clusters/c-m-abc":               "https://rancher.example.com/k8s/clusters/c-m-abc",

@@ -9,6 +9,7 @@ import (
 // TestShortenAndQuoteMarkACutWithTheEllipsis: a value within the bound comes back as it is; a
 // longer one is cut on a character boundary, to at most n bytes, and ends with Ellipsis.
 func TestShortenAndQuoteMarkACutWithTheEllipsis(t *testing.T) {
+	t.Parallel()
 	if got := Shorten("vlan10", 6); got != "vlan10" {
 		t.Errorf("Shorten within the bound = %q", got)
 	}

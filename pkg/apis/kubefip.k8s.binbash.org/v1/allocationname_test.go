@@ -9,6 +9,7 @@ import (
 )
 
 func TestAllocationName(t *testing.T) {
+	t.Parallel()
 	site := AddressSpace{HarvesterClusterName: "harvester2", HarvesterNetworkName: "default/vlan10"}
 	hash := site.Hash()
 	for _, tc := range []struct {
@@ -56,6 +57,7 @@ func TestAllocationName(t *testing.T) {
 // TestSpaceHash: the same private address on two sites gets two names, one site one name, and no
 // pair of names runs into another by moving a character across the boundary.
 func TestSpaceHash(t *testing.T) {
+	t.Parallel()
 	a := AddressSpace{HarvesterClusterName: "harvester1", HarvesterNetworkName: "vlan10"}
 	b := AddressSpace{HarvesterClusterName: "harvester2", HarvesterNetworkName: "vlan10"}
 	shifted := AddressSpace{HarvesterClusterName: "harvester1v", HarvesterNetworkName: "lan10"}
@@ -82,6 +84,7 @@ func TestSpaceHash(t *testing.T) {
 // TestParseAllocationNameRefusesOtherSpellings: only the one spelling AllocationName writes
 // names an address; any other would let two objects hold one address.
 func TestParseAllocationNameRefusesOtherSpellings(t *testing.T) {
+	t.Parallel()
 	hash := AddressSpace{}.Hash()
 	for _, name := range []string{
 		"",
@@ -112,6 +115,7 @@ func TestParseAllocationNameRefusesOtherSpellings(t *testing.T) {
 }
 
 func TestLabelValue(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "harvester1", "default.vlan10", "Harvester_Site-2"} {
 		if got := LabelValue(s); got != s {
 			t.Errorf("LabelValue(%q) = %q, want it unchanged", s, got)
@@ -132,6 +136,7 @@ func TestLabelValue(t *testing.T) {
 }
 
 func TestRangeLabelValue(t *testing.T) {
+	t.Parallel()
 	short := "harvester-vlan10"
 	if got := RangeLabelValue(short); got != short {
 		t.Errorf("RangeLabelValue(%q) = %q, want it unchanged", short, got)

@@ -48,6 +48,7 @@ func TestSetConditionChangesOnlyWhenSomethingDiffers(t *testing.T) {
 }
 
 func TestConditionsOfObjectsAndStatuses(t *testing.T) {
+	t.Parallel()
 	r := &FloatingIPRange{}
 	SetCondition(r, Warning, true, "NoCapacity", "nothing to hand out")
 	SetCondition(&r.Status, Ready, true, "Ready", "")

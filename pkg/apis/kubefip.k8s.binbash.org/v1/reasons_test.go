@@ -113,6 +113,7 @@ func collect(f *ast.File, consts map[string]string, used map[string]bool) {
 // TestEveryReasonIsClassified fails on a reason in the code that the classification does not
 // list, and on a classified reason no code writes any more.
 func TestEveryReasonIsClassified(t *testing.T) {
+	t.Parallel()
 	inCode, misplaced := reasonsInCode(t)
 	for _, m := range misplaced {
 		t.Errorf("reason %s is defined outside this package; define it in reasons.go", m)
@@ -137,6 +138,7 @@ func TestEveryReasonIsClassified(t *testing.T) {
 }
 
 func TestEventTypeFollowsTheClass(t *testing.T) {
+	t.Parallel()
 	for reason, c := range classified(t) {
 		want := corev1.EventTypeWarning
 		if c == Done || c == Progress {
@@ -186,6 +188,7 @@ func classified(t *testing.T) map[string]Class {
 // TestClassOfIsTheTable: ClassOf's generated switch gives every reason the class of its row, so
 // that a change of the table without go generate fails here.
 func TestClassOfIsTheTable(t *testing.T) {
+	t.Parallel()
 	classes := classified(t)
 	for reason, c := range classes {
 		if got := ClassOf(reason); got != c {

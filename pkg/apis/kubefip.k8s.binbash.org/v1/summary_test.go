@@ -119,6 +119,7 @@ func sortedReasons(t *testing.T) []string {
 // FloatingIPRange with each classified reason in each place the operator writes a reason that
 // decides Ready, so that a reason added to the classification is checked with no test to edit.
 func TestSummaryOfEveryReason(t *testing.T) {
+	t.Parallel()
 	for _, reason := range sortedReasons(t) {
 		c := ClassOf(reason)
 		t.Run(reason, func(t *testing.T) {
@@ -146,6 +147,7 @@ func TestSummaryOfEveryReason(t *testing.T) {
 // TestSummaryOfNamedStates pins the states a person asks about by name, whatever the
 // classification says.
 func TestSummaryOfNamedStates(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		obj  runtime.Object
