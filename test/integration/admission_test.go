@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubefip/kube-fip-operator/pkg/admission"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -121,10 +122,14 @@ func TestAdmissionFloatingIPs(t *testing.T) {
 	f.waitFIP("admf-static", 30*time.Second, "the free static address", func(x *v1.FloatingIP) bool {
 		return suite.Allocated(x) && x.Status.IPAddress == "10.182.0.9"
 	})
-	// An edit that leaves spec.ipaddress alone is not judged again.
-	x := f.getFIP("admf-static")
-	x.Labels = map[string]string{"team": "a"}
-	rig.Must(t, ignoreExists(f.api.FloatingIP().Update(x)))
+	// An edit that leaves spec.ipaddress alone is not judged again. The controllers' status writes
+	// move the resourceVersion too, so the edit is made again on a conflict, as a person's would be.
+	rig.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		x := f.getFIP("admf-static")
+		x.Labels = map[string]string{"team": "a"}
+		_, err := f.api.FloatingIP().Update(x)
+		return err
+	}))
 }
 
 // TestAdmissionConfig: kube-fip-config is judged by the checks the operator runs on it: an invalid
