@@ -123,6 +123,51 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 	})
 }
 
+// TestGuestPassesWhileWaiting: a FloatingIP whose range does not exist yet waits, and its guest
+// pass is retried with backoff, not run again and again while nothing changes. The range's
+// allocation then runs the pass that configures the guest at once, and the retry that was still
+// scheduled does not run a second one (a second read of the kubeconfig, a second round of the
+// guest's API, a second status write).
+func TestGuestPassesWhileWaiting(t *testing.T) {
+	f := newFixture(t, "c-m-guestwait")
+	proxy := shared.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestwait", f.ns, nil, shared.StartGuest(t, "guestwait"))
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
+	_, port := f.operator()
+
+	f.createFIPIn(f.ns, "guestwait-kubevip", "guestwait", "10.151.0.5")
+	f.waitFIP("guestwait-kubevip", 15*time.Second, "RangeNotFound", reasonIs(v1.ReasonRangeNotFound))
+	rig.Eventually(t, 15*time.Second, "a pass that waits for the address", func() bool {
+		return guestPassesIn(t, port, "guestwait", "Pending") >= 1
+	})
+	// Retried after 1s, 2s, 4s: three passes more in the next 5s at most.
+	before := guestPassesIn(t, port, "guestwait", "Pending")
+	time.Sleep(5 * time.Second)
+	if got := guestPassesIn(t, port, "guestwait", "Pending") - before; got > 3 {
+		t.Fatalf("%v passes in 5s over a cluster whose FloatingIP waits for its range; want at most 3, retried with backoff", got)
+	}
+
+	f.createRange("guestwait", "10.151.0.0/28")
+	gc.waitCIDR(t, "10.151.0.5/32", 15*time.Second)
+	f.waitFIP("guestwait-kubevip", 15*time.Second, "the guest configured", func(x *v1.FloatingIP) bool {
+		return x.Status.GuestState == "Configured"
+	})
+	// The retry still scheduled was due at most its backoff after the last waiting pass: 1s after
+	// the first, doubling with each one after, up to 30s.
+	waiting := guestPassesIn(t, port, "guestwait", "Pending")
+	backoff := 30 * time.Second
+	if waiting < 6 {
+		backoff = time.Duration(1<<(int(waiting)-1)) * time.Second
+	}
+	time.Sleep(backoff + 2*time.Second)
+	if got := guestPassesIn(t, port, "guestwait", "Configured"); got != 1 {
+		t.Errorf("%v passes configured the guest, want 1: the retry scheduled while it waited ran after the pass the allocation started", got)
+	}
+	if got := guestPassesIn(t, port, "guestwait", "Pending"); got != waiting {
+		t.Errorf("%v waiting passes, then %v after the guest was configured", waiting, got)
+	}
+}
+
 // TestGuestKubevipInstallModes: kubevipGuestInstall enabled / disabled / clusterlabel with and
 // without the kube-vip=true label, from the HTTP repository at a version the ConfigMap pins and
 // from an OCI registry; with kubevipUpdate false a later pass changes nothing, not even a newly

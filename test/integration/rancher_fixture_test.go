@@ -121,10 +121,17 @@ func (f *fixture) createRangeFor(name, cidr, harvesterName, network string) {
 // cluster name, whatever state they left it in.
 func guestPasses(t *testing.T, port int, name string) float64 {
 	t.Helper()
+	return guestPassesIn(t, port, name, "")
+}
+
+// guestPassesIn is how many passes over guest cluster name left it in state (any state when "").
+func guestPassesIn(t *testing.T, port int, name, state string) float64 {
+	t.Helper()
 	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	n := 0.0
 	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "kubefipoperator_guestcluster_passes_total{") && strings.Contains(line, `guestclustername="`+name+`"`) {
+		if strings.HasPrefix(line, "kubefipoperator_guestcluster_passes_total{") && strings.Contains(line, `guestclustername="`+name+`"`) &&
+			(state == "" || strings.Contains(line, `state="`+state+`"`)) {
 			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			if err != nil {
 				t.Fatalf("metrics line %q: %v", line, err)

@@ -154,6 +154,20 @@ func TestRangePriorityAndSelector(t *testing.T) {
 	if x := suite.WaitFIP(t, r.FIPs, lone.ID, lone.Name+"-kubevip", time.Minute); !inRange("sel-only-prod", "10.173.0.0/24")(x) {
 		t.Errorf("relabelled guest: %s, want sel-only-prod", suite.StatusText(x))
 	}
+
+	// A FloatingIP a person made for a cluster the range does not select waits, and holds an
+	// address once the cluster's labels match: the label change judges it again.
+	waiting := harvesterGuest("selwait", "harv-selonly", map[string]string{"env": "dev"})
+	rig.Must(t, r.AddGuest(waiting))
+	byHand := f.fip("selwait-byhand", "sel-only-prod", "")
+	byHand.Namespace, byHand.Annotations[v1.AnnotationClusterName] = waiting.ID, waiting.Name
+	byHand.Annotations[v1.AnnotationProvisioningCluster] = rancher.FleetNamespace + "/" + waiting.Name
+	if _, err := f.api.FloatingIP().Create(byHand); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFIPIn(waiting.ID, byHand.Name, 30*time.Second, "ClusterNotSelected", reasonIs(v1.ReasonClusterNotSelected))
+	rig.Must(t, r.LabelCluster(waiting.Name, "env", "prod"))
+	f.waitFIPIn(waiting.ID, byHand.Name, time.Minute, "an address of sel-only-prod", inRange("sel-only-prod", "10.173.0.0/24"))
 }
 
 // TestRangeClusterLimit: a range's maxAddressesPerCluster refuses a guest cluster's next address

@@ -69,7 +69,9 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	if c.ProvisioningClusters != nil {
 		// A change of a provisioning cluster's labels may let a range's clusterSelector admit
 		// its waiting FloatingIPs.
-		c.ProvisioningClusters.OnChange(ctx, HandlerName, h.OnProvisioningClusterChange)
+		if err := h.watchProvisioningClusters(c.ProvisioningClusters); err != nil {
+			return fmt.Errorf("watching provisioning clusters: %w", err)
+		}
 	}
 	return nil
 }

@@ -3,15 +3,18 @@ package floatingip
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
@@ -124,20 +127,49 @@ func (h *handler) move(f *v1.FloatingIP, to, why string) (*v1.FloatingIP, error)
 	return updated, nil
 }
 
-// OnProvisioningClusterChange judges again the waiting FloatingIPs of the cluster's guest
-// namespace: a change of its labels may let a range's clusterSelector admit them.
-func (h *handler) OnProvisioningClusterChange(_ string, c *provv1.Cluster) (*provv1.Cluster, error) {
-	if c == nil || !strings.HasPrefix(c.Status.ClusterName, GuestNamespacePrefix) {
-		return c, nil
+// watchProvisioningClusters judges again the waiting FloatingIPs of a guest namespace when a
+// provisioning cluster comes to name it, or when the labels of the one that does change: a range's
+// clusterSelector may admit them now. Informer events only, the old object against the new: a
+// status heartbeat of the cluster judges nothing again, and neither does a run of the cluster's
+// handlers that another controller asked for. Guest cluster discovery wakes a cluster whenever one
+// of its FloatingIPs is handled; judging the waiting FloatingIPs again on every such run woke each
+// of them again in turn, and a FloatingIP waiting for a range went round that circle without end.
+func (h *handler) watchProvisioningClusters(clusters provcontrollers.ClusterController) error {
+	_, err := clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: h.judgeWaiting,
+		UpdateFunc: func(old, obj interface{}) {
+			if selectionInputsChanged(old, obj) {
+				h.judgeWaiting(obj)
+			}
+		},
+	})
+	return err
+}
+
+// selectionInputsChanged says whether a provisioning cluster's update can change how ranges judge
+// its FloatingIPs: its labels, or the guest namespace it names.
+func selectionInputsChanged(old, obj interface{}) bool {
+	a, okA := old.(*provv1.Cluster)
+	b, okB := obj.(*provv1.Cluster)
+	if !okA || !okB {
+		return okB
+	}
+	return !maps.Equal(a.Labels, b.Labels) || a.Status.ClusterName != b.Status.ClusterName
+}
+
+// judgeWaiting queues the FloatingIPs of the cluster's guest namespace that hold no address.
+func (h *handler) judgeWaiting(obj interface{}) {
+	c, ok := obj.(*provv1.Cluster)
+	if !ok || !strings.HasPrefix(c.Status.ClusterName, GuestNamespacePrefix) {
+		return
 	}
 	fips, err := h.fips.Cache().List(c.Status.ClusterName, labels.Everything())
 	if err != nil {
-		return c, err
+		return
 	}
 	for _, f := range fips {
 		if cond, ok := v1.GetCondition(f.Status.Conditions, v1.Allocated); ok && cond.Status != corev1.ConditionTrue {
 			h.fips.Enqueue(f.Namespace, f.Name)
 		}
 	}
-	return c, nil
 }

@@ -11,6 +11,7 @@ package guestcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -19,6 +20,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -68,7 +70,11 @@ type controller struct {
 	opts options
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(pass context.Context, t guest.Target) (guestAPI, error)
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   workqueue.TypedDelayingInterface[string]
+	// next holds each cluster's coming pass: a retry with backoff, or the periodic one.
+	next *nextPasses
+	// started holds the inputs of the passes started, until the FloatingIPs' status shows them.
+	started startedInputs
 	// addresses shares the reads of Rancher's address settings between passes.
 	addresses *sharedread.Reads[[]string]
 }
@@ -92,11 +98,12 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		opts:      opts,
 		connect:   connectThroughRancher(installer, opts.Timeout),
 		addresses: sharedread.New[[]string](addressReuse, time.Now),
-		// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot.
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kube-fip-guest"}),
+		queue:     workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "kube-fip-guest"}),
 	}
+	// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot. A
+	// scheduled pass enters the queue through AddAfter, which counts it in workqueue_retries_total.
+	c.next = newNextPasses(func(key string) { c.queue.AddAfter(key, 0) },
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second), clock.RealClock{})
 	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
 	c.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
@@ -104,6 +111,7 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
+		c.next.stop()
 	}()
 	cc.OnStart(c.start)
 	return nil
@@ -115,28 +123,30 @@ func (c *controller) start(ctx context.Context) {
 	c.enqueueAll()
 	for i := 0; i < c.opts.Workers; i++ {
 		go func() {
-			for c.next(ctx) {
+			for c.work(ctx) {
 			}
 		}()
 	}
 }
 
-func (c *controller) next(ctx context.Context) bool {
+// work runs the pass of the next cluster in the queue and schedules the one after it; false once
+// the queue shut down.
+func (c *controller) work(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.next.begin(key)
 	after, err := c.sync(ctx, key)
 	switch {
 	case err != nil:
 		logrus.Debugf("guest operations for cluster %s: %v; retrying", key, err)
-		c.queue.AddRateLimited(key)
+		c.next.retry(key)
 	case after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
+		c.next.after(key, after)
 	default:
-		c.queue.Forget(key)
+		c.next.none(key)
 	}
 	return true
 }
@@ -160,9 +170,12 @@ func (c *controller) enqueueAll() {
 // onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,
 // the cluster or the updateConfigMap annotation, or the FloatingIP is going away or stopped naming
 // a cluster. Status-only writes (our own) start nothing.
-func (c *controller) onFloatingIP(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
+func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	// A deleted FloatingIP was seen before with its deletionTimestamp: its finalizer holds it.
 	if f == nil {
+		if ns, name, found := strings.Cut(key, "/"); found {
+			c.started.forget(ns, name)
+		}
 		return f, nil
 	}
 	cluster := f.Annotations[v1.AnnotationClusterName]
@@ -173,7 +186,7 @@ func (c *controller) onFloatingIP(_ string, f *v1.FloatingIP) (*v1.FloatingIP, e
 		if f.Status.GuestInputs != "" || (f.DeletionTimestamp != nil && cluster != "") {
 			c.enqueueNamespace(f.Namespace)
 		}
-	case c.inputsOf(f) != f.Status.GuestInputs:
+	case c.changed(f):
 		c.enqueueNamespace(f.Namespace)
 	}
 	return f, nil

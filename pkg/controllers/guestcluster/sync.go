@@ -85,6 +85,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	var passes, members []*pass
 	for _, f := range fips {
 		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f), inputs: c.inputsOf(f)}
+		c.started.start(f, p.inputs)
 		passes = append(passes, p)
 		prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
 		switch {

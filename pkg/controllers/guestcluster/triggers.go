@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+	"sync"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -16,8 +17,13 @@ import (
 // A pass starts when what the guest must get changes, and only then: the FloatingIP's
 // status.guestInputs holds a hash of what the last pass worked from (inputsOf), so every trigger
 // compares that hash with the objects as they are now. A status heartbeat of a Rancher object, or
-// a status write of the operator's own, changes none of the inputs and starts nothing. Nothing is
-// remembered in memory: what the controller holds is the work in its queue.
+// a status write of the operator's own, changes none of the inputs and starts nothing.
+//
+// A pass's status write reaches the cache a moment after the pass, and handlers run meanwhile (the
+// allocation's own status writes, discovery waking the cluster): compared with status.guestInputs
+// alone, each of them would queue a second pass with the very inputs the first one worked from.
+// So the inputs of the last pass started over each FloatingIP are kept in memory (startedInputs)
+// until its status shows them, and a trigger compares with those.
 
 // inputsOf hashes what a pass over f works from, as the caches show it now.
 func (c *controller) inputsOf(f *v1.FloatingIP) string {
@@ -38,6 +44,12 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// changed says whether what f's guest must get differs from what the last pass over it worked
+// from: the last pass this process started, else the one its status shows.
+func (c *controller) changed(f *v1.FloatingIP) bool {
+	return c.inputsOf(f) != c.started.last(f)
+}
+
 // enqueueIfChanged starts a pass for namespace ns when what one of its guest cluster's
 // FloatingIPs must get differs from what the last pass worked from.
 func (c *controller) enqueueIfChanged(ns string) {
@@ -46,11 +58,53 @@ func (c *controller) enqueueIfChanged(ns string) {
 		return
 	}
 	for _, f := range fips {
-		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" && c.inputsOf(f) != f.Status.GuestInputs {
+		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" && c.changed(f) {
 			c.enqueueNamespace(ns)
 			return
 		}
 	}
+}
+
+// startedInputs holds, by FloatingIP, the inputs of the last pass this process started over it,
+// for as long as its status in the cache does not show them yet: an entry lives for about one
+// status write's round trip, or, for a FloatingIP whose first pass records nothing (no address
+// yet), until it is deleted. The zero value is ready to use.
+type startedInputs struct {
+	mu     sync.Mutex
+	byName map[string]string // namespace/name
+}
+
+// start records the inputs a pass over f starts from.
+func (s *startedInputs) start(f *v1.FloatingIP, inputs string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byName == nil {
+		s.byName = map[string]string{}
+	}
+	s.byName[f.Namespace+"/"+f.Name] = inputs
+}
+
+// last is the inputs of the last pass over f: those it started from, or, once its status shows
+// them (the entry is then dropped) or when no pass was started here, its status.guestInputs.
+func (s *startedInputs) last(f *v1.FloatingIP) string {
+	key := f.Namespace + "/" + f.Name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.byName[key]
+	if !ok {
+		return f.Status.GuestInputs
+	}
+	if in == f.Status.GuestInputs {
+		delete(s.byName, key)
+	}
+	return in
+}
+
+// forget drops the entry of a FloatingIP that is gone.
+func (s *startedInputs) forget(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byName, namespace+"/"+name)
 }
 
 func labelState(l map[string]string) string {

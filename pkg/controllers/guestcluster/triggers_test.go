@@ -144,3 +144,50 @@ func TestMetricsOfRemovedClustersArePruned(t *testing.T) {
 		t.Errorf("series left for %v; want only %s, which a FloatingIP still names", got, testCluster)
 	}
 }
+
+// TestTriggersWhileAPassWrites: once a pass started from a FloatingIP's inputs, the handlers that
+// run before its status write reaches the cache (the same object handled again, its cluster woken)
+// queue no second pass; a change of the inputs meanwhile does. When the status shows the inputs,
+// the controller holds nothing more for the FloatingIP.
+func TestTriggersWhileAPassWrites(t *testing.T) {
+	w := newWorld()
+	c, queued := triggerWorld(w)
+	defer c.queue.ShutDown()
+	f := w.fip(t)
+	f.Status.GuestInputs = ""
+	key := testNS + "/" + f.Name
+
+	c.started.start(f, c.inputsOf(f))
+	if _, err := c.onFloatingIP(key, f); err != nil {
+		t.Fatal(err)
+	}
+	c.enqueueIfChanged(testNS)
+	if got := queued(); len(got) != 0 {
+		t.Errorf("handlers before the pass's status write queued %v, want nothing", got)
+	}
+
+	g := f.DeepCopy()
+	g.Annotations[v1.AnnotationUpdateConfigMap] = "false"
+	if _, err := c.onFloatingIP(key, g); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); len(got) != 1 {
+		t.Errorf("an input changed while the pass wrote: queued %v, want a pass of %s", got, testNS)
+	}
+
+	f.Status.GuestInputs = c.inputsOf(f)
+	if c.changed(f) {
+		t.Error("the status shows the started inputs, yet they count as changed")
+	}
+	if len(c.started.byName) != 0 {
+		t.Errorf("still held once the status shows the inputs: %v", c.started.byName)
+	}
+
+	c.started.start(f, "earlier")
+	if _, err := c.onFloatingIP(key, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.started.byName) != 0 {
+		t.Errorf("still held after the FloatingIP is gone: %v", c.started.byName)
+	}
+}
