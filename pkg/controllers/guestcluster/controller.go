@@ -11,7 +11,6 @@ package guestcluster
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -173,9 +172,7 @@ func (c *controller) enqueueAll() {
 func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	// A deleted FloatingIP was seen before with its deletionTimestamp: its finalizer holds it.
 	if f == nil {
-		if ns, name, found := strings.Cut(key, "/"); found {
-			c.started.forget(ns, name)
-		}
+		c.started.forget(key)
 		return f, nil
 	}
 	cluster := f.Annotations[v1.AnnotationClusterName]

@@ -71,8 +71,10 @@ func (c *controller) enqueueIfChanged(ns string) {
 // yet), until it is deleted. The zero value is ready to use.
 type startedInputs struct {
 	mu     sync.Mutex
-	byName map[string]string // namespace/name
+	byName map[string]string // by namespace/name, the handlers' key
 }
+
+func keyOf(f *v1.FloatingIP) string { return f.Namespace + "/" + f.Name }
 
 // start records the inputs a pass over f starts from.
 func (s *startedInputs) start(f *v1.FloatingIP, inputs string) {
@@ -81,13 +83,13 @@ func (s *startedInputs) start(f *v1.FloatingIP, inputs string) {
 	if s.byName == nil {
 		s.byName = map[string]string{}
 	}
-	s.byName[f.Namespace+"/"+f.Name] = inputs
+	s.byName[keyOf(f)] = inputs
 }
 
 // last is the inputs of the last pass over f: those it started from, or, once its status shows
 // them (the entry is then dropped) or when no pass was started here, its status.guestInputs.
 func (s *startedInputs) last(f *v1.FloatingIP) string {
-	key := f.Namespace + "/" + f.Name
+	key := keyOf(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in, ok := s.byName[key]
@@ -100,11 +102,11 @@ func (s *startedInputs) last(f *v1.FloatingIP) string {
 	return in
 }
 
-// forget drops the entry of a FloatingIP that is gone.
-func (s *startedInputs) forget(namespace, name string) {
+// forget drops the entry of the FloatingIP key (namespace/name), which is gone.
+func (s *startedInputs) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byName, namespace+"/"+name)
+	delete(s.byName, key)
 }
 
 func labelState(l map[string]string) string {
