@@ -3,7 +3,9 @@ package cachetrim
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -21,10 +23,12 @@ import (
 func fullMeta(name, namespace string) metav1.ObjectMeta {
 	now := metav1.Now()
 	return metav1.ObjectMeta{
-		Name: name, Namespace: namespace, UID: "uid-" + "name", ResourceVersion: "42", Generation: 3,
+		Name: name, Namespace: namespace, UID: "uid-" + "name", ResourceVersion: "42", Generation: 3, CreationTimestamp: now,
+		GenerateName:      "g-",
 		Labels:            map[string]string{"team": "a", "kube-fip.k8s.binbash.org/kubevip": "true"},
 		Annotations:       map[string]string{LastAppliedAnnotation: `{"huge":"copy"}`, "field.cattle.io/creatorId": "u-1"},
 		Finalizers:        []string{"wrangler.cattle.io/x"},
+		OwnerReferences:   []metav1.OwnerReference{{APIVersion: "management.cattle.io/v3", Kind: "Cluster", Name: "c-m-abc", UID: "uid-owner"}},
 		DeletionTimestamp: &now,
 		ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "rancher", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
 	}
@@ -39,21 +43,23 @@ func size(t *testing.T, obj interface{}) int {
 	return len(data)
 }
 
-// checkMeta asserts that a read-only kind's trimmed metadata is the full one but for managedFields
-// and the last-applied annotation.
+// checkMeta asserts that a read-only kind's trimmed metadata holds exactly the fields of
+// ReadOnlyMetadata, as the full one has them.
 func checkMeta(t *testing.T, full, trimmed metav1.ObjectMeta) {
 	t.Helper()
-	if trimmed.ManagedFields != nil {
-		t.Errorf("managedFields kept: %v", trimmed.ManagedFields)
+	var want metav1.ObjectMeta
+	from, to := reflect.ValueOf(full), reflect.ValueOf(&want).Elem()
+	for _, name := range strings.Fields(ReadOnlyMetadata) {
+		if !from.FieldByName(name).IsValid() {
+			t.Fatalf("ReadOnlyMetadata names %s, which ObjectMeta has not", name)
+		}
+		to.FieldByName(name).Set(from.FieldByName(name))
 	}
-	if _, ok := trimmed.Annotations[LastAppliedAnnotation]; ok {
-		t.Error("the last-applied annotation is kept")
-	}
-	want := *full.DeepCopy()
-	want.ManagedFields = nil
-	delete(want.Annotations, LastAppliedAnnotation)
 	if !reflect.DeepEqual(want, trimmed) {
 		t.Errorf("metadata differs:\nwant %+v\ngot  %+v", want, trimmed)
+	}
+	if trimmed.Annotations != nil || trimmed.Finalizers != nil || trimmed.OwnerReferences != nil || trimmed.ManagedFields != nil {
+		t.Errorf("annotations, finalizers, owner references or managedFields kept: %+v", trimmed)
 	}
 }
 
@@ -205,13 +211,12 @@ func TestNamespaceKeepsNameLabelsAndDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := out.(*corev1.Namespace)
-	want := *keep.ObjectMeta.DeepCopy()
-	want.ManagedFields, want.Annotations = nil, nil
-	if !reflect.DeepEqual(ns.ObjectMeta, want) {
-		t.Errorf("metadata %+v, want %+v", ns.ObjectMeta, want)
-	}
+	checkMeta(t, keep.ObjectMeta, ns.ObjectMeta)
 	if ns.DeletionTimestamp == nil || ns.Name != "c-m-abc" {
 		t.Errorf("the namespace's name or deletion is lost: %+v", ns.ObjectMeta)
+	}
+	if ns.Spec.Finalizers != nil || ns.Status.Phase != "" {
+		t.Errorf("spec or status kept: %+v", ns)
 	}
 }
 
@@ -235,6 +240,9 @@ func TestHarvesterConfigKeepsTheNetwork(t *testing.T) {
 			u.SetNamespace("fleet-default")
 			u.SetName("cp-config")
 			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "rancher"}})
+			u.SetAnnotations(map[string]string{"field.cattle.io/creatorId": "u-1"})
+			u.SetLabels(map[string]string{"team": "a"})
+			u.SetUID("uid-config")
 			keep := u.DeepCopy()
 			out, err := HarvesterConfig(u)
 			if err != nil {
@@ -249,8 +257,11 @@ func TestHarvesterConfigKeepsTheNetwork(t *testing.T) {
 			if trimmed.GetName() != "cp-config" || trimmed.GetNamespace() != "fleet-default" || trimmed.GetKind() != "HarvesterConfig" {
 				t.Errorf("identity lost: %v", trimmed.Object)
 			}
-			if _, ok := trimmed.Object["userData"]; ok || trimmed.GetManagedFields() != nil {
-				t.Errorf("userData or managedFields kept: %v", trimmed.Object)
+			if _, ok := trimmed.Object["userData"]; ok || trimmed.GetManagedFields() != nil || trimmed.GetAnnotations() != nil {
+				t.Errorf("userData, managedFields or annotations kept: %v", trimmed.Object)
+			}
+			if trimmed.GetUID() != "uid-config" || !reflect.DeepEqual(trimmed.GetLabels(), keep.GetLabels()) {
+				t.Errorf("uid or labels lost: %v", trimmed.Object)
 			}
 		})
 	}
@@ -268,5 +279,50 @@ func TestManagedFieldsOnlyKeepsAllButManagedFields(t *testing.T) {
 	keep.ManagedFields = nil
 	if !reflect.DeepEqual(out, keep) {
 		t.Errorf("got %+v, want %+v", out, keep)
+	}
+}
+
+// Two objects decoded apart share the strings that repeat between them once cached: the keys of
+// their labels and annotations, their namespace and apiVersion, the type and reason of their
+// conditions; what is one object's own (its name, an annotation's value) stays its own.
+func TestRepeatingStringsAreShared(t *testing.T) {
+	decode := func(name string) *v1.FloatingIP {
+		data := []byte(`{"apiVersion":"kubefip.k8s.binbash.org/v1","kind":"FloatingIP","metadata":{"name":"` + name + `","namespace":"c-m-abc",` +
+			`"labels":{"team":"a"},"annotations":{"clusterName":"` + name + `"},"finalizers":["kubefip.k8s.binbash.org/release"]},` +
+			`"status":{"range":"r1","conditions":[{"type":"Allocated","status":"True","reason":"Allocated","message":"holds 10.0.0.5"}]}}`)
+		var f v1.FloatingIP
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		out, err := ManagedFieldsOnly(&f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*v1.FloatingIP)
+	}
+	a, b := decode("one"), decode("two")
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are two copies", what, x, y)
+		}
+	}
+	key := func(m map[string]string) string {
+		for k := range m {
+			return k
+		}
+		return ""
+	}
+	same("apiVersion", a.APIVersion, b.APIVersion)
+	same("namespace", a.Namespace, b.Namespace)
+	same("label key", key(a.Labels), key(b.Labels))
+	same("label value", a.Labels["team"], b.Labels["team"])
+	same("annotation key", key(a.Annotations), key(b.Annotations))
+	same("finalizer", a.Finalizers[0], b.Finalizers[0])
+	same("status.range", a.Status.Range, b.Status.Range)
+	same("condition type", a.Status.Conditions[0].Type, b.Status.Conditions[0].Type)
+	same("condition reason", a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason)
+	if a.Annotations["clusterName"] != "one" || b.Annotations["clusterName"] != "two" || a.Name != "one" {
+		t.Errorf("an object's own values changed: %v, %v", a.ObjectMeta, b.ObjectMeta)
 	}
 }
