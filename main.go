@@ -204,6 +204,7 @@ func (s *settings) run(*cli.Context) error {
 		return fmt.Errorf("--container-memory-limit, --memory-limit-ratio: %w", err)
 	}
 	logrus.Infof("Go runtime memory limit: %s", limit)
+	logrus.Infof("Go garbage collector: %s", memlimit.GCPercent(os.Getenv))
 	logrus.Infof("guest chart policy: %s", opts.ChartPolicy)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -165,7 +165,7 @@ func hasArg(args []string, want string) bool {
 // TestGoMemoryLimit: by default the Go runtime's limit follows the container's memory limit: the
 // Downward API gives the operator limits.memory and the chart the ratio, and no GOMEMLIMIT is
 // set; goMemoryLimit, when set, becomes GOMEMLIMIT; a value that is not a Go memory size, or a
-// ratio out of bounds, is refused.
+// ratio out of bounds, is refused. GOGC is goGC, 50 by default, within 10 and 1000.
 func TestGoMemoryLimit(t *testing.T) {
 	env := func(c corev1.Container, name string) (corev1.EnvVar, bool) {
 		for _, e := range c.Env {
@@ -194,7 +194,13 @@ func TestGoMemoryLimit(t *testing.T) {
 	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
 		t.Errorf("no container memory limit to derive the runtime's from")
 	}
-	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB", "goMemoryLimitRatio": 0.5})
+	if v, _ := env(c, "GOGC"); v.Value != "50" {
+		t.Errorf("GOGC %q; want 50", v.Value)
+	}
+	_, c = renderDeployment(t, map[string]interface{}{"goMemoryLimit": "200MiB", "goMemoryLimitRatio": 0.5, "goGC": 100})
+	if v, _ := env(c, "GOGC"); v.Value != "100" {
+		t.Errorf("GOGC %q with goGC 100; want 100", v.Value)
+	}
 	if v, _ := env(c, "GOMEMLIMIT"); v.Value != "200MiB" {
 		t.Errorf("GOMEMLIMIT %q; want 200MiB", v.Value)
 	}
@@ -213,6 +219,11 @@ func TestGoMemoryLimit(t *testing.T) {
 	for _, bad := range []interface{}{0, 1, "half"} {
 		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimitRatio": bad}, APIVersions: InstallAPIVersions()}); err == nil {
 			t.Errorf("goMemoryLimitRatio %v rendered; want it refused by the schema", bad)
+		}
+	}
+	for _, bad := range []interface{}{0, 5, 5000, "off", "50", 50.5} {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goGC": bad}, APIVersions: InstallAPIVersions()}); err == nil {
+			t.Errorf("goGC %v rendered; want it refused by the schema", bad)
 		}
 	}
 }

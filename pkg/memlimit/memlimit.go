@@ -59,3 +59,12 @@ func mib(bytes string) string {
 	n, _ := strconv.ParseInt(strings.TrimSpace(bytes), 10, 64)
 	return strconv.FormatInt(n>>20, 10)
 }
+
+// GCPercent says what the collector's GOGC is (getenv reads the environment), for the log: the
+// runtime reads GOGC itself.
+func GCPercent(getenv func(string) string) string {
+	if v := strings.TrimSpace(getenv("GOGC")); v != "" {
+		return "GOGC " + v
+	}
+	return "GOGC 100 (Go's default)"
+}

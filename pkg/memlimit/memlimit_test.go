@@ -50,3 +50,11 @@ func TestApply(t *testing.T) {
 		t.Errorf("derived: %q, %v; limit %d, want 384 MiB", got, err, debug.SetMemoryLimit(-1))
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	for env, want := range map[string]string{"50": "GOGC 50", " 200 ": "GOGC 200", "": "GOGC 100 (Go's default)"} {
+		if got := GCPercent(func(k string) string { return map[string]string{"GOGC": env}[k] }); got != want {
+			t.Errorf("GOGC %q: %q, want %q", env, got, want)
+		}
+	}
+}

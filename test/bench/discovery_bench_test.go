@@ -110,26 +110,30 @@ func startBenchOperator(b *testing.B, ns string, prof *benchProfiles) *controlpl
 
 // chartRuntimeEnv is the memory environment the chart gives the operator with its default values
 // (the container's memory limit as the Downward API writes it, the ratio, GOMEMLIMIT when
-// goMemoryLimit is set), so that the benchmarks measure the operator as installed.
-// $BENCH_GO_MEMORY_LIMIT, when set, is given as GOMEMLIMIT instead ("off": no limit at all).
+// goMemoryLimit is set, GOGC), so that the benchmarks measure the operator as installed.
+// $BENCH_GO_MEMORY_LIMIT, when set, is given as GOMEMLIMIT instead ("off": no limit at all), and
+// $BENCH_GOGC as GOGC.
 func chartRuntimeEnv(b *testing.B) []string {
 	env := chartMemoryEnv(b)
-	limit, ok := os.LookupEnv("BENCH_GO_MEMORY_LIMIT")
-	if !ok {
-		return env
-	}
-	out := []string{"GOMEMLIMIT=" + limit}
-	for _, v := range env {
-		if !strings.HasPrefix(v, "GOMEMLIMIT=") {
-			out = append(out, v)
+	for variable, name := range map[string]string{"BENCH_GO_MEMORY_LIMIT": "GOMEMLIMIT", "BENCH_GOGC": "GOGC"} {
+		value, ok := os.LookupEnv(variable)
+		if !ok {
+			continue
 		}
+		out := []string{name + "=" + value}
+		for _, v := range env {
+			if !strings.HasPrefix(v, name+"=") {
+				out = append(out, v)
+			}
+		}
+		env = out
 	}
-	return out
+	return env
 }
 
 // chartMemoryEnv is the memory environment of the chart's Deployment rendered with its default
-// values: GOMEMLIMIT and MEMORY_LIMIT_RATIO as given, CONTAINER_MEMORY_LIMIT as the Downward API
-// fills it from the container's limits.memory.
+// values: GOMEMLIMIT, MEMORY_LIMIT_RATIO and GOGC as given, CONTAINER_MEMORY_LIMIT as the Downward
+// API fills it from the container's limits.memory.
 func chartMemoryEnv(b *testing.B) []string {
 	b.Helper()
 	var env []string
@@ -144,7 +148,7 @@ func chartMemoryEnv(b *testing.B) []string {
 		for _, c := range d.Spec.Template.Spec.Containers {
 			for _, v := range c.Env {
 				switch {
-				case v.Name == "GOMEMLIMIT" || v.Name == "MEMORY_LIMIT_RATIO":
+				case v.Name == "GOMEMLIMIT" || v.Name == "MEMORY_LIMIT_RATIO" || v.Name == "GOGC":
 					env = append(env, v.Name+"="+v.Value)
 				case v.ValueFrom != nil && v.ValueFrom.ResourceFieldRef != nil && v.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
 					limit := c.Resources.Limits[corev1.ResourceMemory]
@@ -156,19 +160,26 @@ func chartMemoryEnv(b *testing.B) []string {
 	return env
 }
 
-// memoryLimitText says which Go memory limit env gives the operator, for the printed figures.
+// memoryLimitText says which Go memory limit and GOGC env gives the operator, for the printed
+// figures.
 func memoryLimitText(env []string) string {
+	gc := "; GOGC 100 (Go's default)"
+	for _, v := range env {
+		if g, ok := strings.CutPrefix(v, "GOGC="); ok {
+			gc = "; GOGC " + g
+		}
+	}
 	for _, v := range env {
 		if l, ok := strings.CutPrefix(v, "GOMEMLIMIT="); ok {
-			return "GOMEMLIMIT " + l
+			return "GOMEMLIMIT " + l + gc
 		}
 	}
 	for _, v := range env {
 		if l, ok := strings.CutPrefix(v, "CONTAINER_MEMORY_LIMIT="); ok {
-			return "derived from a container limit of " + l + " bytes"
+			return "derived from a container limit of " + l + " bytes" + gc
 		}
 	}
-	return "none"
+	return "none" + gc
 }
 
 // runningBenchOperator starts the benchmarks' operator with its Lease and Events in namespace ns,

@@ -17,8 +17,9 @@ import (
 // and no address was handed out twice; it asserts nothing about time. The operator's flags end
 // with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
 // The operator's memory environment is the one the chart gives it by default (the Go runtime's
-// limit derived from the container's memory limit, see chartRuntimeEnv); $BENCH_GO_MEMORY_LIMIT
-// is given as GOMEMLIMIT instead ("off": no limit), to measure the operator without it.
+// limit derived from the container's memory limit and the chart's GOGC, see chartRuntimeEnv);
+// $BENCH_GO_MEMORY_LIMIT is given as GOMEMLIMIT instead ("off": no limit), to measure the operator
+// without it, and $BENCH_GOGC as GOGC.
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)

@@ -76,8 +76,9 @@ func TestOperatorRunsAsTheChartSays(t *testing.T) {
 	// The Go runtime's memory limit follows the container's: the Downward API hands the process
 	// the container's limits.memory, and the operator derives its limit from it.
 	environ := strings.Split(readProc(t, pid, "environ"), "\x00")
-	if !slices.Contains(environ, "CONTAINER_MEMORY_LIMIT=536870912") || !slices.Contains(environ, "MEMORY_LIMIT_RATIO=0.75") {
-		t.Errorf("the operator's environment lacks the container's memory limit (512Mi) and the ratio: %q", grepLines(strings.Join(environ, "\n"), "CONTAINER_MEMORY_LIMIT"))
+	if !slices.Contains(environ, "CONTAINER_MEMORY_LIMIT=536870912") || !slices.Contains(environ, "MEMORY_LIMIT_RATIO=0.75") || !slices.Contains(environ, "GOGC=50") {
+		t.Errorf("the operator's environment lacks the container's memory limit (512Mi), the ratio or GOGC: %q",
+			[]string{grepLines(strings.Join(environ, "\n"), "CONTAINER_MEMORY_LIMIT"), grepLines(strings.Join(environ, "\n"), "MEMORY_LIMIT_RATIO"), grepLines(strings.Join(environ, "\n"), "GOGC")})
 	}
 	logs, err := s.mgmtKube.CoreV1().Pods(pods[0].Namespace).GetLogs(pods[0].Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
 	if err != nil || !strings.Contains(string(logs), "Go runtime memory limit: 384 MiB, 75% of the container's limit of 512 MiB") {
