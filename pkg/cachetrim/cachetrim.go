@@ -19,7 +19,6 @@
 package cachetrim
 
 import (
-	"fmt"
 	"unique"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
@@ -205,18 +204,20 @@ func HarvesterConfig(obj interface{}) (interface{}, error) {
 	out := &unstructured.Unstructured{Object: kept}
 	out.SetAPIVersion(share(u.GetAPIVersion()))
 	out.SetKind(share(u.GetKind()))
-	if m, ok := u.Object["metadata"].(map[string]interface{}); ok {
-		var full metav1.ObjectMeta
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &full); err != nil {
-			return nil, fmt.Errorf("metadata of %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-		}
-		trimmed := readOnlyMeta(full)
-		meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&trimmed)
-		if err != nil {
-			return nil, err
-		}
-		kept["metadata"] = meta
-	}
+	// The getters read a malformed field as empty, so that an odd object is cached, not refused.
+	m := readOnlyMeta(metav1.ObjectMeta{
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
+		Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(), DeletionTimestamp: u.GetDeletionTimestamp(),
+		Labels: u.GetLabels(),
+	})
+	out.SetName(m.Name)
+	out.SetNamespace(m.Namespace)
+	out.SetUID(m.UID)
+	out.SetResourceVersion(m.ResourceVersion)
+	out.SetGeneration(m.Generation)
+	out.SetCreationTimestamp(m.CreationTimestamp)
+	out.SetDeletionTimestamp(m.DeletionTimestamp)
+	out.SetLabels(m.Labels)
 	return out, nil
 }
 

@@ -326,3 +326,24 @@ func TestRepeatingStringsAreShared(t *testing.T) {
 		t.Errorf("an object's own values changed: %v, %v", a.ObjectMeta, b.ObjectMeta)
 	}
 }
+
+// A HarvesterConfig with malformed metadata is still cached, with what of it reads as well formed:
+// a transform that failed would stop its informer's list and watch.
+func TestHarvesterConfigWithMalformedMetadata(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "rke-machine-config.cattle.io/v1", "kind": "HarvesterConfig", "networkName": "default/vlan10",
+		"metadata": map[string]interface{}{"name": "cp-config", "namespace": "fleet-default", "labels": "not a map",
+			"creationTimestamp": "yesterday", "generation": "two", "annotations": []interface{}{1}},
+	}}
+	out, err := HarvesterConfig(u)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	trimmed := out.(*unstructured.Unstructured)
+	if trimmed.GetName() != "cp-config" || trimmed.GetNamespace() != "fleet-default" || trimmed.GetLabels() != nil || trimmed.GetAnnotations() != nil {
+		t.Errorf("metadata %v; want the name and namespace only", trimmed.Object["metadata"])
+	}
+	if c, _ := harvester.NetworkOf(trimmed.Object); c.Network.Name != "vlan10" {
+		t.Errorf("network %+v; want vlan10", c)
+	}
+}
