@@ -45,6 +45,8 @@ type settings struct {
 	imagePrefixes  string
 	kubevipImages  string
 	providerImages string
+	kubevipModes   string
+	guestNS        string
 	kubeAPIQPS     float64
 	webhookHosts   string
 	containerLimit string
@@ -121,6 +123,10 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "the exact image repositories (registry/path, no tag) kube-vip's DaemonSet may run, comma-separated"},
 		&cli.StringFlag{Name: "allowed-cloud-provider-images", EnvVars: []string{"ALLOWED_CLOUD_PROVIDER_IMAGES"}, Value: strings.Join(installpolicy.DefaultCloudProviderImages(), ","), Destination: &s.providerImages,
 			Usage: "the exact image repositories kube-vip-cloud-provider's Deployment may run, comma-separated"},
+		&cli.StringFlag{Name: "allowed-kubevip-modes", EnvVars: []string{"ALLOWED_KUBEVIP_MODES"}, Destination: &s.kubevipModes,
+			Usage: "kube-vip modes beyond ARP for Services whose variables kube-fip-config may set, comma-separated: bgp, routingtable, dhcp, controlplane"},
+		&cli.StringFlag{Name: "allowed-guest-namespaces", EnvVars: []string{"ALLOWED_GUEST_NAMESPACES"}, Value: strings.Join(installpolicy.DefaultNamespaces(), ","), Destination: &s.guestNS,
+			Usage: "guest namespaces kubevipNamespace may name, comma-separated: kube-vip runs there host-networked with NET_ADMIN"},
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
 			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
@@ -168,9 +174,11 @@ func (s *settings) options() (operator.Options, error) {
 		AllowHTTP:           s.allowHTTP,
 		KubevipImages:       strings.Split(s.kubevipImages, ","),
 		CloudProviderImages: strings.Split(s.providerImages, ","),
+		KubevipModes:        strings.Split(s.kubevipModes, ","),
+		Namespaces:          strings.Split(s.guestNS, ","),
 	})
 	if err != nil {
-		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images: %w", err)
+		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces: %w", err)
 	}
 	opts.ChartPolicy = policy
 	for _, h := range strings.Split(s.webhookHosts, ",") {

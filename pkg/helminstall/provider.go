@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
@@ -74,13 +76,18 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *guest.Client, nam
 			return kubevipconfig.ConfigMapRef{}, fmt.Errorf("the Deployment %s/%s that release %s/%s names is not the release's own: %w",
 				ns, head.Name, namespace, name, ErrProviderNotFound)
 		}
-		return providerConfigMapOf(d), nil
+		return providerConfigMapOf(d, namespace)
 	}
 	return kubevipconfig.ConfigMapRef{}, fmt.Errorf("release %s/%s: %w", namespace, name, ErrProviderNotFound)
 }
 
-// providerConfigMapOf reads the provider's environment, with its defaults for what is unset.
-func providerConfigMapOf(d *appsv1.Deployment) kubevipconfig.ConfigMapRef {
+// providerConfigMapOf reads the provider's environment, with its defaults for what is unset. The
+// answer must be a ConfigMap a provider chart generation reads: kube-system/kubevip (before 0.2.3,
+// and what the original operator wrote), or in the release's namespace kubevip (what the operator
+// sets since 0.2.4) or kube-vip-cloud-provider-cm (0.2.3). The operator writes only there: a
+// Deployment that names any other ConfigMap would send its address pool into someone else's
+// object.
+func providerConfigMapOf(d *appsv1.Deployment, namespace string) (kubevipconfig.ConfigMapRef, error) {
 	ref := kubevipconfig.DefaultConfigMap()
 	for _, c := range d.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
@@ -92,5 +99,29 @@ func providerConfigMapOf(d *appsv1.Deployment) kubevipconfig.ConfigMapRef {
 			}
 		}
 	}
-	return ref
+	for _, ok := range providerConfigMaps(namespace) {
+		if ref == ok {
+			return ref, nil
+		}
+	}
+	return kubevipconfig.ConfigMapRef{}, fmt.Errorf("the provider Deployment %s/%s reads %s, which is none of the ConfigMaps the operator writes (%s): %w",
+		d.Namespace, d.Name, redact.Shorten(ref.String(), 2*maxChartName), providerConfigMapsText(namespace), ErrProviderNotFound)
+}
+
+// providerConfigMaps are the ConfigMaps a provider the operator installed into namespace reads,
+// chart generation by generation.
+func providerConfigMaps(namespace string) []kubevipconfig.ConfigMapRef {
+	return []kubevipconfig.ConfigMapRef{
+		kubevipconfig.DefaultConfigMap(),
+		{Namespace: namespace, Name: kubevipconfig.KubevipConfigMap},
+		{Namespace: namespace, Name: ProviderChart + "-cm"},
+	}
+}
+
+func providerConfigMapsText(namespace string) string {
+	var names []string
+	for _, r := range providerConfigMaps(namespace) {
+		names = append(names, r.String())
+	}
+	return strings.Join(names, ", ")
 }

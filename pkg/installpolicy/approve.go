@@ -45,9 +45,10 @@ func (p Policy) NewPlan(chart Chart, key, version string, values, defaults map[s
 		return nil, fmt.Errorf("the operator's default values of the %s chart are refused: %w", chart, err)
 	}
 	baseline := d.Map
-	delete(baseline, "nameOverride")
-	if name, ok := v.Map["nameOverride"]; ok {
-		baseline["nameOverride"] = name
+	// The reference renders the PodMonitor when the configuration does: whether it exists is the
+	// one switch a value has over which objects there are.
+	if pm, ok := v.Map["podMonitor"].(map[string]interface{}); ok && pm["enabled"] == true {
+		baseline["podMonitor"] = map[string]interface{}{"enabled": true}
 	}
 	return &Plan{policy: p, Chart: chart, Version: version, Values: v, baseline: baseline}, nil
 }
@@ -74,7 +75,6 @@ func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
 	if err := CheckChart(pl.Chart, ch, pl.Version); err != nil {
 		return nil, err
 	}
-	j := &judge{policy: pl.policy, chart: pl.Chart, release: rel.Name, namespace: rel.Namespace, name: pl.Values.Name}
 	got, err := pl.objects(ch, pl.Values.Map, rel)
 	if err != nil {
 		return nil, err
@@ -83,6 +83,13 @@ func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("with the operator's default values: %w", err)
 	}
+	return pl.approve(got, base, rel)
+}
+
+// approve judges the objects a render with the plan's values gives against base, those of the
+// reference render.
+func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
+	j := &judge{policy: pl.policy, chart: pl.Chart, release: rel.Name, namespace: rel.Namespace, name: pl.Values.Name}
 	baseByKey := map[string]*object{}
 	for _, o := range base {
 		baseByKey[keyOf(o)] = o
@@ -91,18 +98,18 @@ func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
 	var docs []string
 	workloads := 0
 	for _, o := range got {
-		if err := j.object(o); err != nil {
+		b, ok := baseByKey[keyOf(o)]
+		if !ok {
+			return nil, j.deny(o, "the chart's own render with the product's defaults has no such object: a value changed which objects there are")
+		}
+		delete(baseByKey, keyOf(o))
+		// Against the reference first, as rendered: the judge then translates kube-vip's
+		// environment for its image.
+		if err := j.againstReference(o, b); err != nil {
 			return nil, err
 		}
-		b, ok := baseByKey[keyOf(o)]
-		delete(baseByKey, keyOf(o))
-		switch {
-		case !ok && o.gvk != podMonitorGVK:
-			return nil, j.deny(o, "the chart renders it only with these values")
-		case ok:
-			if d := j.differs(o.obj, b.obj); d != "" {
-				return nil, j.deny(o, "the values changed %s, which no value the operator supports reaches", d)
-			}
+		if err := j.object(o); err != nil {
+			return nil, err
 		}
 		if o.gvk.Kind == "DaemonSet" || o.gvk.Kind == "Deployment" {
 			workloads++
@@ -115,7 +122,7 @@ func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
 		a.Objects = append(a.Objects, refOf(o.gvk, o.meta.GetNamespace(), o.meta.GetName()))
 	}
 	for _, missing := range baseByKey {
-		return nil, refuse(ReasonRenderRefused, "", "the %s chart does not render %s %s with these values, as it does with the operator's defaults",
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart does not render %s %s with these values, as it does with the product's defaults",
 			pl.Chart, missing.gvk.Kind, missing.meta.GetName())
 	}
 	if workloads != 1 {

@@ -110,3 +110,13 @@ func TestValuesOutsideTheSchemaAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// mustPolicy is the policy of s, or the test stops.
+func mustPolicy(t testing.TB, s Settings) Policy {
+	t.Helper()
+	p, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -206,9 +206,9 @@ func TestKubevipImageContracts(t *testing.T) {
 func TestKubevipRefusedBeforeInstall(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, values, reason, want string }{
-		{"a bool that is not one", "env:\n  svc_enable: 'yes please'\n", ReasonValuesNotAllowed, "env.svc_enable must be true or false"},
+		{"a bool that is not one", "env:\n  svc_election: 'yes please'\n", ReasonValuesNotAllowed, "env.svc_election must be true or false"},
 		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", ReasonKubevipRefused, "appends vip_subnet"},
-		{"a port out of range", "env:\n  lb_port: '70000'\n", ReasonKubevipRefused, "0 to 65535"},
+		{"a variable of a mode the deployment does not allow", "env:\n  lb_port: '6443'\n", ReasonValuesNotAllowed, "controlplane mode"},
 		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", ReasonValuesNotAllowed, "image.tag must be a release tag"},
 		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", ReasonValuesNotAllowed, "older than v0.6.0"},
 	}

@@ -15,6 +15,17 @@ func ValueKeysMarkdown() string {
 			fmt.Fprintf(&b, "| %s | `%s` | %s |\n", chart, k.Key, k.Takes)
 		}
 	}
-	fmt.Fprintf(&b, "\nkube-vip's variables (`env.<name>`, `envValueFrom.<name>`): `%s`.\n", strings.Join(KubevipEnvNames(), "`, `"))
+	fmt.Fprintf(&b, "\nkube-vip's variables (`env.<name>`), for its ARP mode for Services: `%s`.\n", strings.Join(KubevipEnvNames(ModeServices), "`, `"))
+	b.WriteString("Those of another mode only when the deployment allows the mode (`security.kubevipModes`, `--allowed-kubevip-modes`):\n\n")
+	for _, m := range Modes() {
+		fmt.Fprintf(&b, "- `%s`: `%s`\n", m, strings.Join(KubevipEnvNames(m), "`, `"))
+	}
+	b.WriteString("\nWhere a rendered object may differ from the chart's own render with the product's defaults (everything else must be exactly as there):\n\n")
+	b.WriteString("| chart | object | path | may hold |\n| --- | --- | --- | --- |\n")
+	for _, chart := range []Chart{Kubevip, CloudProvider} {
+		for _, v := range Variables(chart) {
+			fmt.Fprintf(&b, "| %s | %s | `%s` | %s |\n", chart, v.Kind, v.Path, v.Takes)
+		}
+	}
 	return b.String()
 }

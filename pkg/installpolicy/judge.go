@@ -110,6 +110,11 @@ func (j *judge) metadata(o *object) error {
 	if err := labelsProblem("metadata.labels", m.GetLabels()); err != nil {
 		return j.deny(o, "%v", err)
 	}
+	for k := range m.GetLabels() {
+		if !objectLabelKeys()[k] {
+			return j.deny(o, "label %q is not one the charts set on their objects: labels have meaning elsewhere (RBAC aggregation, Service selectors, policies)", shorten(k))
+		}
+	}
 	for k, v := range m.GetAnnotations() {
 		if o.gvk.Kind == "ClusterRole" && k == rbacv1.AutoUpdateAnnotationKey && v == "true" {
 			continue
@@ -117,6 +122,17 @@ func (j *judge) metadata(o *object) error {
 		return j.deny(o, "annotation %q is not one the chart sets", shorten(k))
 	}
 	return nil
+}
+
+// objectLabelKeys are the labels the charts put on their objects: Helm's and Kubernetes'
+// recommended ones, which nothing in a cluster acts on. Any other key may (a ClusterRole labelled
+// rbac.authorization.k8s.io/aggregate-to-admin lends its rules to every namespace admin).
+func objectLabelKeys() map[string]bool {
+	return map[string]bool{
+		"app.kubernetes.io/name": true, "app.kubernetes.io/instance": true, "app.kubernetes.io/version": true,
+		"app.kubernetes.io/managed-by": true, "app.kubernetes.io/component": true, "app.kubernetes.io/part-of": true,
+		"helm.sh/chart": true,
+	}
 }
 
 // rules allows only the permissions the pinned upstream chart grants: each API group, resource

@@ -88,8 +88,15 @@ func TestChartsFromASourceAreJudged(t *testing.T) {
 			return edited(t, Kubevip, ds, "      hostNetwork: true\n", "      volumes: [{name: s, secret: {secretName: rancher-token}}]\n      hostNetwork: true\n")
 		}, ReasonRenderRefused, "spec.template.spec.volumes is not set by the chart"},
 		{"a privileged container", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "          {{- toYaml .Values.securityContext | nindent 10 }}", "          privileged: true")
+			return edited(t, Kubevip, ds, "          {{- toYaml .Values.securityContext | nindent 10 }}", "          {{- toYaml .Values.securityContext | nindent 10 }}\n          privileged: true")
 		}, ReasonRenderRefused, "securityContext.privileged is not set by the chart"},
+		{"no hardening", func(t *testing.T) *helmchart.Chart {
+			return edited(t, Kubevip, ds, "          {{- toYaml .Values.securityContext | nindent 10 }}", "          {}")
+		}, ReasonRenderRefused, "capabilities.drop must be [ALL]"},
+		{"an aggregation label on the ClusterRole", func(t *testing.T) *helmchart.Chart {
+			return edited(t, Kubevip, rbac, "  annotations:\n    rbac.authorization.kubernetes.io/autoupdate: \"true\"\n",
+				"  annotations:\n    rbac.authorization.kubernetes.io/autoupdate: \"true\"\n  labels:\n    rbac.authorization.k8s.io/aggregate-to-admin: \"true\"\n")
+		}, ReasonRenderRefused, `label "rbac.authorization.k8s.io/aggregate-to-admin" is not one the charts set`},
 		{"a host port", func(t *testing.T) *helmchart.Chart {
 			return edited(t, Kubevip, ds, "        name: kube-vip\n", "        name: kube-vip\n        ports: [{name: monitoring, containerPort: 22, hostPort: 22}]\n")
 		}, ReasonRenderRefused, "may only be the monitoring port"},

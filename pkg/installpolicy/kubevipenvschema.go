@@ -20,7 +20,7 @@ var (
 	// interfaceName is a Linux network interface name: at most 15 bytes, no slash or space.
 	interfaceName = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,15}$`)
 	// listenAddress is [host]:port or :port, as prometheus_server takes it.
-	listenAddress = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[0-9.]+|[a-z0-9.-]+)?:[0-9]{1,5}$`)
+	listenAddress = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[0-9.]+)?:([0-9]{1,5})$`)
 	// countOrPercent is an intstr of an update strategy.
 	countOrPercent = regexp.MustCompile(`^[0-9]{1,9}%?$`)
 	// subnetText is vip_subnet in either generation's form; the judge reads it per image.
@@ -28,10 +28,31 @@ var (
 	// bgpPeers is kube-vip's list of peers: address:AS[:password[:multihop]], comma-separated,
 	// IPv6 addresses in brackets.
 	bgpPeers = regexp.MustCompile(`^[^\s,]+(,[^\s,]+)*$`)
-	// wholeNumber and prefixLength are the numeric forms; kube-vip's own parse bounds them.
-	wholeNumber  = regexp.MustCompile(`^-?[0-9]{1,19}$`)
+	// prefixLength is vip_cidr.
 	prefixLength = regexp.MustCompile(`^[0-9]{1,3}$`)
 )
+
+// Mode is one of kube-vip's ways of announcing an address. The product's own mode, which needs no
+// switch, is ARP for LoadBalancer Services on the node's interface; every other mode changes the
+// node's routing, talks to routers or DHCP servers, or floats the control plane's own address, so
+// its variables are refused unless the deployment names the mode (--allowed-kubevip-modes).
+type Mode string
+
+const (
+	// ModeServices is the product's mode: ARP for LoadBalancer Services. Always allowed.
+	ModeServices Mode = ""
+	// ModeBGP announces addresses to BGP peers.
+	ModeBGP Mode = "bgp"
+	// ModeRoutingTable writes addresses as routes into a routing table of the node.
+	ModeRoutingTable Mode = "routingtable"
+	// ModeDHCP asks the network's DHCP server for addresses (vip_ddns).
+	ModeDHCP Mode = "dhcp"
+	// ModeControlPlane floats the guest's control-plane address.
+	ModeControlPlane Mode = "controlplane"
+)
+
+// Modes are the modes a deployment may allow, in the order messages list them.
+func Modes() []Mode { return []Mode{ModeBGP, ModeRoutingTable, ModeDHCP, ModeControlPlane} }
 
 // envValue is one value of the env map: YAML's scalars as the chart's quote prints them.
 type envValue string
@@ -63,105 +84,166 @@ func (e *envValue) UnmarshalJSON(data []byte) error {
 // reads an empty variable as unset).
 type envCheck func(string) error
 
-// kubevipEnv are the variables a configuration may set: those the generation table knows, less
-// the ones that would point kube-vip away from the guest or at files: kubernetes_addr and
-// k8s_config_file (another API server, which would receive kube-vip's token), provider_config and
-// vip_packet* (Equinix Metal's API), zebra_* (a routing daemon's socket on the host), enable_upnp
-// (port forwarding on the network's router), mirror_dest_interface (a copy of the traffic) and
-// egress_* (rewriting the node's egress rules for other pods).
-func kubevipEnv() map[string]envCheck {
-	checks := map[string]envCheck{}
-	excluded := map[string]bool{
-		"kubernetes_addr": true, "k8s_config_file": true, "provider_config": true,
-		"vip_packet": true, "vip_packetproject": true, "vip_packetprojectid": true,
-		"zebra_enable": true, "zebra_url": true, "zebra_software_name": true, "zebra_version": true,
-		"enable_upnp": true, "mirror_dest_interface": true,
-		"egress_podcidr": true, "egress_servicecidr": true, "egress_withnftables": true, "egress_clean": true,
-	}
-	for _, g := range Generations() {
-		for name, kind := range g.Env {
-			if excluded[name] {
-				continue
-			}
-			checks[name] = kindCheck(kind)
-		}
-	}
-	dnsLabel := named(validation.IsDNS1123Label, "a DNS label")
-	dnsSubdomain := named(validation.IsDNS1123Subdomain, "a DNS subdomain")
-	qualifiedName := named(validation.IsQualifiedName, "a qualified name such as example.com/name")
-	for name, check := range map[string]envCheck{
-		"address": ipAddress, "vip_address": ipAddress,
-		"vip_interface": iface, "vip_servicesinterface": iface, "bgp_routerinterface": iface, "bgp_sourceif": iface,
-		"bgp_routerid": ipAddress, "bgp_sourceip": ipAddress, "bgp_peeraddress": ipAddress,
-		"mpbgp_nexthop": oneOf("fixed", "auto_sourceif", "auto_sourceip"), "mpbgp_ipv4": ipAddress, "mpbgp_ipv6": ipAddress,
-		"vip_leasename": dnsSubdomain, "svc_leasename": dnsSubdomain, "vip_nodename": dnsSubdomain,
-		"cp_namespace": dnsLabel, "svc_namespace": dnsLabel,
-		"lb_class_name":     qualifiedName,
-		"lb_fwdmethod":      oneOf("local", "masquerade", "tunnel", "direct", "bypass"),
-		"dns_mode":          oneOf("first", "ipv4", "ipv6", "dual"),
-		"iptables_backend":  oneOf("legacy", "nft"),
-		"prometheus_server": matches(listenAddress, "[host]:port, such as :2112"),
-		"bgp_peers":         matches(bgpPeers, "address:AS[:password[:multihop]], comma-separated"),
-		"vip_cidr":          matches(prefixLength, "a prefix length"),
-		"annotation":        qualifiedName,
-	} {
-		if _, ok := checks[name]; ok {
-			checks[name] = check
-		}
-	}
-	return checks
+// envRule is one variable a configuration may set: the mode that needs it, the values it may
+// take there, and whether the pod's own fields may fill it (envValueFrom).
+type envRule struct {
+	mode  Mode
+	check envCheck
+	// fromPod allows envValueFrom with a fieldRef of the pod's own address.
+	fromPod bool
 }
 
-// KubevipEnvNames are the kube-vip variables a configuration may set, sorted.
-func KubevipEnvNames() []string {
-	names := make([]string, 0, len(kubevipEnv()))
-	for name := range kubevipEnv() {
-		names = append(names, name)
+// envRules is the allow-list of kube-vip's variables, by what they mean. Every variable kube-vip
+// reads that is not here is refused whatever its value: among them those that point kube-vip at
+// another API server (kubernetes_addr, k8s_config_file) or at files and sockets of the node
+// (provider_config, zebra_*), take another component's Lease or namespace (svc_leasename,
+// svc_namespace, vip_nodename), write to nodes or other pods' traffic (enable_node_labeling,
+// egress_*, mirror_dest_interface, enable_upnp), or stop kube-vip from reporting the address it
+// serves (disable_service_updates).
+func envRules() map[string]envRule {
+	ip := envRule{check: ipAddress}
+	bgp := func(check envCheck) envRule { return envRule{mode: ModeBGP, check: check} }
+	cp := func(check envCheck) envRule { return envRule{mode: ModeControlPlane, check: check} }
+	return map[string]envRule{
+		// ARP for Services: the interface, the address's mask, the election and metrics.
+		"vip_interface":         {check: iface},
+		"vip_servicesinterface": {check: iface},
+		"vip_subnet":            {check: matches(subnetText, `a prefix length such as "32" or "32,128"`)},
+		"vip_cidr":              {check: matches(prefixLength, "a prefix length")},
+		"vip_arp":               {check: oneOf("true")},
+		"svc_enable":            {check: oneOf("true")},
+		"svc_election":          {check: boolean},
+		"lb_class_only":         {check: boolean},
+		"vip_arpRate":           {check: between(1, 3600000)},
+		"vip_leaseduration":     {check: between(1, 3600)},
+		"vip_renewdeadline":     {check: between(1, 3600)},
+		"vip_retryperiod":       {check: between(1, 3600)},
+		"vip_loglevel":          {check: between(0, 9)},
+		"prometheus_server":     {check: listenPort},
+		// BGP.
+		"bgp_enable":             bgp(boolean),
+		"bgp_routerid":           {mode: ModeBGP, check: ipAddress, fromPod: true},
+		"bgp_routerinterface":    bgp(iface),
+		"bgp_sourceif":           bgp(iface),
+		"bgp_sourceip":           {mode: ModeBGP, check: ipAddress, fromPod: true},
+		"bgp_as":                 bgp(between(1, 4294967295)),
+		"bgp_peeras":             bgp(between(1, 4294967295)),
+		"bgp_peeraddress":        bgp(ip.check),
+		"bgp_peerpass":           bgp(text),
+		"bgp_peers":              bgp(matches(bgpPeers, "address:AS[:password[:multihop]], comma-separated")),
+		"bgp_multihop":           bgp(boolean),
+		"bgp_hold_time":          bgp(between(3, 65535)),
+		"bgp_keepalive_interval": bgp(between(1, 65535)),
+		"mpbgp_nexthop":          bgp(oneOf("fixed", "auto_sourceif", "auto_sourceip")),
+		"mpbgp_ipv4":             bgp(ipAddress),
+		"mpbgp_ipv6":             bgp(ipAddress),
+		// A routing table of kube-vip's own: never the node's main, local or default table, whose
+		// routes kube-vip's clean-up would delete (vip_cleanroutingtable).
+		"vip_routingtable":      {mode: ModeRoutingTable, check: boolean},
+		"vip_routingtableid":    {mode: ModeRoutingTable, check: ownRoutingTable},
+		"vip_routingtabletype":  {mode: ModeRoutingTable, check: between(0, 11)},
+		"vip_routingprotocol":   {mode: ModeRoutingTable, check: between(0, 255)},
+		"vip_cleanroutingtable": {mode: ModeRoutingTable, check: boolean},
+		// DHCP.
+		"vip_ddns": {mode: ModeDHCP, check: boolean},
+		"dns_mode": {mode: ModeDHCP, check: oneOf("first", "ipv4", "ipv6", "dual")},
+		// The control plane's address.
+		"cp_enable":          cp(boolean),
+		"cp_detect":          cp(boolean),
+		"cp_namespace":       cp(named(validation.IsDNS1123Label, "a DNS label")),
+		"vip_leaderelection": cp(boolean),
+		"vip_leasename":      cp(named(validation.IsDNS1123Subdomain, "a DNS subdomain")),
+		"address":            cp(ipAddress),
+		"vip_address":        cp(ipAddress),
+		"port":               cp(between(1, 65535)),
+		"lb_enable":          cp(boolean),
+		"lb_port":            cp(between(1, 65535)),
+		"lb_fwdmethod":       cp(oneOf("local", "masquerade", "tunnel", "direct", "bypass")),
+	}
+}
+
+// envRule returns the rule of name when the policy's modes allow it.
+func (p Policy) envRule(name string) (envRule, bool) {
+	r, ok := envRules()[name]
+	if !ok || (r.mode != ModeServices && !p.modes[r.mode]) {
+		return envRule{}, false
+	}
+	return r, true
+}
+
+// KubevipEnvNames are the kube-vip variables of mode, sorted.
+func KubevipEnvNames(mode Mode) []string {
+	var names []string
+	for name, r := range envRules() {
+		if r.mode == mode {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names
 }
 
 // checkEnv validates env.<name>=value.
-func checkEnv(name, value string) error {
-	check, ok := kubevipEnv()[name]
+func (p Policy) checkEnv(name, value string) error {
+	r, ok := p.envRule(name)
 	if !ok {
+		if rule, known := envRules()[name]; known {
+			return fmt.Errorf("env.%s belongs to kube-vip's %s mode, which the deployment does not allow (--allowed-kubevip-modes)", name, rule.mode)
+		}
 		return fmt.Errorf("env.%s is not a kube-vip variable the operator supports", shorten(name))
 	}
 	if value == "" {
 		return nil
 	}
-	if err := check(value); err != nil {
+	if err := r.check(value); err != nil {
 		return fmt.Errorf("env.%s %w", name, err)
 	}
 	return nil
 }
 
-// kindCheck is the form kube-vip parses a variable of kind in; the subnet kinds accept either
-// generation's form, and the judge reads them per image once the image is known.
-func kindCheck(kind EnvKind) envCheck {
-	switch kind {
-	case EnvBool:
-		return func(v string) error {
-			if _, err := strconv.ParseBool(v); err != nil {
-				return errors.New("must be true or false")
-			}
-			return nil
-		}
-	case EnvInt32, EnvInt64, EnvUint16, EnvUint32:
-		return matches(wholeNumber, "a whole number")
-	case EnvJSON:
-		return func(v string) error {
-			var m map[string]string
-			if json.Unmarshal([]byte(v), &m) != nil {
-				return errors.New("must be a JSON object of strings")
-			}
-			return nil
-		}
-	case EnvSubnetSuffix, EnvSubnetBits:
-		return matches(subnetText, `a prefix length such as "32" or "32,128"`)
+func boolean(v string) error {
+	if _, err := strconv.ParseBool(v); err != nil {
+		return errors.New("must be true or false")
 	}
-	return text
+	return nil
+}
+
+// between is a whole number from lo to hi.
+func between(lo, hi int64) envCheck {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be a whole number from %d to %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+// ownRoutingTable is a routing table id that is not one of the node's own: 0 (unspecified), 253
+// (default), 254 (main) and 255 (local) hold the routes the node lives on.
+func ownRoutingTable(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > 2147483647 || (n >= 253 && n <= 255) {
+		return errors.New("must be a routing table of kube-vip's own: a whole number from 1 up, not 253, 254 or 255 (the node's default, main and local tables)")
+	}
+	return nil
+}
+
+// listenPort is prometheus_server: [address]:port with a port from 1 to 65535.
+func listenPort(v string) error {
+	m := listenAddress.FindStringSubmatch(v)
+	if m == nil {
+		return errors.New("must be [address]:port, such as :2112")
+	}
+	if n, err := strconv.Atoi(m[2]); err != nil || n < 1 || n > 65535 {
+		return errors.New("must have a port from 1 to 65535")
+	}
+	if host := strings.Trim(m[1], "[]"); host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return errors.New("must be [address]:port with an IP address")
+		}
+	}
+	return nil
 }
 
 func ipAddress(v string) error {
@@ -204,7 +286,7 @@ func oneOf(allowed ...string) envCheck {
 				return nil
 			}
 		}
-		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+		return fmt.Errorf("must be %s", strings.Join(allowed, " or "))
 	}
 }
 

@@ -10,11 +10,17 @@ import (
 // PlanKubevip is the plan of the kube-vip chart kube-fip-config asks for: its chart source
 // allowed, its values accepted. It returns a *Refusal naming the key otherwise.
 func (p Policy) PlanKubevip(cfg config.Config) (*Plan, error) {
+	if err := p.checkNamespace(config.KeyKubevipNamespace, cfg.KubevipNamespace); err != nil {
+		return nil, err
+	}
 	return p.plan(Kubevip, cfg.Kubevip, config.Default().Kubevip, config.KeyKubevipChartRef, config.KeyKubevipChartValues)
 }
 
 // PlanCloudProvider is PlanKubevip for the kube-vip-cloud-provider chart.
 func (p Policy) PlanCloudProvider(cfg config.Config) (*Plan, error) {
+	if err := p.checkNamespace(config.KeyKubevipNamespace, cfg.KubevipNamespace); err != nil {
+		return nil, err
+	}
 	return p.plan(CloudProvider, cfg.KubevipCloudProvider, config.Default().KubevipCloudProvider,
 		config.KeyKubevipCloudProviderChartRef, config.KeyKubevipCloudProviderChartValues)
 }

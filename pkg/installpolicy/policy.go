@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -59,7 +61,18 @@ type Settings struct {
 	// no tag) each chart's workload may run.
 	KubevipImages       []string
 	CloudProviderImages []string
+	// KubevipModes are the kube-vip modes beyond ARP for Services whose variables a configuration
+	// may set (see Modes).
+	KubevipModes []string
+	// Namespaces are the guest namespaces the releases may be installed into (none:
+	// DefaultNamespaces): kube-vip runs there host-networked with NET_ADMIN, so whoever may edit
+	// workloads there holds the node.
+	Namespaces []string
 }
+
+// DefaultNamespaces are the guest namespaces the releases may go into by default: kube-system,
+// where only the guest's administrators write, as the original operator installed them.
+func DefaultNamespaces() []string { return []string{"kube-system"} }
 
 // DefaultSettings allow the upstream kube-vip chart sources over https and the upstream images.
 func DefaultSettings() Settings {
@@ -67,6 +80,7 @@ func DefaultSettings() Settings {
 		ChartSources:        DefaultChartSources(),
 		KubevipImages:       DefaultKubevipImages(),
 		CloudProviderImages: DefaultCloudProviderImages(),
+		Namespaces:          DefaultNamespaces(),
 	}
 }
 
@@ -76,13 +90,39 @@ type Policy struct {
 	sources   []source
 	allowHTTP bool
 	// downloads are where fetches from the upstream sources go on to (downloads.go).
-	downloads []download
-	images    map[Chart][]string
+	downloads  []download
+	images     map[Chart][]string
+	modes      map[Mode]bool
+	namespaces []string
 }
 
 // New builds a Policy from the deployment's settings. Empty entries are skipped.
 func New(s Settings) (Policy, error) {
-	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}}
+	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}, modes: map[Mode]bool{}}
+	for _, raw := range s.KubevipModes {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		m, err := parseMode(raw)
+		if err != nil {
+			return Policy{}, err
+		}
+		p.modes[m] = true
+	}
+	for _, raw := range s.Namespaces {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		if len(validation.IsDNS1123Label(raw)) > 0 {
+			return Policy{}, fmt.Errorf("allowed guest namespace %q is not a namespace name", redact.Shorten(raw, maxEcho))
+		}
+		p.namespaces = append(p.namespaces, raw)
+	}
+	if len(p.namespaces) == 0 {
+		p.namespaces = DefaultNamespaces()
+	}
 	for _, raw := range s.ChartSources {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -128,9 +168,45 @@ func (p Policy) String() string {
 	for i, s := range p.sources {
 		sources[i] = s.String()
 	}
-	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s]",
+	var modes []string
+	for _, m := range Modes() {
+		if p.modes[m] {
+			modes = append(modes, string(m))
+		}
+	}
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], kube-vip modes beyond ARP for Services [%s], guest namespaces [%s]",
 		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP,
-		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "))
+		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "),
+		strings.Join(modes, " "), strings.Join(p.namespaces, " "))
+}
+
+// parseMode reads one entry of the allowed kube-vip modes.
+func parseMode(raw string) (Mode, error) {
+	for _, m := range Modes() {
+		if strings.EqualFold(raw, string(m)) {
+			return m, nil
+		}
+	}
+	names := make([]string, 0, len(Modes()))
+	for _, m := range Modes() {
+		names = append(names, string(m))
+	}
+	return "", fmt.Errorf("allowed kube-vip mode %q is not one of %s", redact.Shorten(raw, maxEcho), strings.Join(names, ", "))
+}
+
+// checkNamespace refuses a release namespace the deployment does not allow.
+func (p Policy) checkNamespace(key, namespace string) error {
+	for _, ns := range p.namespaces {
+		if ns == namespace {
+			return nil
+		}
+	}
+	allowed := strings.Join(p.namespaces, ", ")
+	if allowed == "" {
+		allowed = "none"
+	}
+	return refuse(ReasonValuesNotAllowed, key, "the releases may go only into the guest namespaces the deployment allows (%s), not %s: "+
+		"kube-vip runs there on the host's network with NET_ADMIN, so whoever edits workloads in that namespace would hold every control-plane node", allowed, shorten(namespace))
 }
 
 // maxEcho bounds how much of a refused entry a message repeats.

@@ -16,12 +16,11 @@ import (
 // list belongs, or a string that is not a label, is refused here rather than turned into other
 // fields of the pod by the chart's toYaml.
 type scheduling struct {
-	NodeSelector      map[string]string             `json:"nodeSelector,omitempty"`
-	Tolerations       []corev1.Toleration           `json:"tolerations,omitempty"`
-	Affinity          *corev1.Affinity              `json:"affinity,omitempty"`
-	Resources         *corev1.ResourceRequirements  `json:"resources,omitempty"`
-	PriorityClassName string                        `json:"priorityClassName,omitempty"`
-	ImagePullSecrets  []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	NodeSelector     map[string]string             `json:"nodeSelector,omitempty"`
+	Tolerations      []corev1.Toleration           `json:"tolerations,omitempty"`
+	Affinity         *corev1.Affinity              `json:"affinity,omitempty"`
+	Resources        *corev1.ResourceRequirements  `json:"resources,omitempty"`
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // schedulingKeys are the keys of scheduling, with how each is documented.
@@ -31,7 +30,6 @@ func schedulingKeys() []KeyDoc {
 		{"tolerations", "a list of Kubernetes tolerations"},
 		{"affinity", "a Kubernetes affinity (node, pod and pod anti-affinity)"},
 		{"resources", "requests and limits of cpu, memory and ephemeral-storage"},
-		{"priorityClassName", "a PriorityClass name (DNS subdomain)"},
 		{"imagePullSecrets", "a list of {name: a Secret of the release namespace}"},
 	}
 }
@@ -39,7 +37,7 @@ func schedulingKeys() []KeyDoc {
 // decodeScheduling reads the scheduling keys of raw into s.
 func decodeScheduling(raw map[string]interface{}, s *scheduling) error {
 	if err := decodeKeys(raw, target{"nodeSelector", &s.NodeSelector}, target{"tolerations", &s.Tolerations},
-		target{"affinity", &s.Affinity}, target{"resources", &s.Resources}, target{"priorityClassName", &s.PriorityClassName},
+		target{"affinity", &s.Affinity}, target{"resources", &s.Resources},
 		target{"imagePullSecrets", &s.ImagePullSecrets}); err != nil {
 		return err
 	}
@@ -64,9 +62,6 @@ func (s *scheduling) validate() error {
 		if err := resourcesProblem(s.Resources); err != nil {
 			return err
 		}
-	}
-	if s.PriorityClassName != "" && len(validation.IsDNS1123Subdomain(s.PriorityClassName)) > 0 {
-		return fmt.Errorf("priorityClassName must be a PriorityClass name (lower-case DNS subdomain)")
 	}
 	for i, ref := range s.ImagePullSecrets {
 		if len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // KubevipNameOverride names every object of the kube-vip release the operator installs, unless the
@@ -22,7 +21,6 @@ type kubevipValues struct {
 	EnvValueFrom map[string]envFieldRef          `json:"envValueFrom,omitempty"`
 	Config       *kubevipConfig                  `json:"config,omitempty"`
 	NameOverride string                          `json:"nameOverride,omitempty"`
-	ExtraLabels  map[string]string               `json:"extraLabels,omitempty"`
 	Update       *appsv1.DaemonSetUpdateStrategy `json:"updateStrategy,omitempty"`
 	PodMonitor   *podMonitorValues               `json:"podMonitor,omitempty"`
 	scheduling
@@ -53,25 +51,25 @@ type envFieldRef struct {
 func kubevipKeys() []KeyDoc {
 	return append([]KeyDoc{
 		{"image", "repository (one of the allowed kube-vip images), tag (a kube-vip release of v0.6.0 or later, optionally pinned with @sha256: and a digest), pullPolicy (Always, IfNotPresent, Never)"},
-		{"env", "kube-vip's variables, each of the names below, in the form kube-vip reads it"},
-		{"envValueFrom", "kube-vip's variables from the pod's own fields: {fieldRef: {fieldPath: status.podIP, status.hostIP, spec.nodeName, metadata.name or metadata.namespace}}"},
-		{"config", "address (an IP address, read with env.cp_enable), vip_interface (the original operator's key, passed on as env.vip_interface)"},
-		{"nameOverride", "the name of every object of the release (DNS label); the operator sets " + KubevipNameOverride},
-		{"extraLabels", "labels of the pods (not app.kubernetes.io/name or app.kubernetes.io/instance)"},
+		{"env", "kube-vip's variables, each of the names below, in the form kube-vip reads it; those of a mode only when the deployment allows the mode"},
+		{"envValueFrom", "bgp_routerid and bgp_sourceip (BGP mode) from the pod's address: {fieldRef: {fieldPath: status.podIP or status.hostIP}}"},
+		{"config", "address (an IP address, read with env.cp_enable; control-plane mode), vip_interface (the original operator's key, passed on as env.vip_interface)"},
+		{"nameOverride", KubevipNameOverride + " only: the operator names every object of the release, beside the Harvester cloud provider's kube-vip"},
 		{"updateStrategy", "a DaemonSet update strategy"},
 		{"podMonitor", "enabled (true or false), labels: a PodMonitor scraping the monitoring port, with no credentials or relabelling"},
 	}, schedulingKeys()...)
 }
 
-// podFields are the fields of the pod itself envValueFrom may read.
-func podFields() map[string]bool {
-	return map[string]bool{"status.podIP": true, "status.hostIP": true, "spec.nodeName": true, "metadata.name": true, "metadata.namespace": true}
+// podAddresses are the fields of the pod itself envValueFrom may read: its address, which on the
+// host's network is the node's.
+func podAddresses() map[string]bool {
+	return map[string]bool{"status.podIP": true, "status.hostIP": true}
 }
 
 func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
 	var v kubevipValues
 	if err := decodeKeys(raw, target{"image", &v.Image}, target{"env", &v.Env}, target{"envValueFrom", &v.EnvValueFrom},
-		target{"config", &v.Config}, target{"nameOverride", &v.NameOverride}, target{"extraLabels", &v.ExtraLabels},
+		target{"config", &v.Config}, target{"nameOverride", &v.NameOverride},
 		target{"updateStrategy", &v.Update}, target{"podMonitor", &v.PodMonitor}); err != nil {
 		return Values{}, err
 	}
@@ -81,14 +79,12 @@ func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
 	if err := p.checkImageValues(Kubevip, v.Image); err != nil {
 		return Values{}, err
 	}
-	if err := v.check(); err != nil {
+	if err := p.checkKubevip(&v); err != nil {
 		return Values{}, err
 	}
 	// The operator's own keys: the name beside Harvester's kube-vip, and the original operator's
 	// config.vip_interface where every chart since 0.4.1 reads it.
-	if v.NameOverride == "" {
-		v.NameOverride = KubevipNameOverride
-	}
+	v.NameOverride = KubevipNameOverride
 	if v.Config != nil && v.Config.VIPInterface != "" {
 		if _, set := v.Env["vip_interface"]; !set {
 			if v.Env == nil {
@@ -109,22 +105,25 @@ func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
 	return out, nil
 }
 
-func (v *kubevipValues) check() error {
+func (p Policy) checkKubevip(v *kubevipValues) error {
 	for name, value := range v.Env {
-		if err := checkEnv(name, string(value)); err != nil {
+		if err := p.checkEnv(name, string(value)); err != nil {
 			return err
 		}
 	}
 	for name, ref := range v.EnvValueFrom {
-		if _, ok := kubevipEnv()[name]; !ok {
-			return fmt.Errorf("envValueFrom.%s is not a kube-vip variable the operator supports", shorten(name))
+		if r, ok := p.envRule(name); !ok || !r.fromPod {
+			return fmt.Errorf("envValueFrom.%s: only bgp_routerid and bgp_sourceip, with BGP mode allowed, may be filled from the pod", shorten(name))
 		}
-		if ref.FieldRef == nil || !podFields()[ref.FieldRef.FieldPath] || (ref.FieldRef.APIVersion != "" && ref.FieldRef.APIVersion != "v1") {
-			return fmt.Errorf("envValueFrom.%s must be a fieldRef of status.podIP, status.hostIP, spec.nodeName, metadata.name or metadata.namespace", name)
+		if ref.FieldRef == nil || !podAddresses()[ref.FieldRef.FieldPath] || (ref.FieldRef.APIVersion != "" && ref.FieldRef.APIVersion != "v1") {
+			return fmt.Errorf("envValueFrom.%s must be a fieldRef of status.podIP or status.hostIP", name)
 		}
 	}
 	if v.Config != nil {
 		if v.Config.Address != "" {
+			if !p.modes[ModeControlPlane] {
+				return fmt.Errorf("config.address is the control plane's address: kube-vip's controlplane mode, which the deployment does not allow (--allowed-kubevip-modes)")
+			}
 			if _, err := netip.ParseAddr(v.Config.Address); err != nil {
 				return fmt.Errorf("config.address must be an IP address")
 			}
@@ -133,16 +132,10 @@ func (v *kubevipValues) check() error {
 			return fmt.Errorf("config.vip_interface must be a network interface name")
 		}
 	}
-	if v.NameOverride != "" && len(validation.IsDNS1123Label(v.NameOverride)) > 0 {
-		return fmt.Errorf("nameOverride must be a DNS label (at most 63 lower-case letters, digits or '-')")
-	}
-	if err := labelsProblem("extraLabels", v.ExtraLabels); err != nil {
-		return err
-	}
-	for k := range v.ExtraLabels {
-		if selectorLabel(k) {
-			return fmt.Errorf("extraLabels.%s is the chart's selector label", k)
-		}
+	// Every object of the release is named after nameOverride; the name is the product's, so that
+	// no value can give the release another component's ServiceAccount, roles or DaemonSet.
+	if v.NameOverride != "" && v.NameOverride != KubevipNameOverride {
+		return fmt.Errorf("nameOverride must be %s (or left out): the operator names the release's objects", KubevipNameOverride)
 	}
 	if u := v.Update; u != nil {
 		if err := updateProblem(u); err != nil {
@@ -155,11 +148,6 @@ func (v *kubevipValues) check() error {
 		}
 	}
 	return nil
-}
-
-// selectorLabel reports the labels both charts select their pods by.
-func selectorLabel(k string) bool {
-	return k == "app.kubernetes.io/name" || k == "app.kubernetes.io/instance"
 }
 
 func updateProblem(u *appsv1.DaemonSetUpdateStrategy) error {

@@ -2,12 +2,13 @@ package installpolicy
 
 import (
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ProviderConfigMapName is the ConfigMap the operator asks kube-vip-cloud-provider (chart 0.2.4
-// and later, value configMapName) to read: the name the original operator always wrote.
+// and later, value configMapName) to read, in the release's namespace: the name the original
+// operator always wrote. It is the product's, never a value's: the operator writes its address
+// pool where the provider reads, and a value that named another ConfigMap would send that write
+// into someone else's object.
 const ProviderConfigMapName = "kubevip"
 
 // providerValues is the typed schema of the kube-vip-cloud-provider chart's values
@@ -15,7 +16,6 @@ const ProviderConfigMapName = "kubevip"
 type providerValues struct {
 	Image         *image `json:"image,omitempty"`
 	ConfigMapName string `json:"configMapName,omitempty"`
-	NameOverride  string `json:"nameOverride,omitempty"`
 	Replicas      *int32 `json:"replicasCount,omitempty"`
 	LBClass       *bool  `json:"enableloadbalancerClass,omitempty"`
 	scheduling
@@ -24,8 +24,7 @@ type providerValues struct {
 func providerKeys() []KeyDoc {
 	return append([]KeyDoc{
 		{"image", "repository (one of the allowed kube-vip-cloud-provider images), tag (a release such as v0.0.12, optionally pinned with @sha256: and a digest), pullPolicy (Always, IfNotPresent, Never)"},
-		{"configMapName", "the ConfigMap the provider reads (chart 0.2.4 and later); the operator sets " + ProviderConfigMapName},
-		{"nameOverride", "the name of every object of the release (DNS label)"},
+		{"configMapName", ProviderConfigMapName + " only: the operator names the ConfigMap the provider reads, and writes the address pool there"},
 		{"replicasCount", "1 to 5"},
 		{"enableloadbalancerClass", "true or false"},
 	}, schedulingKeys()...)
@@ -33,7 +32,7 @@ func providerKeys() []KeyDoc {
 
 func (p Policy) providerValues(raw map[string]interface{}) (Values, error) {
 	var v providerValues
-	if err := decodeKeys(raw, target{"image", &v.Image}, target{"configMapName", &v.ConfigMapName}, target{"nameOverride", &v.NameOverride},
+	if err := decodeKeys(raw, target{"image", &v.Image}, target{"configMapName", &v.ConfigMapName},
 		target{"replicasCount", &v.Replicas}, target{"enableloadbalancerClass", &v.LBClass}); err != nil {
 		return Values{}, err
 	}
@@ -44,21 +43,17 @@ func (p Policy) providerValues(raw map[string]interface{}) (Values, error) {
 		return Values{}, err
 	}
 	switch {
-	case v.ConfigMapName != "" && len(validation.IsDNS1123Subdomain(v.ConfigMapName)) > 0:
-		return Values{}, fmt.Errorf("configMapName must be a ConfigMap name (lower-case DNS subdomain)")
-	case v.NameOverride != "" && len(validation.IsDNS1123Label(v.NameOverride)) > 0:
-		return Values{}, fmt.Errorf("nameOverride must be a DNS label (at most 63 lower-case letters, digits or '-')")
+	case v.ConfigMapName != "" && v.ConfigMapName != ProviderConfigMapName:
+		return Values{}, fmt.Errorf("configMapName must be %s (or left out): the operator writes the address pool into the ConfigMap the provider reads, and names it", ProviderConfigMapName)
 	case v.Replicas != nil && (*v.Replicas < 1 || *v.Replicas > 5):
 		return Values{}, fmt.Errorf("replicasCount must be from 1 to 5")
 	}
-	if v.ConfigMapName == "" {
-		v.ConfigMapName = ProviderConfigMapName
-	}
+	v.ConfigMapName = ProviderConfigMapName
 	m, err := serialise(v)
 	if err != nil {
 		return Values{}, err
 	}
-	out := Values{Map: m, Name: objectName(CloudProvider, v.NameOverride)}
+	out := Values{Map: m, Name: objectName(CloudProvider, "")}
 	if v.Image != nil {
 		out.Image = v.Image.Repository
 	}

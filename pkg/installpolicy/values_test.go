@@ -17,12 +17,24 @@ func TestValuesTheSchemaAccepts(t *testing.T) {
 		"config:\n  vip_interface: enp1s0\nimage:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  prometheus_server: ':8080'\nnodeSelector:\n  node-role.kubernetes.io/master: 'true'\n",
 		"image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: v1.0.0@sha256:" + strings.Repeat("a", 64) + "\n  pullPolicy: Always\n",
 		"image:\n  repository: docker.io/plndr/kube-vip\n",
-		"env:\n  vip_arp: true\n  lb_port: 6443\n  bgp_enable: 'true'\n  bgp_as: 65000\n  bgp_peers: '10.0.0.1:65001::false,[fd00::1]:65001:pass:true'\n",
+		"env:\n  vip_arp: true\n  svc_election: 'true'\n  vip_leaseduration: 15\n  vip_loglevel: 4\n",
 		"tolerations: []\naffinity: {}\nresources: {requests: {cpu: 10m}}\n",
-		"envValueFrom:\n  bgp_routerid:\n    fieldRef:\n      fieldPath: status.podIP\n",
 	} {
 		if _, err := plan(t, Kubevip, values(t, v)); err != nil {
 			t.Errorf("%q: %v", v, err)
+		}
+	}
+	// Another mode's variables only when the deployment allows the mode.
+	bgp := mustPolicy(t, Settings{KubevipImages: DefaultKubevipImages(), KubevipModes: []string{"bgp"}})
+	for _, v := range []string{
+		"env:\n  vip_arp: true\n  bgp_enable: 'true'\n  bgp_as: 65000\n  bgp_peers: '10.0.0.1:65001::false,[fd00::1]:65001:pass:true'\n",
+		"envValueFrom:\n  bgp_routerid:\n    fieldRef:\n      fieldPath: status.podIP\n",
+	} {
+		if _, err := plan(t, Kubevip, values(t, v)); reasonOf(err) != ReasonValuesNotAllowed {
+			t.Errorf("%q without BGP allowed: %v; want %s", v, err, ReasonValuesNotAllowed)
+		}
+		if _, err := bgp.NewPlan(Kubevip, "kubevipChartValues", "", values(t, v), config.Default().Kubevip.Values); err != nil {
+			t.Errorf("%q with BGP allowed: %v", v, err)
 		}
 	}
 	p, err := plan(t, Kubevip, values(t, "config:\n  vip_interface: enp1s0\n"))

@@ -79,7 +79,7 @@ func (j *judge) pod(o *object, spec *corev1.PodSpec) error {
 		return j.deny(o, "spec.template.spec.serviceAccountName is not the release's ServiceAccount %s", j.name)
 	}
 	s := scheduling{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Affinity: spec.Affinity,
-		PriorityClassName: spec.PriorityClassName, ImagePullSecrets: spec.ImagePullSecrets}
+		ImagePullSecrets: spec.ImagePullSecrets}
 	if err := s.validate(); err != nil {
 		return j.deny(o, "spec.template.spec.%v", err)
 	}
@@ -116,40 +116,35 @@ func (j *judge) kubevipContainer(o *object, c *corev1.Container) error {
 	if err := pullPolicyProblem(c.ImagePullPolicy); err != nil {
 		return j.deny(o, "containers[kube-vip].%v", err)
 	}
-	if sc := c.SecurityContext; sc != nil {
-		if f := setFields(sc, "capabilities"); len(f) > 0 {
-			return j.deny(o, "containers[kube-vip].securityContext.%s is not set by the chart", strings.Join(f, ", "))
-		}
-		if caps := sc.Capabilities; caps != nil {
-			for _, add := range caps.Add {
-				if add != "NET_ADMIN" && add != "NET_RAW" {
-					return j.deny(o, "containers[kube-vip].securityContext.capabilities.add %s: only NET_ADMIN and NET_RAW", shorten(string(add)))
-				}
-			}
-			for _, drop := range caps.Drop {
-				if drop != "ALL" {
-					return j.deny(o, "containers[kube-vip].securityContext.capabilities.drop must be ALL")
-				}
-			}
-		}
+	// kube-vip's hardening must be there, not only be free of what it forbids: every capability
+	// dropped but the two it needs.
+	sc := c.SecurityContext
+	if sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+		return j.deny(o, "containers[kube-vip].securityContext.capabilities.drop must be [ALL], as the chart sets it")
 	}
-	for _, p := range c.Ports {
-		if f := setFields(&p, "name", "containerPort", "protocol"); len(f) > 0 || p.Name != "monitoring" ||
-			(p.Protocol != "" && p.Protocol != corev1.ProtocolTCP) || p.ContainerPort < 1 {
-			return j.deny(o, "containers[kube-vip].ports may only be the monitoring port (TCP, no hostPort or hostIP)")
+	if f := setFields(sc, "capabilities"); len(f) > 0 {
+		return j.deny(o, "containers[kube-vip].securityContext.%s is not set by the chart", strings.Join(f, ", "))
+	}
+	for _, add := range sc.Capabilities.Add {
+		if add != "NET_ADMIN" && add != "NET_RAW" {
+			return j.deny(o, "containers[kube-vip].securityContext.capabilities.add %s: only NET_ADMIN and NET_RAW", shorten(string(add)))
 		}
 	}
 	var env []EnvVar
 	for _, e := range c.Env {
 		if e.ValueFrom != nil {
 			ref := e.ValueFrom.FieldRef
-			if f := setFields(e.ValueFrom, "fieldRef"); len(f) > 0 || ref == nil || !podFields()[ref.FieldPath] {
-				return j.deny(o, "containers[kube-vip].env %s may be filled from the pod's own fields only", shorten(e.Name))
+			if f := setFields(e.ValueFrom, "fieldRef"); len(f) > 0 || ref == nil || !podAddresses()[ref.FieldPath] {
+				return j.deny(o, "containers[kube-vip].env %s may be filled from the pod's address only", shorten(e.Name))
 			}
-		} else if err := checkEnv(e.Name, e.Value); err != nil {
-			return j.deny(o, "containers[kube-vip].%v", err)
 		}
 		env = append(env, EnvVar{Name: e.Name, Value: e.Value, FromRef: e.ValueFrom != nil})
+	}
+	for _, p := range c.Ports {
+		if f := setFields(&p, "name", "containerPort", "protocol"); len(f) > 0 || p.Name != "monitoring" ||
+			(p.Protocol != "" && p.Protocol != corev1.ProtocolTCP) || p.ContainerPort < 1 || !metricsPort(env, p.ContainerPort) {
+			return j.deny(o, "containers[kube-vip].ports may only be the monitoring port (TCP, no hostPort or hostIP) at the port of env prometheus_server")
+		}
 	}
 	d, err := JudgeKubevipEnv(c.Image, env)
 	if err != nil {
@@ -173,6 +168,18 @@ func (j *judge) kubevipContainer(o *object, c *corev1.Container) error {
 	}
 	j.decisions = append(j.decisions, d)
 	return nil
+}
+
+// metricsPort reports whether port is where kube-vip serves its metrics (prometheus_server).
+func metricsPort(env []EnvVar, port int32) bool {
+	for _, e := range env {
+		if e.Name == "prometheus_server" && !e.FromRef {
+			if m := listenAddress.FindStringSubmatch(e.Value); m != nil {
+				return m[2] == fmt.Sprint(port)
+			}
+		}
+	}
+	return false
 }
 
 // providerContainer: kube-vip-cloud-provider as the chart runs it, unprivileged, told only its

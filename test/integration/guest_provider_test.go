@@ -57,7 +57,7 @@ func (gc *guestCluster) providerReads(t *testing.T, namespace string) (string, s
 // ServiceAccount, ClusterRole, ClusterRoleBinding, Role and RoleBinding all named kube-vip) gets both
 // our releases deployed beside it, Harvester's DaemonSet neutralised, and the address where the
 // installed provider reads — for every generation of the provider chart and for a kubevipNamespace
-// other than kube-system. The provider's own lookup, run against the guest, finds the FloatingIP's
+// other than kube-system, which the deployment allows (--allowed-guest-namespaces). The provider's own lookup, run against the guest, finds the FloatingIP's
 // address and only that, and hands it to a LoadBalancer Service.
 func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	cases := []struct {
@@ -80,7 +80,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	f.createRange("harvcase", "10.154.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	f.operatorConfig(base)
-	f.operator()
+	f.operator("--allowed-guest-namespaces=kube-system,kube-vip-system")
 	ctx := context.Background()
 	for i, c := range cases {
 		name := fmt.Sprintf("harv%d", i)

@@ -1,0 +1,242 @@
+package installpolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// A render is held to its reference: the same chart, whose digest the deployment allows, rendered
+// for the same release with the product's default values. An object may differ from its reference
+// only at the places variables names, and there only with a value of the place's class, which the
+// judge checks (judge.go, workload.go, referenceEnv). Everything else must be exactly as in the
+// reference: labels and annotations like any field, and a field the reference has and the render
+// lacks (a security context, a capability dropped) is a difference like any other.
+
+// Variable is one place where a render may differ from its reference, and what it may hold there.
+type Variable struct {
+	Kind, Path, Takes string
+	clear             func(runtime.Object)
+}
+
+// Variables are the places where what kube-fip-config asks for may change what a chart renders,
+// for the README's table.
+func Variables(chart Chart) []Variable {
+	pod := func(path, takes string, clear func(*corev1.PodSpec)) Variable {
+		return Variable{Kind: workloadKind(chart), Path: "spec.template.spec." + path, Takes: takes, clear: func(o runtime.Object) {
+			if t := podTemplate(o); t != nil {
+				clear(&t.Spec)
+			}
+		}}
+	}
+	container := func(path, takes string, clear func(*corev1.Container)) Variable {
+		return pod("containers[0]."+path, takes, func(s *corev1.PodSpec) {
+			for i := range s.Containers {
+				clear(&s.Containers[i])
+			}
+		})
+	}
+	vars := []Variable{
+		container("image", "an allowed image repository of the chart, with a release tag (for kube-vip of a generation the operator knows), optionally pinned by digest",
+			func(c *corev1.Container) { c.Image = "" }),
+		container("imagePullPolicy", "Always, IfNotPresent or Never", func(c *corev1.Container) { c.ImagePullPolicy = "" }),
+		container("resources", "requests and limits of cpu, memory and ephemeral-storage", func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} }),
+		pod("nodeSelector", "label keys and values", func(s *corev1.PodSpec) { s.NodeSelector = nil }),
+		pod("tolerations", "Kubernetes tolerations", func(s *corev1.PodSpec) { s.Tolerations = nil }),
+		pod("affinity", "node affinity, pod affinity and anti-affinity", func(s *corev1.PodSpec) { s.Affinity = nil }),
+		pod("imagePullSecrets", "names of Secrets of the release's namespace", func(s *corev1.PodSpec) { s.ImagePullSecrets = nil }),
+	}
+	switch chart {
+	case Kubevip:
+		vars = append(vars,
+			container("env", "the reference's variables and further ones of the kube-vip allow-list, each changed only to a value of its class; "+
+				"valueFrom only where the reference has it, or the pod's address for bgp_routerid and bgp_sourceip",
+				func(c *corev1.Container) { c.Env = nil }),
+			container("ports", "the monitoring port alone (podMonitor.enabled), at the port of env prometheus_server",
+				func(c *corev1.Container) { c.Ports = nil }),
+			Variable{Kind: "DaemonSet", Path: "spec.updateStrategy", Takes: "RollingUpdate (with maxUnavailable, maxSurge) or OnDelete",
+				clear: func(o runtime.Object) {
+					if d, ok := o.(*appsv1.DaemonSet); ok {
+						d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{}
+					}
+				}},
+			Variable{Kind: "PodMonitor", Path: "metadata.labels", Takes: "label keys and values",
+				clear: func(o runtime.Object) {
+					if p, ok := o.(*podMonitor); ok {
+						p.Labels = nil
+					}
+				}})
+	case CloudProvider:
+		vars = append(vars,
+			container("env", "the reference's variables, and KUBEVIP_ENABLE_LOADBALANCERCLASS: \"true\" (enableloadbalancerClass)",
+				func(c *corev1.Container) { c.Env = nil }),
+			Variable{Kind: "Deployment", Path: "spec.replicas", Takes: "1 to 5", clear: func(o runtime.Object) {
+				if d, ok := o.(*appsv1.Deployment); ok {
+					d.Spec.Replicas = nil
+				}
+			}})
+	}
+	return vars
+}
+
+func workloadKind(chart Chart) string {
+	if chart == Kubevip {
+		return "DaemonSet"
+	}
+	return "Deployment"
+}
+
+func podTemplate(o runtime.Object) *corev1.PodTemplateSpec {
+	switch w := o.(type) {
+	case *appsv1.DaemonSet:
+		return &w.Spec.Template
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	}
+	return nil
+}
+
+// againstReference judges got against ref, the same object of the reference render: the
+// environment by its allow-list, then everything else for equality outside the variables.
+func (j *judge) againstReference(got, ref *object) error {
+	if t, r := podTemplate(got.obj), podTemplate(ref.obj); t != nil && r != nil {
+		if len(t.Spec.Containers) != len(r.Spec.Containers) {
+			return j.deny(got, "%d containers where the chart's own render has %d", len(t.Spec.Containers), len(r.Spec.Containers))
+		}
+		for i := range t.Spec.Containers {
+			if err := j.referenceEnv(t.Spec.Containers[i].Env, r.Spec.Containers[i].Env); err != nil {
+				return j.deny(got, "containers[%s].%v", shorten(t.Spec.Containers[i].Name), err)
+			}
+		}
+	}
+	a, b := got.obj.DeepCopyObject(), ref.obj.DeepCopyObject()
+	for _, v := range Variables(j.chart) {
+		v.clear(a)
+		v.clear(b)
+	}
+	if d := firstDifference(toJSON(a), toJSON(b), ""); d != "" {
+		return j.deny(got, "%s differs from the chart's own render with the product's defaults, and no value the operator supports may change it", d)
+	}
+	return nil
+}
+
+// referenceEnv allows a container's environment that keeps every variable of the reference, each
+// as it is or changed to a value its rule allows, and adds only variables of the allow-list: for
+// kube-vip the rules of the modes the deployment allows, for the provider its load-balancer class
+// switch. A variable given twice is refused: the kubelet would take the last.
+func (j *judge) referenceEnv(got, ref []corev1.EnvVar) error {
+	byName := map[string]corev1.EnvVar{}
+	for _, e := range got {
+		if _, twice := byName[e.Name]; twice {
+			return fmt.Errorf("env %s is given twice", shorten(e.Name))
+		}
+		byName[e.Name] = e
+	}
+	refByName := map[string]corev1.EnvVar{}
+	for _, r := range ref {
+		refByName[r.Name] = r
+		if _, ok := byName[r.Name]; !ok {
+			return fmt.Errorf("env %s, which the chart's own render sets, is missing", r.Name)
+		}
+	}
+	for _, e := range got {
+		if r, ok := refByName[e.Name]; ok && reflect.DeepEqual(e, r) {
+			continue
+		}
+		if err := j.changedEnv(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changedEnv judges one variable that is not as in the reference.
+func (j *judge) changedEnv(e corev1.EnvVar) error {
+	if j.chart == CloudProvider {
+		if e.Name == "KUBEVIP_ENABLE_LOADBALANCERCLASS" && e.Value == "true" && e.ValueFrom == nil {
+			return nil
+		}
+		return fmt.Errorf("env %s is not a variable the chart sets, with a value it sets", shorten(e.Name))
+	}
+	rule, ok := j.policy.envRule(e.Name)
+	if !ok {
+		return j.policy.checkEnv(e.Name, e.Value)
+	}
+	if e.ValueFrom == nil {
+		return j.policy.checkEnv(e.Name, e.Value)
+	}
+	ref := e.ValueFrom.FieldRef
+	if !rule.fromPod || e.Value != "" || ref == nil || setFields(e.ValueFrom, "fieldRef") != nil || !podAddresses()[ref.FieldPath] ||
+		(ref.APIVersion != "" && ref.APIVersion != "v1") {
+		return fmt.Errorf("env %s may not be filled from elsewhere: only bgp_routerid and bgp_sourceip, from the pod's address", shorten(e.Name))
+	}
+	return nil
+}
+
+func toJSON(v interface{}) interface{} {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out interface{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil
+	}
+	return out
+}
+
+// firstDifference returns the first path, in key order, where a and b differ.
+func firstDifference(a, b interface{}, at string) string {
+	switch x := a.(type) {
+	case map[string]interface{}:
+		y, ok := b.(map[string]interface{})
+		if !ok {
+			return orRoot(at)
+		}
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if d := firstDifference(x[k], y[k], join(at, k)); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []interface{}:
+		y, ok := b.([]interface{})
+		if !ok || len(x) != len(y) {
+			return orRoot(at)
+		}
+		for i := range x {
+			if d := firstDifference(x[i], y[i], fmt.Sprintf("%s[%d]", at, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if !reflect.DeepEqual(a, b) {
+		return orRoot(at)
+	}
+	return ""
+}
+
+func orRoot(at string) string {
+	if at == "" {
+		return "the whole object"
+	}
+	return at
+}
