@@ -45,11 +45,16 @@ func TestPrometheusRule(t *testing.T) {
 		warn, crit         float64
 		guestDownFor       time.Duration
 		wantPrometheusRule bool
+		notServedFor       time.Duration
 	}{
-		{"defaults", nil, 0, 0, 0, false},
+		{"defaults", nil, 0, 0, 0, false, 0},
 		{"rule-on", map[string]interface{}{"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true}}},
-			80, 95, 960 * time.Second, true},
-		{"all-switches", allSwitchesOn(), 70, 90, 1200 * time.Second, true},
+			80, 95, 960 * time.Second, true, 10 * time.Minute},
+		// Labels for a Prometheus whose ruleSelector asks for them: every alert is still rendered.
+		{"rule-with-labels", map[string]interface{}{"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true,
+			"labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}, "notServedFor": "20m"}}},
+			80, 95, 960 * time.Second, true, 20 * time.Minute},
+		{"all-switches", allSwitchesOn(), 70, 90, 1200 * time.Second, true, 10 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderOperator(t, tc.values)
@@ -68,6 +73,13 @@ func TestPrometheusRule(t *testing.T) {
 			}
 			var pr ruleGroups
 			convert(t, find(t, objs, "PrometheusRule", "kube-fip-operator"), &pr)
+			if labels, _, _ := unstructured.NestedStringMap(tc.values, "monitoring", "prometheusRule", "labels"); len(labels) > 0 {
+				for k, v := range labels {
+					if pr.Labels[k] != v {
+						t.Errorf("the PrometheusRule's labels %v lack %s=%s", pr.Labels, k, v)
+					}
+				}
+			}
 			got := map[string]alertRule{}
 			for _, g := range pr.Spec.Groups {
 				for _, r := range g.Rules {
@@ -106,6 +118,14 @@ func TestPrometheusRule(t *testing.T) {
 					if err != nil || time.Duration(d) != 15*time.Minute || !q.reads("kubefipoperator_floatingip_ready") ||
 						!ok || op.String() != "==" || val != 0 {
 						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_ready == 0 for 15m", r.Alert, r.Expr, r.For)
+					}
+				},
+				"KubeFIPFloatingIPNotServed": func(r alertRule, q query) {
+					d, err := model.ParseDuration(r.For)
+					op, val, ok := q.threshold()
+					if err != nil || time.Duration(d) != tc.notServedFor || !q.reads("kubefipoperator_floatingip_served") ||
+						!ok || op.String() != "==" || val != 0 || r.Labels["severity"] != "critical" {
+						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_served == 0 for %s, critical", r.Alert, r.Expr, r.For, tc.notServedFor)
 					}
 				},
 			}

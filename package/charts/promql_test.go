@@ -26,7 +26,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.GuestOperationDuration.WithLabelValues("h").Observe(1)
 	m.DiscoveryNoRange.WithLabelValues("h").Inc()
 	m.ConfigReloads.WithLabelValues(metrics.StatusSuccess).Inc()
-	m.SetFloatingIPReady("c-m-1", "f", "g", true)
+	m.SetFloatingIP("c-m-1", "f", "g", true, metrics.ServedYes)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,8 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	// The original metric names must be among them, or the population above missed a collector.
 	for _, want := range []string{"kubefipoperator_fipranges_capacity", "kubefipoperator_fipranges_reserved",
 		"kubefipoperator_fipranges_available", "kubefipoperator_allocation_conflicts_total",
-		"kubefipoperator_guestcluster_status", "kubefipoperator_guestcluster_events", "kubefipoperator_floatingip_ready"} {
+		"kubefipoperator_guestcluster_status", "kubefipoperator_guestcluster_events", "kubefipoperator_floatingip_ready",
+		"kubefipoperator_floatingip_served"} {
 		if !names[want] {
 			t.Fatalf("the registry does not export %s", want)
 		}

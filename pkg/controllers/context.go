@@ -94,6 +94,9 @@ type GuestOptions struct {
 	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username, password
 	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string
+	// ServeGracePeriod is how long kube-vip has to start and to bind an address a Service asks for
+	// before the FloatingIP says it is not served.
+	ServeGracePeriod time.Duration
 }
 
 // AddOptionalInformer hands the operator an unstarted informer a controller reads, outside the

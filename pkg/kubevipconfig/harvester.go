@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,10 @@ const (
 	DaemonSetAlreadyDisabled
 	// DaemonSetDisabled: the node selector was added now.
 	DaemonSetDisabled
+	// DaemonSetNotDisabled: it does not carry the node selector (RestoreHarvesterKubevip).
+	DaemonSetNotDisabled
+	// DaemonSetRestored: the node selector was removed now.
+	DaemonSetRestored
 )
 
 // DisableHarvesterKubevip gives the Harvester cloud provider's kube-vip DaemonSet a node selector
@@ -62,4 +67,43 @@ func DisableHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGe
 		return DaemonSetAbsent, fmt.Errorf("patching %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
 	}
 	return DaemonSetDisabled, nil
+}
+
+// RestoreHarvesterKubevip removes the node selector DisableHarvesterKubevip gave the Harvester
+// cloud provider's kube-vip DaemonSet, and nothing else: the DaemonSet is as the Harvester cloud
+// provider's chart made it again. A DaemonSet of anyone else, or one without the selector, is left
+// alone.
+func RestoreHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (DaemonSetResult, error) {
+	dss := apps.DaemonSets(HarvesterDaemonSetNamespace)
+	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return DaemonSetAbsent, nil
+	}
+	if err != nil {
+		return DaemonSetAbsent, fmt.Errorf("reading %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
+	}
+	if ds.Annotations[HarvesterReleaseAnnotation] != HarvesterReleaseName {
+		return DaemonSetNotHarvesters, nil
+	}
+	if _, ok := ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey]; !ok {
+		return DaemonSetNotDisabled, nil
+	}
+	// A JSON patch that tests the resourceVersion read: a DaemonSet changed meanwhile is left for
+	// the next pass rather than patched blind.
+	patch, err := json.Marshal([]map[string]interface{}{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": ds.ResourceVersion},
+		{"op": "remove", "path": "/spec/template/spec/nodeSelector/" + jsonPointerEscape(DisabledNodeSelectorKey)},
+	})
+	if err != nil {
+		return DaemonSetAbsent, err
+	}
+	if _, err := dss.Patch(ctx, HarvesterDaemonSetName, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		return DaemonSetAbsent, fmt.Errorf("patching %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
+	}
+	return DaemonSetRestored, nil
+}
+
+// jsonPointerEscape escapes a key for a JSON pointer (RFC 6901): "~" as "~0", "/" as "~1".
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }

@@ -83,6 +83,9 @@ type Metrics struct {
 
 	// FloatingIPReady is 1 while a FloatingIP's Ready condition is True, 0 otherwise.
 	FloatingIPReady *prometheus.GaugeVec
+	// FloatingIPServed is what the guest showed of a FloatingIP's address at the last look:
+	// ServedYes, ServedIdle or ServedNo; no series before the first look.
+	FloatingIPServed *prometheus.GaugeVec
 	// readyGuest is, per FloatingIP (namespace/name), the guest cluster name of its FloatingIPReady
 	// series, set through SetFloatingIPReady; readyMu guards it and keeps it in step with the
 	// series.
@@ -146,13 +149,17 @@ func New() *Metrics {
 		}, []string{LabelStatus}),
 		FloatingIPReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kubefipoperator_floatingip_ready",
-			Help: "Whether a FloatingIP is Ready (1) or not (0): it holds its address and its guest cluster uses it.",
+			Help: "Whether a FloatingIP is Ready (1) or not (0): it holds its address, its guest cluster uses it, and the address is served or nothing asks for it yet.",
+		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
+		FloatingIPServed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubefipoperator_floatingip_served",
+			Help: "What the guest showed of a FloatingIP's address at the last look: 1 a LoadBalancer Service's status holds it, 2 nothing asks for it yet, 0 it is not served (kube-vip not ready, or asked for and not bound).",
 		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
 	}
 	m.Registry.MustRegister(
 		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds,
 		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
-		m.ConfigReloads, m.FloatingIPReady,
+		m.ConfigReloads, m.FloatingIPReady, m.FloatingIPServed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -201,9 +208,19 @@ func (m *Metrics) DeleteGuestCluster(cluster string) {
 	m.GuestPasses.DeletePartialMatch(match)
 }
 
-// SetFloatingIPReady records whether the FloatingIP namespace/name of guest cluster guest is Ready.
-// A FloatingIP has one series: one left under another guest cluster name is removed.
-func (m *Metrics) SetFloatingIPReady(namespace, name, guest string, ready bool) {
+// The values of kubefipoperator_floatingip_served.
+const (
+	ServedNo   = 0
+	ServedYes  = 1
+	ServedIdle = 2
+	// ServedUnknown: no series, the guest not looked at yet.
+	ServedUnknown = -1
+)
+
+// SetFloatingIP records whether the FloatingIP namespace/name of guest cluster guest is Ready, and
+// whether its address is served (ServedUnknown: no series). A FloatingIP has one series of each:
+// one left under another guest cluster name is removed.
+func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, served float64) {
 	value := 0.0
 	if ready {
 		value = 1
@@ -217,10 +234,18 @@ func (m *Metrics) SetFloatingIPReady(namespace, name, guest string, ready bool) 
 	// The guest cluster name its series has now, if any: looked up rather than found by
 	// collecting every FloatingIP's series, which costs each update the whole vector.
 	if previous, ok := m.readyGuest[key]; ok && previous != guest {
-		m.FloatingIPReady.Delete(prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: previous})
+		old := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: previous}
+		m.FloatingIPReady.Delete(old)
+		m.FloatingIPServed.Delete(old)
 	}
 	m.readyGuest[key] = guest
-	m.FloatingIPReady.With(prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}).Set(value)
+	labels := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}
+	m.FloatingIPReady.With(labels).Set(value)
+	if served == ServedUnknown {
+		m.FloatingIPServed.Delete(labels)
+	} else {
+		m.FloatingIPServed.With(labels).Set(served)
+	}
 }
 
 // DeleteFloatingIP removes the series of the FloatingIP namespace/name, whatever its guest cluster.
@@ -228,7 +253,9 @@ func (m *Metrics) DeleteFloatingIP(namespace, name string) {
 	m.readyMu.Lock()
 	defer m.readyMu.Unlock()
 	delete(m.readyGuest, namespace+"/"+name)
-	m.FloatingIPReady.DeletePartialMatch(prometheus.Labels{LabelNamespace: namespace, LabelName: name})
+	match := prometheus.Labels{LabelNamespace: namespace, LabelName: name}
+	m.FloatingIPReady.DeletePartialMatch(match)
+	m.FloatingIPServed.DeletePartialMatch(match)
 }
 
 // GuestClusters lists the guest clusters that have series.

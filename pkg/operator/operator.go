@@ -61,6 +61,9 @@ type Options struct {
 	GuestWorkers int
 	// GuestTimeout bounds every request to a guest cluster.
 	GuestTimeout time.Duration
+	// ServeGracePeriod is how long kube-vip has to bind an address a guest asks for before the
+	// FloatingIP says it is not served.
+	ServeGracePeriod time.Duration
 	// OrphanGracePeriod is how old an allocation whose FloatingIP is gone must be before the
 	// repair releases it.
 	OrphanGracePeriod time.Duration
@@ -130,6 +133,7 @@ func DefaultOptions() Options {
 		GlobalDataNamespace: "cattle-global-data",
 		GuestWorkers:        10,
 		GuestTimeout:        guest.DefaultTimeout,
+		ServeGracePeriod:    2 * time.Minute,
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
 		ChartPolicy:         installpolicy.Default(),
@@ -157,6 +161,9 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.GuestWorkers < 1 {
 		opts.GuestWorkers = d.GuestWorkers
+	}
+	if opts.ServeGracePeriod <= 0 {
+		opts.ServeGracePeriod = d.ServeGracePeriod
 	}
 	if opts.GuestTimeout <= 0 {
 		opts.GuestTimeout = d.GuestTimeout
@@ -381,6 +388,7 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 			ChartLimits:            helminstall.DefaultLimits(),
 			ChartPolicy:            o.opts.ChartPolicy,
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
+			ServeGracePeriod:       o.opts.ServeGracePeriod,
 		},
 	}
 }

@@ -78,7 +78,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	f := newFixture(t, "c-m-harvcase")
 	proxy := shared.StartClusterProxy(t)
 	f.createRange("harvcase", "10.154.0.0/28")
-	base := map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
+	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	f.operatorConfig(base)
 	f.operator("--allowed-guest-namespaces=kube-system,kube-vip-system")
 	ctx := context.Background()
@@ -115,10 +115,17 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 			if _, err := gc.direct.AppsV1().DaemonSets(c.namespace).Get(ctx, "kube-fip-kube-vip", metav1.GetOptions{}); err != nil {
 				t.Errorf("our kube-vip DaemonSet: %v", err)
 			}
+			// Harvester's kube-vip serves until ours has a ready pod, which this guest (no node)
+			// reports once its DaemonSet status says so.
 			ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
-			if err != nil || ds.Spec.Template.Spec.NodeSelector["node-role.kubernetes.io/harvester-kube-vip-disabled"] != "true" {
-				t.Errorf("Harvester's kube-vip DaemonSet is not neutralised: %v", err)
+			if err != nil || len(ds.Spec.Template.Spec.NodeSelector) != 0 {
+				t.Errorf("Harvester's kube-vip DaemonSet was changed before the operator's kube-vip was ready: %v, %v", ds.Spec.Template.Spec.NodeSelector, err)
 			}
+			gc.setDaemonSetStatus(t, c.namespace, "kube-fip-kube-vip", 1, 1)
+			rig.Eventually(t, 30*time.Second, "Harvester's kube-vip DaemonSet kept off every node once ours is ready", func() bool {
+				ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+				return err == nil && ds.Spec.Template.Spec.NodeSelector["node-role.kubernetes.io/harvester-kube-vip-disabled"] == "true"
+			})
 			where, cidr := gc.providerReads(t, c.namespace)
 			if where != c.wantConfigMap || cidr != addr+"/32" {
 				t.Errorf("the installed provider reads %s, which holds cidr-global %q; want %s with %s/32", where, cidr, c.wantConfigMap, addr)

@@ -6,10 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// ReadyMetricHandlerName names the handler that mirrors a FloatingIP's Ready condition in
-// kubefipoperator_floatingip_ready; it puts no finalizer on.
+// ReadyMetricHandlerName names the handler that mirrors a FloatingIP's Ready and Served conditions
+// in kubefipoperator_floatingip_ready and kubefipoperator_floatingip_served; it puts no finalizer
+// on.
 const ReadyMetricHandlerName = HandlerName + "-ready-metric"
 
 // OnFloatingIPReadyMetric sets kubefipoperator_floatingip_ready from the FloatingIP's Ready
@@ -31,8 +33,22 @@ func (h *handler) OnFloatingIPReadyMetric(key string, f *v1.FloatingIP) (*v1.Flo
 		return f, nil
 	}
 	ready, _ := v1.GetCondition(f.Status.Conditions, v1.Ready)
-	h.metrics.SetFloatingIPReady(f.Namespace, f.Name, guestClusterName(f), ready.Status == corev1.ConditionTrue)
+	h.metrics.SetFloatingIP(f.Namespace, f.Name, guestClusterName(f), ready.Status == corev1.ConditionTrue, servedValue(f))
 	return f, nil
+}
+
+// servedValue is kubefipoperator_floatingip_served of f, from its Served condition.
+func servedValue(f *v1.FloatingIP) float64 {
+	served, ok := v1.GetCondition(f.Status.Conditions, v1.Served)
+	switch {
+	case !ok:
+		return metrics.ServedUnknown
+	case served.Reason == v1.ReasonServed:
+		return metrics.ServedYes
+	case served.Reason == v1.ReasonIdle:
+		return metrics.ServedIdle
+	}
+	return metrics.ServedNo
 }
 
 // guestClusterName is the guest cluster a FloatingIP is for: as recorded in its status, else as

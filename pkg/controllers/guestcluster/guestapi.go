@@ -20,6 +20,10 @@ type guestAPI interface {
 	Credentials() []string
 	Check(ctx context.Context) (guest.Connection, error)
 	DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
+	RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
+	// Serving reads what serves the guest's addresses: the kube-vip DaemonSet namespace/name
+	// (none when name is ""), and the Services kube-vip-cloud-provider handles.
+	Serving(ctx context.Context, namespace, name string) (kubevipconfig.Serving, error)
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
@@ -41,6 +45,14 @@ type helmGuest struct {
 
 func (g helmGuest) DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error) {
 	return kubevipconfig.DisableHarvesterKubevip(ctx, g.Apps)
+}
+
+func (g helmGuest) RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error) {
+	return kubevipconfig.RestoreHarvesterKubevip(ctx, g.Apps)
+}
+
+func (g helmGuest) Serving(ctx context.Context, namespace, name string) (kubevipconfig.Serving, error) {
+	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, namespace, name)
 }
 
 func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {

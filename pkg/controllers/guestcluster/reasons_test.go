@@ -64,6 +64,11 @@ type fakeGuest struct {
 	provider  func() (kubevipconfig.ConfigMapRef, error)
 	wroteTo   []kubevipconfig.ConfigMapRef
 	wrote     []kubevipconfig.Addresses
+	// serving is what the guest shows of what serves its addresses; nil: the operator's
+	// kube-vip with one ready pod (where it installs one), and no Service.
+	serving  func(name string) (kubevipconfig.Serving, error)
+	restored int
+	disabled int
 }
 
 func (g *fakeGuest) Credentials() []string { return []string{"guest-token-abcdef"} }
@@ -76,7 +81,24 @@ func (g *fakeGuest) Check(context.Context) (guest.Connection, error) {
 }
 
 func (g *fakeGuest) DisableHarvesterKubevip(context.Context) (kubevipconfig.DaemonSetResult, error) {
+	g.disabled++
 	return g.daemonSet, nil
+}
+
+func (g *fakeGuest) RestoreHarvesterKubevip(context.Context) (kubevipconfig.DaemonSetResult, error) {
+	g.restored++
+	return kubevipconfig.DaemonSetNotDisabled, nil
+}
+
+func (g *fakeGuest) Serving(_ context.Context, namespace, name string) (kubevipconfig.Serving, error) {
+	if g.serving != nil {
+		return g.serving(name)
+	}
+	var s kubevipconfig.Serving
+	if name != "" {
+		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1, Updated: 1}
+	}
+	return s, nil
 }
 
 func (g *fakeGuest) EnsureAddresses(_ context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, _ bool) (kubevipconfig.AddressesResult, error) {
@@ -145,7 +167,7 @@ func newWorld() *world {
 		secrets: []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: testCluster + "-kubeconfig", Namespace: testFleet},
 			Data: map[string][]byte{guest.KubeconfigKey: []byte("used by the fake guest only")}}},
 		cfg: cfg,
-		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: installpolicy.Default()},
+		opts: options{GuestOptions: controllers.GuestOptions{Workers: 1, Timeout: time.Second, ChartPolicy: installpolicy.Default(), ServeGracePeriod: 2 * time.Minute},
 			FleetNamespace: testFleet, Namespace: "kube-fip"},
 		guest:    &fakeGuest{},
 		settings: fakeSettings{values: map[string]string{guest.SettingInternalServerURL: "https://rancher.example.com"}},
@@ -296,8 +318,33 @@ func TestEveryGuestReason(t *testing.T) {
 			}
 		}, v1.GuestConfigured, v1.ReasonConfigMapNotUpdated, corev1.ConditionFalse, "", "left as it is"},
 		{"configured", nil, v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal Configured", "cidr-global " + testAddr + "/32"},
-		{"Harvester's kube-vip disabled", func(w *world) { w.guest.daemonSet = kubevipconfig.DaemonSetDisabled },
+		{"Harvester's kube-vip disabled once ours is ready", func(w *world) { install(w); w.guest.daemonSet = kubevipconfig.DaemonSetDisabled },
 			v1.GuestConfigured, v1.ReasonConfigured, corev1.ConditionTrue, "Normal " + v1.ReasonHarvesterKubevip, "cidr-global"},
+		{"idle", nil, v1.Served, v1.ReasonIdle, corev1.ConditionTrue, "", "no LoadBalancer Service asks for " + testAddr},
+		{"served", func(w *world) { w.guest.serving = services(nil, svc("ingress", testAddr, testAddr)) },
+			v1.Served, v1.ReasonServed, corev1.ConditionTrue, "Normal " + v1.ReasonServed, "the status of default/ingress holds it"},
+		{"asked, not yet served", func(w *world) { w.guest.serving = services(nil, svc("ingress", testAddr, "")) },
+			v1.Served, v1.ReasonServePending, corev1.ConditionFalse, "", "default/ingress asks for " + testAddr},
+		{"asked, not served past the grace period", func(w *world) {
+			w.guest.serving = services(nil, svc("ingress", testAddr, ""))
+			pendingSince(w, time.Now().Add(-2*time.Minute-time.Minute))
+		}, v1.Served, v1.ReasonNotServed, corev1.ConditionFalse, "Warning " + v1.ReasonNotServed, "no kube-vip announced it"},
+		{"kube-vip schedules no pod", func(w *world) {
+			install(w)
+			w.guest.serving = services(&kubevipconfig.DaemonSetState{Found: true, Observed: true})
+		}, v1.Served, v1.ReasonKubevipNotScheduled, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipNotScheduled, "match none of the guest's nodes"},
+		{"kube-vip not ready past the grace period", func(w *world) {
+			install(w)
+			w.guest.serving = services(&kubevipconfig.DaemonSetState{Found: true, Observed: true, Desired: 1, Why: "pod x: container kube-vip is waiting: ImagePullBackOff"})
+			pendingSince(w, time.Now().Add(-2*time.Minute-time.Minute))
+		}, v1.Served, v1.ReasonKubevipNotReady, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipNotReady, "ImagePullBackOff"},
+		{"kube-vip gone", func(w *world) { install(w); w.guest.serving = services(&kubevipconfig.DaemonSetState{}) },
+			v1.Served, v1.ReasonKubevipMissing, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipMissing, "is not in the guest"},
+		{"what serves unreadable", func(w *world) {
+			w.guest.serving = func(string) (kubevipconfig.Serving, error) {
+				return kubevipconfig.Serving{}, errors.New("services is forbidden")
+			}
+		}, v1.Served, v1.ReasonServedUnknown, corev1.ConditionFalse, "Warning " + v1.ReasonServedUnknown, "forbidden"},
 		{"install not wanted", nil, v1.KubevipInstalled, v1.ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
 		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
 		{"Helm fails", func(w *world) {
@@ -384,6 +431,39 @@ func TestEveryGuestReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// services is a guest whose kube-vip DaemonSet is ds (none where the operator installs none, or
+// ds nil: one ready pod) and whose kube-vip Services are svcs.
+func services(ds *kubevipconfig.DaemonSetState, svcs ...kubevipconfig.ServiceState) func(string) (kubevipconfig.Serving, error) {
+	return func(name string) (kubevipconfig.Serving, error) {
+		s := kubevipconfig.Serving{Services: svcs}
+		if name != "" {
+			s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: "kube-system", Name: name, Found: true, Observed: true, Desired: 1, Ready: 1}
+			if ds != nil {
+				d := *ds
+				d.Namespace, d.Name = "kube-system", name
+				s.Kubevip = &d
+			}
+		}
+		return s, nil
+	}
+}
+
+// svc is a Service of namespace default asking for asks and whose status holds holds ("": none).
+func svc(name, asks, holds string) kubevipconfig.ServiceState {
+	s := kubevipconfig.ServiceState{Namespace: "default", Name: name, Asks: []netip.Addr{netip.MustParseAddr(asks)}}
+	if holds != "" {
+		s.Holds = []netip.Addr{netip.MustParseAddr(holds)}
+	}
+	return s
+}
+
+// pendingSince makes the FloatingIP's grace period start at since.
+func pendingSince(w *world, since time.Time) {
+	must(w.fips.Edit(testNS, testCluster+"-kubevip", func(f *v1.FloatingIP) {
+		f.Status.ServePendingSince = since.UTC().Format(time.RFC3339)
+	}))
 }
 
 // TestEveryFloatingIPOfTheClusterIsWritten: the FloatingIPs naming one cluster are written to

@@ -30,6 +30,13 @@ func (c *controller) record(p *pass) error {
 		v1.SetCondition(f.Status.DeepCopy(), v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message) {
 		c.Recorder.Event(f, v1.EventType(p.guest.reason), p.guest.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, p.guest.message))
 	}
+	if sv := p.served; sv != nil {
+		sv.message = p.redact(sv.message)
+		was, _ := v1.GetCondition(f.Status.Conditions, v1.Served)
+		if was.Reason != sv.reason && sv.reason != v1.ReasonServePending && (sv.reason != v1.ReasonIdle || was.Reason != "") {
+			c.Recorder.Event(f, v1.EventType(sv.reason), sv.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, sv.message))
+		}
+	}
 	// The guest's fields only: the allocation's are the FloatingIP controller's, and a conflict
 	// with its write is settled by applying these again to the newer object.
 	_, err := status.UpdateFloatingIP(c.FloatingIPs, f, func(s *v1.FloatingIPStatus) {
@@ -44,6 +51,10 @@ func (c *controller) record(p *pass) error {
 		v1.SetCondition(s, v1.GuestConfigured, p.guest.ok, p.guest.reason, p.guest.message)
 		if p.kubevip != nil {
 			v1.SetCondition(s, v1.KubevipInstalled, p.kubevip.ok, p.kubevip.reason, p.kubevip.message)
+		}
+		if sv := p.served; sv != nil {
+			s.ServedBy, s.ServePendingSince = sv.by, sv.pendingSince
+			v1.SetCondition(s, v1.Served, sv.ok, sv.reason, sv.message)
 		}
 	})
 	if apierrors.IsNotFound(err) {

@@ -57,6 +57,13 @@ type pass struct {
 	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
 	releases        []v1.GuestRelease
 	releasesChanged bool
+	// installs says the operator keeps its own kube-vip in this guest; serving is what the guest
+	// showed of what serves its addresses (servingErr why it could not be read), and served this
+	// FloatingIP's verdict on it.
+	installs   bool
+	serving    *kubevipconfig.Serving
+	servingErr string
+	served     *served
 }
 
 type outcome struct {
@@ -99,6 +106,8 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		members = append(members, p)
 	}
 	var retry error
+	// soon is when a grace period of the guest's ends, for a look before the usual interval.
+	var soon time.Duration
 	if primary != nil {
 		// The pass runs as the oldest FloatingIP, for all of them.
 		lead := *primary
@@ -107,8 +116,14 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		start := time.Now()
 		retry = c.runSafely(ctx, cfg, &lead)
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
+		now := time.Now()
 		for _, m := range members {
 			m.share(&lead)
+			addr, held := c.heldAddress(m.fip)
+			m.served = lead.servedOf(m, addr, held, now, c.opts.ServeGracePeriod)
+			if m.served != nil && m.served.recheck > 0 && (soon == 0 || m.served.recheck < soon) {
+				soon = m.served.recheck
+			}
 		}
 	} else {
 		retry = errRetry // the provisioning cluster may not be in the cache yet
@@ -123,6 +138,9 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	}
 	if retry != nil {
 		return 0, retry
+	}
+	if soon > 0 && soon < cfg.OperateGuestClusterInterval {
+		return soon, nil
 	}
 	return cfg.OperateGuestClusterInterval, nil
 }
@@ -253,19 +271,12 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	install := cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
-	if !install {
-		c.disableHarvesterKubevip(ctx, client, p)
-	}
+	p.installs = install
 
 	target := kubevipconfig.DefaultConfigMap()
 	if install {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
-		if k.ok {
-			// Harvester's kube-vip serves the guest's Services until the operator's own is in
-			// place: a refused or failed install must not leave the guest with none.
-			c.disableHarvesterKubevip(ctx, client, p)
-		}
 		if !found {
 			// Where the provider will read is not known until it is installed.
 			p.set(v1.GuestStateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message})
@@ -276,6 +287,10 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		p.kubevip = &outcome{ok: false, reason: v1.ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
 	err = c.writeConfigMap(ctx, client, p, target)
+	if err == nil {
+		c.observe(ctx, client, p, cfg.KubevipNamespace)
+		c.harvesterKubevip(ctx, client, p)
+	}
 	if err == nil && p.kubevip != nil && (p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching) {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
@@ -335,13 +350,32 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 	return false
 }
 
-func (c *controller) disableHarvesterKubevip(ctx context.Context, client guestAPI, p *pass) {
-	res, err := client.DisableHarvesterKubevip(ctx)
+// harvesterKubevip changes the Harvester cloud provider's kube-vip DaemonSet only where the
+// operator's own kube-vip is installed and has a ready pod: then Harvester's is kept off every
+// node, so that one kube-vip answers for the addresses. In a guest that does not (or no longer)
+// want the operator's kube-vip, Harvester's is given back as it was, if the operator had kept it
+// off; otherwise it is left alone.
+func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *pass) {
+	ours := p.installs && p.kubevip != nil && p.kubevip.ok && p.serving != nil && p.serving.Kubevip != nil && p.serving.Kubevip.Ready > 0
 	switch {
-	case err != nil:
-		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-	case res == kubevipconfig.DaemonSetDisabled:
-		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node")
+	case ours:
+		res, err := client.DisableHarvesterKubevip(ctx)
+		switch {
+		case err != nil:
+			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
+		case res == kubevipconfig.DaemonSetDisabled:
+			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+
+				": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node, as the operator's kube-vip is ready")
+		}
+	case !p.installs:
+		res, err := client.RestoreHarvesterKubevip(ctx)
+		switch {
+		case err != nil:
+			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
+		case res == kubevipconfig.DaemonSetRestored:
+			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevipRestored), v1.ReasonHarvesterKubevipRestored, "guest cluster "+p.cluster+
+				": removed the node selector the operator had given the Harvester cloud provider's kube-vip DaemonSet, as the guest does not want the operator's kube-vip")
+		}
 	}
 }
 

@@ -20,6 +20,11 @@ const (
 	GuestConfigured condition.Cond = "GuestConfigured"
 	// KubevipInstalled is true when kube-vip and kube-vip-cloud-provider are installed in the guest.
 	KubevipInstalled condition.Cond = "KubevipInstalled"
+	// Served is what the guest shows of the address, read back from it: true when a LoadBalancer
+	// Service's status holds it (kube-vip bound it), or when nothing asks for it yet and the
+	// operator's kube-vip is ready; false when no kube-vip pod of the operator's is ready, or a
+	// Service asks for the address and none holds it.
+	Served condition.Cond = "Served"
 	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
 	// (the whole address space, nothing left to hand out); absent otherwise.
 	Warning condition.Cond = "Warning"
@@ -98,8 +103,10 @@ func setCondition(status interface{}, c condition.Cond, ok bool, reason, message
 }
 
 // SetReady derives a FloatingIP's Ready from Allocated and, once guest operations report,
-// GuestConfigured: a FloatingIP is ready when it holds its address and its guest cluster uses it.
-// Both the allocation and the guest controller call it, so Ready never flips between their views.
+// GuestConfigured and Served: a FloatingIP is ready when it holds its address, its guest cluster is
+// configured with it, and what the guest shows says it is served (or can be, nothing asking for it
+// yet). Both the allocation and the guest controller call it, so Ready never flips between their
+// views.
 func SetReady(status *FloatingIPStatus) {
 	alloc, ok := GetCondition(status.Conditions, Allocated)
 	if !ok {
@@ -113,10 +120,18 @@ func SetReady(status *FloatingIPStatus) {
 	switch {
 	case !ok:
 		SetCondition(status, Ready, true, alloc.Reason, alloc.Message)
-	case guest.Status == corev1.ConditionTrue:
-		SetCondition(status, Ready, true, guest.Reason, alloc.Message+"; "+guest.Message)
-	default:
+	case guest.Status != corev1.ConditionTrue:
 		SetCondition(status, Ready, false, guest.Reason, guest.Message)
+	default:
+		served, checked := GetCondition(status.Conditions, Served)
+		switch {
+		case !checked:
+			SetCondition(status, Ready, true, guest.Reason, alloc.Message+"; "+guest.Message)
+		case served.Status == corev1.ConditionTrue:
+			SetCondition(status, Ready, true, served.Reason, alloc.Message+"; "+guest.Message+"; "+served.Message)
+		default:
+			SetCondition(status, Ready, false, served.Reason, served.Message)
+		}
 	}
 }
 

@@ -114,9 +114,35 @@ const (
 	ReasonInstalled = "Installed"
 	// ReasonNotWanted: kubevipGuestInstall does not want kube-vip installed in this guest.
 	ReasonNotWanted = "NotWanted"
+	// ReasonServed: a LoadBalancer Service's status holds the address: kube-vip bound it.
+	ReasonServed = "Served"
+	// ReasonIdle: nothing in the guest asks for the address yet, and the operator's kube-vip (where
+	// it installs one) is ready to serve it.
+	ReasonIdle = "Idle"
+	// ReasonServePending: kube-vip is starting, or a Service asks for the address and kube-vip has
+	// not bound it yet; within the grace period.
+	ReasonServePending = "ServePending"
+	// ReasonNotServed: a Service asks for the address and, past the grace period, no Service's
+	// status holds it.
+	ReasonNotServed = "NotServed"
+	// ReasonKubevipNotScheduled: the operator's kube-vip DaemonSet schedules no pod (its node
+	// selector or tolerations match no node).
+	ReasonKubevipNotScheduled = "KubevipNotScheduled"
+	// ReasonKubevipNotReady: no pod of the operator's kube-vip DaemonSet is ready, past the grace
+	// period (an image that cannot be pulled, a crash, a failed upgrade).
+	ReasonKubevipNotReady = "KubevipNotReady"
+	// ReasonKubevipMissing: the operator's kube-vip DaemonSet is not in the guest, though its
+	// release is.
+	ReasonKubevipMissing = "KubevipMissing"
+	// ReasonServedUnknown: what serves the address could not be read from the guest.
+	ReasonServedUnknown = "ServedUnknown"
 	// ReasonHarvesterKubevip: the Harvester cloud provider's kube-vip DaemonSet was kept off every
 	// node of the guest (Event).
 	ReasonHarvesterKubevip = "HarvesterKubevipDisabled"
+	// ReasonHarvesterKubevipRestored: the node selector the operator had given the Harvester cloud
+	// provider's kube-vip DaemonSet was removed, as the guest no longer wants the operator's
+	// kube-vip (Event).
+	ReasonHarvesterKubevipRestored = "HarvesterKubevipRestored"
 	// ReasonInvalidGuestNamespace: the FloatingIP's guest-namespace annotation names no namespace
 	// a pool can be written for.
 	ReasonInvalidGuestNamespace = "InvalidGuestNamespace"
@@ -322,7 +348,16 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object or privilege the upstream chart does not; use the upstream chart"},
 		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
-		{[]string{ReasonHarvesterKubevip}, Done, "FloatingIP Event", "nothing: the Harvester cloud provider's own kube-vip was kept off the guest's nodes, so that one kube-vip serves the address"},
+		{[]string{ReasonServed, ReasonIdle}, Done, "Served", "nothing: a Service's status holds the address, or nothing asks for it yet and kube-vip is ready"},
+		// waiting for kube-vip to start or to bind the address
+		{[]string{ReasonServePending}, Progress, "Served", "nothing yet: kube-vip is starting or binding the address; past the grace period this becomes `NotServed` or `KubevipNotReady`"},
+		{[]string{ReasonNotServed}, Failure, "Served", "a Service asks for the address and no kube-vip announced it: check kube-vip's pods and logs in the guest (`vip_interface` must be the nodes' NIC) ([runbook](#kubefipfloatingipnotserved))"},
+		{[]string{ReasonKubevipNotScheduled}, Failure, "Served", "kube-vip's DaemonSet matches no node: check its `nodeSelector` and `tolerations` in `kubevipChartValues` against the guest's control-plane nodes"},
+		{[]string{ReasonKubevipNotReady}, Failure, "Served", "no kube-vip pod is ready; the message says why (an image that cannot be pulled, a crash): fix the image or values, and check the pod's logs in the guest"},
+		{[]string{ReasonKubevipMissing}, Failure, "Served", "kube-vip's DaemonSet is gone from the guest though its release is there; set `kubevipUpdate: \"true\"` once to install it again"},
+		{[]string{ReasonServedUnknown}, Failure, "Served", "the guest did not answer the operator's reads of kube-vip and its Services; retried; the message says why"},
+		{[]string{ReasonHarvesterKubevip}, Done, "FloatingIP Event", "nothing: the operator's kube-vip is ready, so the Harvester cloud provider's own kube-vip was kept off the guest's nodes, so that one kube-vip serves the address"},
+		{[]string{ReasonHarvesterKubevipRestored}, Done, "FloatingIP Event", "nothing: the guest no longer wants the operator's kube-vip, so the Harvester cloud provider's kube-vip was given back its nodes"},
 		{[]string{ReasonKubevipTranslated}, Done, "FloatingIP Event", "nothing: a chart value was rendered in the form the kube-vip image reads ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonKubevipIgnored}, Notice, "FloatingIP Event", "the kube-vip image does not read a variable the chart sets, named in the Event: remove it from the values, or change the chart version and image tag together"},
 		{[]string{ReasonUntrustedRecord}, Notice, "FloatingIP Event", "the guest's newest release record is none the operator wrote (planted, or written before this version remembered its releases): it was not used to upgrade from and nothing it lists was deleted; nothing to do, unless you did not expect it"},

@@ -68,13 +68,20 @@ type FloatingIPStatus struct {
 	// updateConfigMap, Rancher's view of the cluster (connection, labels) and the version of its
 	// kubeconfig Secret. A change of any of them starts a new pass; anything else does not.
 	GuestInputs string `json:"guestInputs,omitempty"`
+	// ServedBy are the LoadBalancer Services of the guest whose status held the address at the last
+	// look, kube-vip having bound it: "namespace/name", at most five, then how many more.
+	ServedBy string `json:"servedBy,omitempty"`
+	// ServePendingSince is when the guest was first seen asking for the address, or starting the
+	// operator's kube-vip, without serving it yet: the start of the grace period (RFC 3339).
+	ServePendingSince string `json:"servePendingSince,omitempty"`
 	// KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the
 	// management side remembers them. A release record in the guest is used as the base of an
 	// upgrade only when its manifest is one of these: the guest cannot forge what is written here.
 	KubevipReleases []GuestRelease `json:"kubevipReleases,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
+	// Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a
+	// reason.
 	// While Ready is False, Reconciling is True when the reason passes by itself (the guest
 	// cluster still being provisioned, the range not created yet, the address not held yet), and
 	// Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both

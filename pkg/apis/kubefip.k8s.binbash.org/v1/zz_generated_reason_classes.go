@@ -27,6 +27,8 @@ func classOf(reason string) Class {
 		"FloatingIPCreated",
 		"FloatingIPDeleted",
 		"HarvesterKubevipDisabled",
+		"HarvesterKubevipRestored",
+		"Idle",
 		"Installed",
 		"KubevipValuesTranslated",
 		"NotWanted",
@@ -34,7 +36,8 @@ func classOf(reason string) Class {
 		"Ready",
 		"Released",
 		"Reloaded",
-		"Retained":
+		"Retained",
+		"Served":
 		return Done
 	case
 		"ChartFetching",
@@ -46,6 +49,7 @@ func classOf(reason string) Class {
 		"NotAllocated",
 		"Provisioning",
 		"RangeNotFound",
+		"ServePending",
 		"SpaceChangePending":
 		return Progress
 	case
@@ -83,6 +87,9 @@ func classOf(reason string) Class {
 		"InvalidValue",
 		"KubeconfigInvalid",
 		"KubeconfigRefused",
+		"KubevipMissing",
+		"KubevipNotReady",
+		"KubevipNotScheduled",
 		"KubevipValuesRefused",
 		"NamespaceNotAllowed",
 		"NoCloudCredential",
@@ -90,6 +97,7 @@ func classOf(reason string) Class {
 		"NoMachineConfigRef",
 		"NoMatchingRange",
 		"NotClusterOwner",
+		"NotServed",
 		"OrphanedAllocations",
 		"OutOfRange",
 		"Overlap",
@@ -99,6 +107,7 @@ func classOf(reason string) Class {
 		"RangeNotSet",
 		"RenderedObjectRefused",
 		"Reserved",
+		"ServedUnknown",
 		"StatusUpdateFailed",
 		"Unauthorized",
 		"UnknownKey":
