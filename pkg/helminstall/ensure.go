@@ -51,7 +51,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if rel.Plan == nil {
 		return Result{}, errors.New("no install plan: nothing is installed")
 	}
-	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace))
+	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace), rel.Namespace, rel.Name)
 	last, err := lastRecord(records, rel.Name)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)

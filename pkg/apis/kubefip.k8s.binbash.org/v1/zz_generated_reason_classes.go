@@ -97,6 +97,7 @@ func classOf(reason string) Class {
 		"RangeExhausted",
 		"RangeNotReady",
 		"RangeNotSet",
+		"ReleaseRecordRefused",
 		"RenderedObjectRefused",
 		"Reserved",
 		"StatusUpdateFailed",
