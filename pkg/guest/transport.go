@@ -19,12 +19,13 @@ const (
 	// one release's records (ReleaseRecordPage in pkg/helminstall), which for the charts the
 	// operator installs is well under 100 KiB.
 	MaxGuestResponse = 4 << 20
-	// MaxGuestResponseValues bounds the JSON values of one answer: every object, array, member
-	// and element. Decoded, a value can take far more room than its text: "{}," is 3 bytes, but
-	// as a container of a Pod template it is 408, so it is the values that bound what the
-	// operator holds of an answer, not its bytes. An answer the operator needs has a few hundred
-	// (kube-vip's DaemonSet as the API server gives it back, managed fields included).
-	MaxGuestResponseValues = 1 << 15
+	// MaxGuestResponseValues bounds the JSON values of one answer, counted as its objects,
+	// arrays and commas (see LimitValues). Decoded, a value can take far more room than its
+	// text: "{}," is 3 bytes, but as a container of a Pod template it is 408, so it is the
+	// values that bound what the operator holds of an answer, not its bytes. An answer the
+	// operator needs counts a few hundred: kube-vip's DaemonSet as the API server gives it back,
+	// managed fields included, 268; a page of release records, about 250.
+	MaxGuestResponseValues = 1 << 14
 )
 
 // ErrGuestResponseTooLarge means a guest answered with more than MaxGuestResponse bytes or

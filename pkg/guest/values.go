@@ -7,8 +7,8 @@ import (
 
 // ValueLimit reads JSON text and fails once it holds more than a number of values. It counts
 // what a decoder makes room for without decoding anything: every object and array, and every
-// member or element after a comma, outside strings. Text that is not JSON is counted the same
-// way; the decoder reading it fails on its own.
+// comma between members or elements, outside strings; an object in a list counts twice, with its
+// comma. Text that is not JSON is counted the same way; the decoder reading it fails on its own.
 type ValueLimit struct {
 	body             io.ReadCloser
 	max, counted     int
