@@ -73,8 +73,8 @@ func (s *boundedSecrets) checkIdentity(obj *corev1.Secret, r *release.Release) e
 	if obj.Namespace != s.namespace {
 		disagree("the guest gave it from namespace %q", shortName(obj.Namespace))
 	}
-	if want := recordKey(r.Name, r.Version); obj.Name != want {
-		disagree("it holds revision %d", r.Version)
+	if want := recordKey(s.release, r.Version); obj.Name != want {
+		disagree("the Secret's name is not %s, as revision %d inside says", want, r.Version)
 	}
 	status := ""
 	if r.Info != nil {

@@ -103,7 +103,7 @@ func TestReleaseRecordIdentity(t *testing.T) {
 			secret: func(s *corev1.Secret) { s.Labels["status"] = "pending-upgrade" }},
 		{name: "another release inside", inner: func(r *release.Release) { r.Name = "victim" }, why: `it holds release "victim"`},
 		{name: "another namespace inside", inner: func(r *release.Release) { r.Namespace = "tenant" }, why: `namespace "tenant"`},
-		{name: "another revision inside", inner: func(r *release.Release) { r.Version = 1 }, why: "it holds revision 1"},
+		{name: "another revision inside", inner: func(r *release.Release) { r.Version = 1 }, why: "is not sh.helm.release.v1.kube-vip.v1"},
 		{name: "another status inside", inner: func(r *release.Release) { r.Info.Status = release.StatusSuperseded }, why: "label status"},
 		{name: "no info inside", inner: func(r *release.Release) { r.Info = nil }, why: "label status"},
 		{name: "label owner", secret: func(s *corev1.Secret) { s.Labels["owner"] = "tiller" }, why: "label owner"},
@@ -113,7 +113,7 @@ func TestReleaseRecordIdentity(t *testing.T) {
 		{name: "no labels", secret: func(s *corev1.Secret) { s.Labels = nil }, why: "label"},
 		{name: "the operator's label of another", secret: func(s *corev1.Secret) { s.Labels[OwnerLabel] = "someone" }, why: OwnerLabel},
 		{name: "the Secret of another revision", secret: func(s *corev1.Secret) { s.Name = "sh.helm.release.v1.kube-vip.v3" }, why: "kube-vip.v3"},
-		{name: "the Secret of another release", secret: func(s *corev1.Secret) { s.Name = "sh.helm.release.v1.victim.v2" }, why: "victim"},
+		{name: "the Secret of another release", secret: func(s *corev1.Secret) { s.Name = "sh.helm.release.v1.victim.v2" }, why: "sh.helm.release.v1.victim.v2"},
 		{name: "a Secret of another namespace", secret: func(s *corev1.Secret) { s.Namespace = "default" }, why: `namespace "default"`},
 	}
 	for _, c := range cases {
