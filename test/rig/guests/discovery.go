@@ -17,12 +17,12 @@ import (
 // document: /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>, /openapi/....
 func isDiscovery(path string) bool {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case parts[0] == "openapi":
+	switch parts[0] {
+	case "openapi":
 		return true
-	case parts[0] == "api":
+	case "api":
 		return len(parts) <= 2
-	case parts[0] == "apis":
+	case "apis":
 		return len(parts) <= 3
 	}
 	return false
