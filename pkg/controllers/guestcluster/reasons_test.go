@@ -598,7 +598,7 @@ func (f fakeSettings) Get(_ context.Context, name string, _ metav1.GetOptions, _
 	}
 	v, ok := f.values[name]
 	if !ok {
-		return nil, apierrors.NewNotFound(SettingResource().GroupResource(), name)
+		return nil, apierrors.NewNotFound(guest.SettingResource().GroupResource(), name)
 	}
 	return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting",
 		"metadata": map[string]interface{}{"name": name}, "value": v, "default": ""}}, nil
