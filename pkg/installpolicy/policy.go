@@ -59,6 +59,15 @@ type Settings struct {
 	// no tag) each chart's workload may run.
 	KubevipImages       []string
 	CloudProviderImages []string
+	// ChartDigests are further chart archives, beyond the pinned ones, that may be loaded and
+	// rendered: "<chart>@sha256:<hex>" each (pinned.go).
+	ChartDigests []string
+	// RenderCommand, when set, renders every chart in a process of its own, started with it (the
+	// operator binary and its render-chart command), whose memory and time are bounded; empty
+	// renders in the operator's process (render.go).
+	RenderCommand []string
+	// RenderBudget bounds every render; zero is DefaultRenderBudget.
+	RenderBudget RenderBudget
 }
 
 // DefaultSettings allow the upstream kube-vip chart sources over https and the upstream images.
@@ -78,11 +87,23 @@ type Policy struct {
 	// downloads are where fetches from the upstream sources go on to (downloads.go).
 	downloads []download
 	images    map[Chart][]string
+	// digests are the archives allowed beyond the pinned ones, by chart.
+	digests map[Chart][]string
+	// packages are the archives loaded last, and renders what the renders of charts may cost
+	// and which charts overran it; shared by every copy of the Policy.
+	packages *packageCache
+	renders  *renderer
 }
 
 // New builds a Policy from the deployment's settings. Empty entries are skipped.
 func New(s Settings) (Policy, error) {
-	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}}
+	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{},
+		packages: &packageCache{}, renders: newRenderer(s.RenderCommand, s.RenderBudget)}
+	digests, err := parseDigests(s.ChartDigests)
+	if err != nil {
+		return Policy{}, err
+	}
+	p.digests = digests
 	for _, raw := range s.ChartSources {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -128,9 +149,15 @@ func (p Policy) String() string {
 	for i, s := range p.sources {
 		sources[i] = s.String()
 	}
-	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s]",
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], "+
+		"chart archives: the pinned ones and [%s]",
 		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP,
-		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "))
+		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "), p.digestsText())
+}
+
+// Renders says where and within which budget charts are rendered, for the start-up log.
+func (p Policy) Renders() string {
+	return p.renders.String()
 }
 
 // maxEcho bounds how much of a refused entry a message repeats.
