@@ -47,12 +47,17 @@ type settings struct {
 	providerImages string
 	kubevipModes   string
 	guestNS        string
+	chartDigests   string
+	guestCharts    string
 	kubeAPIQPS     float64
 	webhookHosts   string
 	containerLimit string
 	memoryRatio    float64
 	profiling      string
 }
+
+// renderCommand is the hidden command that renders one guest chart in a process of its own.
+const renderCommand = "render-chart"
 
 // cleanupSettings are the command line of the cleanup command.
 type cleanupSettings struct {
@@ -77,6 +82,13 @@ func newApp() *cli.App {
 			Usage:  "stop the operator and release or delete its FloatingIPs and FloatingIPRanges (the chart's pre-delete hook)",
 			Flags:  c.flags(),
 			Action: c.run,
+		}, {
+			// The operator starts it for every render of a guest chart, so that a template's
+			// memory and time are bounded by a process of their own (pkg/installpolicy).
+			Name:   renderCommand,
+			Usage:  "render one guest chart as the operator asks on stdin, within the memory it names",
+			Hidden: true,
+			Action: func(*cli.Context) error { return installpolicy.ServeRender(os.Stdin, os.Stdout) },
 		}},
 	}
 }
@@ -130,6 +142,10 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "kube-vip modes beyond ARP for Services whose variables kube-fip-config may set, comma-separated: bgp, routingtable, dhcp, controlplane"},
 		&cli.StringFlag{Name: "allowed-guest-namespaces", EnvVars: []string{"ALLOWED_GUEST_NAMESPACES"}, Value: strings.Join(installpolicy.DefaultNamespaces(), ","), Destination: &s.guestNS,
 			Usage: "guest namespaces kubevipNamespace may name, comma-separated: kube-vip runs there host-networked with NET_ADMIN"},
+		&cli.StringFlag{Name: "allowed-chart-digests", EnvVars: []string{"ALLOWED_CHART_DIGESTS"}, Destination: &s.chartDigests,
+			Usage: "chart archives, beyond the pinned ones, that may be installed: <chart>@sha256:<hex>, comma-separated"},
+		&cli.StringFlag{Name: "guest-charts-dir", EnvVars: []string{"GUEST_CHARTS_DIR"}, Value: installpolicy.DefaultGuestChartsDir, Destination: &s.guestCharts,
+			Usage: "directory of the pinned chart archives the image ships, installed without fetching; missing: they are fetched"},
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
 			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
@@ -172,6 +188,10 @@ func (s *settings) options() (operator.Options, error) {
 		return opts, errors.New("--allowed-image-prefixes (ALLOWED_IMAGE_PREFIXES) was replaced by --allowed-kubevip-images and " +
 			"--allowed-cloud-provider-images: a prefix also allowed image variants that ship a shell; name the exact repositories instead")
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return opts, fmt.Errorf("finding the operator's binary, which renders the guest charts: %w", err)
+	}
 	policy, err := installpolicy.New(installpolicy.Settings{
 		ChartSources:        strings.Split(s.chartSources, ","),
 		AllowHTTP:           s.allowHTTP,
@@ -179,11 +199,14 @@ func (s *settings) options() (operator.Options, error) {
 		CloudProviderImages: strings.Split(s.providerImages, ","),
 		KubevipModes:        strings.Split(s.kubevipModes, ","),
 		Namespaces:          strings.Split(s.guestNS, ","),
+		ChartDigests:        strings.Split(s.chartDigests, ","),
+		RenderCommand:       []string{self, renderCommand},
 	})
 	if err != nil {
-		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces: %w", err)
+		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, --allowed-chart-digests: %w", err)
 	}
 	opts.ChartPolicy = policy
+	opts.GuestChartsDir = s.guestCharts
 	for _, h := range strings.Split(s.webhookHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			opts.Webhook.Hosts = append(opts.Webhook.Hosts, h)
@@ -216,7 +239,15 @@ func (s *settings) run(*cli.Context) error {
 	}
 	logrus.Infof("Go runtime memory limit: %s", limit)
 	logrus.Infof("Go garbage collector: %s", memlimit.GCPercent(os.Getenv))
-	logrus.Infof("guest chart policy: %s", opts.ChartPolicy)
+	logrus.Infof("guest chart policy: %s; %s", opts.ChartPolicy, opts.ChartPolicy.Renders())
+	bundle, notes, err := opts.ChartPolicy.LoadBundle(opts.GuestChartsDir)
+	if err != nil {
+		return fmt.Errorf("--guest-charts-dir: %w", err)
+	}
+	for _, n := range notes {
+		logrus.Infof("bundled guest charts: %s", n)
+	}
+	opts.GuestCharts = bundle
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

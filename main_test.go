@@ -46,7 +46,7 @@ func TestFlagDefaults(t *testing.T) {
 func TestFlagsAndEnvironment(t *testing.T) {
 	opts, err := parse(t, map[string]string{
 		"THREADS": "7", "GUEST_TIMEOUT": "3s", "ALLOWED_CHART_SOURCES": "https://charts.example.com,oci://registry.example.com/kv",
-		"KUBE_API_QPS": "25",
+		"KUBE_API_QPS": "25", "ALLOWED_CHART_DIGESTS": "kube-vip@sha256:" + strings.Repeat("ab", 32), "GUEST_CHARTS_DIR": "/charts",
 	}, "--namespace=ops", "--leader-election=false", "--allowed-kubevip-images=registry.example.com/kv", "--allowed-cloud-provider-images=")
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +55,13 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		t.Errorf("options %+v do not carry the flags and environment", opts)
 	}
 	p := opts.ChartPolicy.String()
+	digest := "kube-vip@sha256:" + strings.Repeat("ab", 32)
+	if !strings.Contains(p, digest) {
+		t.Errorf("policy %s lacks the chart digest ALLOWED_CHART_DIGESTS allows", p)
+	}
+	if opts.GuestChartsDir != "/charts" {
+		t.Errorf("guest charts directory %q; want GUEST_CHARTS_DIR's", opts.GuestChartsDir)
+	}
 	for _, want := range []string{"https://charts.example.com", "oci://registry.example.com/kv", "registry.example.com/kv"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("policy %s lacks %s", p, want)
@@ -108,6 +115,8 @@ func TestBadFlagValues(t *testing.T) {
 		"negative qps":       {args: []string{"--kube-api-qps=-1"}, says: "--kube-api-qps"},
 		"http source":        {args: []string{"--allowed-chart-sources=http://charts.example.com"}, says: "allow-http-chart-sources"},
 		"secret name":        {args: []string{"--chart-credentials-secret=Not_A_Name"}, says: "--chart-credentials-secret"},
+		"chart digest":       {args: []string{"--allowed-chart-digests=kube-vip@sha256:abc"}, says: "--allowed-chart-digests"},
+		"chart digest env":   {env: map[string]string{"ALLOWED_CHART_DIGESTS": "nginx@sha256:" + strings.Repeat("0", 64)}, says: `names chart "nginx"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, tc.env, tc.args...)

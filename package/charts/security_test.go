@@ -45,20 +45,31 @@ func TestChartSecurityFlags(t *testing.T) {
 	if _, ok := flags["chart-credentials-secret"]; ok {
 		t.Error("--chart-credentials-secret is passed without a Secret")
 	}
+	if got, ok := flags["allowed-chart-digests"]; !ok || got != "" {
+		t.Errorf("--allowed-chart-digests=%q (present %t); want it empty: the pinned charts only", got, ok)
+	}
 	if _, err := installpolicy.New(installpolicy.Settings{ChartSources: strings.Split(flags["allowed-chart-sources"], ","),
 		KubevipImages:       strings.Split(flags["allowed-kubevip-images"], ","),
-		CloudProviderImages: strings.Split(flags["allowed-cloud-provider-images"], ",")}); err != nil {
+		CloudProviderImages: strings.Split(flags["allowed-cloud-provider-images"], ","),
+		ChartDigests:        strings.Split(flags["allowed-chart-digests"], ",")}); err != nil {
 		t.Errorf("the operator refuses the default flags: %v", err)
 	}
 
 	// A comma-separated string works as well as a list (the Rancher form sets strings).
+	kubevip, provider := "kube-vip@sha256:"+strings.Repeat("ab", 32), "kube-vip-cloud-provider@sha256:"+strings.Repeat("cd", 32)
+	digests := kubevip + "," + provider
 	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{
+		"allowedChartDigests":    []interface{}{kubevip, provider},
 		"allowedChartSources":    "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080",
 		"allowHTTPChartSources":  true,
 		"allowedImages":          map[string]interface{}{"kubevip": []interface{}{"registry.corp.example/kube-vip"}},
 		"chartCredentialsSecret": "chart-pull",
 	}})
 	flags = flagValues(c.Args)
+	if _, err := installpolicy.New(installpolicy.Settings{ChartDigests: strings.Split(flags["allowed-chart-digests"], ","),
+		AllowHTTP: true, ChartSources: strings.Split(flags["allowed-chart-sources"], ",")}); err != nil || flags["allowed-chart-digests"] != digests {
+		t.Errorf("--allowed-chart-digests=%q (%v); want %q, which the operator accepts", flags["allowed-chart-digests"], err, digests)
+	}
 	if flags["allowed-chart-sources"] != "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080" ||
 		flags["allow-http-chart-sources"] != "true" || flags["allowed-kubevip-images"] != "registry.corp.example/kube-vip" ||
 		flags["chart-credentials-secret"] != "chart-pull" {

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 const (
@@ -42,6 +45,26 @@ type Options struct {
 	BinDir string
 	// Architectures are the GOARCH values to package, all for linux.
 	Architectures []string
+	// GuestChartsDir, when set, holds the pinned guest chart archives (installpolicy.PinnedCharts,
+	// by their upstream file names) to ship at installpolicy.DefaultGuestChartsDir; each must have
+	// its pinned digest. Empty: the image ships none, and the operator fetches them.
+	GuestChartsDir string
+	// GuestCharts are the archives GuestChartsDir may hold; nil is installpolicy.PinnedCharts.
+	GuestCharts []installpolicy.PinnedChart
+}
+
+// GuestCharts are the file names of the guest chart archives an image of o ships, or an error
+// naming an archive it refuses.
+func GuestCharts(o Options) ([]string, error) {
+	_, names, err := guestChartsLayer(o.GuestChartsDir, o.guestCharts())
+	return names, err
+}
+
+func (o Options) guestCharts() []installpolicy.PinnedChart {
+	if o.GuestCharts == nil {
+		return installpolicy.PinnedCharts()
+	}
+	return o.GuestCharts
 }
 
 // BinaryPath is where scripts/package puts the linux binary for arch.
@@ -80,9 +103,13 @@ func Index(o Options) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
+	charts, names, err := guestChartsLayer(o.GuestChartsDir, o.guestCharts())
+	if err != nil {
+		return nil, err
+	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range o.Architectures {
-		img, err := platformImage(o, base, arch)
+		img, err := platformImage(o, base, arch, charts, names)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +126,7 @@ func Index(o Options) (v1.ImageIndex, error) {
 	return annotated, nil
 }
 
-func platformImage(o Options, base v1.Layer, arch string) (v1.Image, error) {
+func platformImage(o Options, base v1.Layer, arch string, charts v1.Layer, chartNames []string) (v1.Image, error) {
 	path := BinaryPath(o.BinDir, arch)
 	bin, err := os.ReadFile(path)
 	if err != nil {
@@ -121,6 +148,13 @@ func platformImage(o Options, base v1.Layer, arch string) (v1.Image, error) {
 	)
 	if err != nil {
 		return nil, err
+	}
+	if charts != nil {
+		img, err = mutate.Append(img, mutate.Addendum{Layer: charts,
+			History: v1.History{Created: created, CreatedBy: "pinned guest charts: " + strings.Join(chartNames, " ")}})
+		if err != nil {
+			return nil, err
+		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

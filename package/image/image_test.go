@@ -21,6 +21,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 const (
@@ -282,5 +287,110 @@ func TestWriteLayoutRefusesNonEmptyDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
 		t.Errorf("the existing file is gone: %v", err)
+	}
+}
+
+// TestGuestChartsInTheImage: given a directory of the pinned archives, every platform's image holds
+// them at the path the operator reads, byte for byte; an archive whose digest is not the pinned one,
+// a file that is no pinned archive, or a pinned archive missing refuses the build; without a
+// directory the image holds none. The stand-ins play the upstream archives, pinned by their own
+// digests, as the upstream archives cannot be fetched here; with the real pins they are refused.
+func TestGuestChartsInTheImage(t *testing.T) {
+	archs := []string{"amd64", "arm64"}
+	binDir := t.TempDir()
+	for _, arch := range archs {
+		if err := os.MkdirAll(filepath.Dir(BinaryPath(binDir, arch)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(BinaryPath(binDir, arch), []byte("not really a binary"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	standIns := []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
+	dir := t.TempDir()
+	var pinned []installpolicy.PinnedChart
+	want := map[string][]byte{}
+	for i, c := range standIns {
+		path, err := chartrepo.WriteArchive(c, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := installpolicy.PinnedCharts()[i]
+		pc.Digest = installpolicy.Digest(data)
+		pinned = append(pinned, pc)
+		want[filepath.Join(strings.TrimPrefix(installpolicy.DefaultGuestChartsDir, "/"), pc.File())] = data
+	}
+	opts := Options{Version: testVersion, Revision: testRevision, Created: time.Unix(1, 0), BinDir: binDir, Architectures: archs,
+		GuestChartsDir: dir, GuestCharts: pinned}
+
+	idx, err := Index(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range im.Manifests {
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := flatten(t, img)
+		for name, data := range want {
+			f, ok := files[name]
+			if !ok || !bytes.Equal(f.data, data) || f.header.Mode != 0o644 || f.header.Uid != 0 {
+				t.Errorf("%s: /%s is missing or not the archive (present %t, mode %o)", desc.Platform, name, ok, f.header.Mode)
+			}
+		}
+	}
+
+	for name, tc := range map[string]struct {
+		edit func(dir string)
+		pins []installpolicy.PinnedChart
+		says string
+	}{
+		"the real pins":   {func(string) {}, nil, "not the pinned " + installpolicy.PinnedCharts()[0].Digest},
+		"another file":    {func(d string) { _ = os.WriteFile(filepath.Join(d, "nginx-1.0.0.tgz"), []byte("x"), 0o644) }, pinned, "nginx-1.0.0.tgz is not the archive of a pinned chart"},
+		"one missing":     {func(d string) { _ = os.Remove(filepath.Join(d, "kube-vip-cloud-provider-0.2.10.tgz")) }, pinned, "holds no kube-vip-cloud-provider-0.2.10.tgz"},
+		"another archive": {func(d string) { _ = os.WriteFile(filepath.Join(d, "kube-vip-0.9.9.tgz"), []byte("x"), 0o644) }, pinned, "kube-vip-0.9.9.tgz has digest"},
+	} {
+		d := t.TempDir()
+		for _, c := range standIns {
+			if _, err := chartrepo.WriteArchive(c, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tc.edit(d)
+		o := opts
+		o.GuestChartsDir, o.GuestCharts = d, tc.pins
+		if _, err := Index(o); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v; want the build refused saying %q", name, err, tc.says)
+		}
+	}
+
+	o := opts
+	o.GuestChartsDir = ""
+	if names, err := GuestCharts(o); err != nil || len(names) != 0 {
+		t.Errorf("without a directory the image ships %v (%v)", names, err)
+	}
+	bare, err := Index(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, _ := bare.IndexManifest()
+	bareImg, err := bare.Image(bm.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range flatten(t, bareImg) {
+		if strings.HasPrefix(name, strings.TrimPrefix(installpolicy.DefaultGuestChartsDir, "/")) {
+			t.Errorf("without a directory the image holds %s", name)
+		}
 	}
 }

@@ -91,6 +91,8 @@ type GuestOptions struct {
 	// ChartPolicy decides which chart sources and values may be installed; set at deployment
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
 	ChartPolicy installpolicy.Policy
+	// GuestCharts are the pinned charts the image ships, installed without a fetch.
+	GuestCharts installpolicy.Bundle
 	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username, password
 	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string

@@ -38,12 +38,12 @@ func bomb(t *testing.T, size int64) []byte {
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	tw := tar.NewWriter(gz)
-	meta := chartYAML("bomb", "1.0.0")
-	if err := tw.WriteHeader(&tar.Header{Name: "bomb/Chart.yaml", Mode: 0o644, Size: int64(len(meta)), Typeflag: tar.TypeReg}); err != nil {
+	meta := chartYAML("kube-vip", "1.0.0")
+	if err := tw.WriteHeader(&tar.Header{Name: "kube-vip/Chart.yaml", Mode: 0o644, Size: int64(len(meta)), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = tw.Write(meta)
-	if err := tw.WriteHeader(&tar.Header{Name: "bomb/templates/zeros.yaml", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: "kube-vip/templates/zeros.yaml", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
 	zeros := make([]byte, 1<<20)
@@ -55,17 +55,27 @@ func bomb(t *testing.T, size int64) []byte {
 	return buf.Bytes()
 }
 
-// CVE-2025-32386: a small archive that decompresses to far more than memory should hold.
+// CVE-2025-32386: a small archive that decompresses to far more than memory should hold. Not
+// allowed by digest, it is never unpacked; allowed, it is refused for its unpacked size.
 func TestAdvisoryArchiveBombIsRefused(t *testing.T) {
 	t.Parallel()
 	data := bomb(t, 512<<20)
-	repo := startRepo(t, indexFor("bomb", "1.0.0"), data)
-	in := newTestInstaller(t, DefaultLimits())
-	_, err := in.chart(context.Background(), Release{Chart: "bomb", RepoURL: repo.URL, Version: "1.0.0"})
-	if err == nil || !strings.Contains(err.Error(), "larger than the maximum") {
-		t.Fatalf("a %d-byte archive of 512 MiB = %v; want refused for its decompressed size", len(data), err)
+	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), data)
+	for _, tc := range []struct {
+		plan *installpolicy.Plan
+		want string
+	}{
+		{defaultPlan(t, "1.0.0"), "neither that of the pinned"},
+		{planAllowing(t, "1.0.0", data), "its file kube-vip/templates/zeros.yaml is larger than 256 KiB"},
+	} {
+		in := newTestInstaller(t, DefaultLimits())
+		_, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: tc.plan})
+		var refused *installpolicy.Refusal
+		if !errors.As(err, &refused) || refused.Reason != installpolicy.ReasonChartRefused || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("a %d-byte archive of 512 MiB = %v; want ChartRefused saying %q", len(data), err, tc.want)
+		}
+		t.Logf("a %d KiB archive decompressing to 512 MiB: %v", len(data)/1024, err)
 	}
-	t.Logf("a %d KiB archive decompressing to 512 MiB: %v", len(data)/1024, err)
 }
 
 // CVE-2025-55198: a Chart.yaml with a null maintainer or non-string import-values, and an
@@ -76,14 +86,17 @@ func TestAdvisoryMalformedYAMLIsAnErrorNotAPanic(t *testing.T) {
 		meta    string
 		refused bool
 	}{
-		"null maintainer":          {"apiVersion: v2\nname: demo\nversion: 1.0.0\nmaintainers:\n- null\n", true},
-		"non-string import-values": {"apiVersion: v2\nname: demo\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 1.0.0\n  import-values:\n  - child: [1]\n    parent: {a: b}\n", false},
-		"not YAML":                 {"apiVersion: v2\nname: [demo\n", true},
+		"null maintainer": {"apiVersion: v2\nname: kube-vip\nversion: 1.0.0\nmaintainers:\n- null\n", true},
+		// Loaded without a panic, and then refused by the install policy for its dependency.
+		"non-string import-values": {"apiVersion: v2\nname: kube-vip\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 1.0.0\n  import-values:\n  - child: [1]\n    parent: {a: b}\n", true},
+		"plain":                    {"apiVersion: v2\nname: kube-vip\nversion: 1.0.0\n", false},
+		"not YAML":                 {"apiVersion: v2\nname: [kube-vip\n", true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			repo := startRepo(t, indexFor("demo", "1.0.0"), archive(t, "demo", map[string][]byte{"Chart.yaml": []byte(tc.meta)}))
+			data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": []byte(tc.meta)})
+			repo := startRepo(t, indexFor("kube-vip", "1.0.0"), data)
 			in := newTestInstaller(t, DefaultLimits())
-			ch, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
+			pkg, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: planAllowing(t, "1.0.0", data)})
 			if tc.refused {
 				if err == nil || strings.Contains(err.Error(), "malformed") {
 					t.Errorf("= %v; want Helm's own clear refusal, not a recovered panic", err)
@@ -91,19 +104,20 @@ func TestAdvisoryMalformedYAMLIsAnErrorNotAPanic(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("= %v; want loaded (only helm lint read import-values this way)", err)
+				t.Fatalf("= %v; want loaded", err)
 			}
 			// Loaded: it must also survive what Ensure does next.
-			if err := validateValues(context.Background(), ch, map[string]interface{}{}); err != nil {
+			if err := validateValues(context.Background(), pkg.Chart, map[string]interface{}{}); err != nil {
 				t.Errorf("values check: %v", err)
 			}
 		})
 	}
 	t.Run("empty index entry", func(t *testing.T) {
-		index := "apiVersion: v1\nentries:\n  demo:\n  - null\n  -\n  - apiVersion: v2\n    name: demo\n    version: 1.0.0\n    urls:\n    - demo-1.0.0.tgz\n"
-		repo := startRepo(t, []byte(index), archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")}))
+		index := "apiVersion: v1\nentries:\n  kube-vip:\n  - null\n  -\n  - apiVersion: v2\n    name: kube-vip\n    version: 1.0.0\n    urls:\n    - kube-vip-1.0.0.tgz\n"
+		data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
+		repo := startRepo(t, []byte(index), data)
 		in := newTestInstaller(t, DefaultLimits())
-		if ch, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL}); err != nil || ch.Metadata.Version != "1.0.0" {
+		if ch, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Plan: planAllowing(t, "", data)}); err != nil || ch.Chart.Metadata.Version != "1.0.0" {
 			t.Errorf("index with empty entries = %v, %v; want the valid entry", ch, err)
 		}
 	})
@@ -180,14 +194,15 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	t.Parallel()
 	srv, hits := schemaServer(t)
 	schema := `{"properties":{"a":{"$ref":"` + srv.URL + `/schema.json"}}}`
-	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), archive(t, "kube-vip", map[string][]byte{
+	data := archive(t, "kube-vip", map[string][]byte{
 		"Chart.yaml": chartYAML("kube-vip", "1.0.0"), "values.schema.json": []byte(schema),
 		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n"),
-	}))
+	})
+	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), data)
 	c, kube := fakeGuest()
 	in := newTestInstaller(t, DefaultLimits())
 	_, err := in.Ensure(context.Background(), c, Release{Namespace: "kube-system", Name: "demo", Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0",
-		Plan: defaultPlan(t, "1.0.0")})
+		Plan: planAllowing(t, "1.0.0", data)})
 	if err == nil || !strings.Contains(err.Error(), "points outside the schema") {
 		t.Errorf("Ensure = %v; want the schema refused", err)
 	}
@@ -238,7 +253,7 @@ func TestAdvisoryRegistryLyingAboutALayerSize(t *testing.T) {
 	defer registry.Close()
 	in := newTestInstaller(t, DefaultLimits())
 	ref := "oci://" + strings.TrimPrefix(registry.URL, "http://") + "/charts/kube-vip"
-	_, err := in.chart(context.Background(), Release{Ref: ref, Version: "1.0.0"})
+	_, err := in.chart(context.Background(), Release{Ref: ref, Version: "1.0.0", Plan: defaultPlan(t, "1.0.0")})
 	if err == nil {
 		t.Fatal("a layer of 3<<46 bytes was accepted")
 	}

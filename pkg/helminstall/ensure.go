@@ -69,10 +69,11 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 			return Result{Outcome: Unchanged}, nil
 		}
 	}
-	ch, err := in.chart(ctx, rel)
+	pkg, err := in.chart(ctx, rel)
 	if err != nil {
 		return Result{}, err
 	}
+	ch := pkg.Chart
 	if err := validateValues(ctx, ch, rel.Plan.Values.Map); err != nil {
 		return Result{}, fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
 	}
@@ -80,7 +81,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if last != nil {
 		target.Revision, target.Upgrade = last.Version+1, true
 	}
-	approval, err := rel.Plan.Approve(ch, target)
+	approval, err := rel.Plan.Approve(pkg.Chart, target)
 	if err != nil {
 		return Result{}, err
 	}

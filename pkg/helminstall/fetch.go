@@ -1,7 +1,6 @@
 package helminstall
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,11 +15,10 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -33,7 +31,8 @@ type Limits struct {
 	ConnectTimeout time.Duration
 	// FetchTimeout bounds one whole fetch: index, archive, or every request of an OCI pull.
 	FetchTimeout time.Duration
-	// MaxIndexBytes bounds a repository's index.yaml.
+	// MaxIndexBytes bounds a repository's index.yaml: what it costs to parse grows with it
+	// (index.go).
 	MaxIndexBytes int64
 	// MaxArchiveBytes bounds a chart archive and every OCI manifest, config or layer.
 	MaxArchiveBytes int64
@@ -44,14 +43,14 @@ type Limits struct {
 	FailureTTL time.Duration
 }
 
-// DefaultLimits suit the kube-vip charts (archives of a few KiB, an index of some hundred KiB)
-// with a wide margin.
+// DefaultLimits suit the kube-vip charts (archives of 4 KiB, an index of 18 KiB listing 38
+// versions) with a wide margin.
 func DefaultLimits() Limits {
 	return Limits{
 		ConnectTimeout:  10 * time.Second,
 		FetchTimeout:    60 * time.Second,
-		MaxIndexBytes:   32 << 20,
-		MaxArchiveBytes: 16 << 20,
+		MaxIndexBytes:   256 << 10,
+		MaxArchiveBytes: installpolicy.MaxArchiveBytes,
 		Wait:            5 * time.Second,
 		FailureTTL:      30 * time.Second,
 	}
@@ -63,8 +62,8 @@ var ErrTooLarge = errors.New("the chart source sent more than the size limit all
 // fetcher reads charts from HTTP repositories and OCI registries with bounded requests.
 type fetcher struct {
 	limits Limits
-	// tempDir holds the short-lived copies of repository indexes Helm's index loader reads.
-	tempDir string
+	// indexes are the repository indexes read of late, shared by the fetches of every chart.
+	indexes *indexes
 	// credentialsFile is the registry credentials store, kept empty: credentials come only from
 	// the Release.
 	credentialsFile string
@@ -120,67 +119,55 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// fetch reads the archive of the chart rel names, within the limits and ctx, and checks that it
-// loads.
+// fetch reads the archive of the chart rel names, within the limits and ctx. Nothing of it is
+// unpacked here: whether it may be is the install policy's to say, by its digest.
 func (f *fetcher) fetch(ctx context.Context, rel Release) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.limits.FetchTimeout)
 	defer cancel()
-	var data []byte
-	var err error
 	if rel.Ref != "" {
-		data, err = f.pull(ctx, rel)
-	} else {
-		data, err = f.download(ctx, rel)
+		return f.pull(ctx, rel)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := loadArchive(data); err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", rel.source(), err)
-	}
-	return data, nil
+	return f.download(ctx, rel)
 }
 
-// loadArchive loads a chart archive with Helm's loader, whose decompression limits stop archive
-// bombs; a panic on malformed content becomes an error.
-func loadArchive(data []byte) (ch *chart.Chart, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ch, err = nil, fmt.Errorf("the chart archive is malformed: %v", r)
-		}
-	}()
-	return loader.LoadArchive(bytes.NewReader(data))
-}
-
-// download reads the repository's index, picks the version and downloads the archive, checking
-// its digest when the index gives one. The archive must lie within the release's scope, and
-// credentials go only to the repository's own scheme, host and port.
+// download reads the repository's index (shared with the other fetches of the moment), picks the
+// version and downloads the archive, checking its digest when the index gives one: an archive
+// whose listed digest the policy does not allow is not downloaded at all. The archive must lie
+// within the release's scope, and credentials go only to the repository's own scheme, host and
+// port.
 func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	raw := strings.TrimSuffix(rel.RepoURL, "/")
 	base := redact.URL(raw)
 	sc := rel.scope()
-	index, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes, sc)
+	entries, shared, err := f.entries(ctx, rel, false)
 	if err != nil {
-		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+		return nil, err
 	}
-	idx, err := loadIndex(f.tempDir, index)
-	if err != nil {
-		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+	cv, ok := pickVersion(entries, rel.Version)
+	if !ok && shared {
+		// A read of a moment ago may predate the version asked for: read the index again.
+		if entries, _, err = f.entries(ctx, rel, true); err != nil {
+			return nil, err
+		}
+		cv, ok = pickVersion(entries, rel.Version)
 	}
-	cv, err := idx.Get(rel.Chart, rel.Version)
-	if err != nil {
+	if !ok {
 		return nil, fmt.Errorf("repository %s has no chart %s %s", base, rel.Chart, versionText(rel.Version))
 	}
-	if len(cv.URLs) == 0 {
-		return nil, fmt.Errorf("repository %s lists chart %s %s without a download URL", base, rel.Chart, cv.Version)
+	// The version as the index writes it, which the source chooses, shortened for messages.
+	shown := redact.Shorten(cv.Version, maxChartName)
+	if cv.Digest != "" && rel.Plan != nil {
+		if err := rel.Plan.CheckDigest("sha256:" + strings.ToLower(strings.TrimPrefix(cv.Digest, "sha256:"))); err != nil {
+			return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, err)
+		}
 	}
-	archiveURL, err := repo.ResolveReferenceURL(raw+"/", cv.URLs[0])
+	archiveURL, err := repo.ResolveReferenceURL(raw+"/", cv.URL)
 	parsed, perr := url.Parse(archiveURL)
 	if err != nil || perr != nil {
-		return nil, fmt.Errorf("repository %s lists chart %s %s with a bad URL", base, rel.Chart, cv.Version)
+		return nil, fmt.Errorf("repository %s lists chart %s %s with a bad URL", base, rel.Chart, shown)
 	}
 	if !sc.allows(parsed) {
-		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, cv.Version, sc.refusal("the archive", parsed))
+		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, sc.refusal("the archive", parsed))
 	}
 	creds := rel.Credentials
 	if !SameOrigin(raw, archiveURL) {
@@ -188,12 +175,12 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	}
 	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes, sc)
 	if err != nil {
-		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), cv.Version, err)
+		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), shown, err)
 	}
 	if want := strings.TrimPrefix(cv.Digest, "sha256:"); want != "" {
 		sum := sha256.Sum256(data)
 		if !strings.EqualFold(hex.EncodeToString(sum[:]), want) {
-			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), cv.Version)
+			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), shown)
 		}
 	}
 	return data, nil
@@ -242,35 +229,6 @@ func requestError(err error) error {
 		return fmt.Errorf("timed out: %w", err)
 	}
 	return err
-}
-
-// loadIndex parses an index with Helm's own loader, which drops invalid entries; it reads from a
-// file, so the bytes go through a short-lived one.
-func loadIndex(dir string, data []byte) (*repo.IndexFile, error) {
-	file, err := os.CreateTemp(dir, "index-*.yaml")
-	if err != nil {
-		return nil, fmt.Errorf("keeping the index: %w", err)
-	}
-	defer os.Remove(file.Name())
-	_, err = file.Write(data)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("keeping the index: %w", err)
-	}
-	idx, err := func() (idx *repo.IndexFile, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("the index is malformed: %v", r)
-			}
-		}()
-		return repo.LoadIndexFile(file.Name())
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("the index is not valid: %w", err)
-	}
-	return idx, nil
 }
 
 // pull reads a chart from an OCI registry: the newest tag matching the version when it is not

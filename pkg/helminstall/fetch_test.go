@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -100,6 +102,36 @@ func testLimits() Limits {
 	return l
 }
 
+// planAllowing is the install policy's plan of the kube-vip chart at version with the default
+// values, under a policy that allows the archives by digest besides the pinned ones.
+func planAllowing(t testing.TB, version string, archives ...[]byte) *installpolicy.Plan {
+	t.Helper()
+	var digests []string
+	for _, a := range archives {
+		digests = append(digests, installpolicy.Digest(a))
+	}
+	return planAllowingDigests(t, version, digests...)
+}
+
+// planAllowingDigests is planAllowing with the digests ("sha256:<hex>") of the kube-vip archives.
+func planAllowingDigests(t testing.TB, version string, digests ...string) *installpolicy.Plan {
+	t.Helper()
+	for i, d := range digests {
+		digests[i] = installpolicy.DigestEntry(installpolicy.Kubevip, d)
+	}
+	s := installpolicy.DefaultSettings()
+	s.ChartDigests = digests
+	p, err := installpolicy.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.NewPlan(installpolicy.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 func newTestInstaller(t *testing.T, limits Limits) *Installer {
 	t.Helper()
 	in, err := NewInstaller(t.TempDir(), limits)
@@ -120,10 +152,15 @@ func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
 	ctx := context.Background()
 	stalled := chartrepo.StallingServerForTest(t)
 	healthy := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
+	served, err := chartrepo.Archive(chartrepo.KubevipChart("0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planAllowing(t, "0.1.0", served)
 
 	sources := []Release{
-		{Chart: "kube-vip", RepoURL: "http://" + stalled, Version: "0.1.0"},
-		{Ref: "oci://" + stalled + "/charts/kube-vip", Version: "0.1.0"},
+		{Chart: "kube-vip", RepoURL: "http://" + stalled, Version: "0.1.0", Plan: plan},
+		{Ref: "oci://" + stalled + "/charts/kube-vip", Version: "0.1.0", Plan: plan},
 	}
 	var wg sync.WaitGroup
 	waits := make([]time.Duration, len(sources))
@@ -139,9 +176,9 @@ func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the stalled fetches are under way
 	start := time.Now()
-	ch, err := in.chart(ctx, Release{Chart: "kube-vip", RepoURL: healthy.URL, Version: "0.1.0"})
+	ch, err := in.chart(ctx, Release{Chart: "kube-vip", RepoURL: healthy.URL, Version: "0.1.0", Plan: plan})
 	healthyTook := time.Since(start)
-	if err != nil || ch.Metadata.Version != "0.1.0" {
+	if err != nil || ch.Chart.Metadata.Version != "0.1.0" {
 		t.Fatalf("healthy repository while two sources stall = %v, %v", ch, err)
 	}
 	wg.Wait()
@@ -182,16 +219,17 @@ func TestStalledChartSourceHoldsUpOnlyItsOwnInstalls(t *testing.T) {
 // index and one archive download.
 func TestConcurrentInstallsShareOneFetch(t *testing.T) {
 	t.Parallel()
-	repo := startRepo(t, indexFor("demo", "1.0.0"), archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")}))
+	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
+	repo := startRepo(t, indexFor("kube-vip", "1.0.0"), data)
 	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"}
+	rel := Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: planAllowing(t, "1.0.0", data)}
 	var wg sync.WaitGroup
 	var failures atomic.Int32
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ch, err := in.chart(context.Background(), rel); err != nil || ch.Metadata.Version != "1.0.0" {
+			if ch, err := in.chart(context.Background(), rel); err != nil || ch.Chart.Metadata.Version != "1.0.0" {
 				failures.Add(1)
 			}
 		}()
@@ -209,10 +247,10 @@ func TestConcurrentInstallsShareOneFetch(t *testing.T) {
 // server announces its length, and a cut body is never taken for a whole one.
 func TestFetchSizeLimits(t *testing.T) {
 	t.Parallel()
-	small := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
+	small := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
 	padding := "# " + strings.Repeat("x", 1<<20) + "\n"
-	bigIndex := append(indexFor("demo", "1.0.0"), padding...)
-	bigArchive := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0"), "random.txt": noise(1 << 20)})
+	bigIndex := append(indexFor("kube-vip", "1.0.0"), padding...)
+	bigArchive := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0"), "random.txt": noise(1 << 20)})
 	limits := DefaultLimits()
 	limits.MaxIndexBytes, limits.MaxArchiveBytes = 512<<10, 512<<10
 	for _, chunked := range []bool{false, true} {
@@ -221,12 +259,13 @@ func TestFetchSizeLimits(t *testing.T) {
 			index, archive []byte
 		}{
 			{"index", bigIndex, small},
-			{"archive", indexFor("demo", "1.0.0"), bigArchive},
+			{"archive", indexFor("kube-vip", "1.0.0"), bigArchive},
 		} {
 			repo := startRepo(t, tc.index, tc.archive)
 			repo.chunked = chunked
 			in := newTestInstaller(t, limits)
-			_, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
+			_, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0",
+				Plan: planAllowing(t, "1.0.0", small, bigArchive)})
 			if !errors.Is(err, ErrTooLarge) {
 				t.Errorf("%s over the limit (chunked %v) = %v; want ErrTooLarge", tc.what, chunked, err)
 			}
@@ -260,7 +299,7 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
+	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		record("other")(w, r)
 		_, _ = w.Write(data)
@@ -268,19 +307,19 @@ func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
 	defer other.Close()
 	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		record("repo")(w, r)
-		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  demo:\n  - apiVersion: v2\n    name: demo\n    version: 1.0.0\n    urls:\n    - %s/demo-1.0.0.tgz\n", other.URL)
+		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  kube-vip:\n  - apiVersion: v2\n    name: kube-vip\n    version: 1.0.0\n    urls:\n    - %s/kube-vip-1.0.0.tgz\n", other.URL)
 	}))
 	defer repo.Close()
 	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
-		Sources: testPolicy(t, true, repo.URL, other.URL)}
+	rel := Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
+		Sources: testPolicy(t, true, repo.URL, other.URL), Plan: planAllowing(t, "1.0.0", data)}
 	if _, err := in.chart(context.Background(), rel); err != nil {
 		t.Fatal(err)
 	}
 	if seen["repo /index.yaml"] == "" {
 		t.Error("the repository's index was read without its credentials")
 	}
-	if auth, ok := seen["other /demo-1.0.0.tgz"]; !ok || auth != "" {
+	if auth, ok := seen["other /kube-vip-1.0.0.tgz"]; !ok || auth != "" {
 		t.Errorf("the archive on another host was fetched with Authorization %q (fetched: %v)", auth, ok)
 	}
 }
@@ -322,6 +361,8 @@ func TestFetchRedirects(t *testing.T) {
 	}
 	target = tlsServer.URL
 	mu.Unlock()
+	// A new installer: the index read a moment ago would be shared.
+	in = newTestInstaller(t, DefaultLimits())
 	if _, err := in.fetcher.fetch(context.Background(), rel); err == nil || !strings.Contains(err.Error(), "refused a redirect from http to https") {
 		t.Errorf("fetch through a redirect to another scheme: %v; want it refused", err)
 	}
@@ -330,12 +371,15 @@ func TestFetchRedirects(t *testing.T) {
 // TestFetchChecksTheDigest: an archive that does not match the digest its index lists is refused.
 func TestFetchChecksTheDigest(t *testing.T) {
 	t.Parallel()
-	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
-	index := append(indexFor("demo", "1.0.0"), []byte("    digest: "+strings.Repeat("0", 64)+"\n")...)
+	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
+	listed := strings.Repeat("0", 64)
+	index := append(indexFor("kube-vip", "1.0.0"), []byte("    digest: "+listed+"\n")...)
 	repo := startRepo(t, index, data)
 	in := newTestInstaller(t, DefaultLimits())
-	_, err := in.chart(context.Background(), Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0"})
-	if err == nil || !strings.Contains(err.Error(), "digest") {
+	// Even with both digests allowed, the archive must be the one the index lists.
+	plan := planAllowingDigests(t, "1.0.0", "sha256:"+listed, installpolicy.Digest(data))
+	_, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: plan})
+	if err == nil || !strings.Contains(err.Error(), "does not match the digest its repository lists") {
 		t.Errorf("archive not matching its digest = %v; want refused", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
@@ -83,6 +82,8 @@ type Installer struct {
 	// asked again for the newest.
 	chartTTL time.Duration
 	fetcher  *fetcher
+	// bundle holds the pinned charts the image ships, installed without a fetch.
+	bundle installpolicy.Bundle
 
 	mu     sync.Mutex
 	charts map[string]*chartEntry
@@ -91,8 +92,8 @@ type Installer struct {
 // chartEntry is one chart as fetched, or being fetched: done closes when the fetch ends.
 type chartEntry struct {
 	done chan struct{}
-	// data is the chart archive; every install loads its own copy, as Helm changes a chart
-	// while it installs it.
+	// data is the chart archive as fetched: the install policy loads it, once per digest, only
+	// when its digest is allowed.
 	data    []byte
 	err     error
 	fetched time.Time
@@ -112,10 +113,14 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 	}
 	return &Installer{
 		chartTTL: 10 * time.Minute,
-		fetcher:  &fetcher{limits: limits, tempDir: dir, credentialsFile: credentials},
+		fetcher:  &fetcher{limits: limits, indexes: newIndexes(), credentialsFile: credentials},
 		charts:   map[string]*chartEntry{},
 	}, nil
 }
+
+// UseBundle installs the pinned charts of b, where kube-fip-config asks for them from upstream,
+// without fetching anything. Call it before the first install.
+func (in *Installer) UseBundle(b installpolicy.Bundle) { in.bundle = b }
 
 // InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
 const InstallTimeout = 2 * time.Minute
@@ -128,12 +133,20 @@ var ErrReleaseBusy = errors.New("the release is being changed right now")
 // worker is free meanwhile.
 var ErrChartPending = errors.New("the chart is still being fetched")
 
-// chart returns the release's chart: from memory when fetched recently (a pinned version is kept
-// for good), else from one fetch shared by every caller. A caller waits for the fetch at most
+// chart returns the release's chart as the install policy let it through: the bundled pinned
+// chart when kube-fip-config asks for it from upstream, with nothing fetched; else the archive from
+// memory when fetched recently (a pinned version is kept for good), or from one fetch shared by
+// every caller, loaded only when the policy allows its digest. A caller waits for the fetch at most
 // Limits.Wait or until ctx ends; the fetch itself goes on within its own timeout, so a stalled
 // source holds up only the installs that need it, and those only briefly. A failed fetch is
 // remembered for Limits.FailureTTL.
-func (in *Installer) chart(ctx context.Context, rel Release) (*chart.Chart, error) {
+func (in *Installer) chart(ctx context.Context, rel Release) (*installpolicy.Package, error) {
+	if rel.Plan == nil {
+		return nil, errors.New("no install plan: nothing is fetched")
+	}
+	if pkg := in.bundle.For(rel.Plan.Chart, rel.RepoURL, rel.Ref, rel.Version); pkg != nil {
+		return pkg, nil
+	}
 	key := rel.location() + "@" + rel.Version
 	in.mu.Lock()
 	e, ok := in.charts[key]
@@ -169,7 +182,11 @@ func (in *Installer) chart(ctx context.Context, rel Release) (*chart.Chart, erro
 	if err != nil {
 		return nil, err
 	}
-	return loadArchive(data)
+	pkg, err := rel.Plan.Package(data)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", rel.source(), versionText(rel.Version), err)
+	}
+	return pkg, nil
 }
 
 // stale reports whether a finished entry must be fetched again; one in flight never is.

@@ -59,6 +59,17 @@ func (w *webHosts) requests(u string) []string {
 	return w.auth[u]
 }
 
+// all are the URLs asked, in no order.
+func (w *webHosts) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for u := range w.auth {
+		out = append(out, u)
+	}
+	return out
+}
+
 func redirectTo(to string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusFound) }
 }

@@ -137,7 +137,7 @@ func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
 
 // objects renders and decodes the chart's documents.
 func (pl *Plan) objects(ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]*object, error) {
-	docs, err := render(pl.Chart, ch, values, rel)
+	docs, err := pl.policy.render(pl.Chart, ch, values, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -8,14 +8,18 @@
 //   - Images (images.go): exact image repositories per chart, and the releases of each.
 //   - Values (values*.go): a typed schema of the value keys each chart generation supports. The
 //     values handed to Helm are serialised from the typed values, never passed on as written.
+//   - Archives (pinned.go, package.go, bundle.go): a chart archive is loaded only when its digest
+//     is that of the pinned upstream archive or one the deployment allows for that chart, checked
+//     before anything is unpacked, and within bounds; the pinned archives ship with the operator.
 //   - Charts (chart.go): a chart package with hooks, CRDs, dependencies, or another name or version
 //     than the one asked for is refused before anything renders.
 //   - Rendered objects (render.go, decode.go, judge*.go, diff.go, approve.go): the chart is
-//     rendered here, client-only, every object decoded as the API server decodes it (strict and
-//     case-sensitive) and judged against the kinds, names and fields of the pinned upstream chart;
-//     what may differ from the render with the operator's defaults is only what the values schema
-//     allows. The approved objects are serialised again from their typed form, and that manifest
-//     is all Helm applies.
+//     rendered here, client-only, within a budget of time, output and memory (budget.go; in a
+//     process of its own, renderproc.go), every object decoded as the API server decodes it
+//     (strict and case-sensitive) and judged against the kinds, names and fields of the pinned
+//     upstream chart; what may differ from the render with the operator's defaults is only what
+//     the values schema allows. The approved objects are serialised again from their typed form,
+//     and that manifest is all Helm applies.
 //
 // config parses the text of kube-fip-config; guest applies what this package approved.
 package installpolicy

@@ -68,6 +68,15 @@ type Settings struct {
 	// DefaultNamespaces): kube-vip runs there host-networked with NET_ADMIN, so whoever may edit
 	// workloads there holds the node.
 	Namespaces []string
+	// ChartDigests are further chart archives, beyond the pinned ones, that may be loaded and
+	// rendered: "<chart>@sha256:<hex>" each (pinned.go).
+	ChartDigests []string
+	// RenderCommand, when set, renders every chart in a process of its own, started with it (the
+	// operator binary and its render-chart command), whose memory and time are bounded; empty
+	// renders in the operator's process (render.go).
+	RenderCommand []string
+	// RenderBudget bounds every render; zero is DefaultRenderBudget.
+	RenderBudget RenderBudget
 }
 
 // DefaultNamespaces are the guest namespaces the releases may go into by default: kube-system,
@@ -94,11 +103,18 @@ type Policy struct {
 	images     map[Chart][]string
 	modes      map[Mode]bool
 	namespaces []string
+	// digests are the archives allowed beyond the pinned ones, by chart.
+	digests map[Chart][]string
+	// packages are the archives loaded last, and renders what the renders of charts may cost
+	// and which charts overran it; shared by every copy of the Policy.
+	packages *packageCache
+	renders  *renderer
 }
 
 // New builds a Policy from the deployment's settings. Empty entries are skipped.
 func New(s Settings) (Policy, error) {
-	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}, modes: map[Mode]bool{}}
+	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}, modes: map[Mode]bool{},
+		packages: &packageCache{}, renders: newRenderer(s.RenderCommand, s.RenderBudget)}
 	for _, raw := range s.KubevipModes {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -123,6 +139,11 @@ func New(s Settings) (Policy, error) {
 	if len(p.namespaces) == 0 {
 		p.namespaces = DefaultNamespaces()
 	}
+	digests, err := parseDigests(s.ChartDigests)
+	if err != nil {
+		return Policy{}, err
+	}
+	p.digests = digests
 	for _, raw := range s.ChartSources {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -174,9 +195,10 @@ func (p Policy) String() string {
 			modes = append(modes, string(m))
 		}
 	}
-	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], kube-vip modes beyond ARP for Services [%s], guest namespaces [%s]",
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], "+
+		"chart archives: the pinned ones and [%s], kube-vip modes beyond ARP for Services [%s], guest namespaces [%s]",
 		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP,
-		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "),
+		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "), p.digestsText(),
 		strings.Join(modes, " "), strings.Join(p.namespaces, " "))
 }
 
@@ -207,6 +229,11 @@ func (p Policy) checkNamespace(key, namespace string) error {
 	}
 	return refuse(ReasonValuesNotAllowed, key, "the releases may go only into the guest namespaces the deployment allows (%s), not %s: "+
 		"kube-vip runs there on the host's network with NET_ADMIN, so whoever edits workloads in that namespace would hold every control-plane node", allowed, shorten(namespace))
+}
+
+// Renders says where and within which budget charts are rendered, for the start-up log.
+func (p Policy) Renders() string {
+	return p.renders.String()
 }
 
 // maxEcho bounds how much of a refused entry a message repeats.

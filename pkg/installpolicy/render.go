@@ -34,10 +34,17 @@ type rendered struct {
 	content  string
 }
 
-// render renders ch with values as Helm does for rel, without any connection (a template's
-// lookup finds nothing), and returns the documents in Helm's install order. A hook among them is
-// refused: CheckChart keeps hook templates out, and nothing else may make one.
-func render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
+// render renders ch with values for rel within the policy's render budget (budget.go): in a
+// process of its own when the policy has a render command, else in this one.
+func (p Policy) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
+	return p.renders.render(chart, ch, values, rel, p.packages.digestOf(ch))
+}
+
+// renderTemplates renders ch with values as Helm does for rel, without any connection (a
+// template's lookup finds nothing), and returns the documents in Helm's install order. A hook
+// among them is refused: CheckChart keeps hook templates out, and nothing else may make one. It
+// has no bounds of its own: render gives it a budget.
+func renderTemplates(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
 	opts := chartutil.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision,
 		IsInstall: !rel.Upgrade, IsUpgrade: rel.Upgrade}
 	if opts.Revision == 0 {

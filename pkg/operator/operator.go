@@ -72,6 +72,10 @@ type Options struct {
 	// ChartPolicy is what kube-fip-config may install into guest clusters: chart sources,
 	// plain http, images. Set at deployment level; the zero Policy allows nothing.
 	ChartPolicy installpolicy.Policy
+	// GuestChartsDir holds the pinned chart archives the image ships; GuestCharts are those of
+	// them loaded and checked at start (installpolicy.Policy.LoadBundle).
+	GuestChartsDir string
+	GuestCharts    installpolicy.Bundle
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
 	// authenticate to the one chart source its key source names.
 	ChartCredentialsSecret string
@@ -137,6 +141,7 @@ func DefaultOptions() Options {
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
 		ChartPolicy:         installpolicy.Default(),
+		GuestChartsDir:      installpolicy.DefaultGuestChartsDir,
 		Webhook: WebhookOptions{
 			Service:       "kube-fip-operator-webhook",
 			Secret:        "kube-fip-operator-webhook-tls",
@@ -387,6 +392,7 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 			HelmCacheDir:           o.opts.HelmCacheDir,
 			ChartLimits:            helminstall.DefaultLimits(),
 			ChartPolicy:            o.opts.ChartPolicy,
+			GuestCharts:            o.opts.GuestCharts,
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 			ServeGracePeriod:       o.opts.ServeGracePeriod,
 		},

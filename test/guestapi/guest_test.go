@@ -280,14 +280,22 @@ func (r *rig) helm(t *testing.T) *action.Configuration {
 	return cfg
 }
 
-// testPlan is the install policy's plan of chart at version with values, under the default policy.
+// testPlan is the install policy's plan of chart at version with values, under the default policy
+// but for the stand-ins these tests install, which it allows by digest as a deployment would.
 func testPlan(t *testing.T, chart installpolicy.Chart, version string, values map[string]interface{}) *installpolicy.Plan {
 	t.Helper()
 	defaults := config.Default().Kubevip.Values
 	if chart == installpolicy.CloudProvider {
 		defaults = config.Default().KubevipCloudProvider.Values
 	}
-	p, err := installpolicy.Default().NewPlan(chart, "values", version, values, defaults)
+	s := installpolicy.DefaultSettings()
+	s.ChartDigests = chartrepo.DigestEntries(chartrepo.KubevipChart("0.1.0"), chartrepo.KubevipChart("0.1.1"), chartrepo.KubevipChart("0.9.9"),
+		chartrepo.KubevipCloudProviderChart("0.2.10"))
+	policy, err := installpolicy.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.NewPlan(chart, "values", version, values, defaults)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 	// kube-vip=true.
 	base := map[string]string{config.KeyKubevipChartRepoURL: repo.URL}
 	f.operatorConfig(base)
-	f.operator()
+	f.operator(controlplane.StandInDigestsArg(chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipCloudProviderChart("0.2.4")))
 
 	const original = "config:\n  vip_interface: enp1s0\nimage:\n  repository: plndr/kube-vip\n  tag: v0.7.2\nenv:\n  prometheus_server: ':8080'\nnodeSelector:\n  node-role.kubernetes.io/master: 'true'\n"
 	cases := []struct {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/repo"
@@ -72,7 +71,7 @@ func startCountingChartRepo(t *testing.T, charts ...*chart.Chart) *countingChart
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	for _, c := range charts {
-		if _, err := chartutil.Save(c, dir); err != nil {
+		if _, err := chartrepo.WriteArchive(c, dir); err != nil {
 			t.Fatal(err)
 		}
 	}

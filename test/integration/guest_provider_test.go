@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
+	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -70,8 +71,10 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 		{"0.2.10", "kube-vip-system", "kube-vip-system/kubevip"},
 	}
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
+	var providers []*chart.Chart
 	for _, c := range cases {
-		if err := repo.Add(chartrepo.KubevipCloudProviderChart(c.provider)); err != nil {
+		providers = append(providers, chartrepo.KubevipCloudProviderChart(c.provider))
+		if err := repo.Add(providers[len(providers)-1]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +83,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	f.createRange("harvcase", "10.154.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	f.operatorConfig(base)
-	f.operator("--allowed-guest-namespaces=kube-system,kube-vip-system")
+	f.operator("--allowed-guest-namespaces=kube-system,kube-vip-system", controlplane.StandInDigestsArg(providers...))
 	ctx := context.Background()
 	for i, c := range cases {
 		name := fmt.Sprintf("harv%d", i)

@@ -198,7 +198,9 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel",
 		"kubevipChartVersion": "0.9.7", "kubevipCloudProviderChartVersion": "0.2.4"}
 	f.operatorConfig(base)
-	_, port := f.operator()
+	// The deployment allows the stand-ins of every version the test installs.
+	_, port := f.operator(controlplane.StandInDigestsArg(chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipChart("0.9.8"),
+		chartrepo.KubevipCloudProviderChart("0.2.4")))
 	f.createRange("install", "10.151.0.0/28")
 	for name, gc := range clusters {
 		f.createFIPIn(gc.id, "install-"+name+"-kubevip", "install", "")

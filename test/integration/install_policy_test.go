@@ -23,6 +23,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
@@ -198,7 +199,8 @@ func TestInstallPolicyValues(t *testing.T) {
 // TestInstallPolicyChartSources: a chart source serving the kube-vip chart with a crds/ folder and
 // a hook (class 5), or with twin keys in its DaemonSet (class 4 from the source's side), gets
 // nothing applied: the chart is refused, and the guest holds no CRD, no Job, no release, no
-// workload with host PID.
+// workload with host PID. The deployment allows both archives by digest here, so that what
+// refuses them is the judge: without that, their digests alone refuse them (chart_archives_test.go).
 func TestInstallPolicyChartSources(t *testing.T) {
 	f := newFixture(t, "kube-fip-ipsources")
 	proxy := shared.StartClusterProxy(t)
@@ -232,7 +234,7 @@ func TestInstallPolicyChartSources(t *testing.T) {
 		repo := chartrepo.ChartRepoForTest(t, c.chart, provider)
 		f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL})
 		if i == 0 {
-			f.operator()
+			f.operator(controlplane.StandInDigestsArg(withCRDAndHook, withTwins))
 		}
 		name := fmt.Sprintf("ipsources%d", i+1)
 		gc := policyGuest(t, f, proxy, name, "ipsources", fmt.Sprintf("10.187.0.%d", i+2))

@@ -29,6 +29,12 @@ func startOperator(t *testing.T, namespace string, metricsPort int, extra ...str
 // startOperatorAs is startOperator with the identity of kubeconfig.
 func startOperatorAs(t *testing.T, kubeconfig, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
+	return startOperatorWith(t, kubeconfig, nil, namespace, metricsPort, extra...)
+}
+
+// startOperatorWith is startOperatorAs with env added to the process's environment.
+func startOperatorWith(t *testing.T, kubeconfig string, env []string, namespace string, metricsPort int, extra ...string) *controlplane.Process {
+	t.Helper()
 	args := append([]string{
 		"--kubeconfig", kubeconfig,
 		"--namespace", namespace,
@@ -37,7 +43,7 @@ func startOperatorAs(t *testing.T, kubeconfig, namespace string, metricsPort int
 		// Allocations of FloatingIPs removed behind the operator's back are released in seconds.
 		"--orphan-grace-period", "2s",
 	}, extra...)
-	p, err := controlplane.StartOperator(shared.Operator, nil, nil, args...)
+	p, err := controlplane.StartOperator(shared.Operator, nil, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/package/image"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 )
 
 func main() {
@@ -22,6 +23,8 @@ func main() {
 	archs := flag.String("arch", "amd64,arm64", "comma-separated architectures")
 	created := flag.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "build time in Unix seconds (default $SOURCE_DATE_EPOCH)")
 	dest := flag.String("dest", "dist/image", "OCI layout directory to write; must be missing or empty")
+	flag.StringVar(&o.GuestChartsDir, "guest-charts-dir", os.Getenv("GUEST_CHARTS_DIR"),
+		"directory of the pinned guest chart archives to ship (default $GUEST_CHARTS_DIR); each must have its pinned digest")
 	flag.Parse()
 
 	secs, err := strconv.ParseInt(*created, 10, 64)
@@ -32,10 +35,20 @@ func main() {
 	o.Created = time.Unix(secs, 0).UTC()
 	o.Architectures = strings.Split(*archs, ",")
 
+	charts, err := image.GuestCharts(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "layout:", err)
+		os.Exit(1)
+	}
 	digest, err := image.WriteLayout(*dest, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "layout:", err)
 		os.Exit(1)
+	}
+	if len(charts) == 0 {
+		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones (set GUEST_CHARTS_DIR to a directory holding them to ship them)")
+	} else {
+		fmt.Fprintf(os.Stderr, "layout: the image ships the guest charts %s at %s\n", strings.Join(charts, ", "), installpolicy.DefaultGuestChartsDir)
 	}
 	fmt.Printf("%s %s\n", *dest, digest)
 }

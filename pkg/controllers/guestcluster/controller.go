@@ -86,6 +86,7 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	if err != nil {
 		return err
 	}
+	installer.UseBundle(opts.GuestCharts)
 	dyn, err := dynamic.NewForConfig(cc.RestConfig)
 	if err != nil {
 		return fmt.Errorf("creating the client of Rancher's settings: %w", err)

@@ -1,18 +1,15 @@
 package chartrepo
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 )
 
@@ -60,11 +57,12 @@ func (r *ChartRepo) handler() http.Handler {
 	})
 }
 
-// Add packages a chart into the repository and rebuilds its index.
+// Add packages a chart into the repository (Archive: the same chart always gives the same digest)
+// and rebuilds its index.
 func (r *ChartRepo) Add(c *chart.Chart) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := chartutil.Save(c, r.dir); err != nil {
+	if _, err := WriteArchive(c, r.dir); err != nil {
 		return fmt.Errorf("packaging test chart %s: %w", c.Name(), err)
 	}
 	index, err := repo.IndexDirectory(r.dir, r.URL)
@@ -80,25 +78,4 @@ func (r *ChartRepo) Close() error {
 	err := r.server.Close()
 	_ = os.RemoveAll(r.dir)
 	return err
-}
-
-// packageChart returns a chart as the .tgz bytes Helm pushes to a registry.
-func packageChart(c *chart.Chart) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "kube-fip-chart-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := chartutil.Save(c, dir)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) || !strings.HasSuffix(path, ".tgz") {
-		return nil, fmt.Errorf("%s is not a chart archive", path)
-	}
-	return data, nil
 }

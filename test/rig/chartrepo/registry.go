@@ -41,7 +41,7 @@ func StartOCIRegistry() (*OCIRegistry, error) {
 // Push stores a chart under oci://<host>/charts/<name>:<version> and returns the reference
 // without the tag, as the kubevipChartRef option takes it.
 func (r *OCIRegistry) Push(c *chart.Chart) (string, error) {
-	data, err := packageChart(c)
+	data, err := Archive(c)
 	if err != nil {
 		return "", err
 	}

@@ -14,8 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // BuildOperator builds the operator binary into dir and returns its path. Tests run the real
@@ -37,10 +41,24 @@ func BuildOperator(dir string) (string, error) {
 
 // LoopbackChartSourceArgs are the operator flags that let it install from chart repositories and
 // OCI registries served on 127.0.0.1 at any port, as the tests and the development environment
-// serve them, besides the upstream sources. Plain http is needed for them.
+// serve them, besides the upstream sources (plain http is needed for them), and that allow the
+// stand-ins of the pinned pair by digest (StandInDigestsArg): the upstream archives cannot be
+// fetched here.
 func LoopbackChartSourceArgs() []string {
 	sources := append(installpolicy.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
-	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources"}
+	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources", StandInDigestsArg()}
+}
+
+// PinnedStandIns are the stand-ins of the pinned chart pair, at the pinned versions.
+func PinnedStandIns() []*chart.Chart {
+	return []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
+		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
+}
+
+// StandInDigestsArg is --allowed-chart-digests for the stand-ins of the pinned pair and charts: the
+// flag's last occurrence wins, so a test that allows more charts passes them here.
+func StandInDigestsArg(charts ...*chart.Chart) string {
+	return chartrepo.AllowDigestsArg(append(PinnedStandIns(), charts...)...)
 }
 
 // Process is a running operator binary whose output is kept for inspection.
