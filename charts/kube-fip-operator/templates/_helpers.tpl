@@ -44,8 +44,8 @@ render skips the check with validateInstallCRD=false, as for the other checks.
 
 {{/*
 The parts every webhook of the ValidatingWebhookConfiguration shares: where the API server calls,
-and which requests are never sent (the operator's own writes and the uninstall hook's; with
-"name", objects of any other name).
+and which requests are never sent (those of the users in "exempt": the operator, the uninstall
+hook and a Rancher Backups restore; with "name", objects of any other name).
 */}}
 {{- define "kube-fip-operator.webhookCommon" -}}
 clientConfig:
@@ -58,8 +58,8 @@ sideEffects: None
 admissionReviewVersions: ["v1"]
 timeoutSeconds: {{ .ctx.Values.webhook.timeoutSeconds }}
 matchConditions:
-- name: not-the-operator
-  expression: {{ printf "!(request.userInfo.username in ['%s', '%s'])" .operator .cleanup | quote }}
+- name: not-an-exempt-service-account
+  expression: {{ printf "!(request.userInfo.username in ['%s'])" (join "', '" .exempt) | quote }}
 {{- with .name }}
 - name: {{ . }}
   expression: {{ printf "object.metadata.name == '%s'" . | quote }}
