@@ -22,9 +22,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- /*
-Fails the install when a monitoring object is switched on but the cluster has no API for it:
-Rancher Monitoring (the rancher-monitoring chart) brings the monitoring.coreos.com/v1 CRDs and the
-cattle-dashboards namespace its Grafana reads. Call with (list . "<value>" "<Kind>"). An offline
+Fails the install when a monitoring object is switched on but the cluster has no Rancher
+Monitoring: the rancher-monitoring chart brings the monitoring.coreos.com/v1 CRDs and the
+cattle-dashboards namespace its Grafana reads, and the chart sees the former. Call with
+(list . "<value>" "<Kind>"): the kind the object is, or, for the dashboard, Prometheus. An offline
 render skips the check with validateInstallCRD=false, as for the other checks.
 */ -}}
 {{- define "kube-fip-operator.requireMonitoring" -}}
