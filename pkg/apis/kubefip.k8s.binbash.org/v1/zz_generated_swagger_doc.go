@@ -49,7 +49,7 @@ func (ClusterReference) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIP and its fields.
 func (FloatingIP) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":       "FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the range (fiprange) and whether the guest's existing kube-vip ConfigMap may be overwritten (updateConfigMap).",
+		"":       "FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the range (fiprange) and whether another address in cidr-global of the guest's existing kube-vip ConfigMap may be overwritten (updateConfigMap).",
 		"spec":   "Spec is the address asked for.",
 		"status": "Status is the address held, the guest cluster's state and the conditions, written by the operator.",
 	}
