@@ -273,8 +273,10 @@ type FloatingIPAllocation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the address, the range it was handed out from and its holder. It is immutable: an
-	// address changes hands by deleting this object and creating another.
+	// Spec is the address, the range it was handed out from and its holder. Its address, range and
+	// space never change: an address is released by deleting this object. Retained is set while the
+	// address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that
+	// cluster takes the address back, which clears retained.
 	Spec FloatingIPAllocationSpec `json:"spec" wrangler:"required"`
 }
 

@@ -59,7 +59,7 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":     "FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or retained for a deleted guest cluster. Its name is the address and the space's hash (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the claim, so the API server lets exactly one object hold an address in a space; deleting it is the release. Its address, range and space never change.",
-		"spec": "Spec is the address, the range it was handed out from and its holder. It is immutable: an address changes hands by deleting this object and creating another.",
+		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
 	}
 }
 
