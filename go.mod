@@ -32,6 +32,7 @@ require (
 	k8s.io/apiserver v0.35.10
 	k8s.io/cli-runtime v0.35.10
 	k8s.io/client-go v12.0.0+incompatible
+	k8s.io/kubectl v0.35.1
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/cli-utils v0.35.0
 	sigs.k8s.io/controller-runtime v0.18.7
@@ -162,7 +163,6 @@ require (
 	k8s.io/gengo v0.0.0-20240310015720-9cff6334dab4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/kubectl v0.35.1 // indirect
 	k8s.io/kubernetes v1.30.1 // indirect
 	oras.land/oras-go/v2 v2.6.4 // indirect
 	sigs.k8s.io/cluster-api v1.6.4 // indirect

@@ -57,6 +57,7 @@ type settings struct {
 // cleanupSettings are the command line of the cleanup command.
 type cleanupSettings struct {
 	opts       cleanup.Options
+	guests     string
 	kubeconfig string
 	logLevel   string
 	mode       string
@@ -254,6 +255,12 @@ func (c *cleanupSettings) flags() []cli.Flag {
 			Usage: "keep: remove the operator's finalizers and keep every FloatingIP and FloatingIPRange for a reinstall; delete: delete them all"},
 		&cli.DurationFlag{Name: "stop-timeout", Value: 2 * time.Minute, Destination: &o.StopTimeout,
 			Usage: "how long to wait for the operator's pods to stop"},
+		&cli.StringFlag{Name: "guests", Value: "keep", Destination: &c.guests,
+			Usage: "keep: leave every guest serving its addresses; clean: uninstall the operator's releases, remove the ConfigMap keys it wrote and give the Harvester cloud provider's kube-vip back its nodes, in every reachable guest"},
+		&cli.StringFlag{Name: "fleet-namespace", EnvVars: []string{"FLEET_NAMESPACE"}, Value: "fleet-default", Destination: &o.Guests.FleetNamespace,
+			Usage: "namespace of Rancher's provisioning clusters and their kubeconfig Secrets"},
+		&cli.DurationFlag{Name: "guests-timeout", Value: 2 * time.Minute, Destination: &o.Guests.Total,
+			Usage: "how long the clean-up of all guests may take; guests not reached by then are reported"},
 	}
 }
 
@@ -266,6 +273,13 @@ func (c *cleanupSettings) run(ctx *cli.Context) error {
 		return fmt.Errorf("--mode: %w", err)
 	}
 	c.opts.Mode = m
+	switch c.guests {
+	case "keep":
+	case "clean":
+		c.opts.Guests.Clean = true
+	default:
+		return fmt.Errorf("--guests: %q is not keep or clean", c.guests)
+	}
 	if err := setupLogging(c.logLevel); err != nil {
 		return err
 	}

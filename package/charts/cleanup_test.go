@@ -201,7 +201,13 @@ func TestCleanupHookJob(t *testing.T) {
 		if mode != "" {
 			timeout = "45s"
 		}
-		wantArgs := []string{"cleanup", "--namespace=" + testNamespace, "--deployment=" + d.Name, "--mode=" + want, "--stop-timeout=" + timeout}
+		// delete gives every address back, so the guests are cleaned with it.
+		guests := "keep"
+		if want == "delete" {
+			guests = "clean"
+		}
+		wantArgs := []string{"cleanup", "--namespace=" + testNamespace, "--deployment=" + d.Name, "--mode=" + want, "--stop-timeout=" + timeout,
+			"--guests=" + guests, "--fleet-namespace=fleet-other", "--guests-timeout=2m"}
 		if len(c.Command) != 0 || !reflect.DeepEqual(c.Args, wantArgs) {
 			t.Errorf("mode %q: command %q args %q; want the image's entrypoint with %q", mode, c.Command, c.Args, wantArgs)
 		}
@@ -246,9 +252,10 @@ func TestCleanupHookSwitches(t *testing.T) {
 	}
 }
 
-// TestCleanupQuestion: the form asks whether to clean up, with the mode as its subquestion shown
-// when the switch is on (a boolean show_subquestion_if every released dashboard reads), offering
-// exactly keep and delete with values.yaml's default.
+// TestCleanupQuestion: the form asks whether to clean up, with the mode and what becomes of the
+// guests as its subquestions shown when the switch is on (a boolean show_subquestion_if every
+// released dashboard reads), offering exactly keep and delete, and keep and clean, with
+// values.yaml's defaults.
 func TestCleanupQuestion(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(OperatorChart), "questions.yaml"))
 	if err != nil {
@@ -269,8 +276,12 @@ func TestCleanupQuestion(t *testing.T) {
 	if found == nil {
 		t.Fatal("questions.yaml does not ask cleanup.enabled")
 	}
-	if found.Type != "boolean" || found.Group != "Uninstall" || found.ShowSubquestionIf != true || len(found.Subquestions) != 1 {
-		t.Fatalf("cleanup.enabled: %+v; want a boolean in group Uninstall revealing one subquestion when true", *found)
+	if found.Type != "boolean" || found.Group != "Uninstall" || found.ShowSubquestionIf != true || len(found.Subquestions) != 2 {
+		t.Fatalf("cleanup.enabled: %+v; want a boolean in group Uninstall revealing two subquestions when true", *found)
+	}
+	if g := found.Subquestions[1]; g.Variable != "cleanup.guests" || g.Type != "enum" || !reflect.DeepEqual(g.Options, []string{"keep", "clean"}) || g.Default != "keep" ||
+		!strings.Contains(g.Description, "WARNING") {
+		t.Errorf("subquestion %+v; want cleanup.guests, an enum of keep and clean, default keep, with a warning", g)
 	}
 	sub := found.Subquestions[0]
 	if sub.Variable != "cleanup.onUninstall" || sub.Type != "enum" || !reflect.DeepEqual(sub.Options, []string{"keep", "delete"}) || sub.Default != "keep" {
@@ -288,5 +299,69 @@ func TestCleanupQuestion(t *testing.T) {
 	}
 	if !strings.Contains(found.Description, "c-m-*") {
 		t.Errorf("cleanup.enabled description %q does not say what the finalizers block", found.Description)
+	}
+}
+
+// TestCleanupHookRBACForGuests: cleaning the guests (guests clean, or onUninstall delete, which
+// gives the addresses back) adds to the hook's roles what reaching a guest takes, as the operator
+// reaches it, and nothing else: Rancher's two address settings by name, and in Rancher's fleet
+// namespace get of provisioning clusters and Secrets, bound to the hook's ServiceAccount. Keeping
+// the guests adds nothing.
+func TestCleanupHookRBACForGuests(t *testing.T) {
+	const guestRole = cleanupName + "-guests"
+	for _, tc := range []struct {
+		name    string
+		cleanup map[string]interface{}
+		clean   bool
+	}{
+		{"defaults", nil, false},
+		{"guests clean", map[string]interface{}{"guests": "clean"}, true},
+		{"delete", map[string]interface{}{"onUninstall": "delete"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			values := map[string]interface{}{"rancher": map[string]interface{}{"fleetNamespace": "fleet-other"}}
+			if tc.cleanup != nil {
+				values["cleanup"] = tc.cleanup
+			}
+			_, objs := renderHooks(t, values)
+			var cr rbacv1.ClusterRole
+			convert(t, find(t, objs, "ClusterRole", cleanupName), &cr)
+			settings := rbacv1.PolicyRule{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"},
+				ResourceNames: []string{"internal-server-url", "server-url"}, Verbs: []string{"get"}}
+			hasSettings := false
+			for _, r := range cr.Rules {
+				hasSettings = hasSettings || reflect.DeepEqual(r, settings)
+			}
+			var role *unstructured.Unstructured
+			for _, o := range objs {
+				if o.GetKind() == "Role" && o.GetName() == guestRole {
+					role = o
+				}
+			}
+			if !tc.clean {
+				if hasSettings || role != nil {
+					t.Errorf("keeping the guests: settings rule %t, Role %s %v; want neither", hasSettings, guestRole, role != nil)
+				}
+				return
+			}
+			if !hasSettings || role == nil {
+				t.Fatalf("cleaning the guests: settings rule %t, Role %s %v; want both", hasSettings, guestRole, role != nil)
+			}
+			var r rbacv1.Role
+			convert(t, role, &r)
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{"provisioning.cattle.io"}, Resources: []string{"clusters"}, Verbs: []string{"get"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			}
+			if r.Namespace != "fleet-other" || !reflect.DeepEqual(r.Rules, want) {
+				t.Errorf("Role %s in %q: %+v; want in fleet-other: %+v", guestRole, r.Namespace, r.Rules, want)
+			}
+			var rb rbacv1.RoleBinding
+			convert(t, find(t, objs, "RoleBinding", guestRole), &rb)
+			if rb.Namespace != "fleet-other" || rb.RoleRef.Name != guestRole ||
+				!reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: cleanupName, Namespace: testNamespace}}) {
+				t.Errorf("RoleBinding %s: %+v", guestRole, rb)
+			}
+		})
 	}
 }

@@ -42,9 +42,9 @@ func TestQuestionsGuide(t *testing.T) {
 		}
 	}
 	// Warnings: what acts on every guest at once, what gives addresses back.
-	says("config.kubevipGuestInstall", "Warning:", "enabled", "every", "at once")
-	says("config.kubevipUpdate", "Warning:", "every guest", "at once")
-	says("cleanup.onUninstall", "Warning:", "delete", "address")
+	says("config.kubevipGuestInstall", "WARNING:", "enabled", "every", "at once")
+	says("config.kubevipUpdate", "WARNING:", "every guest", "at once")
+	says("cleanup.onUninstall", "WARNING:", "delete", "address")
 	// What goes together.
 	for _, chart := range []string{"kubevip", "kubevipCloudProvider"} {
 		says("config."+chart+"ChartVersion", "image.tag", "together")

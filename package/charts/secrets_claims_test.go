@@ -75,16 +75,16 @@ func secretClaimFiles(t *testing.T) []string {
 
 // exclusiveSecretClaims returns the sentences (a table row is one) that say which Secrets the
 // operator reads and that it reads no others: they speak of Secrets with "only", or of a Secret
-// and "no other(s)". A sentence of one Secret with "only" ("reads only that Secret") says what is
+// followed by "no other(s)". A sentence of one Secret with "only" ("reads only that Secret") says what is
 // done with it, not which are read.
 func exclusiveSecretClaims(text string) []string {
-	plural, singular := regexp.MustCompile(`\bSecrets\b`), regexp.MustCompile(`\bSecrets?\b`)
-	only, noOther := regexp.MustCompile(`(?i)\bonly\b`), regexp.MustCompile(`(?i)\bno others?\b`)
+	plural, only := regexp.MustCompile(`\bSecrets\b`), regexp.MustCompile(`(?i)\bonly\b`)
+	noOther := regexp.MustCompile(`(?i)\bSecrets?\b[^.;:]{0,40}\bno others?\b`)
 	var out []string
 	for _, block := range regexp.MustCompile(`\n\s*\n|\n\|`).Split(text, -1) {
 		flat := strings.Join(strings.Fields(strings.ReplaceAll(block, "\n#", "\n")), " ")
 		for _, s := range regexp.MustCompile(`[^.]+(\.\s|\.$|$)`).FindAllString(flat, -1) {
-			if plural.MatchString(s) && only.MatchString(s) || singular.MatchString(s) && noOther.MatchString(s) {
+			if plural.MatchString(s) && only.MatchString(s) || noOther.MatchString(s) {
 				out = append(out, strings.TrimSpace(s))
 			}
 		}

@@ -7,7 +7,8 @@
 // cannot put a finalizer back. ModeKeep then removes the operator's finalizers and keeps the
 // objects with their addresses and the ranges' allocation records, for a later install to adopt;
 // ModeDelete deletes every FloatingIP, FloatingIPAllocation and FloatingIPRange and removes the
-// operator's finalizers from them, so that nothing is left.
+// operator's finalizers from them, so that nothing is left. With Guests.Clean, every reachable
+// guest is first given back as it was before the operator (guests.go).
 package cleanup
 
 import (
@@ -53,6 +54,8 @@ type Options struct {
 	StopTimeout time.Duration
 	// PollInterval is how often the pods are listed while waiting; 2 seconds when zero.
 	PollInterval time.Duration
+	// Guests says whether the guests are cleaned too, before the objects are.
+	Guests GuestOptions
 }
 
 // Result counts what was done.
@@ -64,6 +67,8 @@ type Result struct {
 	// Blocked names objects that stay because of another controller's finalizer
 	// ("floatingips ns/name"); the operator's own finalizers are never among the reasons.
 	Blocked []string
+	// Guests are what was done in each guest cluster, when the guests were cleaned.
+	Guests []GuestOutcome
 }
 
 // kind is one of the operator's kinds and the finalizer the operator puts on it.
@@ -97,6 +102,25 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 	}
 	if err := stopOperator(ctx, kube, opts); err != nil {
 		return res, err
+	}
+	if g := opts.Guests; g.Clean {
+		if g.Timeout == 0 {
+			g.Timeout = time.Minute
+		}
+		if g.Total == 0 {
+			g.Total = 2 * time.Minute
+		}
+		if g.Workers == 0 {
+			g.Workers = 8
+		}
+		// Before the objects: what the guests hold is read from the FloatingIPs. A guest that
+		// cannot be cleaned is reported and does not stop the uninstall.
+		outcomes, err := cleanGuests(ctx, kube, dyn, g)
+		if err != nil {
+			logrus.Warnf("the guest clusters were not cleaned: %v", err)
+		}
+		logGuests(outcomes)
+		res.Guests = outcomes
 	}
 	for _, k := range kinds() {
 		if err := cleanKind(ctx, dyn, k, opts.Mode, &res); err != nil {

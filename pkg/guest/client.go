@@ -60,8 +60,8 @@ type Target struct {
 // NewClient builds a client for the guest t. The kubeconfig is untrusted: it must be what Rancher
 // writes (see CheckKubeconfig), and the client is built from its server, CA data and token alone,
 // so nothing else in it is ever used or run. Every request of the client, Helm's included, ends
-// when pass ends (nil: never), takes at most timeout, and reads at most MaxGuestResponse bytes of
-// answer. The error never quotes the kubeconfig: it carries credentials.
+// when pass ends (nil: never), takes at most timeout, and reads at most MaxGuestResponse bytes and
+// MaxGuestResponseValues JSON values of answer. The error never quotes the kubeconfig: it carries credentials.
 func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, error) {
 	kc, err := CheckKubeconfig(t.Kubeconfig, t.ClusterID, t.Rancher)
 	if err != nil {
@@ -78,8 +78,12 @@ func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, 
 		QPS:             20,
 		Burst:           40,
 		UserAgent:       "kube-fip-operator",
+		// JSON only: an answer's values are counted as it is read (LimitValues), which protobuf,
+		// client-go's default for built-in kinds, would escape; and decoded, protobuf takes even
+		// more room for its bytes (two bytes make an empty container of 408).
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
 	}
-	cfg.Wrap(withPass(pass, MaxGuestResponse))
+	cfg.Wrap(withPass(pass, MaxGuestResponse, MaxGuestResponseValues))
 	c := &Client{Name: t.Name, Config: cfg}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err == nil {

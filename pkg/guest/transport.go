@@ -5,18 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 )
 
-// MaxGuestResponse bounds the body of one answer from a guest cluster. A guest is untrusted: a
-// list of planted objects must fail, not take the operator's memory. The largest answer the
-// operator needs is a list of one release's records, which the release driver bounds at
-// MaxReleaseRecords records of at most MaxReleaseRecord each; a real release stays far below.
-const MaxGuestResponse = 32 << 20
+// What one answer from a guest cluster may make the operator hold. A guest is untrusted: a list
+// of planted objects, or an object of a million empty ones, must fail, not take the operator's
+// memory.
+const (
+	// MaxGuestResponse bounds the body of one answer. An API server stores no object larger than
+	// about 1.5 MiB (etcd's request limit); the largest answer the operator needs is one page of
+	// one release's records (ReleaseRecordPage in pkg/helminstall), which for the charts the
+	// operator installs is well under 100 KiB.
+	MaxGuestResponse = 4 << 20
+	// MaxGuestResponseValues bounds the JSON values of one answer, counted as its objects,
+	// arrays and commas (see LimitValues). Decoded, a value can take far more room than its
+	// text: "{}," is 3 bytes, but as a container of a Pod template it is 408, so it is the
+	// values that bound what the operator holds of an answer, not its bytes. An answer the
+	// operator needs counts a few hundred: kube-vip's DaemonSet as the API server gives it back,
+	// managed fields included, 268; a page of release records, about 250.
+	MaxGuestResponseValues = 1 << 14
+)
 
-// ErrGuestResponseTooLarge means a guest answered with more than MaxGuestResponse bytes.
+// ErrGuestResponseTooLarge means a guest answered with more than MaxGuestResponse bytes or
+// MaxGuestResponseValues JSON values.
 var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more than the operator reads")
+
+// ErrGuestResponseNotJSON means a guest answered a request with something else than JSON, the only
+// form the operator asks for; another (protobuf) would be decoded without the value budget.
+var ErrGuestResponseNotJSON = errors.New("the guest cluster answered with something else than JSON")
 
 // ErrGuestRedirect means a guest answered with a redirect. The cluster proxy never redirects an API
 // request, and a guest is untrusted: following it would send the operator's request, and what it
@@ -24,18 +42,21 @@ var ErrGuestResponseTooLarge = errors.New("the guest cluster answered with more 
 var ErrGuestRedirect = errors.New("the guest cluster answered with a redirect, which the operator does not follow")
 
 // passTransport carries the deadline of one pass into every request of a guest client, Helm's
-// included (its storage driver takes no context), bounds each answer's body and refuses every
-// redirect (the HTTP client would otherwise follow it).
+// included (its storage driver takes no context), bounds each answer's body in bytes and JSON
+// values, refuses an answer in another form than JSON (an error may also be plain text, as
+// Rancher's proxy writes some) and refuses every redirect (the HTTP client would otherwise follow
+// it).
 type passTransport struct {
-	ctx  context.Context
-	max  int64
-	base http.RoundTripper
+	ctx    context.Context
+	max    int64
+	values int
+	base   http.RoundTripper
 }
 
 // withPass wraps base for the pass ctx; a nil ctx bounds the bodies only.
-func withPass(ctx context.Context, max int64) func(http.RoundTripper) http.RoundTripper {
+func withPass(ctx context.Context, max int64, values int) func(http.RoundTripper) http.RoundTripper {
 	return func(base http.RoundTripper) http.RoundTripper {
-		return &passTransport{ctx: ctx, max: max, base: base}
+		return &passTransport{ctx: ctx, max: max, values: values, base: base}
 	}
 }
 
@@ -61,8 +82,19 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		release()
 		return nil, fmt.Errorf("%w (%d)", ErrGuestRedirect, resp.StatusCode)
 	}
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	json := media == "application/json"
+	empty := resp.ContentLength == 0
+	if !json && !empty && (resp.StatusCode < 300 || (media != "" && media != "text/plain")) {
+		resp.Body.Close()
+		release()
+		return nil, fmt.Errorf("%w (%d, %.64q)", ErrGuestResponseNotJSON, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 	if err := CapBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
 		return nil, err
+	}
+	if json {
+		resp.Body = LimitValues(resp.Body, t.values, ErrGuestResponseTooLarge)
 	}
 	return resp, nil
 }

@@ -13,13 +13,14 @@ import (
 
 func TestPassTransportBoundsEveryAnswer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/announced" {
 			w.Header().Set("Content-Length", "2048")
 		}
-		_, _ = w.Write([]byte(strings.Repeat("x", 2048)))
+		_, _ = w.Write([]byte(`"` + strings.Repeat("x", 2046) + `"`))
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: withPass(nil, 1024)(http.DefaultTransport)}
+	client := &http.Client{Transport: withPass(nil, 1024, 10)(http.DefaultTransport)}
 	for _, path := range []string{"/announced", "/streamed"} {
 		resp, err := client.Get(srv.URL + path)
 		if err == nil {
@@ -30,7 +31,7 @@ func TestPassTransportBoundsEveryAnswer(t *testing.T) {
 			t.Errorf("%s: %v; want ErrGuestResponseTooLarge", path, err)
 		}
 	}
-	small := &http.Client{Transport: withPass(nil, 4096)(http.DefaultTransport)}
+	small := &http.Client{Transport: withPass(nil, 4096, 10)(http.DefaultTransport)}
 	resp, err := small.Get(srv.URL + "/streamed")
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestPassTransportEndsWithThePass(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	pass, end := context.WithCancelCause(context.Background())
-	client := &http.Client{Transport: withPass(pass, 1024)(http.DefaultTransport)}
+	client := &http.Client{Transport: withPass(pass, 1024, 10)(http.DefaultTransport)}
 	done := make(chan error, 1)
 	go func() {
 		resp, err := client.Get(srv.URL)
@@ -104,7 +105,7 @@ func TestPassTransportRefusesRedirects(t *testing.T) {
 		guest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, target.URL+"/api/v1/secrets", code)
 		}))
-		client := &http.Client{Transport: withPass(context.Background(), 1024)(http.DefaultTransport)}
+		client := &http.Client{Transport: withPass(context.Background(), 1024, 10)(http.DefaultTransport)}
 		req, err := http.NewRequest(http.MethodGet, guest.URL+"/api/v1/namespaces/kube-system/configmaps", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -123,5 +124,46 @@ func TestPassTransportRefusesRedirects(t *testing.T) {
 	case auth := <-elsewhere:
 		t.Errorf("a request followed the guest's redirect (Authorization %q)", auth)
 	default:
+	}
+}
+
+// TestPassTransportBoundsValues: an answer is bounded by its JSON values too, counted outside
+// strings, since decoded they take far more room than their text; an answer in another form than
+// JSON is refused, but for an error in plain text.
+func TestPassTransportBoundsValues(t *testing.T) {
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		want                    error
+	}{
+		{"a small object", "application/json", `{"a":[1,2],"b":{"c":"{[,,,]}"}}`, 200, nil},
+		{"escaped quotes in a string", "application/json; charset=utf-8", `{"a":"\\\",,,,,,,,,,,,,,,"}`, 200, nil},
+		{"empty objects", "application/json", `{"a":[` + strings.Repeat(`{},`, 20) + `{}]}`, 200, ErrGuestResponseTooLarge},
+		{"nested arrays", "application/json", strings.Repeat("[", 12) + strings.Repeat("]", 12), 200, ErrGuestResponseTooLarge},
+		{"protobuf", "application/vnd.kubernetes.protobuf", "k8s\x00", 200, ErrGuestResponseNotJSON},
+		{"no content type", "", "{}", 200, ErrGuestResponseNotJSON},
+		{"an error in plain text", "text/plain; charset=utf-8", "cluster agent disconnected", 500, nil},
+		{"an error in protobuf", "application/vnd.kubernetes.protobuf", "k8s\x00", 500, ErrGuestResponseNotJSON},
+	}
+	for _, c := range cases {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = []string{c.contentType}
+			w.WriteHeader(c.status)
+			_, _ = w.Write([]byte(c.body))
+		}))
+		client := &http.Client{Transport: withPass(nil, 1024, 10)(http.DefaultTransport)}
+		resp, err := client.Get(srv.URL)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		srv.Close()
+		switch {
+		case c.want == nil && (err != nil || string(body) != c.body):
+			t.Errorf("%s: %q, %v; want it whole", c.name, body, err)
+		case c.want != nil && !errors.Is(err, c.want):
+			t.Errorf("%s: %v; want %v", c.name, err, c.want)
+		}
 	}
 }

@@ -194,7 +194,7 @@ func TestEnsureRefusesAChartWhoseSchemaReachesOut(t *testing.T) {
 	if hits.Load() != 0 {
 		t.Errorf("the schema's URL was asked %d times; want never", hits.Load())
 	}
-	if _, err := storage.Init(newBoundedSecrets(c.Core.Secrets("kube-system"))).Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
+	if _, err := storage.Init(newBoundedSecrets(c.Core.Secrets("kube-system"), "kube-system", "demo")).Last("demo"); !errors.Is(err, driver.ErrReleaseNotFound) {
 		t.Errorf("release after the refusal: %v; want none", err)
 	}
 	if w := writes(kube); len(w) > 0 {

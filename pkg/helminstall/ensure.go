@@ -5,16 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/validation"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 
@@ -50,7 +51,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if rel.Plan == nil {
 		return Result{}, errors.New("no install plan: nothing is installed")
 	}
-	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace))
+	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace), rel.Namespace, rel.Name)
 	last, err := lastRecord(records, rel.Name)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
@@ -116,6 +117,8 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		// Only the approved manifest is applied: no hook runs, no CRD is installed, and the
 		// chart's schema was checked by validateValues, without the references Helm would follow.
 		install.DisableHooks, install.SkipCRDs, install.SkipSchemaValidation = true, true, true
+		// Nor is the guest's OpenAPI read: the policy decoded every object strictly.
+		install.DisableOpenAPIValidation = true
 		install.PostRenderer = post
 		install.Labels = ownedLabels()
 		if _, err := install.RunWithContext(ctx, ch, rel.Plan.Values.Map); err != nil {
@@ -127,6 +130,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		upgrade.MaxHistory = 5
 		upgrade.Timeout = InstallTimeout
 		upgrade.DisableHooks, upgrade.SkipCRDs, upgrade.SkipSchemaValidation = true, true, true
+		upgrade.DisableOpenAPIValidation = true
 		upgrade.PostRenderer = post
 		upgrade.Labels = ownedLabels()
 		if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Plan.Values.Map); err != nil {
@@ -183,17 +187,26 @@ func (in *Installer) configuration(c *guest.Client, namespace string, view drive
 	store.Log = debug
 	cfg.Releases = store
 	cfg.Capabilities = installpolicy.Capabilities()
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, fmt.Errorf("preparing Helm for %s: unexpected Kubernetes client %T", c.Name, cfg.KubeClient)
+	}
+	kc.Factory = unvalidated{kc.Factory}
 	// The engine's lookup reaches the guest through this getter only; it refuses every request.
-	cfg.RESTClientGetter = NewRESTClientGetter(&rest.Config{Host: "https://lookup.invalid", Transport: refuseAll{}}, namespace)
+	cfg.RESTClientGetter = NewRESTClientGetter(&rest.Config{Host: "https://lookup.invalid", Transport: refuse{errLookup}}, namespace)
 	return cfg, nil
 }
 
-// refuseAll answers no request: a chart template reads nothing of the guest.
-type refuseAll struct{}
+// errLookup answers a chart template's lookup: it reads nothing of the guest.
+var errLookup = errors.New("a chart template may not read the guest cluster (lookup)")
 
-func (refuseAll) RoundTrip(*http.Request) (*http.Response, error) {
-	return nil, errors.New("a chart template may not read the guest cluster (lookup)")
-}
+// unvalidated is Helm's Kubernetes client factory without client-side schema validation, which
+// would download the guest's OpenAPI documents: unbounded work fed by the guest. Helm asks for it
+// when it creates the release's namespace whatever DisableOpenAPIValidation says. The install
+// policy has decoded every object strictly, as the API server does, before Helm sees it.
+type unvalidated struct{ kube.Factory }
+
+func (unvalidated) Validator(string) (validation.Schema, error) { return validation.NullSchema{}, nil }
 
 // approvedManifest is Helm's post-renderer: whatever Helm rendered, what it applies is the
 // manifest the policy approved.

@@ -39,7 +39,7 @@ var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in t
 // neither (kube-system/kubevip), 0.2.3 sets <release namespace>/<name>-cm, later ones take the name
 // from the configMapName value.
 func (in *Installer) ProviderConfigMap(ctx context.Context, c *guest.Client, namespace, name string) (kubevipconfig.ConfigMapRef, error) {
-	history, err := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace))).History(name)
+	history, err := storage.Init(newBoundedSecrets(c.Core.Secrets(namespace), namespace, name)).History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return kubevipconfig.ConfigMapRef{}, fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}

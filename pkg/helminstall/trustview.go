@@ -20,7 +20,9 @@ func ManifestDigest(manifest string) string {
 // digest is not among trusted) is shown without its manifest and hooks, so that Helm never runs its
 // hooks nor deletes what its manifest lists when it upgrades from it; and a record in a state Helm
 // would stop at (pending, uninstalling) is shown as failed, so that the upgrade goes on over it.
-// Writes are Helm's own.
+// The driver below has refused every record whose identity is not consistent (see
+// checkIdentity), so a record shown is the release's own revision, whoever wrote it. Writes are
+// Helm's own, and the driver takes only the release's records.
 type trustView struct {
 	driver.Driver
 	name    string

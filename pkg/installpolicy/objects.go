@@ -42,13 +42,24 @@ func refOf(gvk schema.GroupVersionKind, namespace, name string) ObjectRef {
 
 // owned is every object the chart may own in the guest: each of its kinds under the plan's name.
 func (pl *Plan) owned(namespace string) []ObjectRef {
+	return Owned(pl.Chart, namespace)
+}
+
+// Owned is every object a release of chart the operator installed may own in namespace of a
+// guest: each of the chart's kinds under the name the product gives its objects. It is what an
+// upgrade may delete when it renders one no more, and what an uninstall may delete.
+func Owned(chart Chart, namespace string) []ObjectRef {
+	name := objectName(chart, "")
+	if chart == Kubevip {
+		name = KubevipNameOverride
+	}
 	var out []ObjectRef
 	for gvk := range kinds() {
-		j := judge{chart: pl.Chart}
+		j := judge{chart: chart}
 		if !j.creates(gvk.Kind) {
 			continue
 		}
-		out = append(out, refOf(gvk, namespace, pl.Values.Name))
+		out = append(out, refOf(gvk, namespace, name))
 	}
 	return out
 }

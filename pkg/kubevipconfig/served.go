@@ -28,6 +28,10 @@ const (
 	ImplementationLabel = "implementation=kube-vip"
 	// MaxServices bounds the Services read in one look; more are reported, not read.
 	MaxServices = 200
+	// servicePage is how many Services one request asks for: a Service as the API server gives
+	// it back, managed fields included, counts some hundred JSON values, and one answer from a
+	// guest may hold only so many (pkg/guest).
+	servicePage = 25
 	// MaxPods bounds the pods read to tell why kube-vip is not ready.
 	MaxPods = 5
 )
@@ -73,20 +77,30 @@ func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps ap
 		}
 		s.Kubevip = ds
 	}
-	list, err := core.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: ImplementationLabel, Limit: MaxServices})
-	if err != nil {
-		return s, fmt.Errorf("listing the guest's kube-vip Services: %w", err)
-	}
-	s.More = list.Continue != "" || len(list.Items) > MaxServices
-	for i := range list.Items {
-		if i == MaxServices {
+	opts := metav1.ListOptions{LabelSelector: ImplementationLabel, Limit: servicePage}
+	for read := 0; ; {
+		list, err := core.Services(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return s, fmt.Errorf("listing the guest's kube-vip Services: %w", err)
+		}
+		for i := range list.Items {
+			if read == MaxServices {
+				s.More = true
+				break
+			}
+			read++
+			if svc := &list.Items[i]; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				s.Services = append(s.Services, serviceState(svc))
+			}
+		}
+		if list.Continue == "" || s.More {
 			break
 		}
-		svc := &list.Items[i]
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			continue
+		if read == MaxServices {
+			s.More = true
+			break
 		}
-		s.Services = append(s.Services, serviceState(svc))
+		opts.Continue = list.Continue
 	}
 	sort.Slice(s.Services, func(i, j int) bool { return s.Services[i].String() < s.Services[j].String() })
 	return s, nil

@@ -91,7 +91,7 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		return fmt.Errorf("creating the client of Rancher's settings: %w", err)
 	}
 	c := &controller{
-		deps: deps{Settings: dyn.Resource(SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.ProvisioningClusters,
+		deps: deps{Settings: dyn.Resource(guest.SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.ProvisioningClusters,
 			Management: cc.ManagementClusters, Secrets: cc.Secrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder},
 		opts:      opts,

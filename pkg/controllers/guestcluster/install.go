@@ -221,6 +221,7 @@ func installFailure(chart, version string, err error) failure {
 	var refused *installpolicy.Refusal
 	var foreign *helminstall.ForeignRelease
 	var guarded *helminstall.ErrWriteRefused
+	var record *helminstall.RecordRefused
 	switch {
 	case errors.As(err, &refused):
 		return failure{outcome{reason: refused.Reason, message: fmt.Sprintf("%s chart %s: %s; nothing was installed", chart, version, refused.Message)}, true, true}
@@ -228,6 +229,8 @@ func installFailure(chart, version string, err error) failure {
 		return failure{outcome{reason: v1.ReasonRenderRefused, message: fmt.Sprintf("%s: %v", chart, guarded)}, true, true}
 	case errors.As(err, &foreign):
 		return failure{outcome{reason: v1.ReasonForeignRelease, message: foreign.Error()}, true, false}
+	case errors.As(err, &record):
+		return failure{outcome{reason: v1.ReasonRecordRefused, message: fmt.Sprintf("%s: %v", chart, record)}, true, false}
 	case errors.Is(err, helminstall.ErrChartPending):
 		// The fetch goes on without this worker; the pass is retried with backoff.
 		return failure{outcome{reason: v1.ReasonChartFetching, message: fmt.Sprintf("%s: %v", chart, err)}, false, false}

@@ -383,6 +383,13 @@ func TestEveryGuestReason(t *testing.T) {
 				return helminstall.Result{}, &helminstall.ForeignRelease{Namespace: rel.Namespace, Name: rel.Name, Chart: "harvester-cloud-provider", Want: rel.Chart}
 			}
 		}, v1.KubevipInstalled, v1.ReasonForeignRelease, corev1.ConditionFalse, "Warning " + v1.ReasonForeignRelease, `holds chart "harvester-cloud-provider"`},
+		{"a release record that is not what its Secret says", func(w *world) {
+			install(w)
+			w.guest.release = func(rel helminstall.Release) (helminstall.Result, error) {
+				return helminstall.Result{}, fmt.Errorf("reading release: %w", &helminstall.RecordRefused{Namespace: rel.Namespace,
+					Secret: "sh.helm.release.v1." + rel.Name + ".v1", Why: `it holds release "victim"`})
+			}
+		}, v1.KubevipInstalled, v1.ReasonRecordRefused, corev1.ConditionFalse, "Warning " + v1.ReasonRecordRefused, `it holds release "victim"`},
 		{"chart still fetching", func(w *world) {
 			install(w)
 			w.guest.release = func(helminstall.Release) (helminstall.Result, error) {
@@ -591,7 +598,7 @@ func (f fakeSettings) Get(_ context.Context, name string, _ metav1.GetOptions, _
 	}
 	v, ok := f.values[name]
 	if !ok {
-		return nil, apierrors.NewNotFound(SettingResource().GroupResource(), name)
+		return nil, apierrors.NewNotFound(guest.SettingResource().GroupResource(), name)
 	}
 	return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting",
 		"metadata": map[string]interface{}{"name": name}, "value": v, "default": ""}}, nil

@@ -72,6 +72,10 @@ type proxied struct {
 	config   *rest.Config
 	proxy    *httputil.ReverseProxy
 	rejected atomic.Int64
+	// discovery counts the requests for API discovery or OpenAPI documents.
+	discovery atomic.Int64
+	// flood is the list of API groups the proxy answers for /apis, when set (SetDiscoveryFlood).
+	flood []byte
 }
 
 // StartClusterProxy starts a proxy on a free loopback port. It speaks HTTPS, as Rancher does
@@ -252,8 +256,9 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c, known := p.clusters[id]
 	var want string
 	var mode ProxyMode
+	var flood []byte
 	if known {
-		want, mode = c.token, c.mode
+		want, mode, flood = c.token, c.mode, c.flood
 	}
 	p.mu.Unlock()
 
@@ -281,6 +286,12 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprint(w, "cluster agent disconnected")
+		return
+	}
+	if isDiscovery(path) {
+		c.discovery.Add(1)
+	}
+	if c.serveFlood(w, path, flood) {
 		return
 	}
 	r.Header.Del("Authorization")

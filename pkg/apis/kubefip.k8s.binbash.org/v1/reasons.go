@@ -176,6 +176,10 @@ const (
 	// manifest matches no release the management side remembers); it was not used as the base of
 	// the upgrade and nothing it lists was deleted (Event).
 	ReasonUntrustedRecord = "UntrustedReleaseRecord"
+	// ReasonRecordRefused: a release record in the guest is not what its Secret says (its name,
+	// labels and the release inside disagree on which release and revision it is); nothing was
+	// upgraded, recovered or removed over it.
+	ReasonRecordRefused = "ReleaseRecordRefused"
 )
 
 // Reasons of the Events on the operator's configuration ConfigMap (pkg/controllers/configmap).
@@ -348,6 +352,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object or privilege the upstream chart does not; use the upstream chart"},
 		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
+		{[]string{ReasonRecordRefused}, Failure, "KubevipInstalled", "a release record in the guest, named in the message, holds another release or revision than its Secret's name and labels say (planted): nothing is upgraded or removed over it; delete that Secret in the guest"},
 		{[]string{ReasonServed, ReasonIdle}, Done, "Served", "nothing: a Service's status holds the address, or nothing asks for it yet and kube-vip is ready"},
 		// waiting for kube-vip to start or to bind the address
 		{[]string{ReasonServePending}, Progress, "Served", "nothing yet: kube-vip is starting or binding the address; past the grace period this becomes `NotServed` or `KubevipNotReady`"},

@@ -105,6 +105,7 @@ func classOf(reason string) Class {
 		"RangeExhausted",
 		"RangeNotReady",
 		"RangeNotSet",
+		"ReleaseRecordRefused",
 		"RenderedObjectRefused",
 		"Reserved",
 		"ServedUnknown",
