@@ -18,6 +18,11 @@ const (
 	OperatorChart = "kube-fip-operator"
 )
 
+// MinKubeVersion is the oldest Kubernetes both charts admit (their Chart.yaml kubeVersion): a render
+// that stands for any cluster, such as the packaging check, renders for it. Helm's own default for
+// an offline render (1.20) is older, and the charts refuse it.
+const MinKubeVersion = "v1.28.0"
+
 // Load reads a chart directory or a packaged chart (.tgz).
 func Load(path string) (*chart.Chart, error) {
 	c, err := loader.Load(path)

@@ -96,10 +96,10 @@ func TestConfigMapAddressRetention(t *testing.T) {
 	}
 }
 
-// TestConfigMapOCISwitch: ociCharts.<chart> decides whether the OCI reference and version reach
+// TestConfigMapOCISwitch: ociCharts.<chart> decides whether the OCI reference reaches
 // kube-fip-config. Off, a reference left in the values (the Rancher form keeps the answers of the
-// fields it hides) is written empty and the chart comes from the Helm repository; on without a
-// reference or version, the install fails with the values to set.
+// fields it hides) is written empty and the chart comes from the Helm repository, at the version
+// the values pin; on without a reference or version, the install fails with the values to set.
 func TestConfigMapOCISwitch(t *testing.T) {
 	refs := map[string]interface{}{
 		"kubevipChartRef":                  "oci://registry.example.com/charts/kube-vip",
@@ -111,12 +111,11 @@ func TestConfigMapOCISwitch(t *testing.T) {
 		"ociCharts": map[string]interface{}{"kubevip": false, "kubevipCloudProvider": true},
 		"config":    refs,
 	})
-	for _, key := range []string{config.KeyKubevipChartRef, config.KeyKubevipChartVersion} {
-		if data[key] != "" {
-			t.Errorf("ociCharts.kubevip off: %s = %q; want it empty", key, data[key])
-		}
+	if data[config.KeyKubevipChartRef] != "" {
+		t.Errorf("ociCharts.kubevip off: %s = %q; want it empty", config.KeyKubevipChartRef, data[config.KeyKubevipChartRef])
 	}
-	if cfg.Kubevip.Ref != "" || cfg.KubevipCloudProvider.Ref != refs["kubevipCloudProviderChartRef"] || cfg.KubevipCloudProvider.Version != "0.2.2" {
+	if cfg.Kubevip.Ref != "" || cfg.Kubevip.Version != "0.6.4" ||
+		cfg.KubevipCloudProvider.Ref != refs["kubevipCloudProviderChartRef"] || cfg.KubevipCloudProvider.Version != "0.2.2" {
 		t.Errorf("kube-vip chart %s, kube-vip-cloud-provider chart %s", cfg.Kubevip, cfg.KubevipCloudProvider)
 	}
 
@@ -138,5 +137,32 @@ func TestConfigMapOCISwitch(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: render error %v; want %q", name, err, want)
 		}
+	}
+}
+
+// TestConfigMapRepositoryChartVersion: with the OCI switches off, a chart version in the values
+// reaches kube-fip-config and pins the Helm repository's chart, as kube-fip-config's own
+// documentation says (a version without a reference needs none); an empty one leaves the
+// operator's pinned versions.
+func TestConfigMapRepositoryChartVersion(t *testing.T) {
+	data, cfg := renderConfig(t, map[string]interface{}{
+		"ociCharts": map[string]interface{}{"kubevip": false, "kubevipCloudProvider": false},
+		"config":    map[string]interface{}{"kubevipChartVersion": "0.9.8", "kubevipCloudProviderChartVersion": "0.2.9"},
+	})
+	for key, want := range map[string]string{config.KeyKubevipChartVersion: "0.9.8", config.KeyKubevipCloudProviderChartVersion: "0.2.9"} {
+		if data[key] != want {
+			t.Errorf("OCI off: %s = %q; want %q, the version pinned for the repository's chart", key, data[key], want)
+		}
+	}
+	def := config.Default()
+	if cfg.Kubevip.Ref != "" || cfg.Kubevip.RepoURL != def.Kubevip.RepoURL || cfg.Kubevip.Version != "0.9.8" {
+		t.Errorf("kube-vip chart %s; want %s at 0.9.8", cfg.Kubevip, def.Kubevip.RepoURL)
+	}
+	if cfg.KubevipCloudProvider.Ref != "" || cfg.KubevipCloudProvider.Version != "0.2.9" {
+		t.Errorf("kube-vip-cloud-provider chart %s; want the repository's at 0.2.9", cfg.KubevipCloudProvider)
+	}
+	if _, cfg := renderConfig(t, nil); cfg.Kubevip.Version != def.Kubevip.Version || cfg.KubevipCloudProvider.Version != def.KubevipCloudProvider.Version {
+		t.Errorf("no version given: %s and %s; want the pinned %s and %s", cfg.Kubevip.Version, cfg.KubevipCloudProvider.Version,
+			def.Kubevip.Version, def.KubevipCloudProvider.Version)
 	}
 }

@@ -212,17 +212,17 @@ func TestGoMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"60Mi", "60 MiB", "lots"} {
-		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: InstallAPIVersions()}); err == nil {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimit": bad}, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err == nil {
 			t.Errorf("goMemoryLimit %q rendered; want it refused by the schema", bad)
 		}
 	}
 	for _, bad := range []interface{}{0, 1, "half"} {
-		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimitRatio": bad}, APIVersions: InstallAPIVersions()}); err == nil {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goMemoryLimitRatio": bad}, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err == nil {
 			t.Errorf("goMemoryLimitRatio %v rendered; want it refused by the schema", bad)
 		}
 	}
 	for _, bad := range []interface{}{0, 5, 5000, "off", "50", 50.5} {
-		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goGC": bad}, APIVersions: InstallAPIVersions()}); err == nil {
+		if _, err := Render(chart, RenderOptions{Values: map[string]interface{}{"goGC": bad}, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err == nil {
 			t.Errorf("goGC %v rendered; want it refused by the schema", bad)
 		}
 	}

@@ -62,7 +62,7 @@ func allSwitchesOn() map[string]interface{} {
 }
 
 // monitoringAPIVersions are the Rancher Monitoring APIs the monitoring objects need.
-var monitoringAPIVersions = []string{"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule"}
+var monitoringAPIVersions = []string{"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule", "monitoring.coreos.com/v1/Prometheus"}
 
 // renderOperator renders the operator chart offline with the CRD chart's and Rancher Monitoring's
 // APIs present.

@@ -24,7 +24,7 @@ func TestChartAnnotations(t *testing.T) {
 			"catalog.cattle.io/release-name":    "kube-fip-operator",
 			"catalog.cattle.io/os":              "linux",
 			"catalog.cattle.io/permits-os":      "linux",
-			"catalog.cattle.io/kube-version":    ">= 1.26.0-0",
+			"catalog.cattle.io/kube-version":    ">= 1.28.0-0",
 			"catalog.cattle.io/rancher-version": ">= 2.8.0-0",
 			"catalog.cattle.io/type":            "cluster-tool",
 			"catalog.cattle.io/scope":           "management",

@@ -233,8 +233,9 @@ func conditionProblems(questions []question, values map[string]interface{}) []st
 
 // TestQuestionConditions runs the dashboard's show_if/show_subquestion_if logic (v2.8.0 to v2.15.0)
 // over questions.yaml: every condition parses and evaluates, depends on the variables it names,
-// and reveals what it is meant to: each OCI reference and version exactly when "Install from an
-// OCI registry" is on, and the Helm repository field always.
+// and reveals what it is meant to: each OCI reference exactly when "Install from an OCI registry"
+// is on, and the Helm repository field and each chart version (which pins the repository's chart
+// as well as an OCI one) always.
 func TestQuestionConditions(t *testing.T) {
 	questions, values := loadQuestions(t)
 	for _, p := range conditionProblems(questions, values) {
@@ -251,10 +252,11 @@ func TestQuestionConditions(t *testing.T) {
 			if !slices.Contains(shown, "ociCharts."+chart) || !slices.Contains(shown, "config.kubevipChartRepoUrl") {
 				t.Errorf("ociCharts.%s=%v: the switch or the Helm repository is hidden", chart, on)
 			}
-			for _, field := range []string{"config." + chart + "ChartRef", "config." + chart + "ChartVersion"} {
-				if got := slices.Contains(shown, field); got != on {
-					t.Errorf("ociCharts.%s=%v: %s shown %v; want %v", chart, on, field, got, on)
-				}
+			if field, got := "config."+chart+"ChartRef", slices.Contains(shown, "config."+chart+"ChartRef"); got != on {
+				t.Errorf("ociCharts.%s=%v: %s shown %v; want %v", chart, on, field, got, on)
+			}
+			if field := "config." + chart + "ChartVersion"; !slices.Contains(shown, field) {
+				t.Errorf("ociCharts.%s=%v: %s hidden; want it shown whatever the source", chart, on, field)
 			}
 		}
 	}

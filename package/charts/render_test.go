@@ -123,20 +123,20 @@ func TestCRDCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Render(c, RenderOptions{Namespace: testNamespace})
+	_, err = Render(c, RenderOptions{Namespace: testNamespace, KubeVersion: testKubeVersion})
 	if err == nil || !strings.Contains(err.Error(), "kube-fip-operator-crd chart is not installed") {
 		t.Errorf("render without the CRD API: error %v; want the missing CRD chart named", err)
 	}
-	_, err = Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}})
+	_, err = Render(c, RenderOptions{Namespace: testNamespace, APIVersions: []string{CRDAPIVersion}, KubeVersion: testKubeVersion})
 	if err == nil || !strings.Contains(err.Error(), "Rancher's API provisioning.cattle.io/v1 is not in this cluster") ||
 		!strings.Contains(err.Error(), "Rancher's local cluster") {
 		t.Errorf("render without Rancher's APIs: error %v; want the missing Rancher API named, with its group", err)
 	}
-	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: InstallAPIVersions()}); err != nil {
+	if _, err := Render(c, RenderOptions{Namespace: testNamespace, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err != nil {
 		t.Errorf("render with --api-versions %v: %v", InstallAPIVersions(), err)
 	}
 	off := map[string]interface{}{"validateInstallCRD": false}
-	if _, err := Render(c, RenderOptions{Namespace: testNamespace, Values: off}); err != nil {
+	if _, err := Render(c, RenderOptions{Namespace: testNamespace, Values: off, KubeVersion: testKubeVersion}); err != nil {
 		t.Errorf("render with validateInstallCRD=false: %v", err)
 	}
 }
@@ -149,12 +149,12 @@ func TestReplicasNeedLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]interface{}{"replicas": 2, "leaderElection": false}
-	_, err = Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions()})
+	_, err = Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion})
 	if err == nil || !strings.Contains(err.Error(), "needs leaderElection=true") {
 		t.Errorf("2 replicas without leader election: error %v; want a refusal", err)
 	}
 	values["replicas"] = 1
-	if _, err := Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions()}); err != nil {
+	if _, err := Render(c, RenderOptions{Values: values, APIVersions: InstallAPIVersions(), KubeVersion: testKubeVersion}); err != nil {
 		t.Errorf("1 replica without leader election: %v", err)
 	}
 }

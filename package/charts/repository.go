@@ -145,7 +145,7 @@ func packageChecked(dir, version, appVersion, dest string) (string, *chart.Chart
 	if c.Metadata.Version != version || c.Metadata.AppVersion != appVersion {
 		return "", nil, fmt.Errorf("%s: version %q, appVersion %q; want %q, %q", archive, c.Metadata.Version, c.Metadata.AppVersion, version, appVersion)
 	}
-	objs, err := Render(c, RenderOptions{APIVersions: InstallAPIVersions()})
+	objs, err := Render(c, RenderOptions{APIVersions: InstallAPIVersions(), KubeVersion: MinKubeVersion})
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", archive, err)
 	}

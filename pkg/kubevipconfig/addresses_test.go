@@ -21,6 +21,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
 )
 
@@ -492,4 +493,63 @@ func TestProviderReadsTheWrittenPools(t *testing.T) {
 func ExampleCIDRList() {
 	fmt.Println(CIDRList(addrs("fd00::1", "10.0.0.9", "10.0.0.5", "10.0.0.9")))
 	// Output: 10.0.0.5/32,10.0.0.9/32,fd00::1/128
+}
+
+// TestNotUpdatedRowSaysWhatUpdateOverwrites holds the Troubleshooting row of ConfigMapNotUpdated
+// (v1.ReasonTable, from which the README's table is generated) to what EnsureAddresses does with
+// update true: each kind of key a person wrote that a pass overwrites (cidr-global) is named in
+// the sentence that offers updateConfigMap, and each kind it leaves alone even then (cidr-<ns>,
+// and range-<ns>, which a cidr-<ns> would hide) is named in a sentence that says never.
+func TestNotUpdatedRowSaysWhatUpdateOverwrites(t *testing.T) {
+	person := map[string]string{"cidr-global": "10.0.0.9/32", "cidr-team-a": "10.0.2.0/24", "range-team-b": "10.0.4.1-10.0.4.9"}
+	c, kube := fakeGuest(kubevip(person, nil))
+	ensure(t, c, Addresses{Global: addrs("10.0.0.5"), Namespaced: map[string][]netip.Addr{
+		"team-a": addrs("10.0.0.20"), "team-b": addrs("10.0.0.30"),
+	}}, true)
+	cm := readKubevip(t, kube)
+	kinds := map[string]string{"cidr-global": "`cidr-global`", "cidr-team-a": "`cidr-<namespace>`", "range-team-b": "`range-<namespace>`"}
+	overwritten := map[string]bool{}
+	for key, value := range person {
+		overwritten[kinds[key]] = cm.Data[key] != value || (strings.HasPrefix(key, RangeKeyPrefix) && cm.Data[CIDRKeyPrefix+strings.TrimPrefix(key, RangeKeyPrefix)] != "")
+	}
+	if !overwritten["`cidr-global`"] || overwritten["`cidr-<namespace>`"] || overwritten["`range-<namespace>`"] {
+		t.Fatalf("with update true, data %v from %v; the test expects cidr-global alone overwritten", cm.Data, person)
+	}
+
+	var row string
+	for _, r := range v1.ReasonTable() {
+		if slices.Contains(r.Reasons, v1.ReasonConfigMapNotUpdated) {
+			row = r.Do
+		}
+	}
+	if row == "" {
+		t.Fatalf("no row for %s", v1.ReasonConfigMapNotUpdated)
+	}
+	sentences := strings.SplitAfter(row, ". ")
+	for kind, over := range overwritten {
+		said := false
+		for _, s := range sentences {
+			if !strings.Contains(s, kind) {
+				continue
+			}
+			offers := strings.Contains(s, `updateConfigMap: "true"`)
+			never := strings.Contains(s, "never")
+			if over && offers && !never || !over && never {
+				said = true
+			}
+			if !over && offers && !never {
+				t.Errorf("%s row: %q offers updateConfigMap to overwrite %s, which it never overwrites", v1.ReasonConfigMapNotUpdated, s, kind)
+			}
+		}
+		if !said {
+			t.Errorf("%s row %q: does not say that updateConfigMap %s %s", v1.ReasonConfigMapNotUpdated, row,
+				map[bool]string{true: "overwrites", false: "never overwrites"}[over], kind)
+		}
+	}
+	// The old row spoke of "a key a person wrote" in the sentence offering the overwrite.
+	for _, s := range sentences {
+		if strings.Contains(s, `updateConfigMap: "true"`) && strings.Contains(s, "a key a person wrote") {
+			t.Errorf("%s row: %q offers to overwrite any key a person wrote", v1.ReasonConfigMapNotUpdated, s)
+		}
+	}
 }

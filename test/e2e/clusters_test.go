@@ -208,7 +208,8 @@ func (s *suite) upgradeToThisRelease(ctx context.Context) error {
 }
 
 // upgrade upgrades release of the operator's namespace to the chart archive with values, on top
-// of those it has with reuse, and waits for its pods.
+// of those it has with reuse (as the README's --reset-then-reuse-values: the values given before,
+// the new chart's defaults for the rest), and waits for its pods.
 func (s *suite) upgrade(ctx context.Context, release, archive string, values map[string]interface{}, reuse bool) error {
 	ch, err := loader.Load(archive)
 	if err != nil {
@@ -219,7 +220,7 @@ func (s *suite) upgrade(ctx context.Context, release, archive string, values map
 		return err
 	}
 	up := action.NewUpgrade(cfg)
-	up.Namespace, up.ReuseValues, up.Wait, up.Timeout = operatorNS, reuse, true, 3*time.Minute
+	up.Namespace, up.ResetThenReuseValues, up.Wait, up.Timeout = operatorNS, reuse, true, 3*time.Minute
 	if _, err := up.RunWithContext(ctx, release, ch, values); err != nil {
 		return fmt.Errorf("upgrading %s: %w", release, err)
 	}

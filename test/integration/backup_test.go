@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,11 +32,17 @@ func (h held) key() string { return h.ns + "/" + h.name }
 
 // TestRancherBackupRestoreKeepsAddresses takes a Rancher Backups backup with the ResourceSet the
 // chart renders, loses every range and FloatingIP (operator stopped, finalizers stripped, objects
-// deleted), restores them from the backup's JSON as rancher-backup does, and starts the operator
-// again: every FloatingIP keeps exactly its address, the ranges record each address once for the
-// restored object (its new UID), and the next FloatingIP gets the one free address in between.
-// The addresses are not the ones a fresh allocation would hand out (a freed address below them, a
-// static one above), so a restore that lost them would not pass by luck.
+// deleted), and restores them from the backup's JSON as rancher-backup does, into a cluster where
+// the chart is installed again: the operator runs as the chart's ServiceAccount and serves the
+// chart's webhook, whose range rule fails closed. The restore writes as rancher-backup's own
+// ServiceAccount and scales the operator's Deployment (the ResourceSet's controllerReference) to 0
+// first, its pods stopping before anything is written, as they would; the chart exempts that
+// ServiceAccount from the webhook, so the writes go through while no replica could judge them.
+// Scaled back up, the operator starts again: every FloatingIP keeps exactly its address, the
+// ranges record each address once for the restored object (its new UID), and the next FloatingIP
+// gets the one free address in between. The addresses are not the ones a fresh allocation would
+// hand out (a freed address below them, a static one above), so a restore that lost them would
+// not pass by luck.
 func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "c-m-backup1")
@@ -115,20 +123,51 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 		}
 	}
 
-	mine := map[string]bool{"backup-v4": true, "backup-v6": true, f.ns: true, ns2: true}
-	err = backup.RestoreBackup(ctx, shared.Env.Config, dir, func(o backup.BackupObject) bool {
-		switch o.GVR.Resource {
-		case "customresourcedefinitions":
-			return true
-		case "floatingipranges":
-			return mine[o.Name]
-		case "floatingips":
-			return mine[o.Namespace]
-		}
-		return false
-	})
+	// The chart installed again: the operator's Deployment (which the ResourceSet names, and
+	// which this API server without controllers only records), the webhook, and the operator
+	// serving it.
+	w := f.newWebhookEnv(nil)
+	deployment := operatorDeploymentStandIn(t, f.ns, set)
+	p = w.start(true)
+	restorer, err := backup.ServiceAccountConfig(ctx, shared.Env.Config)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	mine := map[string]bool{"backup-v4": true, "backup-v6": true, f.ns: true, ns2: true}
+	err = backup.RestoreBackup(ctx, restorer, dir, backup.RestoreOptions{
+		Keep: func(o backup.BackupObject) bool {
+			switch o.GVR.Resource {
+			case "customresourcedefinitions":
+				return true
+			case "floatingipranges":
+				return mine[o.Name]
+			case "floatingips":
+				return mine[o.Namespace]
+			}
+			return false
+		},
+		// What the Deployment controller and the kubelet do once the restore scaled it to 0.
+		ScaledDown: func(context.Context) error {
+			if got := deploymentReplicas(t, f.ns, deployment); got != 0 {
+				return fmt.Errorf("the restore left %s at %d replicas; want 0 while it writes", deployment, got)
+			}
+			if err := p.Stop(20 * time.Second); err != nil {
+				return err
+			}
+			// Nothing answers the webhook now: a range write that is not exempt is refused.
+			if err := w.judged(); err == nil {
+				return fmt.Errorf("the webhook still judges range writes with the operator stopped")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("the restore, as %s:%s with the operator scaled down and the webhook in place: %v",
+			backup.ServiceAccountNamespace, backup.ServiceAccountName, err)
+	}
+	if got := deploymentReplicas(t, f.ns, deployment); got != 1 {
+		t.Errorf("after the restore %s has %d replicas; want 1 again", deployment, got)
 	}
 	// Restored as backed up, status included, before any operator runs; no allocation exists.
 	for _, x := range want {
@@ -141,7 +180,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 		}
 	}
 
-	p, _ = f.operator()
+	p = w.start(true)
 	for _, x := range want {
 		got := f.waitFIPIn(x.ns, x.name, 30*time.Second, "allocated", suite.Allocated)
 		if got.Status.IPAddress != x.addr || got.Spec.IPAddress != x.addr {
@@ -251,4 +290,46 @@ func removeWithoutFinalizers(t *testing.T, f *fixture, ns, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// operatorDeploymentStandIn creates the Deployment the ResourceSet's controllerReference names,
+// with one replica, and returns its name. The API server has no controllers: the Deployment is
+// the record a restore scales, not a workload; the test stops and starts the operator process.
+func operatorDeploymentStandIn(t *testing.T, ns string, set backup.ResourceSet) string {
+	t.Helper()
+	if len(set.ControllerReferences) != 1 {
+		t.Fatalf("the chart's ResourceSet names %d controllerReferences; want the operator's Deployment", len(set.ControllerReferences))
+	}
+	ref := set.ControllerReferences[0]
+	if ref.APIVersion != "apps/v1" || ref.Resource != "deployments" || ref.Namespace != ns {
+		t.Fatalf("the chart's ResourceSet names %+v; want the operator's Deployment in %s", ref, ns)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "kube-fip-operator"}
+	one := int32(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "kubefip/kube-fip-operator"}}},
+			},
+		},
+	}
+	deployments := shared.Kube.AppsV1().Deployments(ns)
+	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = deployments.Delete(context.Background(), ref.Name, metav1.DeleteOptions{}) })
+	return ref.Name
+}
+
+func deploymentReplicas(t *testing.T, ns, name string) int32 {
+	t.Helper()
+	d, err := shared.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *d.Spec.Replicas
 }

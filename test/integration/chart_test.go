@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -101,6 +103,7 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 		"podDisruptionBudget": map[string]interface{}{"enabled": true},
 		"monitoring":          map[string]interface{}{"dashboard": map[string]interface{}{"enabled": true}},
 	}
+	installMonitoringAPI(t, guest.Config)
 
 	err := helm.install(charts.OperatorChart, values)
 	if err == nil || !strings.Contains(err.Error(), "kube-fip-operator-crd chart is not installed") {
@@ -309,5 +312,26 @@ func checkNoWildcardRoles(t *testing.T, kube kubernetes.Interface) {
 	}
 	for _, r := range roles.Items {
 		check("Role "+r.Namespace+"/"+r.Name, r.Rules)
+	}
+}
+
+// installMonitoringAPI installs a stand-in of the Prometheus CRD Rancher Monitoring brings
+// (monitoring.coreos.com/v1, from the rancher-monitoring-crd chart), the API by which the chart
+// knows Rancher Monitoring is there; the stand-in keeps any field.
+func installMonitoringAPI(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	preserve := true
+	def := &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheuses.monitoring.coreos.com"},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com",
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "prometheuses", Singular: "prometheus", Kind: "Prometheus", ListKind: "PrometheusList"},
+			Scope: apiextv1.NamespaceScoped,
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{def}}); err != nil {
+		t.Fatalf("installing the monitoring.coreos.com/v1 stand-in: %v", err)
 	}
 }

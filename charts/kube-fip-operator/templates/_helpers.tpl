@@ -22,9 +22,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- /*
-Fails the install when a monitoring object is switched on but the cluster has no API for it:
-Rancher Monitoring (the rancher-monitoring chart) brings the monitoring.coreos.com/v1 CRDs and the
-cattle-dashboards namespace its Grafana reads. Call with (list . "<value>" "<Kind>"). An offline
+Fails the install when a monitoring object is switched on but the cluster has no Rancher
+Monitoring: the rancher-monitoring chart brings the monitoring.coreos.com/v1 CRDs and the
+cattle-dashboards namespace its Grafana reads, and the chart sees the former. Call with
+(list . "<value>" "<Kind>"): the kind the object is, or, for the dashboard, Prometheus. An offline
 render skips the check with validateInstallCRD=false, as for the other checks.
 */ -}}
 {{- define "kube-fip-operator.requireMonitoring" -}}
@@ -44,8 +45,8 @@ render skips the check with validateInstallCRD=false, as for the other checks.
 
 {{/*
 The parts every webhook of the ValidatingWebhookConfiguration shares: where the API server calls,
-and which requests are never sent (the operator's own writes and the uninstall hook's; with
-"name", objects of any other name).
+and which requests are never sent (those of the users in "exempt": the operator, the uninstall
+hook and a Rancher Backups restore; with "name", objects of any other name).
 */}}
 {{- define "kube-fip-operator.webhookCommon" -}}
 clientConfig:
@@ -58,8 +59,8 @@ sideEffects: None
 admissionReviewVersions: ["v1"]
 timeoutSeconds: {{ .ctx.Values.webhook.timeoutSeconds }}
 matchConditions:
-- name: not-the-operator
-  expression: {{ printf "!(request.userInfo.username in ['%s', '%s'])" .operator .cleanup | quote }}
+- name: not-an-exempt-service-account
+  expression: {{ printf "!(request.userInfo.username in ['%s'])" (join "', '" .exempt) | quote }}
 {{- with .name }}
 - name: {{ . }}
   expression: {{ printf "object.metadata.name == '%s'" . | quote }}

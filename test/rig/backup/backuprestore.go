@@ -75,13 +75,29 @@ func ReadBackup(dir string) ([]BackupObject, error) {
 	return out, err
 }
 
-// RestoreBackup does what a rancher-backup Restore of the backup in dir does, for the objects keep
-// accepts (nil: all), with prune off: first the CRDs, each waited for until Established; then the
-// cluster-scoped objects; then the namespaced ones. Each object is created, or updated over the
-// live one; its status is then written through the status subresource, but only when the object's
-// CRD is itself in the backup and has that subresource, as rancher-backup decides. The stand-in
-// refuses objects with ownerReferences, which the real restore re-points at the restored owners.
-func RestoreBackup(ctx context.Context, cfg *rest.Config, dir string, keep func(BackupObject) bool) error {
+// RestoreOptions are the parts of a restore a test chooses.
+type RestoreOptions struct {
+	// Keep, when set, limits the restore to the objects it accepts.
+	Keep func(BackupObject) bool
+	// ScaledDown, when set, runs once the ResourceSet's controllerReferences are scaled to 0 and
+	// before anything is written: it plays the cluster's part, the pods of those workloads
+	// stopping.
+	ScaledDown func(ctx context.Context) error
+}
+
+// RestoreBackup does what a rancher-backup Restore of the backup in dir does, with prune off,
+// writing with cfg (rancher-backup writes as its own ServiceAccount: ServiceAccountConfig). It
+// scales every workload the backup's ResourceSet names in controllerReferences to 0 replicas,
+// remembering each count (one that is missing is skipped), as rancher-backup does before it
+// writes, without waiting for the pods; then it restores: first the CRDs, each waited for until
+// Established; then the cluster-scoped objects; then the namespaced ones. Each object is created,
+// or updated over the live one; its status is then written through the status subresource, but
+// only when the object's CRD is itself in the backup and has that subresource, as rancher-backup
+// decides. Last, also when a write failed, each workload is scaled back to its count. The
+// stand-in refuses objects with ownerReferences, which the real restore re-points at the restored
+// owners.
+func RestoreBackup(ctx context.Context, cfg *rest.Config, dir string, opts RestoreOptions) (err error) {
+	keep := opts.Keep
 	objs, err := ReadBackup(dir)
 	if err != nil {
 		return err
@@ -89,6 +105,24 @@ func RestoreBackup(ctx context.Context, cfg *rest.Config, dir string, keep func(
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	set, err := readFilters(dir)
+	if err != nil {
+		return err
+	}
+	scaled, err := scaleDown(ctx, dyn, set.ControllerReferences)
+	defer func() {
+		if upErr := scaleUp(context.WithoutCancel(ctx), dyn, scaled); err == nil {
+			err = upErr
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if opts.ScaledDown != nil {
+		if err := opts.ScaledDown(ctx); err != nil {
+			return err
+		}
 	}
 	var crds, clusterScoped, namespaced []BackupObject
 	withStatus := map[string]bool{}

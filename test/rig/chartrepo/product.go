@@ -30,7 +30,7 @@ func RepoChart(t testing.TB, name string) *chart.Chart {
 func RenderOperatorChart(t testing.TB, ns string, values map[string]interface{}, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
 	objs, err := charts.Render(RepoChart(t, charts.OperatorChart), charts.RenderOptions{Namespace: ns, Values: values,
-		APIVersions: append(charts.InstallAPIVersions(), apiVersions...)})
+		APIVersions: append(charts.InstallAPIVersions(), apiVersions...), KubeVersion: charts.MinKubeVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

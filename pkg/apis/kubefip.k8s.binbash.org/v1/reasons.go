@@ -339,7 +339,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonRancherSettings}, Failure, "GuestConfigured", "the operator cannot read Rancher's `server-url` and `internal-server-url` settings; check that they exist"},
 		{[]string{ReasonUnauthorized}, Failure, "GuestConfigured", "the guest refuses the kubeconfig's token; Rancher rotates it, and the next pass reads it afresh"},
 		{[]string{ReasonNotClusterOwner}, Failure, "GuestConfigured", "Rancher's user for the cluster lacks cluster-owner in the guest; check the cluster's members in Rancher"},
-		{[]string{ReasonConfigMapNotUpdated}, Failure, "GuestConfigured", "the guest's ConfigMap holds another address (or a key a person wrote): set `updateConfigMap: \"true\"` on the oldest FloatingIP of the cluster to overwrite it"},
+		{[]string{ReasonConfigMapNotUpdated}, Failure, "GuestConfigured", "the guest's ConfigMap holds another address in `cidr-global`: set `updateConfigMap: \"true\"` on the oldest FloatingIP of the cluster to overwrite it. A `cidr-<namespace>` or `range-<namespace>` a person wrote is never overwritten, `updateConfigMap` or not (the message names the key): delete it in the guest, or take the `kubefip.k8s.binbash.org/guest-namespace` annotation off the FloatingIP"},
 		{[]string{ReasonConfigMapFailed}, Failure, "GuestConfigured", "writing the guest's ConfigMap failed; the message and the operator's log say why; retried"},
 		{[]string{ReasonInvalidGuestNamespace}, Failure, "GuestConfigured", "the `kubefip.k8s.binbash.org/guest-namespace` annotation is not a namespace name; correct it"},
 		{[]string{ReasonInternalError}, Failure, "GuestConfigured", "a bug while working on this guest; retried; report it with the operator's log"},

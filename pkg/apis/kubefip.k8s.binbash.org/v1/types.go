@@ -18,8 +18,9 @@ const (
 	AnnotationClusterName = "clustername"
 	// AnnotationFloatingIPRange names the FloatingIPRange a FloatingIP is allocated from.
 	AnnotationFloatingIPRange = "fiprange"
-	// AnnotationUpdateConfigMap, when "true", lets the operator overwrite an existing kube-vip
-	// ConfigMap in the guest cluster.
+	// AnnotationUpdateConfigMap, when "true", lets the operator overwrite another address in the
+	// cidr-global key of an existing kube-vip ConfigMap in the guest cluster. A cidr-<namespace> or
+	// range-<namespace> key a person wrote is never overwritten.
 	AnnotationUpdateConfigMap = "updateConfigMap"
 )
 
@@ -28,8 +29,8 @@ const (
 
 // FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in
 // the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the
-// range (fiprange) and whether the guest's existing kube-vip ConfigMap may be overwritten
-// (updateConfigMap).
+// range (fiprange) and whether another address in cidr-global of the guest's existing kube-vip
+// ConfigMap may be overwritten (updateConfigMap).
 type FloatingIP struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -272,8 +273,10 @@ type FloatingIPAllocation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the address, the range it was handed out from and its holder. It is immutable: an
-	// address changes hands by deleting this object and creating another.
+	// Spec is the address, the range it was handed out from and its holder. Its address, range and
+	// space never change: an address is released by deleting this object. Retained is set while the
+	// address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that
+	// cluster takes the address back, which clears retained.
 	Spec FloatingIPAllocationSpec `json:"spec" wrangler:"required"`
 }
 

@@ -49,7 +49,7 @@ func (ClusterReference) SwaggerDoc() map[string]string {
 // SwaggerDoc returns the documentation of FloatingIP and its fields.
 func (FloatingIP) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":       "FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the range (fiprange) and whether the guest's existing kube-vip ConfigMap may be overwritten (updateConfigMap).",
+		"":       "FloatingIP is one address of a FloatingIPRange, held for one Rancher guest cluster. It lives in the guest cluster's namespace (c-m-xxxxxxxx); its annotations name the cluster (clustername), the range (fiprange) and whether another address in cidr-global of the guest's existing kube-vip ConfigMap may be overwritten (updateConfigMap).",
 		"spec":   "Spec is the address asked for.",
 		"status": "Status is the address held, the guest cluster's state and the conditions, written by the operator.",
 	}
@@ -59,7 +59,7 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":     "FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or retained for a deleted guest cluster. Its name is the address and the space's hash (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the claim, so the API server lets exactly one object hold an address in a space; deleting it is the release. Its address, range and space never change.",
-		"spec": "Spec is the address, the range it was handed out from and its holder. It is immutable: an address changes hands by deleting this object and creating another.",
+		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
 	}
 }
 
