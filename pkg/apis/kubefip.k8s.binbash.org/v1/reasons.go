@@ -73,6 +73,10 @@ const (
 	// ReasonRangeChanged: the FloatingIP, refused an address by its range, moved to the next range
 	// in selection order that has room (Event).
 	ReasonRangeChanged = "RangeChanged"
+	// ReasonAddressOnAnotherNetwork: the FloatingIP holds (or asks for) an address of a range that
+	// names another network than its guest cluster's control-plane pool; it is kept, not moved
+	// (the FloatingIP's Warning condition, set by discovery, and an Event).
+	ReasonAddressOnAnotherNetwork = "AddressOnAnotherNetwork"
 )
 
 // Reasons of a FloatingIP's GuestConfigured and KubevipInstalled conditions and of the guest
@@ -217,8 +221,11 @@ const (
 	// ReasonNoMatchingRange: no FloatingIPRange is annotated with the cluster's Harvester cluster.
 	ReasonNoMatchingRange = "NoMatchingRange"
 	// ReasonRangeNetworkMismatch: ranges exist for the Harvester cluster but none for the network;
-	// the first by name is used.
+	// the first by name of those that name no network is used.
 	ReasonRangeNetworkMismatch = "RangeNetworkMismatch"
+	// ReasonNoRangeForNetwork: the Harvester cluster's ranges all name other networks; the cluster
+	// gets no FloatingIP until a range of its network (or one that names none) exists.
+	ReasonNoRangeForNetwork = "NoRangeForNetwork"
 	// ReasonNoRangeForFamily: the cluster is dual-stack, but its network has no range of one of the
 	// two families; the other family's FloatingIP is made all the same.
 	ReasonNoRangeForFamily = "NoRangeForFamily"
@@ -284,6 +291,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonRangeExhausted}, Failure, "FloatingIP", "every range of the network that selects the cluster is full (the message names them): grow one or add another FloatingIPRange for the same Harvester cluster and network, and the FloatingIP [moves to it](#range-selection) by itself; retained addresses come free after `addressRetention`"},
 		{[]string{ReasonClusterLimitReached}, Failure, "FloatingIP", "the cluster holds `spec.maxAddressesPerCluster` of the range's addresses and no other range has room for it: raise the cap, or add a range"},
 		{[]string{ReasonClusterNotSelected}, Failure, "FloatingIP, provisioning cluster", "no range of the network whose `spec.clusterSelector` admits the cluster has room: label the cluster (Rancher: **Edit Config**, **Labels**) or widen a selector"},
+		{[]string{ReasonAddressOnAnotherNetwork}, Notice, "FloatingIP Warning", "the address is of a range that names another network than the guest's control-plane pool, named in the message: kube-vip cannot serve it there. It is kept, not moved: create a range for the guest's network, then delete the FloatingIP, and discovery makes a new one from that range (the guest's address changes)"},
 		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](#range-selection) with room; the Event names the ranges passed over"},
 		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
 		// waiting for a retention to run out
@@ -342,7 +350,8 @@ func ReasonTable() []ReasonRow {
 		// Discovery, on Rancher's provisioning clusters (pkg/controllers/discovery, pkg/harvester).
 		{[]string{ReasonFloatingIPCreated, ReasonFloatingIPDeleted}, Done, "provisioning cluster Event", "nothing: discovery created the guest cluster's FloatingIP, or deleted one it no longer needs"},
 		{[]string{ReasonNoMatchingRange}, Failure, "provisioning cluster Event", "no range has `harvesterClusterName` = the Harvester cluster's display name; creating one is enough (also counted in `kubefipoperator_discovery_no_matching_range_total`)"},
-		{[]string{ReasonRangeNetworkMismatch}, Notice, "provisioning cluster Event", "nothing, unless another range was meant: the range used does not name the cluster's network"},
+		{[]string{ReasonNoRangeForNetwork}, Failure, "provisioning cluster Event", "the Harvester cluster's ranges all name other networks, and none of their addresses is taken: create the range the Event names, annotated `harvesterClusterName` and `harvesterNetworkName` = the control-plane pool's network, and the FloatingIP is created by itself"},
+		{[]string{ReasonRangeNetworkMismatch}, Notice, "provisioning cluster Event", "nothing, unless another range was meant: no range names the cluster's network, and one that names no network is used"},
 		{[]string{ReasonNoRangeForFamily}, Notice, "provisioning cluster Event", "a dual-stack cluster's network has no range of one family; creating one is enough"},
 		{[]string{ReasonInvalidCloudCredential}, Failure, "provisioning cluster Event", "the credential reference is not `namespace:name`, is outside `cattle-global-data`, or the Secret lacks `harvestercredentialConfig-clusterId`"},
 		{[]string{ReasonNoCloudCredential}, Failure, "provisioning cluster Event", "a Harvester pool without any `cloudCredentialSecretName`"},

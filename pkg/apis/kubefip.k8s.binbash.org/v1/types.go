@@ -74,7 +74,9 @@ type FloatingIPStatus struct {
 	KubevipReleases []GuestRelease `json:"kubevipReleases,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason.
+	// Conditions are Ready, Allocated, GuestConfigured and KubevipInstalled, each with a reason,
+	// and Warning (AddressOnAnotherNetwork) while the address is of a range that names another
+	// network than the guest cluster's; Warning leaves Ready as it is.
 	// While Ready is False, Reconciling is True when the reason passes by itself (the guest
 	// cluster still being provisioned, the range not created yet, the address not held yet), and
 	// Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both

@@ -49,6 +49,7 @@ func classOf(reason string) Class {
 		"SpaceChangePending":
 		return Progress
 	case
+		"AddressOnAnotherNetwork",
 		"KubevipEnvIgnored",
 		"NetworkNameWithoutNamespace",
 		"NoCapacity",
@@ -89,6 +90,7 @@ func classOf(reason string) Class {
 		"NoControlPlanePool",
 		"NoMachineConfigRef",
 		"NoMatchingRange",
+		"NoRangeForNetwork",
 		"NotClusterOwner",
 		"OrphanedAllocations",
 		"OutOfRange",
