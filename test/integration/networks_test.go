@@ -194,3 +194,58 @@ func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 	})
 	t.Logf("made again with %s of %s", z.Status.IPAddress, z.Status.Range)
 }
+
+// TestRangeOfUnknownHarvesterClusterIsNotReady: a range whose harvesterClusterName is the display
+// name of no management cluster is Ready=False, reason UnknownHarvesterCluster (Stalled, a Warning
+// Event, a row with an action in the README), and still gives a FloatingIP that names it an address;
+// it turns Ready within seconds when a management cluster of that name appears, and not Ready again
+// when that cluster is renamed. A range without the annotation is Ready, as before.
+func TestRangeOfUnknownHarvesterClusterIsNotReady(t *testing.T) {
+	f := newFixture(t, "kube-fip-range-unknown")
+	r := shared.Rancher(t)
+	f.operator()
+	const display = "harv-unknown-typo"
+	for name, annotations := range map[string]map[string]string{
+		"unknown-harv": {v1.AnnotationHarvesterClusterName: display, v1.AnnotationHarvesterNetworkName: "vlan10"},
+		"unknown-none": nil,
+	} {
+		cidr := map[string]string{"unknown-harv": "10.173.0.0/29", "unknown-none": "10.173.1.0/29"}[name]
+		if _, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+			Spec: v1.FloatingIPRangeSpec{IPRange: cidr, AllowedNamespaces: []string{f.ns}}}); err != nil {
+			t.Fatal(err)
+		}
+		f.ranges = append(f.ranges, name)
+	}
+	unknown := func(x *v1.FloatingIPRange) bool {
+		return rangeReason(v1.ReasonUnknownHarvesterCluster)(x) && !v1.Ready.IsTrue(x) && v1.Stalled.IsTrue(x) &&
+			strings.Contains(message(x.Status.Conditions, v1.Ready), "harvesterClusterName="+display)
+	}
+	f.waitRange("unknown-harv", 30*time.Second, "Ready=False, UnknownHarvesterCluster", unknown)
+	f.waitRange("unknown-none", 30*time.Second, "Ready", rangeReady)
+	if !shared.HasEvent(t, "", "unknown-harv", corev1.EventTypeWarning, v1.ReasonUnknownHarvesterCluster, display) {
+		t.Errorf("no Warning %s Event on the range", v1.ReasonUnknownHarvesterCluster)
+	}
+	readmeAction(t, v1.ReasonUnknownHarvesterCluster, "FloatingIPRange")
+
+	// Not Ready, but a FloatingIP that names it gets its address.
+	f.createFIP("unknown-byhand", "unknown-harv", "")
+	f.waitFIP("unknown-byhand", 30*time.Second, "an address of unknown-harv", suite.Allocated)
+
+	const id = "c-m-harvunknown"
+	start := time.Now()
+	rig.Must(t, r.AddManagementCluster(id, display))
+	f.waitRange("unknown-harv", quick, "Ready once Rancher knows the Harvester cluster", rangeReady)
+	t.Logf("Ready %s after the management cluster appeared", time.Since(start).Round(time.Millisecond))
+
+	// Renamed in Rancher: the range names no cluster Rancher knows again.
+	rig.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m, err := r.Mgmt.Get(id, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		m.Spec.DisplayName = display + "-renamed"
+		_, err = r.Mgmt.Update(m)
+		return err
+	}))
+	f.waitRange("unknown-harv", quick, "Ready=False again after the rename", unknown)
+}

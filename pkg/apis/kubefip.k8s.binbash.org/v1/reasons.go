@@ -193,6 +193,9 @@ const (
 	// ReasonNoClusterSelected: spec.clusterSelector matches none of Rancher's provisioning
 	// clusters, so the range hands out nothing for now (Warning).
 	ReasonNoClusterSelected = "NoClusterSelected"
+	// ReasonUnknownHarvesterCluster: the range's harvesterClusterName is the display name of no
+	// management cluster Rancher has, so discovery gives no guest cluster an address from it.
+	ReasonUnknownHarvesterCluster = "UnknownHarvesterCluster"
 )
 
 // Reasons of the Events discovery records on a Rancher provisioning cluster
@@ -345,6 +348,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonDeletionBlocked}, Progress, "FloatingIPRange", "the deleted range still holds addresses; delete their FloatingIPs (or retained allocations)"},
 		{[]string{ReasonStatusUpdateFailed}, Failure, "FloatingIPRange", "its status could not be written; retried; the Event and the operator's log say why"},
 		{[]string{ReasonWholeAddressSpace, ReasonNoCapacity}, Notice, "FloatingIPRange Warning", "`0.0.0.0/0` or `::/0`, or nothing left to hand out after the excludes: almost certainly a typo"},
+		{[]string{ReasonUnknownHarvesterCluster}, Failure, "FloatingIPRange", "`harvesterClusterName` is the display name of no cluster in Rancher, so no guest cluster gets an address from the range (FloatingIPs that name it still do): correct the annotation to the Harvester cluster's name in Rancher, or import that Harvester cluster; the range turns `Ready` by itself"},
 		{[]string{ReasonNoClusterSelected}, Notice, "FloatingIPRange Warning", "`spec.clusterSelector` matches no provisioning cluster, so the range hands out nothing: check the selector against the clusters' labels"},
 
 		// Discovery, on Rancher's provisioning clusters (pkg/controllers/discovery, pkg/harvester).

@@ -103,6 +103,7 @@ func classOf(reason string) Class {
 		"Reserved",
 		"StatusUpdateFailed",
 		"Unauthorized",
+		"UnknownHarvesterCluster",
 		"UnknownKey":
 		return Failure
 	}
