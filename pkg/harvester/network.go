@@ -33,6 +33,20 @@ func (n Network) Matches(annotation string) bool {
 	return annotation != "" && (annotation == n.Name || annotation == n.String())
 }
 
+// Differs reports whether a range's harvesterNetworkName annotation surely names another network
+// than this one: it names a network that does not match, and is not namespace/name of this
+// network's name when this one was given bare (in a namespace not known, so possibly that one).
+func (n Network) Differs(annotation string) bool {
+	annotation = strings.TrimSpace(annotation)
+	if annotation == "" || n.Matches(annotation) {
+		return false
+	}
+	if _, name, ok := strings.Cut(annotation, "/"); ok && n.Namespace == "" && name == n.Name {
+		return false
+	}
+	return true
+}
+
 // Choice is the network discovery goes by and where it came from, for the Event that says so.
 type Choice struct {
 	Network Network

@@ -26,38 +26,61 @@ func (r Range) of(harvesterCluster string) bool {
 
 // Selection is the range a guest cluster's FloatingIP is allocated from.
 type Selection struct {
+	// Range is the range chosen; empty when none may be.
 	Range string
 	// NetworkMatched is false when no range of the Harvester cluster names the network and the
-	// first by name was taken instead.
+	// first by name of those that name no network (or may name it) was taken instead.
 	NetworkMatched bool
 	// Candidates is how many ranges belong to the Harvester cluster.
 	Candidates int
+	// Named is, when the network did not match, the network the range taken names, if any.
+	Named string
+	// Elsewhere are, when no range was chosen, the ranges of the Harvester cluster, all of them
+	// on other networks, by name.
+	Elsewhere []Range
 }
 
 // SelectRange picks the range as the original operator did: among the ranges of the Harvester
-// cluster, the one whose network matches; failing that, the first of them by name. Name order
-// makes the answer the same on every replica and after every restart; ok is false when no range
-// belongs to the Harvester cluster.
+// cluster, the one whose network matches; failing that, the first by name of those that name no
+// network (the original's ranges had no network annotation), or that name one a network given
+// bare may be (Differs). A range that surely names another network is never taken: its addresses
+// are of no use to kube-vip on the guest's network. Name order makes the answer the same on every
+// replica and after every restart. ok is false when no range may be taken: none belongs to the
+// Harvester cluster (Candidates 0), or all of them name other networks (Elsewhere lists them).
 func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel Selection, ok bool) {
-	var names []string
 	matching := ""
+	var unnamed Range
+	var elsewhere []Range
 	for _, r := range ranges {
 		if !r.of(harvesterCluster) {
 			continue
 		}
-		names = append(names, r.Name)
-		if network.Matches(r.HarvesterNetwork) && (matching == "" || r.Name < matching) {
-			matching = r.Name
+		sel.Candidates++
+		switch {
+		case network.Matches(r.HarvesterNetwork):
+			if matching == "" || r.Name < matching {
+				matching = r.Name
+			}
+		case !network.Differs(r.HarvesterNetwork):
+			// Names no network, or names one the network given bare may be.
+			if unnamed.Name == "" || r.Name < unnamed.Name {
+				unnamed = r
+			}
+		default:
+			elsewhere = append(elsewhere, r)
 		}
 	}
-	if len(names) == 0 {
-		return Selection{}, false
+	switch {
+	case matching != "":
+		sel.Range, sel.NetworkMatched = matching, true
+	case unnamed.Name != "":
+		sel.Range, sel.Named = unnamed.Name, strings.TrimSpace(unnamed.HarvesterNetwork)
+	default:
+		sort.Slice(elsewhere, func(i, j int) bool { return elsewhere[i].Name < elsewhere[j].Name })
+		sel.Elsewhere = elsewhere
+		return sel, false
 	}
-	if matching != "" {
-		return Selection{Range: matching, NetworkMatched: true, Candidates: len(names)}, true
-	}
-	sort.Strings(names)
-	return Selection{Range: names[0], Candidates: len(names)}, true
+	return sel, true
 }
 
 // SelectFamilyRange picks the range of the second address of a dual-stack guest cluster, of
@@ -86,16 +109,44 @@ func NoRangeForFamily(harvesterCluster string, network Network, f Family) *probl
 // Explain says, for the Events, why no range was found or why the one chosen does not name the
 // network; nil when the selection needs no word.
 func (s Selection) Explain(ok bool, harvesterCluster string, network Network) *problem.Problem {
+	cluster, net := redact.Shorten(harvesterCluster, MaxQuoted), redact.Shorten(network.String(), MaxQuoted)
 	switch {
-	case !ok:
+	case !ok && s.Candidates == 0:
 		return problem.New(v1.ReasonNoMatchingRange,
-			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", redact.Shorten(harvesterCluster, MaxQuoted))
+			"no FloatingIPRange is annotated harvesterClusterName=%s; the FloatingIP is created as soon as one is", cluster)
+	case !ok:
+		return problem.New(v1.ReasonNoRangeForNetwork,
+			"no FloatingIPRange of Harvester cluster %s is annotated harvesterNetworkName=%s, and none names no network: "+
+				"its ranges are of other networks (%s), whose addresses kube-vip cannot use on this one, so none is taken. "+
+				"Create a FloatingIPRange annotated harvesterClusterName=%s and harvesterNetworkName=%s with free addresses of that network; "+
+				"the FloatingIP is created as soon as it exists",
+			cluster, net, onNetworks(s.Elsewhere), cluster, net)
+	case !s.NetworkMatched && s.Named != "":
+		return problem.New(v1.ReasonRangeNetworkMismatch,
+			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, annotated harvesterNetworkName=%s, "+
+				"which the network, named without its namespace, may be",
+			plural(s.Candidates, "FloatingIPRange"), cluster, net, s.Range, redact.Shorten(s.Named, MaxQuoted))
 	case !s.NetworkMatched:
 		return problem.New(v1.ReasonRangeNetworkMismatch,
-			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, the first by name",
-			plural(s.Candidates, "FloatingIPRange"), redact.Shorten(harvesterCluster, MaxQuoted), redact.Shorten(network.Name, MaxQuoted), s.Range)
+			"none of the %s of Harvester cluster %s is annotated harvesterNetworkName=%s; using %s, the first by name of those that name no network",
+			plural(s.Candidates, "FloatingIPRange"), cluster, net, s.Range)
 	}
 	return nil
+}
+
+// namedRanges bounds how many ranges a message names.
+const namedRanges = 3
+
+// onNetworks names ranges with their networks: "a on vlan20, b on default/vlan30 and 2 more".
+func onNetworks(ranges []Range) string {
+	parts := make([]string, 0, namedRanges)
+	for i, r := range ranges {
+		if i == namedRanges {
+			return strings.Join(parts, ", ") + fmt.Sprintf(" and %d more", len(ranges)-i)
+		}
+		parts = append(parts, r.Name+" on "+redact.Shorten(strings.TrimSpace(r.HarvesterNetwork), MaxQuoted))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int, word string) string {

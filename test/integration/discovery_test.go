@@ -61,7 +61,7 @@ var discoveryReasons = map[string]bool{
 	v1.ReasonNoControlPlanePool: true, v1.ReasonNoMachineConfigRef: true, v1.ReasonNoCloudCredential: true,
 	v1.ReasonInvalidCloudCredential: true, v1.ReasonInvalidHarvesterCluster: true, v1.ReasonInvalidNetwork: true,
 	v1.ReasonNetworkWithoutNamespace: true, v1.ReasonNoMatchingRange: true, v1.ReasonRangeNetworkMismatch: true,
-	v1.ReasonNoRangeForFamily: true,
+	v1.ReasonNoRangeForNetwork: true, v1.ReasonNoRangeForFamily: true,
 }
 
 // TestDiscoveryObjectsInAnyOrder: whichever object of a Harvester guest cluster arrives last —
@@ -149,8 +149,8 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 
 // TestDiscoveryPicksTheRangeOfTheNetwork: of two ranges of one Harvester cluster, a guest gets the
 // one of its network, whether the HarvesterConfig names it in networkName or in the networkInfo JSON
-// (the first interface there); with a network no range names, the first range by name, and an
-// Event says so.
+// (the first interface there); with a network no range names, none of them (a range of another
+// network is no use to kube-vip), and a Warning Event says so.
 func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 	f := newFixture(t, "kube-fip-disc-net")
 	r := shared.Rancher(t)
@@ -169,11 +169,12 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 		{"net-two", "disc-net-vlan20", "10.161.1.", map[string]interface{}{
 			"networkName": "default/vlan10", // older field: networkInfo wins
 			"networkInfo": `{"interfaces":[{"networkName":"default/vlan20","macAddress":""},{"networkName":"default/vlan10","macAddress":""}]}`}},
-		{"net-none", "disc-net-vlan10", "10.161.0.", rancher.Network("vlan99")},
 	}
 	for i, c := range cases {
 		rig.Must(t, r.AddGuest(rancher.Guest{Name: c.name, ID: fmt.Sprintf("c-m-net%05d", i), Harvester: "c-m-harvnet", Display: "harv-net", Network: c.network}))
 	}
+	none := rancher.Guest{Name: "net-none", ID: "c-m-netnone", Harvester: "c-m-harvnet", Display: "harv-net", Network: rancher.Network("vlan99")}
+	rig.Must(t, r.AddGuest(none))
 	for i, c := range cases {
 		x := suite.WaitFIP(t, r.FIPs, fmt.Sprintf("c-m-net%05d", i), c.name+"-kubevip", quick)
 		if x.Annotations[v1.AnnotationFloatingIPRange] != c.wantRange || !strings.HasPrefix(x.Status.IPAddress, c.wantPrefix) {
@@ -182,10 +183,16 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 	}
 	rig.Eventually(t, quick, "the Events", func() bool {
 		return shared.HasEvent(t, rancher.FleetNamespace, "net-two", corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
-			shared.HasEvent(t, rancher.FleetNamespace, "net-none", corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "using disc-net-vlan10, the first by name")
+			shared.HasEvent(t, rancher.FleetNamespace, none.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
+				"harvesterClusterName=harv-net and harvesterNetworkName=default/vlan99")
 	})
-	if shared.HasEvent(t, rancher.FleetNamespace, "net-name", corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "") {
-		t.Error("a cluster whose network has a range got a RangeNetworkMismatch Event")
+	if n := len(suite.FIPsIn(t, r.FIPs, none.ID)); n != 0 {
+		t.Errorf("net-none, on a network no range names, got %d FloatingIPs; want none", n)
+	}
+	for _, name := range []string{"net-name", none.Name} {
+		if shared.HasEvent(t, rancher.FleetNamespace, name, corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "") {
+			t.Errorf("%s got a RangeNetworkMismatch Event: no range names no network", name)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
@@ -31,6 +32,8 @@ type fixture struct {
 	api    kubefipAPI
 	ranges []string
 	extra  []string
+	// world holds the management clusters of the Harvester clusters the fixture's ranges name.
+	world *rancher.World
 }
 
 type kubefipAPI = kubefipcontrollers.Interface
@@ -97,8 +100,11 @@ func (f *fixture) debugOperator() (*controlplane.Process, int) {
 	return f.operator()
 }
 
+// createRange creates a range of Harvester cluster harvester-<namespace>, which Rancher knows, on
+// its network vlan10, that the fixture's namespaces may take addresses of.
 func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
 	f.t.Helper()
+	f.knownHarvester("harvester-" + f.ns)
 	r, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harvester-" + f.ns,

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -101,9 +103,23 @@ func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout tim
 	gc.waitCIDR(f.t, kubevipconfig.CIDR(netip.MustParseAddr(x.Status.IPAddress)), timeout)
 }
 
-// createRangeFor creates a range of the fixture for a Harvester cluster and network.
+// knownHarvester makes display the name of a Harvester cluster in Rancher, as importing it does: a
+// management cluster of that display name (one per name, whoever asks), deleted when the test
+// ends. A range of a Harvester cluster Rancher does not know is not Ready.
+func (f *fixture) knownHarvester(display string) {
+	f.t.Helper()
+	if f.world == nil {
+		f.world = shared.Rancher(f.t)
+	}
+	sum := sha256.Sum256([]byte(display))
+	rig.Must(f.t, f.world.AddManagementCluster("c-m-hv"+hex.EncodeToString(sum[:])[:12], display))
+}
+
+// createRangeFor creates a range of the fixture for a Harvester cluster Rancher knows and a
+// network.
 func (f *fixture) createRangeFor(name, cidr, harvesterName, network string) {
 	f.t.Helper()
+	f.knownHarvester(harvesterName)
 	_, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: harvesterName,

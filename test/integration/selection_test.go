@@ -21,6 +21,7 @@ import (
 // with spec edited by edit.
 func (f *fixture) selectionRange(name, cidr, display string, edit func(*v1.FloatingIPRangeSpec)) {
 	f.t.Helper()
+	f.knownHarvester(display)
 	r := &v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: display,

@@ -347,6 +347,7 @@ func (u *upgradeWorld) createRange(r upgradeRange) {
 			v1.AnnotationHarvesterClusterName: r.space.HarvesterClusterName,
 			v1.AnnotationHarvesterNetworkName: r.space.HarvesterNetworkName,
 		}
+		u.knownHarvester(r.space.HarvesterClusterName)
 	}
 	_, err := u.api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: r.name, Annotations: annotations},
@@ -354,6 +355,21 @@ func (u *upgradeWorld) createRange(r upgradeRange) {
 	})
 	if err != nil {
 		u.t.Fatalf("creating range %s: %v", r.name, err)
+	}
+}
+
+// knownHarvester creates the management cluster of Harvester cluster display, as importing it
+// into Rancher does, so that its ranges are Ready; one that exists is left as it is.
+func (u *upgradeWorld) knownHarvester(display string) {
+	u.t.Helper()
+	clusters := u.dyn.Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"})
+	m := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": "c-m-" + display},
+		"spec":     map[string]interface{}{"displayName": display},
+	}}
+	if _, err := clusters.Create(context.Background(), m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		u.t.Fatalf("creating the management cluster of %s: %v", display, err)
 	}
 }
 

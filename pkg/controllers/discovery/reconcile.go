@@ -102,7 +102,7 @@ func (h *handler) decide(key string, c *provv1.Cluster) (decision string, err er
 		switch {
 		case held.complete():
 			h.forget(key)
-			return "has its FloatingIPs of both families (dual-stack)", nil
+			return "has its FloatingIPs of both families (dual-stack)", h.checkNetworks(c, target)
 		case held.unknown != "":
 			// Its family decides which FloatingIP is missing; it becomes known when the
 			// FloatingIP holds an address, whose update brings the cluster back.
@@ -110,7 +110,7 @@ func (h *handler) decide(key string, c *provv1.Cluster) (decision string, err er
 		}
 	} else if h.hasFloatingIP(target, c.Name) {
 		h.forget(key)
-		return "has its FloatingIP", nil
+		return "has its FloatingIP", h.checkNetworks(c, target)
 	}
 
 	p, err := h.resolve(key, c)
@@ -224,14 +224,9 @@ func (f heldFamilies) complete() bool {
 // by hand counts for the family of its range's CIDR, or else of its address: a hand-made IPv4 one
 // stands for the cluster's IPv4 address, and only the IPv6 one is made.
 func (h *handler) familiesHeld(namespace, cluster string) (heldFamilies, error) {
-	fips, err := h.fips.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	fips, err := h.clusterFloatingIPs(namespace, cluster)
 	if err != nil {
 		return heldFamilies{}, err
-	}
-	for _, second := range []harvester.Family{0, harvester.IPv4, harvester.IPv6} {
-		if f, err := h.fips.Cache().Get(namespace, floatingIPName(cluster, second)); err == nil {
-			fips = append(fips, f)
-		}
 	}
 	held := heldFamilies{byFamily: map[harvester.Family]string{}}
 	for _, f := range fips {
@@ -305,13 +300,21 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 		return nil, err
 	}
 	sel, ok := harvester.SelectRange(ranges, p.harvester, p.network.Network)
-	if note := sel.Explain(ok, p.harvester, p.network.Network); note != nil {
-		if !ok {
-			if h.report(key, c, note) {
-				h.metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
-			}
-			return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
+	note := sel.Explain(ok, p.harvester, p.network.Network)
+	switch {
+	case !ok && sel.Candidates == 0:
+		if h.report(key, c, note) {
+			h.metrics.DiscoveryNoRange.WithLabelValues(redact.Shorten(p.harvester, harvester.MaxQuoted)).Inc()
 		}
+		return nil, waitFor("a FloatingIPRange of Harvester cluster %s", p.harvester)
+	case !ok:
+		// Every range of the Harvester cluster names another network: no address of theirs is
+		// any use to kube-vip. The waiter on the Harvester cluster's ranges brings the cluster
+		// back when a range of its network, or one that names none, appears.
+		h.report(key, c, note)
+		return nil, waitFor("a FloatingIPRange of Harvester cluster %s on network %s (%s)",
+			redact.Shorten(p.harvester, harvester.MaxQuoted), redact.Shorten(p.network.Network.String(), harvester.MaxQuoted), v1.ReasonNoRangeForNetwork)
+	case note != nil:
 		h.report(key, c, note)
 	}
 	p.selection, p.ranges = sel, ranges

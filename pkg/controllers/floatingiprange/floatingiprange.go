@@ -1,6 +1,6 @@
 // Package floatingiprange keeps each FloatingIPRange's status current — counts, the Ready condition
-// with a reason when the range is invalid, overlaps an older range or no longer covers allocated
-// addresses — protects a range that still has allocations from deletion, wakes the FloatingIPs
+// with a reason when the range is invalid, overlaps an older range, no longer covers allocated
+// addresses or names a Harvester cluster Rancher does not know — protects a range that still has allocations from deletion, wakes the FloatingIPs
 // waiting for one of its addresses, and exports the range metrics.
 package floatingiprange
 
@@ -50,6 +50,8 @@ type handler struct {
 	recorder record.EventRecorder
 	// selectors judges the ranges' clusterSelectors against Rancher's provisioning clusters.
 	selectors *selectors
+	// harvesters judges the ranges' harvesterClusterName against Rancher's management clusters.
+	harvesters *harvesters
 
 	mu sync.Mutex
 	// labels are the metric labels each range was last exported with, so that a change of CIDR or
@@ -82,6 +84,11 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	c.Ranges.Cache().AddIndexer(BySpaceIndex, func(r *v1.FloatingIPRange) ([]string, error) {
 		return []string{v1.SpaceOf(r).Hash()}, nil
 	})
+	if c.ManagementClusters != nil {
+		if err := h.watchManagementClusters(c.ManagementClusters); err != nil {
+			return fmt.Errorf("watching management clusters: %w", err)
+		}
+	}
 	c.Alloc.OnRangeChanged(h.allocationsChanged)
 	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	c.Ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
@@ -127,15 +134,21 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if p := h.selectors.noneSelected(r); p != nil {
 		sum.Warnings = append(sum.Warnings, *p)
 	}
-	v := verdict{sum: sum, generation: r.Generation, selector: selectorText(r.Spec.ClusterSelector)}
+	// What keeps the range from handing out addresses comes first; then whether any guest
+	// cluster can be given them.
+	notReady := sum.Problem
+	if notReady == nil {
+		notReady = h.harvesters.unknown(r)
+	}
+	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: selectorText(r.Spec.ClusterSelector)}
 	want := r.Status.DeepCopy()
 	readyChanged, warningChanged := v.apply(want)
 	specChanged := r.Status.ObservedGeneration != r.Generation
 
 	switch {
 	case !readyChanged:
-	case sum.Problem != nil:
-		h.recorder.Event(r, v1.EventType(sum.Problem.Reason), sum.Problem.Reason, sum.Problem.Message)
+	case notReady != nil:
+		h.recorder.Event(r, v1.EventType(notReady.Reason), notReady.Reason, notReady.Message)
 	case r.Status.ObservedGeneration != 0:
 		msg := fmt.Sprintf("%s: %s of %s addresses free", r.Spec.IPRange, want.Available, want.Capacity)
 		h.recorder.Event(r, v1.EventType(v1.ReasonReady), v1.ReasonReady, msg)

@@ -15,7 +15,10 @@ import (
 
 // verdict is what a pass of the range handler shows in a range's status: the fields it owns.
 type verdict struct {
-	sum        allocation.Summary
+	sum allocation.Summary
+	// problem is why the range is not Ready: the allocation's problem (sum.Problem), or one of
+	// the range's Harvester cluster; nil when it is Ready.
+	problem    *problem.Problem
 	generation int64
 	// selector is the range's clusterSelector as text.
 	selector string
@@ -27,7 +30,7 @@ func (v verdict) apply(s *v1.FloatingIPRangeStatus) (ready, warning bool) {
 	setCounts(s, v.sum)
 	s.ObservedGeneration = v.generation
 	s.ClusterSelector = v.selector
-	if p := v.sum.Problem; p != nil {
+	if p := v.problem; p != nil {
 		ready = v1.SetCondition(s, v1.Ready, false, p.Reason, p.Message)
 	} else {
 		ready = v1.SetCondition(s, v1.Ready, true, v1.ReasonReady, "")

@@ -26,7 +26,8 @@ const (
 	// Service asks for the address and none holds it.
 	Served condition.Cond = "Served"
 	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
-	// (the whole address space, nothing left to hand out); absent otherwise.
+	// (the whole address space, nothing left to hand out), and on a FloatingIP whose address is
+	// of a range that names another network than its guest cluster's; absent otherwise.
 	Warning condition.Cond = "Warning"
 	// Reconciling is true, with Ready's reason and message, while Ready is false for a reason
 	// that passes by itself (class Progress: a guest cluster still being provisioned, a range

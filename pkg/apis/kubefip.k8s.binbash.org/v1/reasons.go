@@ -73,6 +73,10 @@ const (
 	// ReasonRangeChanged: the FloatingIP, refused an address by its range, moved to the next range
 	// in selection order that has room (Event).
 	ReasonRangeChanged = "RangeChanged"
+	// ReasonAddressOnAnotherNetwork: the FloatingIP holds (or asks for) an address of a range that
+	// names another network than its guest cluster's control-plane pool; it is kept, not moved
+	// (the FloatingIP's Warning condition, set by discovery, and an Event).
+	ReasonAddressOnAnotherNetwork = "AddressOnAnotherNetwork"
 )
 
 // Reasons of a FloatingIP's GuestConfigured and KubevipInstalled conditions and of the guest
@@ -219,6 +223,9 @@ const (
 	// ReasonNoClusterSelected: spec.clusterSelector matches none of Rancher's provisioning
 	// clusters, so the range hands out nothing for now (Warning).
 	ReasonNoClusterSelected = "NoClusterSelected"
+	// ReasonUnknownHarvesterCluster: the range's harvesterClusterName is the display name of no
+	// management cluster Rancher has, so discovery gives no guest cluster an address from it.
+	ReasonUnknownHarvesterCluster = "UnknownHarvesterCluster"
 )
 
 // Reasons of the Events discovery records on a Rancher provisioning cluster
@@ -247,8 +254,11 @@ const (
 	// ReasonNoMatchingRange: no FloatingIPRange is annotated with the cluster's Harvester cluster.
 	ReasonNoMatchingRange = "NoMatchingRange"
 	// ReasonRangeNetworkMismatch: ranges exist for the Harvester cluster but none for the network;
-	// the first by name is used.
+	// the first by name of those that name no network is used.
 	ReasonRangeNetworkMismatch = "RangeNetworkMismatch"
+	// ReasonNoRangeForNetwork: the Harvester cluster's ranges all name other networks; the cluster
+	// gets no FloatingIP until a range of its network (or one that names none) exists.
+	ReasonNoRangeForNetwork = "NoRangeForNetwork"
 	// ReasonNoRangeForFamily: the cluster is dual-stack, but its network has no range of one of the
 	// two families; the other family's FloatingIP is made all the same.
 	ReasonNoRangeForFamily = "NoRangeForFamily"
@@ -314,6 +324,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonRangeExhausted}, Failure, "FloatingIP", "every range of the network that selects the cluster is full (the message names them): grow one or add another FloatingIPRange for the same Harvester cluster and network, and the FloatingIP [moves to it](#range-selection) by itself; retained addresses come free after `addressRetention`"},
 		{[]string{ReasonClusterLimitReached}, Failure, "FloatingIP", "the cluster holds `spec.maxAddressesPerCluster` of the range's addresses and no other range has room for it: raise the cap, or add a range"},
 		{[]string{ReasonClusterNotSelected}, Failure, "FloatingIP, provisioning cluster", "no range of the network whose `spec.clusterSelector` admits the cluster has room: label the cluster (Rancher: **Edit Config**, **Labels**) or widen a selector"},
+		{[]string{ReasonAddressOnAnotherNetwork}, Notice, "FloatingIP Warning", "the address is of a range that names another network than the guest's control-plane pool, named in the message: kube-vip cannot serve it there. It is kept, not moved: create a range for the guest's network, then delete the FloatingIP, and discovery makes a new one from that range (the guest's address changes)"},
 		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](#range-selection) with room; the Event names the ranges passed over"},
 		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
 		// waiting for a retention to run out
@@ -347,10 +358,10 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonHelmFailed}, Failure, "KubevipInstalled", "the Helm install or upgrade failed; the message says why"},
 		{[]string{ReasonChartSourceNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "`kube-fip-config` names a chart source outside `security.allowedChartSources`; allow it in the form's **Security** group, or name an allowed one"},
 		{[]string{ReasonChartValuesNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "the chart values hold a key, shape or string the values schema does not allow, or an image outside `security.allowedImages`; the message names the key: change it ([value keys](#security-model))"},
-		{[]string{ReasonChartRefused}, Failure, "KubevipInstalled", "the chart package has hooks, a `crds/` folder or dependencies, or is not the chart and version asked for: install the upstream chart from an allowed source"},
+		{[]string{ReasonChartRefused}, Failure, "KubevipInstalled", "the chart archive's digest is neither the pinned one nor in `security.allowedChartDigests` (the message names it), or the archive is over its bounds, has hooks, a `crds/` folder or dependencies, or is not the chart and version asked for: install the pinned chart, or review the archive and allow its digest"},
 		{[]string{ReasonChartCredentials}, Failure, "KubevipInstalled", "the Secret `security.chartCredentialsSecret` is missing or lacks `username`, `password` or `source`"},
 		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
-		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object or privilege the upstream chart does not; use the upstream chart"},
+		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object, field, label or privilege its own render with the product's defaults does not (where no value reaches), or its render overran its budget of time, output or memory (it is not rendered again until the operator restarts); use the pinned chart and the value keys the security model lists"},
 		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
 		{[]string{ReasonRecordRefused}, Failure, "KubevipInstalled", "a release record in the guest, named in the message, holds another release or revision than its Secret's name and labels say (planted): nothing is upgraded or removed over it; delete that Secret in the guest"},
 		{[]string{ReasonServed, ReasonIdle}, Done, "Served", "nothing: a Service's status holds the address, or nothing asks for it yet and kube-vip is ready"},
@@ -377,12 +388,14 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonDeletionBlocked}, Progress, "FloatingIPRange", "the deleted range still holds addresses; delete their FloatingIPs (or retained allocations)"},
 		{[]string{ReasonStatusUpdateFailed}, Failure, "FloatingIPRange", "its status could not be written; retried; the Event and the operator's log say why"},
 		{[]string{ReasonWholeAddressSpace, ReasonNoCapacity}, Notice, "FloatingIPRange Warning", "`0.0.0.0/0` or `::/0`, or nothing left to hand out after the excludes: almost certainly a typo"},
+		{[]string{ReasonUnknownHarvesterCluster}, Failure, "FloatingIPRange", "`harvesterClusterName` is the display name of no cluster in Rancher, so no guest cluster gets an address from the range (FloatingIPs that name it still do): correct the annotation to the Harvester cluster's name in Rancher, or import that Harvester cluster; the range turns `Ready` by itself"},
 		{[]string{ReasonNoClusterSelected}, Notice, "FloatingIPRange Warning", "`spec.clusterSelector` matches no provisioning cluster, so the range hands out nothing: check the selector against the clusters' labels"},
 
 		// Discovery, on Rancher's provisioning clusters (pkg/controllers/discovery, pkg/harvester).
 		{[]string{ReasonFloatingIPCreated, ReasonFloatingIPDeleted}, Done, "provisioning cluster Event", "nothing: discovery created the guest cluster's FloatingIP, or deleted one it no longer needs"},
 		{[]string{ReasonNoMatchingRange}, Failure, "provisioning cluster Event", "no range has `harvesterClusterName` = the Harvester cluster's display name; creating one is enough (also counted in `kubefipoperator_discovery_no_matching_range_total`)"},
-		{[]string{ReasonRangeNetworkMismatch}, Notice, "provisioning cluster Event", "nothing, unless another range was meant: the range used does not name the cluster's network"},
+		{[]string{ReasonNoRangeForNetwork}, Failure, "provisioning cluster Event", "the Harvester cluster's ranges all name other networks, and none of their addresses is taken: create the range the Event names, annotated `harvesterClusterName` and `harvesterNetworkName` = the control-plane pool's network, and the FloatingIP is created by itself"},
+		{[]string{ReasonRangeNetworkMismatch}, Notice, "provisioning cluster Event", "nothing, unless another range was meant: no range names the cluster's network, and one that names no network is used"},
 		{[]string{ReasonNoRangeForFamily}, Notice, "provisioning cluster Event", "a dual-stack cluster's network has no range of one family; creating one is enough"},
 		{[]string{ReasonInvalidCloudCredential}, Failure, "provisioning cluster Event", "the credential reference is not `namespace:name`, is outside `cattle-global-data`, or the Secret lacks `harvestercredentialConfig-clusterId`"},
 		{[]string{ReasonNoCloudCredential}, Failure, "provisioning cluster Event", "a Harvester pool without any `cloudCredentialSecretName`"},

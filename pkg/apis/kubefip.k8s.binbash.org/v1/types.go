@@ -82,7 +82,8 @@ type FloatingIPStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a
-	// reason.
+	// reason, and Warning (AddressOnAnotherNetwork) while the address is of a range that names
+	// another network than the guest cluster's; Warning leaves Ready as it is.
 	// While Ready is False, Reconciling is True when the reason passes by itself (the guest
 	// cluster still being provisioned, the range not created yet, the address not held yet), and
 	// Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both
@@ -198,12 +199,13 @@ type FloatingIPRangeStatus struct {
 	ClusterSelector string `json:"clusterSelector,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Ready (with a reason when the range is invalid or overlaps another) and the
-	// deletion and shrink guards. While Ready is False, Reconciling is True when the reason
-	// passes by itself (DeletionBlocked, SpaceChangePending: waiting for addresses to be
-	// released), and Stalled is True when a person must act (InvalidRange, Overlap,
-	// OrphanedAllocations); both carry Ready's reason and message and are absent otherwise.
-	// Warning, for a valid range that is almost certainly not what was meant, leaves it Ready.
+	// Conditions are Ready (with a reason when the range is invalid, overlaps another or names a
+	// Harvester cluster Rancher does not know) and the deletion and shrink guards. While Ready is
+	// False, Reconciling is True when the reason passes by itself (DeletionBlocked,
+	// SpaceChangePending: waiting for addresses to be released), and Stalled is True when a person
+	// must act (InvalidRange, Overlap, OrphanedAllocations, UnknownHarvesterCluster); both carry
+	// Ready's reason and message and are absent otherwise. Warning, for a valid range that is
+	// almost certainly not what was meant, leaves it Ready.
 	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
 }
 

@@ -53,6 +53,7 @@ func classOf(reason string) Class {
 		"SpaceChangePending":
 		return Progress
 	case
+		"AddressOnAnotherNetwork",
 		"KubevipEnvIgnored",
 		"NetworkNameWithoutNamespace",
 		"NoCapacity",
@@ -96,6 +97,7 @@ func classOf(reason string) Class {
 		"NoControlPlanePool",
 		"NoMachineConfigRef",
 		"NoMatchingRange",
+		"NoRangeForNetwork",
 		"NotClusterOwner",
 		"NotServed",
 		"OrphanedAllocations",
@@ -111,6 +113,7 @@ func classOf(reason string) Class {
 		"ServedUnknown",
 		"StatusUpdateFailed",
 		"Unauthorized",
+		"UnknownHarvesterCluster",
 		"UnknownKey":
 		return Failure
 	}
