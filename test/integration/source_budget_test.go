@@ -29,7 +29,6 @@ import (
 // parsed within 40 MiB (pkg/helminstall, index.go), and a chart renders in a process of its own.
 const sourceBudget = 64 << 20
 
-
 // sourceWorld is a fixture with guests A (labelled) and B, their FloatingIPs not yet created.
 type sourceWorld struct {
 	f    *fixture

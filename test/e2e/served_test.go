@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+)
+
+// guestFloatingIP is the guest's one FloatingIP as it is now.
+func (s *suite) guestFloatingIP(t *testing.T) *v1.FloatingIP {
+	t.Helper()
+	list, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
+	rig.Must(t, err)
+	if len(list.Items) != 1 {
+		t.Fatalf("%d FloatingIPs in %s; want the guest's one", len(list.Items), guestID)
+	}
+	return &list.Items[0]
+}
+
+// waitServed waits for the guest's FloatingIP's Served condition to have one of reasons.
+func (s *suite) waitServed(t *testing.T, timeout time.Duration, reasons ...string) *v1.FloatingIP {
+	t.Helper()
+	var x *v1.FloatingIP
+	rig.Eventually(t, timeout, "the FloatingIP's Served condition "+strings.Join(reasons, " or "), func() bool {
+		list, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false
+		}
+		x = &list.Items[0]
+		c, _ := v1.GetCondition(x.Status.Conditions, v1.Served)
+		for _, r := range reasons {
+			if c.Reason == r {
+				return true
+			}
+		}
+		return false
+	})
+	return x
+}
+
+// editKubevipValues changes kubevipChartValues in kube-fip-config, as an administrator does in
+// the ConfigMap, and returns the text it held.
+func (s *suite) editKubevipValues(t *testing.T, edit func(map[string]interface{})) string {
+	t.Helper()
+	ctx := context.Background()
+	cm, err := s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Get(ctx, config.ConfigMapName, metav1.GetOptions{})
+	rig.Must(t, err)
+	was := cm.Data[config.KeyKubevipChartValues]
+	values := map[string]interface{}{}
+	rig.Must(t, yaml.Unmarshal([]byte(was), &values))
+	edit(values)
+	text, err := yaml.Marshal(values)
+	rig.Must(t, err)
+	cm.Data[config.KeyKubevipChartValues] = string(text)
+	_, err = s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Update(ctx, cm, metav1.UpdateOptions{})
+	rig.Must(t, err)
+	return was
+}
+
+// setKubevipValues puts text back as kubevipChartValues.
+func (s *suite) setKubevipValues(t *testing.T, text string) {
+	t.Helper()
+	ctx := context.Background()
+	cm, err := s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Get(ctx, config.ConfigMapName, metav1.GetOptions{})
+	rig.Must(t, err)
+	cm.Data[config.KeyKubevipChartValues] = text
+	_, err = s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Update(ctx, cm, metav1.UpdateOptions{})
+	rig.Must(t, err)
+}
+
+// operatorMetrics is what every operator pod serves at /metrics, scraped from the management
+// node: the leader's holds the FloatingIPs' series, a standby's does not.
+func (s *suite) operatorMetrics(t *testing.T) string {
+	t.Helper()
+	var all []string
+	for _, p := range s.operatorPods(t) {
+		if p.Status.PodIP == "" {
+			continue
+		}
+		body, err := getIn(s.mgmt.NodeNamespace, fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, metricsPort))
+		if err == nil {
+			all = append(all, body)
+		}
+	}
+	return strings.Join(all, "\n")
+}
+
+// metricsPort is the operator chart's default config.metricsPort.
+const metricsPort = 8080
+
+// alertExpr is the expression of alert in the PrometheusRule the operator chart renders.
+func (s *suite) alertExpr(t *testing.T, alert string) string {
+	t.Helper()
+	for _, obj := range chartrepo.RenderOperatorChart(t, operatorNS, map[string]interface{}{
+		"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true}},
+	}, "monitoring.coreos.com/v1/PrometheusRule") {
+		if obj.GetKind() != "PrometheusRule" {
+			continue
+		}
+		groups, _, _ := unstructured.NestedSlice(obj.Object, "spec", "groups")
+		for _, g := range groups {
+			rules, _, _ := unstructured.NestedSlice(g.(map[string]interface{}), "rules")
+			for _, r := range rules {
+				r := r.(map[string]interface{})
+				if r["alert"] == alert {
+					return r["expr"].(string)
+				}
+			}
+		}
+	}
+	t.Fatalf("the operator chart renders no alert %s", alert)
+	return ""
+}
+
+// alertHolds evaluates expr over the series of metrics (the text format the operator serves) as
+// Prometheus evaluates a comparison of a selector with a number, which is the shape of the alerts
+// this suite evaluates: parsed by Prometheus' own parser, each series the selector's matchers
+// match is kept when its value compares true. It returns the series kept.
+func alertHolds(t *testing.T, expr, metrics string) []string {
+	t.Helper()
+	node, err := parser.ParseExpr(expr)
+	rig.Must(t, err)
+	bin, ok := node.(*parser.BinaryExpr)
+	var sel *parser.VectorSelector
+	var num *parser.NumberLiteral
+	if ok {
+		sel, _ = bin.LHS.(*parser.VectorSelector)
+		num, _ = bin.RHS.(*parser.NumberLiteral)
+	}
+	if sel == nil || num == nil || bin.ReturnBool {
+		t.Fatalf("%q is not a comparison of a selector with a number, which this suite evaluates", expr)
+	}
+	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatalf("the operator's metrics do not parse: %v", err)
+	}
+	var out []string
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			if m.GetGauge() == nil {
+				continue
+			}
+			lbls := map[string]string{"__name__": name}
+			for _, l := range m.GetLabel() {
+				lbls[l.GetName()] = l.GetValue()
+			}
+			matched := true
+			for _, matcher := range sel.LabelMatchers {
+				matched = matched && matcher.Matches(lbls[matcher.Name])
+			}
+			if matched && compare(bin.Op, m.GetGauge().GetValue(), num.Val) {
+				out = append(out, fmt.Sprintf("%s%v", name, lbls))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// compare applies a PromQL comparison operator.
+func compare(op parser.ItemType, a, b float64) bool {
+	switch op {
+	case parser.EQLC:
+		return a == b
+	case parser.NEQ:
+		return a != b
+	case parser.GTR:
+		return a > b
+	case parser.LSS:
+		return a < b
+	case parser.GTE:
+		return a >= b
+	case parser.LTE:
+		return a <= b
+	}
+	return false
+}
+
+// TestNotServedIsShownAndRecovers: on real nodes, the FloatingIP says what the guest does. Served
+// while kube-vip's pod holds the address for the echo Service; then, with kube-vip's node selector
+// matching no node, kube-vip's DaemonSet schedules no pod: the FloatingIP is not Ready with
+// KubevipNotScheduled (Stalled, an error in Rancher's UI), kubefipoperator_floatingip_served is 0
+// and the chart's KubeFIPFloatingIPNotServed expression holds for it; with the node selector back,
+// it is served and Ready again, and the expression holds no more.
+func TestNotServedIsShownAndRecovers(t *testing.T) {
+	s := current(t)
+	fip := s.guestFIP(t)
+	s.echoService(t)
+	x := s.waitServed(t, 3*time.Minute, v1.ReasonServed)
+	if !v1.Ready.IsTrue(x) || x.Status.ServedBy != "default/echo" {
+		t.Errorf("served: Ready %v, servedBy %q; want Ready, served by default/echo", v1.Ready.IsTrue(x), x.Status.ServedBy)
+	}
+	expr := s.alertExpr(t, "KubeFIPFloatingIPNotServed")
+
+	was := s.editKubevipValues(t, func(v map[string]interface{}) {
+		v["nodeSelector"] = map[string]interface{}{"kubefip.e2e/no-such-node": "true"}
+	})
+	began := time.Now()
+	x = s.waitServed(t, 3*time.Minute, v1.ReasonKubevipNotScheduled)
+	t.Logf("KubevipNotScheduled %s after the node selector changed", time.Since(began).Round(time.Second))
+	c, _ := v1.GetCondition(x.Status.Conditions, v1.Ready)
+	if c.Status != corev1.ConditionFalse || c.Reason != v1.ReasonKubevipNotScheduled || !v1.Stalled.IsTrue(x) {
+		t.Errorf("Ready %s/%s, Stalled %v; want False/KubevipNotScheduled and Stalled", c.Status, c.Reason, v1.Stalled.IsTrue(x))
+	}
+	var firing []string
+	rig.Eventually(t, time.Minute, "KubeFIPFloatingIPNotServed's expression to hold for the FloatingIP", func() bool {
+		firing = alertHolds(t, expr, s.operatorMetrics(t))
+		return len(firing) == 1 && strings.Contains(firing[0], x.Name)
+	})
+	t.Logf("%s holds for %v", expr, firing)
+
+	s.setKubevipValues(t, was)
+	x = s.waitServed(t, 3*time.Minute, v1.ReasonServed)
+	if !v1.Ready.IsTrue(x) {
+		t.Errorf("Ready is not True once served again: %s", v1.Ready.GetMessage(x))
+	}
+	rig.Eventually(t, time.Minute, "KubeFIPFloatingIPNotServed's expression to hold no more", func() bool {
+		return len(alertHolds(t, expr, s.operatorMetrics(t))) == 0
+	})
+	s.servedThrough(t, fip, "kube-vip back on its node")
+}
