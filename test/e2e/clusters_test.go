@@ -201,6 +201,8 @@ func (s *suite) upgradeToThisRelease(ctx context.Context) error {
 	// repository serves are allowed, as a deployment allows the archives it reviewed.
 	security, _ := values["security"].(map[string]interface{})
 	security["allowedChartDigests"] = strings.Join(chartrepo.DigestEntries(controlplane.PinnedStandIns()...), ",")
+	// The uninstall at the end (zz_uninstall_test.go) takes the operator's changes out of the guest.
+	values["cleanup"] = map[string]interface{}{"guests": "clean"}
 	if err := s.upgrade(ctx, "kube-fip-operator-crd", s.crdChart, nil, false); err != nil {
 		return err
 	}

@@ -10,10 +10,13 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
@@ -24,8 +27,11 @@ func namespace(name string) *corev1.Namespace {
 
 // TestUninstallRunsTheCleanupJob (last: it takes the operator away): helm uninstall runs the
 // chart's pre-delete hook as a real Job pod, which completes, and leaves what the README says with
-// the default cleanup.onUninstall=keep: the operator's pods gone, every FloatingIP and
-// FloatingIPRange still there with its address, none with the operator's finalizers.
+// the default cleanup.onUninstall=keep and cleanup.guests=clean: the operator's pods gone, every
+// FloatingIP and FloatingIPRange still there with its address, none with the operator's
+// finalizers; and in the guest, reached by the Job's pod through Rancher's cluster proxy, no
+// release of the operator's, no key of its in kube-vip-cloud-provider's ConfigMap, and the
+// Harvester cloud provider's kube-vip given its nodes back.
 func TestUninstallRunsTheCleanupJob(t *testing.T) {
 	s := current(t)
 	ctx := context.Background()
@@ -77,6 +83,25 @@ func TestUninstallRunsTheCleanupJob(t *testing.T) {
 	for _, r := range ranges.Items {
 		if slices.Contains(r.Finalizers, v1.RangeFinalizer) {
 			t.Errorf("FloatingIPRange %s keeps the operator's finalizer", r.Name)
+		}
+	}
+
+	records, err := s.guestKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	rig.Must(t, err)
+	for _, r := range records.Items {
+		if name := r.Labels["name"]; name == "kube-vip" || name == "kube-vip-cloud-provider" {
+			t.Errorf("release record %s/%s left in the guest", r.Namespace, r.Name)
+		}
+	}
+	if _, err := s.guestKube.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator's kube-vip DaemonSet after the uninstall: %v; want it gone", err)
+	}
+	if cm, err := s.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, kubevipconfig.KubevipConfigMap, metav1.GetOptions{}); err == nil && cm.Data[kubevipconfig.GlobalCIDRKey] != "" {
+		t.Errorf("kube-system/kubevip after the uninstall still has cidr-global %q", cm.Data[kubevipconfig.GlobalCIDRKey])
+	}
+	if ds, err := s.guestKube.AppsV1().DaemonSets(kubevipconfig.HarvesterDaemonSetNamespace).Get(ctx, kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{}); err == nil {
+		if _, still := ds.Spec.Template.Spec.NodeSelector[kubevipconfig.DisabledNodeSelectorKey]; still {
+			t.Error("Harvester's kube-vip still kept off the nodes after the uninstall")
 		}
 	}
 }
