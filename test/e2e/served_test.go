@@ -25,17 +25,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 )
 
-// guestFloatingIP is the guest's one FloatingIP as it is now.
-func (s *suite) guestFloatingIP(t *testing.T) *v1.FloatingIP {
-	t.Helper()
-	list, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
-	rig.Must(t, err)
-	if len(list.Items) != 1 {
-		t.Fatalf("%d FloatingIPs in %s; want the guest's one", len(list.Items), guestID)
-	}
-	return &list.Items[0]
-}
-
 // waitServed waits for the guest's FloatingIP's Served condition to have one of reasons.
 func (s *suite) waitServed(t *testing.T, timeout time.Duration, reasons ...string) *v1.FloatingIP {
 	t.Helper()
