@@ -56,7 +56,9 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 			c := newConvergence(n)
 			for iter := 0; iter < b.N; iter++ {
 				connect := func(guests benchGuests) error { return connectGuests(r, proxy, servers, guests) }
+				proxy.ResetRequests()
 				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
+				reportGuestRequests(b, proxy.Requests(), n)
 			}
 			c.report(b)
 			if s := c.mean("s-to-converge"); s > 0 {
@@ -64,6 +66,24 @@ func BenchmarkStartupWithGuests(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportGuestRequests prints what the operator asked of the guests through the start-up, counted at
+// the cluster proxy, per cluster by method and resource: a start-up gives each guest one pass.
+func reportGuestRequests(b *testing.B, requests map[string]int64, n int) {
+	var keys []string
+	var total int64
+	for k, v := range requests {
+		keys = append(keys, k)
+		total += v
+	}
+	slices.Sort(keys)
+	fmt.Printf("%s: guest requests %d in all, %.2f per cluster:", b.Name(), total, float64(total)/float64(n))
+	for _, k := range keys {
+		fmt.Printf(" %s %.2f", k, float64(requests[k])/float64(n))
+	}
+	fmt.Println()
+	b.ReportMetric(float64(total)/float64(n), "guest-requests/cluster")
 }
 
 // connectGuests makes every guest reachable through proxy, as Rancher records a running cluster:

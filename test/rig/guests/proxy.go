@@ -62,6 +62,52 @@ type ClusterProxy struct {
 	// DisconnectDelay is how long a disconnected cluster keeps a request before failing it (Rancher
 	// waits 20-40 s for the tunnel).
 	DisconnectDelay time.Duration
+	// requests counts the requests forwarded to every guest, by method and resource.
+	requests sync.Map // string → *atomic.Int64
+}
+
+// Requests are the requests forwarded to the guests since the last ResetRequests, by method and
+// API resource ("GET configmaps"): what the operator asks of the guests, counted where Rancher's
+// proxy would see it.
+func (p *ClusterProxy) Requests() map[string]int64 {
+	out := map[string]int64{}
+	p.requests.Range(func(k, v interface{}) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+// ResetRequests starts counting the guests' requests anew.
+func (p *ClusterProxy) ResetRequests() { p.requests.Clear() }
+
+// count adds one request of method for the API path path.
+func (p *ClusterProxy) count(method, path string) {
+	key := method + " " + apiResource(path)
+	v, _ := p.requests.LoadOrStore(key, &atomic.Int64{})
+	v.(*atomic.Int64).Add(1)
+}
+
+// apiResource names the resource an API path is about: "configmaps" of
+// api/v1/namespaces/kube-system/configmaps, "daemonsets" of apis/apps/v1/namespaces/x/daemonsets/y,
+// and the path itself for anything else.
+func apiResource(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return path
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) == 0 {
+		return path
+	}
+	return parts[0]
 }
 
 type proxied struct {
@@ -294,6 +340,7 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.serveFlood(w, path, flood) {
 		return
 	}
+	p.count(r.Method, path)
 	r.Header.Del("Authorization")
 	r.Header.Set("Impersonate-User", c.user)
 	r.Header.Del("Impersonate-Group")
