@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +139,8 @@ func alertHolds(t *testing.T, expr, metrics string) []string {
 	if sel == nil || num == nil || bin.ReturnBool {
 		t.Fatalf("%q is not a comparison of a selector with a number, which this suite evaluates", expr)
 	}
-	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
+	text := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := text.TextToMetricFamilies(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatalf("the operator's metrics do not parse: %v", err)
 	}
