@@ -272,8 +272,8 @@ func TestHarvesterKubevipOnlyBesideOurs(t *testing.T) {
 		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
 	})
 
-	rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "false"))
-	defer func() { rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "true")) }()
+	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "false"))
+	defer func() { rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true")) }()
 	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip given its nodes back once the guest does not want the operator's", func() bool {
 		_, still := s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey]
 		return !still
@@ -283,7 +283,7 @@ func TestHarvesterKubevipOnlyBesideOurs(t *testing.T) {
 		return err == nil && ds.Status.NumberReady == 1
 	})
 
-	rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "true"))
+	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true"))
 	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip kept off the nodes again", func() bool {
 		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
 	})
