@@ -33,12 +33,35 @@ const (
 //     can build; both read every variable the chart sets the same way.
 //   - kube-vip-cloud-provider chart 0.2.10 with its appVersion v0.0.12.
 //
+// Each image is named by its tag and the digest of its multi-platform index, so that a tag moved
+// in a registry changes nothing a guest runs. No registry is reachable where these are written;
+// the digests are the ones public configurations that pin these releases record (renovate resolves
+// them from the registries):
+//   - kube-vip v1.0.0: randomcoww/homelab, config_env.tf (commit b2633599, "add current docker
+//     image digests"), ghcr.io/kube-vip/kube-vip:v1.0.0@sha256:4f2565...
+//   - kube-vip-cloud-provider v0.0.12: ArthurVardevanyan/HomeLab, kubernetes/renovate/README.md,
+//     ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12@sha256:f8f4e3... The project's release
+//     workflow (kube-vip/kube-vip-cloud-provider .github/workflows/release.yml) pushes one build
+//     under both kubevip/kube-vip-cloud-provider and ghcr.io/kube-vip/kube-vip-cloud-provider, so
+//     Docker Hub's tag names the same index.
+//
+// Check both with `crane digest` (or `skopeo inspect`) before a release; docs/airgap.md says how
+// an air-gapped deployment supplies its own.
+//
 // An empty kubevipChartVersion or kubevipCloudProviderChartVersion means these versions.
 const (
 	DefaultKubevipChartVersion              = "0.9.9"
-	DefaultKubevipImage                     = "ghcr.io/kube-vip/kube-vip:v1.0.0"
+	DefaultKubevipImage                     = DefaultKubevipImageRepository + ":" + DefaultKubevipImageTag
 	DefaultKubevipCloudProviderChartVersion = "0.2.10"
-	DefaultKubevipCloudProviderImage        = "kubevip/kube-vip-cloud-provider:v0.0.12"
+	DefaultKubevipCloudProviderImage        = DefaultKubevipCloudProviderImageRepository + ":" + DefaultKubevipCloudProviderImageTag
+)
+
+// The pinned images' repositories, as the charts' values name them, and their tags with digests.
+const (
+	DefaultKubevipImageRepository              = "ghcr.io/kube-vip/kube-vip"
+	DefaultKubevipImageTag                     = "v1.0.0@sha256:4f256554a83a6d824ea9c5307450a2c3fd132e09c52b339326f94fefaf67155c"
+	DefaultKubevipCloudProviderImageRepository = "kubevip/kube-vip-cloud-provider"
+	DefaultKubevipCloudProviderImageTag        = "v0.0.12@sha256:f8f4e3401f7637dd55faefb35571e731a477f65d5c3f062aef73dfd31a8da596"
 )
 
 // Default chart values: those of the original operator with the images above, and the interface
@@ -53,13 +76,13 @@ const (
   prometheus_server: ':8080'
 image:
   repository: ghcr.io/kube-vip/kube-vip
-  tag: v1.0.0
+  tag: v1.0.0@sha256:4f256554a83a6d824ea9c5307450a2c3fd132e09c52b339326f94fefaf67155c
 nodeSelector:
   node-role.kubernetes.io/master: 'true'
 `
 	DefaultKubevipCloudProviderChartValues = `image:
   repository: kubevip/kube-vip-cloud-provider
-  tag: v0.0.12
+  tag: v0.0.12@sha256:f8f4e3401f7637dd55faefb35571e731a477f65d5c3f062aef73dfd31a8da596
 tolerations:
 - key: node-role.kubernetes.io/control-plane
   operator: Exists

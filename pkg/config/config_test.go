@@ -23,7 +23,7 @@ func TestDefault(t *testing.T) {
 		RepoURL:     "https://kube-vip.io/helm-charts",
 		Version:     "0.9.9",
 		Values: map[string]interface{}{
-			"image":        map[string]interface{}{"repository": "ghcr.io/kube-vip/kube-vip", "tag": "v1.0.0"},
+			"image":        map[string]interface{}{"repository": DefaultKubevipImageRepository, "tag": DefaultKubevipImageTag},
 			"env":          map[string]interface{}{"vip_interface": "enp1s0", "prometheus_server": ":8080"},
 			"nodeSelector": map[string]interface{}{"node-role.kubernetes.io/master": "true"},
 		},
@@ -37,7 +37,7 @@ func TestDefault(t *testing.T) {
 		RepoURL:     "https://kube-vip.io/helm-charts",
 		Version:     "0.2.10",
 		Values: map[string]interface{}{
-			"image": map[string]interface{}{"repository": "kubevip/kube-vip-cloud-provider", "tag": "v0.0.12"},
+			"image": map[string]interface{}{"repository": DefaultKubevipCloudProviderImageRepository, "tag": DefaultKubevipCloudProviderImageTag},
 			"tolerations": []interface{}{
 				map[string]interface{}{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
 				map[string]interface{}{"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
@@ -47,6 +47,13 @@ func TestDefault(t *testing.T) {
 	}
 	if !reflect.DeepEqual(d.KubevipCloudProvider, wantCP) {
 		t.Errorf("cloud provider chart default:\n got %#v\nwant %#v", d.KubevipCloudProvider, wantCP)
+	}
+	// The pinned pair names each image by its release and the digest of its index.
+	for _, ref := range []string{DefaultKubevipImage, DefaultKubevipCloudProviderImage} {
+		name, digest, pinned := strings.Cut(ref, "@sha256:")
+		if !pinned || len(digest) != 64 || strings.Trim(digest, "0123456789abcdef") != "" || !strings.Contains(name, ":v") {
+			t.Errorf("%s is not named by a release tag and a sha256 digest", ref)
+		}
 	}
 }
 

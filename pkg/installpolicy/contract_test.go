@@ -97,7 +97,7 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 				continue
 			}
 			found = true
-			if !strings.HasSuffix(image, ":"+c.tag) {
+			if _, tag, _ := splitImage(image); tag != c.tag {
 				problems = append(problems, fmt.Sprintf("the rendered image is %s, not %s", image, c.tag))
 			}
 			env, _ := ctr["env"].([]interface{})
