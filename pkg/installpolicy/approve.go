@@ -33,14 +33,18 @@ func (p Policy) NewPlan(chart Chart, key, version string, values, defaults map[s
 		return nil, err
 	}
 	// The baseline's image is whatever the chart defaults to: images are judged on their own, and
-	// a deployment that allows only its mirror still compares with the operator's defaults.
+	// a deployment that allows only its mirror still compares with the operator's defaults. Under
+	// a registry it is the pinned image moved there, as every value is, so that the reference is
+	// what the deployment allows. The baseline is the product's, never refused for want of a digest.
 	withoutImage := make(map[string]interface{}, len(defaults))
 	for k, v := range defaults {
-		if k != "image" {
+		if k != "image" || p.registry != "" {
 			withoutImage[k] = v
 		}
 	}
-	d, err := p.CheckValues(chart, "", withoutImage)
+	base := p
+	base.requireDigest = false
+	d, err := base.CheckValues(chart, "", withoutImage)
 	if err != nil {
 		return nil, fmt.Errorf("the operator's default values of the %s chart are refused: %w", chart, err)
 	}

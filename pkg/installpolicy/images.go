@@ -129,5 +129,5 @@ func (p Policy) checkImage(chart Chart, ref string) error {
 	if err := checkTag(chart, tag); err != nil {
 		return fmt.Errorf("image %q: the tag %w", shorten(ref), err)
 	}
-	return nil
+	return p.pinned(fmt.Sprintf("image %q", shorten(ref)), tag)
 }

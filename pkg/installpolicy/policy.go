@@ -58,9 +58,20 @@ type Settings struct {
 	// AllowHTTP allows plain http sources (and OCI registries on a loopback address).
 	AllowHTTP bool
 	// KubevipImages and CloudProviderImages are the exact image repositories (registry/path,
-	// no tag) each chart's workload may run.
+	// no tag) each chart's workload may run. With a Registry they are not read: the pinned
+	// repositories under the registry are.
 	KubevipImages       []string
 	CloudProviderImages []string
+	// Registry, when set, is where every guest image comes from (host[:port][/path]): Rancher's
+	// system default registry, or the form's override. The allowed images are then exactly the
+	// pinned ones under it (registry.go).
+	Registry string
+	// RequireDigest refuses every guest image not pinned by a digest (tag@sha256:...); the
+	// operator then checks at the registry that the tag still names that digest.
+	RequireDigest bool
+	// PullSecret says the deployment has an image pull Secret for the guests: the charts' pods
+	// name the operator's copy of it, GuestPullSecretName.
+	PullSecret bool
 	// KubevipModes are the kube-vip modes beyond ARP for Services whose variables a configuration
 	// may set (see Modes).
 	KubevipModes []string
@@ -99,10 +110,14 @@ type Policy struct {
 	sources   []source
 	allowHTTP bool
 	// downloads are where fetches from the upstream sources go on to (downloads.go).
-	downloads  []download
-	images     map[Chart][]string
-	modes      map[Mode]bool
-	namespaces []string
+	downloads []download
+	images    map[Chart][]string
+	// registry, requireDigest and pullSecret: see Settings.
+	registry      string
+	requireDigest bool
+	pullSecret    bool
+	modes         map[Mode]bool
+	namespaces    []string
 	// digests are the archives allowed beyond the pinned ones, by chart.
 	digests map[Chart][]string
 	// packages are the archives loaded last, and renders what the renders of charts may cost
@@ -114,7 +129,13 @@ type Policy struct {
 // New builds a Policy from the deployment's settings. Empty entries are skipped.
 func New(s Settings) (Policy, error) {
 	p := Policy{allowHTTP: s.AllowHTTP, downloads: upstreamDownloads(), images: map[Chart][]string{}, modes: map[Mode]bool{},
+		requireDigest: s.RequireDigest, pullSecret: s.PullSecret,
 		packages: &packageCache{}, renders: newRenderer(s.RenderCommand, s.RenderBudget)}
+	registry, err := checkRegistry(s.Registry)
+	if err != nil {
+		return Policy{}, fmt.Errorf("guest image registry %q: %w", redact.Shorten(s.Registry, maxEcho), err)
+	}
+	p.registry = registry
 	for _, raw := range s.KubevipModes {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -158,6 +179,13 @@ func New(s Settings) (Policy, error) {
 		}
 		p.sources = append(p.sources, src)
 	}
+	if p.registry != "" {
+		// The pinned repositories under the registry, and nothing else: no second list to edit.
+		for _, chart := range []Chart{Kubevip, CloudProvider} {
+			p.images[chart] = []string{UnderRegistry(p.registry, PinnedRepository(chart))}
+		}
+		return p, nil
+	}
 	for chart, list := range map[Chart][]string{Kubevip: s.KubevipImages, CloudProvider: s.CloudProviderImages} {
 		for _, raw := range list {
 			raw = strings.TrimSpace(raw)
@@ -195,10 +223,10 @@ func (p Policy) String() string {
 			modes = append(modes, string(m))
 		}
 	}
-	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], "+
+	return fmt.Sprintf("chart sources [%s], their download locations [%s], plain http %t, kube-vip images [%s], kube-vip-cloud-provider images [%s], %s, "+
 		"chart archives: the pinned ones and [%s], kube-vip modes beyond ARP for Services [%s], guest namespaces [%s]",
 		strings.Join(sources, " "), p.downloadsText(), p.allowHTTP,
-		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "), p.digestsText(),
+		strings.Join(p.images[Kubevip], " "), strings.Join(p.images[CloudProvider], " "), p.registryText(), p.digestsText(),
 		strings.Join(modes, " "), strings.Join(p.namespaces, " "))
 }
 

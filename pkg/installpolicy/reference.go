@@ -42,7 +42,7 @@ func Variables(chart Chart) []Variable {
 		})
 	}
 	vars := []Variable{
-		container("image", "an allowed image repository of the chart, with a release tag (for kube-vip of a generation the operator knows), optionally pinned by digest",
+		container("image", "an allowed image repository of the chart (under a registry, the pinned one there), with a release tag (for kube-vip of a generation the operator knows), pinned by digest where the deployment requires digests",
 			func(c *corev1.Container) { c.Image = "" }),
 		container("imagePullPolicy", "Always, IfNotPresent or Never", func(c *corev1.Container) { c.ImagePullPolicy = "" }),
 		container("resources", "requests and limits of cpu, memory and ephemeral-storage", func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} }),

@@ -20,6 +20,20 @@ type Values struct {
 	Name string
 	// Image is the image repository the values ask for, or "" for the chart's default.
 	Image string
+	// Ref is the whole image the values ask for, repository:tag[@digest], or "" when they leave
+	// the repository or the tag to the chart.
+	Ref string
+}
+
+// imageValues completes out with the image the values ask for.
+func (out *Values) imageValues(img *image) {
+	if img == nil {
+		return
+	}
+	out.Image = img.Repository
+	if img.Repository != "" && img.Tag != "" {
+		out.Ref = img.Repository + ":" + img.Tag
+	}
 }
 
 // CheckValues reads the values kube-fip-config gives chart under key, as the typed schema of the
@@ -181,6 +195,12 @@ type image struct {
 }
 
 func (p Policy) checkImageValues(chart Chart, img *image) error {
+	if img == nil || img.Tag == "" {
+		// The chart's default tag carries no digest.
+		if err := p.pinned("image.tag", ""); err != nil {
+			return err
+		}
+	}
 	if img == nil {
 		return nil
 	}
@@ -190,6 +210,9 @@ func (p Policy) checkImageValues(chart Chart, img *image) error {
 	if img.Tag != "" {
 		if err := checkTag(chart, img.Tag); err != nil {
 			return fmt.Errorf("image.tag %w", err)
+		}
+		if err := p.pinned("image.tag", img.Tag); err != nil {
+			return err
 		}
 	}
 	switch img.PullPolicy {

@@ -50,7 +50,7 @@ type envFieldRef struct {
 
 func kubevipKeys() []KeyDoc {
 	return append([]KeyDoc{
-		{"image", "repository (one of the allowed kube-vip images), tag (a kube-vip release of v0.6.0 or later, optionally pinned with @sha256: and a digest), pullPolicy (Always, IfNotPresent, Never)"},
+		{"image", "repository (one of the allowed kube-vip images; under a registry (guestImages), ghcr.io/kube-vip/kube-vip or none is moved there), tag (a kube-vip release of v0.6.0 or later, pinned with @sha256: and a digest where the deployment requires digests), pullPolicy (Always, IfNotPresent, Never)"},
 		{"env", "kube-vip's variables, each of the names below, in the form kube-vip reads it; those of a mode only when the deployment allows the mode"},
 		{"envValueFrom", "bgp_routerid and bgp_sourceip (BGP mode) from the pod's address: {fieldRef: {fieldPath: status.podIP or status.hostIP}}"},
 		{"config", "address (an IP address, read with env.cp_enable; control-plane mode), vip_interface (the original operator's key, passed on as env.vip_interface)"},
@@ -76,6 +76,7 @@ func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
 	if err := decodeScheduling(raw, &v.scheduling); err != nil {
 		return Values{}, err
 	}
+	v.Image = p.atRegistry(Kubevip, v.Image)
 	if err := p.checkImageValues(Kubevip, v.Image); err != nil {
 		return Values{}, err
 	}
@@ -94,14 +95,14 @@ func (p Policy) kubevipValues(raw map[string]interface{}) (Values, error) {
 		}
 		v.Config.VIPInterface = ""
 	}
+	// And the operator's copy of the deployment's pull Secret, which it writes into the guest.
+	v.ImagePullSecrets = p.withPullSecret(v.ImagePullSecrets)
 	m, err := serialise(v)
 	if err != nil {
 		return Values{}, err
 	}
 	out := Values{Map: m, Name: objectName(Kubevip, v.NameOverride)}
-	if v.Image != nil {
-		out.Image = v.Image.Repository
-	}
+	out.imageValues(v.Image)
 	return out, nil
 }
 

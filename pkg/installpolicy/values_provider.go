@@ -23,7 +23,7 @@ type providerValues struct {
 
 func providerKeys() []KeyDoc {
 	return append([]KeyDoc{
-		{"image", "repository (one of the allowed kube-vip-cloud-provider images), tag (a release such as v0.0.12, optionally pinned with @sha256: and a digest), pullPolicy (Always, IfNotPresent, Never)"},
+		{"image", "repository (one of the allowed kube-vip-cloud-provider images; under a registry (guestImages), kubevip/kube-vip-cloud-provider or none is moved there), tag (a release such as v0.0.12, pinned with @sha256: and a digest where the deployment requires digests), pullPolicy (Always, IfNotPresent, Never)"},
 		{"configMapName", ProviderConfigMapName + " only: the operator names the ConfigMap the provider reads, and writes the address pool there"},
 		{"replicasCount", "1 to 5"},
 		{"enableloadbalancerClass", "true or false"},
@@ -39,6 +39,7 @@ func (p Policy) providerValues(raw map[string]interface{}) (Values, error) {
 	if err := decodeScheduling(raw, &v.scheduling); err != nil {
 		return Values{}, err
 	}
+	v.Image = p.atRegistry(CloudProvider, v.Image)
 	if err := p.checkImageValues(CloudProvider, v.Image); err != nil {
 		return Values{}, err
 	}
@@ -49,13 +50,13 @@ func (p Policy) providerValues(raw map[string]interface{}) (Values, error) {
 		return Values{}, fmt.Errorf("replicasCount must be from 1 to 5")
 	}
 	v.ConfigMapName = ProviderConfigMapName
+	// The operator's copy of the deployment's pull Secret, which it writes into the guest.
+	v.ImagePullSecrets = p.withPullSecret(v.ImagePullSecrets)
 	m, err := serialise(v)
 	if err != nil {
 		return Values{}, err
 	}
 	out := Values{Map: m, Name: objectName(CloudProvider, "")}
-	if v.Image != nil {
-		out.Image = v.Image.Repository
-	}
+	out.imageValues(v.Image)
 	return out, nil
 }
