@@ -29,9 +29,9 @@ import (
 // GuestOptions say whether and how the clean-up reaches the guest clusters.
 type GuestOptions struct {
 	// Clean, when set, takes out of every reachable guest what the operator put there: the
-	// releases it applied (only those whose records it wrote), the keys it wrote into
-	// kube-vip-cloud-provider's ConfigMap, and the node selector it gave the Harvester cloud
-	// provider's kube-vip.
+	// releases it applied (only those whose records it wrote), its copy of the image pull Secret,
+	// the keys it wrote into kube-vip-cloud-provider's ConfigMap, and the node selector it gave the
+	// Harvester cloud provider's kube-vip.
 	Clean bool
 	// FleetNamespace holds the provisioning clusters and their kubeconfig Secrets.
 	FleetNamespace string
@@ -148,7 +148,8 @@ func guestsOf(ctx context.Context, dyn dynamic.Interface) ([]guestWork, error) {
 
 // cleanGuest reaches one guest through Rancher's cluster proxy, as the operator does, and takes
 // out what the operator put there: kube-vip's release first (so that nothing announces the
-// addresses), the provider's, the ConfigMap keys, then Harvester's kube-vip gets its nodes back.
+// addresses), the provider's, its image pull Secret, the ConfigMap keys, then Harvester's kube-vip
+// gets its nodes back.
 func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, installer *helminstall.Installer,
 	rancher []string, w guestWork, opts GuestOptions) GuestOutcome {
 	o := GuestOutcome{Cluster: w.cluster}
@@ -181,6 +182,15 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 			}
 		}
 	}
+	// The operator's copy of the image pull Secret, in each namespace its releases went into.
+	for _, ns := range releaseNamespaces(releases) {
+		switch removed, err := kubevipconfig.RemovePullSecret(ctx, client.Core, ns, installpolicy.GuestPullSecretName); {
+		case err != nil:
+			problems = append(problems, client.Redact(err.Error()))
+		case removed:
+			o.Done = append(o.Done, fmt.Sprintf("image pull Secret %s/%s removed", ns, installpolicy.GuestPullSecretName))
+		}
+	}
 	for _, ref := range refs {
 		keys, err := kubevipconfig.RemoveAddresses(ctx, client.Core, ref, w.addresses)
 		switch {
@@ -198,6 +208,17 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	}
 	o.Problem = strings.Join(problems, "; ")
 	return o
+}
+
+// releaseNamespaces are the namespaces of releases, each once.
+func releaseNamespaces(releases []v1.GuestRelease) []string {
+	var out []string
+	for _, r := range releases {
+		if !slices.Contains(out, r.Namespace) {
+			out = append(out, r.Namespace)
+		}
+	}
+	return out
 }
 
 // chartOf is the chart of a remembered release, by the chart name it was applied with.

@@ -19,6 +19,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -99,6 +100,12 @@ type GuestOptions struct {
 	// ServeGracePeriod is how long kube-vip has to start and to bind an address a Service asks for
 	// before the FloatingIP says it is not served.
 	ServeGracePeriod time.Duration
+	// ImagePullSecret, when set, names the kubernetes.io/dockerconfigjson Secret in Namespace the
+	// guests pull the charts' images with: the operator copies it into the releases' namespace of
+	// every guest (installpolicy.GuestPullSecretName) and checks digests with it.
+	ImagePullSecret string
+	// Images checks images pinned by digest at their registry, where ChartPolicy requires digests.
+	Images *imagedigest.Checker
 }
 
 // AddOptionalInformer hands the operator an unstarted informer a controller reads, outside the

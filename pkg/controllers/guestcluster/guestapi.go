@@ -11,8 +11,8 @@ import (
 )
 
 // guestAPI is what a pass does in one guest cluster, in order: probe it (pkg/guest), turn the
-// Harvester cloud provider's kube-vip off and write the addresses (pkg/kubevipconfig), install the
-// charts and find the provider's ConfigMap (pkg/helminstall). In the operator it is a
+// Harvester cloud provider's kube-vip off and write the addresses and the image pull Secret
+// (pkg/kubevipconfig), install the charts and find the provider's ConfigMap (pkg/helminstall). In the operator it is a
 // guest.Client through Rancher's cluster proxy with the controller's installer (helmGuest); in the
 // handler's unit tests, a fake.
 type guestAPI interface {
@@ -26,6 +26,8 @@ type guestAPI interface {
 	Serving(ctx context.Context, namespace, name string) (kubevipconfig.Serving, error)
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
+	// EnsurePullSecret keeps the operator's copy of the image pull Secret, namespace/name.
+	EnsurePullSecret(ctx context.Context, namespace, name string, dockerConfig []byte) (kubevipconfig.PullSecretResult, error)
 	// EnsureRelease keeps one Helm release installed as rel asks.
 	EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
@@ -57,6 +59,10 @@ func (g helmGuest) Serving(ctx context.Context, namespace, name string) (kubevip
 
 func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {
 	return kubevipconfig.EnsureAddresses(ctx, g.Core, ref, want, update)
+}
+
+func (g helmGuest) EnsurePullSecret(ctx context.Context, namespace, name string, dockerConfig []byte) (kubevipconfig.PullSecretResult, error) {
+	return kubevipconfig.EnsurePullSecret(ctx, g.Core, namespace, name, dockerConfig)
 }
 
 func (g helmGuest) EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error) {

@@ -51,6 +51,17 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 	if bad != nil {
 		return c.notInstalled(ctx, cfg, client, bad)
 	}
+	// The images, as the registry names them now, and the guest's copy of the pull Secret.
+	pull, bad := c.imagePullSecret(p)
+	if bad == nil {
+		bad = c.checkImages(ctx, p, plans, pull)
+	}
+	if bad == nil {
+		bad = c.writePullSecret(ctx, client, p, cfg.KubevipNamespace, pull)
+	}
+	if bad != nil {
+		return c.notInstalled(ctx, cfg, client, bad)
+	}
 	var done, notes []string
 	var failed *outcome
 	for i, s := range steps {

@@ -61,9 +61,11 @@ type fakeGuest struct {
 	daemonSet kubevipconfig.DaemonSetResult
 	configMap func() (kubevipconfig.AddressesResult, error)
 	release   func(rel helminstall.Release) (helminstall.Result, error)
-	provider  func() (kubevipconfig.ConfigMapRef, error)
-	wroteTo   []kubevipconfig.ConfigMapRef
-	wrote     []kubevipconfig.Addresses
+	// pullSecret writes the image pull Secret; nil: created.
+	pullSecret func(namespace, name string, data []byte) (kubevipconfig.PullSecretResult, error)
+	provider   func() (kubevipconfig.ConfigMapRef, error)
+	wroteTo    []kubevipconfig.ConfigMapRef
+	wrote      []kubevipconfig.Addresses
 	// serving is what the guest shows of what serves its addresses; nil: the operator's
 	// kube-vip with one ready pod (where it installs one), and no Service.
 	serving  func(name string) (kubevipconfig.Serving, error)
@@ -108,6 +110,13 @@ func (g *fakeGuest) EnsureAddresses(_ context.Context, ref kubevipconfig.ConfigM
 		return g.configMap()
 	}
 	return kubevipconfig.AddressesResult{Result: kubevipconfig.ConfigMapCreated}, nil
+}
+
+func (g *fakeGuest) EnsurePullSecret(_ context.Context, namespace, name string, data []byte) (kubevipconfig.PullSecretResult, error) {
+	if g.pullSecret != nil {
+		return g.pullSecret(namespace, name, data)
+	}
+	return kubevipconfig.PullSecretCreated, nil
 }
 
 func (g *fakeGuest) EnsureRelease(_ context.Context, rel helminstall.Release) (helminstall.Result, error) {

@@ -176,6 +176,20 @@ const (
 	// ReasonChartRefused: the chart package has hooks, CRDs or dependencies, or is not the chart
 	// and version asked for; nothing was installed.
 	ReasonChartRefused = "ChartRefused"
+	// ReasonImageTagMoved: the registry's tag of an image pinned by digest names another manifest
+	// now; nothing was installed or upgraded, and what runs in the guest is left as it is
+	// (pkg/imagedigest).
+	ReasonImageTagMoved = "ImageTagMoved"
+	// ReasonImageNotResolved: the registry did not say which manifest the tag of an image pinned
+	// by digest names (no such tag, refused credentials, no answer); nothing was installed or
+	// upgraded.
+	ReasonImageNotResolved = "ImageNotResolved"
+	// ReasonImagePullSecret: the deployment's image pull Secret is missing or not a Docker config,
+	// or its copy could not be written into the guest; nothing was installed or upgraded.
+	ReasonImagePullSecret = "ImagePullSecretInvalid"
+	// ReasonPullSecretWritten: the operator's copy of the image pull Secret was created or updated
+	// in the guest (Event).
+	ReasonPullSecretWritten = "ImagePullSecretWritten"
 	// ReasonUntrustedRecord: the guest's newest release record is not one the operator wrote (its
 	// manifest matches no release the management side remembers); it was not used as the base of
 	// the upgrade and nothing it lists was deleted (Event).
@@ -360,6 +374,10 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonChartValuesNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "the chart values hold a key, shape or string the values schema does not allow, or an image outside `security.allowedImages`; the message names the key: change it ([value keys](#security-model))"},
 		{[]string{ReasonChartRefused}, Failure, "KubevipInstalled", "the chart archive's digest is neither the pinned one nor in `security.allowedChartDigests` (the message names it), or the archive is over its bounds, has hooks, a `crds/` folder or dependencies, or is not the chart and version asked for: install the pinned chart, or review the archive and allow its digest"},
 		{[]string{ReasonChartCredentials}, Failure, "KubevipInstalled", "the Secret `security.chartCredentialsSecret` is missing or lacks `username`, `password` or `source`"},
+		{[]string{ReasonImageTagMoved}, Failure, "KubevipInstalled", "the registry's tag of an image pinned by digest names another manifest (the message names both digests): what runs in the guest is left as it is; push the pinned image back under its tag, or review the new one and pin its digest in the chart values ([air gap](docs/airgap.md))"},
+		{[]string{ReasonImageNotResolved}, Failure, "KubevipInstalled", "the registry did not say which manifest an image's tag names (the tag is missing, the credentials of `guestImages.pullSecret` are refused, or it did not answer); mirror the image, or fix the Secret ([air gap](docs/airgap.md)); retried at every pass"},
+		{[]string{ReasonImagePullSecret}, Failure, "KubevipInstalled", "the Secret `guestImages.pullSecret` is missing or not of type `kubernetes.io/dockerconfigjson`, or the guest holds a Secret `kube-fip-operator-registry` the operator did not write (delete it)"},
+		{[]string{ReasonPullSecretWritten}, Done, "FloatingIP Event", "nothing: the operator's copy of the image pull Secret was written into the guest's release namespace"},
 		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object, field, label or privilege its own render with the product's defaults does not (where no value reaches), or its render overran its budget of time, output or memory (it is not rendered again until the operator restarts); use the pinned chart and the value keys the security model lists"},
 		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
