@@ -49,6 +49,8 @@ type settings struct {
 	guestNS        string
 	chartDigests   string
 	guestCharts    string
+	imageRegistry  string
+	requireDigests bool
 	kubeAPIQPS     float64
 	webhookHosts   string
 	containerLimit string
@@ -150,6 +152,16 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
 		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
 			Usage: "Secret in --namespace with the keys username, password and source (the one chart source, scheme://host[:port], they are sent to)"},
+		&cli.StringFlag{Name: "guest-image-registry", EnvVars: []string{"GUEST_IMAGE_REGISTRY"}, Destination: &s.imageRegistry,
+			Usage: "registry (host[:port][/path]) every guest image comes from, as Rancher's system default registry prefixes its charts' images: " +
+				"the allowed images are then the pinned ones under it, and the allowed-*-images lists are not read; empty: the upstream registries"},
+		&cli.BoolFlag{Name: "require-image-digests", EnvVars: []string{"REQUIRE_IMAGE_DIGESTS"}, Destination: &s.requireDigests,
+			Usage: "refuse a guest image not pinned by a digest, and check at the registry, before anything reaches a guest, that its tag still names that digest"},
+		&cli.StringFlag{Name: "guest-image-pull-secret", EnvVars: []string{"GUEST_IMAGE_PULL_SECRET"}, Destination: &o.ImagePullSecret,
+			Usage: "kubernetes.io/dockerconfigjson Secret in --namespace the guests pull the charts' images with: copied into each guest's release namespace as " +
+				installpolicy.GuestPullSecretName + ", and used to check digests"},
+		&cli.BoolFlag{Name: "guest-image-registry-plain-http", EnvVars: []string{"GUEST_IMAGE_REGISTRY_PLAIN_HTTP"}, Destination: &o.ImageRegistryPlainHTTP,
+			Usage: "reach the guest image registry over plain http when checking digests (the guests' container runtime must be told so too)"},
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
 			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,
@@ -200,10 +212,14 @@ func (s *settings) options() (operator.Options, error) {
 		KubevipModes:        strings.Split(s.kubevipModes, ","),
 		Namespaces:          strings.Split(s.guestNS, ","),
 		ChartDigests:        strings.Split(s.chartDigests, ","),
+		Registry:            s.imageRegistry,
+		RequireDigest:       s.requireDigests,
+		PullSecret:          opts.ImagePullSecret != "",
 		RenderCommand:       []string{self, renderCommand},
 	})
 	if err != nil {
-		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, --allowed-chart-digests: %w", err)
+		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, "+
+			"--allowed-chart-digests, --guest-image-registry: %w", err)
 	}
 	opts.ChartPolicy = policy
 	opts.GuestChartsDir = s.guestCharts
@@ -220,6 +236,9 @@ func (s *settings) options() (operator.Options, error) {
 	}
 	if secret := opts.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
 		return opts, fmt.Errorf("--chart-credentials-secret: %q is not a Secret name", secret)
+	}
+	if secret := opts.ImagePullSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
+		return opts, fmt.Errorf("--guest-image-pull-secret: %q is not a Secret name", secret)
 	}
 	return opts, nil
 }

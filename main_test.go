@@ -126,3 +126,33 @@ func TestBadFlagValues(t *testing.T) {
 		})
 	}
 }
+
+// TestGuestImageFlags: the registry, the digest switch and the pull Secret, by flag or
+// environment, reach the policy and the guest options; a registry given with a scheme, or a pull
+// Secret that is no Secret name, stops the operator.
+func TestGuestImageFlags(t *testing.T) {
+	opts, err := parse(t, map[string]string{"GUEST_IMAGE_REGISTRY": "registry.corp.example:5000", "REQUIRE_IMAGE_DIGESTS": "true"},
+		"--guest-image-pull-secret=registry-pull", "--guest-image-registry-plain-http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := opts.ChartPolicy
+	if p.Registry() != "registry.corp.example:5000" || !p.RequireDigest() || !p.PullSecret() || opts.ImagePullSecret != "registry-pull" || !opts.ImageRegistryPlainHTTP {
+		t.Errorf("options %+v, policy %s: want the registry, digests required and the pull Secret", opts, p)
+	}
+	if s := p.String(); !strings.Contains(s, "kube-vip images [registry.corp.example:5000/kube-vip/kube-vip]") {
+		t.Errorf("policy %s: want the pinned kube-vip image under the registry as the only one allowed", s)
+	}
+	for _, args := range [][]string{{"--guest-image-registry=https://registry.corp.example"}, {"--guest-image-pull-secret=Not A Name"}} {
+		if _, err := parse(t, nil, args...); err == nil {
+			t.Errorf("%v: the operator starts", args)
+		}
+	}
+}
+
+func TestGuestImageDefaults(t *testing.T) {
+	opts, err := parse(t, nil)
+	if err != nil || opts.ChartPolicy.Registry() != "" || opts.ChartPolicy.RequireDigest() || opts.ChartPolicy.PullSecret() {
+		t.Errorf("defaults: %v, %s; want the upstream registries, no digests required, no pull Secret", err, opts.ChartPolicy)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -79,6 +80,12 @@ type Options struct {
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
 	// authenticate to the one chart source its key source names.
 	ChartCredentialsSecret string
+	// ImagePullSecret, when set, names the kubernetes.io/dockerconfigjson Secret in Namespace the
+	// guests pull the charts' images with (ChartPolicy's PullSecret is set with it): copied into
+	// each guest's release namespace, and used to check digests at the registry.
+	ImagePullSecret string
+	// ImageRegistryPlainHTTP reaches the guest image registry over http when checking digests.
+	ImageRegistryPlainHTTP bool
 	// KubeAPIQPS limits the requests per second to the management cluster's API server, shared
 	// by every client of the process; 0 sets no client-side limit (the API server's Priority and
 	// Fairness protects it). KubeAPIBurst is the burst above it (0: twice the QPS).
@@ -395,6 +402,8 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 			GuestCharts:            o.opts.GuestCharts,
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 			ServeGracePeriod:       o.opts.ServeGracePeriod,
+			ImagePullSecret:        o.opts.ImagePullSecret,
+			Images:                 imagedigest.New(o.opts.ImageRegistryPlainHTTP, imagedigest.DefaultTimeout),
 		},
 	}
 }
