@@ -55,7 +55,7 @@ func loadQuestions(t *testing.T) ([]question, chartutil.Values) {
 
 // questionGroups are the tabs of the form, in order.
 func questionGroups() []string {
-	return []string{"General", "Guest clusters", "Security", "kube-vip chart", "kube-vip-cloud-provider chart", "Monitoring", "Uninstall", "Backups", "Advanced"}
+	return []string{"General", "Guest clusters", "Security", "Air gap", "kube-vip chart", "kube-vip-cloud-provider chart", "Monitoring", "Uninstall", "Backups", "Advanced"}
 }
 
 // TestQuestions checks questions.yaml against values.yaml: every variable exists with a value of

@@ -120,6 +120,44 @@ func TestChartCredentialsSecretRBAC(t *testing.T) {
 	}
 }
 
+// TestGuestImageFlagsAndRBAC: the form's registry (else Rancher's), the digest switch (on by
+// default, only with a registry), the pull Secret and plain http reach the operator as flags; the
+// operator may read the pull Secret by name, besides the Secrets it read before.
+func TestGuestImageFlagsAndRBAC(t *testing.T) {
+	for _, c := range []struct {
+		values map[string]interface{}
+		want   map[string]string
+	}{
+		{nil, map[string]string{"require-image-digests": "false", "guest-image-registry-plain-http": "false"}},
+		{map[string]interface{}{"global": map[string]interface{}{"cattle": map[string]interface{}{"systemDefaultRegistry": "registry.example.com:5000"}}},
+			map[string]string{"guest-image-registry": "registry.example.com:5000", "require-image-digests": "true", "guest-image-registry-plain-http": "false"}},
+		{map[string]interface{}{"global": map[string]interface{}{"cattle": map[string]interface{}{"systemDefaultRegistry": "registry.example.com:5000"}},
+			"guestImages": map[string]interface{}{"registry": "mirror.example.com", "requireDigest": false, "pullSecret": "registry-pull", "plainHTTP": true}},
+			map[string]string{"guest-image-registry": "mirror.example.com", "require-image-digests": "false", "guest-image-pull-secret": "registry-pull",
+				"guest-image-registry-plain-http": "true"}},
+	} {
+		_, ctr := renderDeployment(t, c.values)
+		flags := flagValues(ctr.Args)
+		for _, name := range []string{"guest-image-registry", "require-image-digests", "guest-image-pull-secret", "guest-image-registry-plain-http"} {
+			if got, ok := flags[name]; got != c.want[name] || ok != (c.want[name] != "") {
+				t.Errorf("values %v: --%s=%q (present %t); want %q", c.values, name, got, ok, c.want[name])
+			}
+		}
+	}
+	var role rbacv1.Role
+	convert(t, find(t, renderOperator(t, map[string]interface{}{"guestImages": map[string]interface{}{"pullSecret": "registry-pull"}}), "Role", "kube-fip-operator"), &role)
+	var secrets []string
+	for _, g := range grants(role.Rules) {
+		if strings.HasPrefix(g, " secrets ") {
+			secrets = append(secrets, g)
+		}
+	}
+	want := []string{" secrets get name=kube-fip-operator-webhook-tls", " secrets get name=registry-pull", " secrets update name=kube-fip-operator-webhook-tls"}
+	if strings.Join(secrets, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Secret grants %q; want get on the pull Secret by name and the webhook certificate's", secrets)
+	}
+}
+
 // TestHelmCacheSizeLimit: the emptyDir holding Helm's caches has a size limit, so a large chart
 // or index cannot fill the node's disk.
 func TestHelmCacheSizeLimit(t *testing.T) {
