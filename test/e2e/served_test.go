@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +139,8 @@ func alertHolds(t *testing.T, expr, metrics string) []string {
 	if sel == nil || num == nil || bin.ReturnBool {
 		t.Fatalf("%q is not a comparison of a selector with a number, which this suite evaluates", expr)
 	}
-	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
+	text := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := text.TextToMetricFamilies(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatalf("the operator's metrics do not parse: %v", err)
 	}
@@ -270,8 +272,8 @@ func TestHarvesterKubevipOnlyBesideOurs(t *testing.T) {
 		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
 	})
 
-	rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "false"))
-	defer func() { rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "true")) }()
+	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "false"))
+	defer func() { rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true")) }()
 	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip given its nodes back once the guest does not want the operator's", func() bool {
 		_, still := s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey]
 		return !still
@@ -281,7 +283,7 @@ func TestHarvesterKubevipOnlyBesideOurs(t *testing.T) {
 		return err == nil && ds.Status.NumberReady == 1
 	})
 
-	rig.Must(t, s.world.LabelCluster(guestName, config.ClusterLabel, "true"))
+	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true"))
 	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip kept off the nodes again", func() bool {
 		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
 	})

@@ -127,7 +127,7 @@ func TestPrinterColumns(t *testing.T) {
 	for resource, want := range map[string]struct{ columns, wide []string }{
 		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Priority", "Ready", "Age"},
 			wide: []string{"Per-Cluster", "Selector", "Retained", "Exact-Capacity", "Exact-Available"}},
-		"floatingips": {columns: []string{"Name", "IP", "Range", "Cluster", "Guest", "Ready", "Age"}, wide: []string{"Guest-Addresses"}},
+		"floatingips": {columns: []string{"Name", "IP", "Range", "Cluster", "Guest", "Served", "Ready", "Age"}, wide: []string{"Served-By", "Guest-Addresses"}},
 		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
 			wide: []string{"Owner-Namespace"}},
 	} {

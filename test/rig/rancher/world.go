@@ -243,6 +243,27 @@ func (w *World) LabelCluster(name, key, value string) error {
 	})
 }
 
+// LabelGuest sets a label of a guest cluster as Rancher keeps it when a person edits the cluster's
+// labels: on the provisioning cluster name and, as Rancher copies them, on its management cluster
+// id.
+func (w *World) LabelGuest(name, id, key, value string) error {
+	if err := w.LabelCluster(name, key, value); err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m, err := w.Mgmt.Get(id, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[key] = value
+		_, err = w.Mgmt.Update(m)
+		return err
+	})
+}
+
 // DeleteCluster deletes a provisioning cluster.
 func (w *World) DeleteCluster(name string) error {
 	if err := w.Prov.Delete(FleetNamespace, name, nil); err != nil && !apierrors.IsNotFound(err) {
