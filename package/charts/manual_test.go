@@ -266,9 +266,63 @@ func TestReadmeShowsTheColumnsKubectlPrints(t *testing.T) {
 	}
 }
 
+// TestDesignNamesTheColumnsKubectlPrints: each "`kubectl get <kind>` shows A, B and C (`-o wide`
+// adds D and E)" of the API in design.md names the columns the kind's CRD prints, in its order, and
+// those -o wide adds.
+func TestDesignNamesTheColumnsKubectlPrints(t *testing.T) {
+	text := strings.Join(strings.Fields(readPage(t, "docs/design.md")), " ")
+	for short, plural := range map[string]string{"fiprange": "floatingipranges", "fip": "floatingips", "fipalloc": "floatingipallocations"} {
+		_, shows, ok := strings.Cut(text, "`kubectl get "+short+"` shows ")
+		if !ok {
+			t.Errorf("design.md does not say what kubectl get %s shows", short)
+			continue
+		}
+		shown, rest, ok := strings.Cut(shows, "(`-o wide` adds ")
+		if !ok {
+			t.Errorf("design.md does not say what kubectl get %s -o wide adds", short)
+			continue
+		}
+		wide, _, _ := strings.Cut(rest, ")")
+		if got, want := columnNames(shown), printedColumns(t, plural); !slices.Equal(got, want) {
+			t.Errorf("design.md: kubectl get %s shows %v; the CRD prints %v", short, got, want)
+		}
+		got, want := columnNames(wide), printedWideColumns(t, plural)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("design.md: kubectl get %s -o wide adds %v; the CRD adds %v", short, got, want)
+		}
+	}
+}
+
+// columnName is a word written as kubectl prints a column's name: in capitals.
+var columnName = regexp.MustCompile(`^[A-Z][A-Z0-9%-]+$`)
+
+// columnNames are the words of text written as kubectl prints column names.
+func columnNames(text string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(" ,.;:()`", r) }) {
+		if columnName.MatchString(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // printedColumns are the columns kubectl prints without -o wide for the kubefip CRD of plural,
 // upper-cased as kubectl prints them.
 func printedColumns(t *testing.T, plural string) []string {
+	t.Helper()
+	return crdColumns(t, plural, false)
+}
+
+// printedWideColumns are the columns -o wide adds.
+func printedWideColumns(t *testing.T, plural string) []string {
+	t.Helper()
+	return crdColumns(t, plural, true)
+}
+
+func crdColumns(t *testing.T, plural string, wide bool) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(chartDir(CRDChart), "templates", plural+"_kubefip_k8s_binbash_org.yaml"))
 	if err != nil {
@@ -289,7 +343,7 @@ func printedColumns(t *testing.T, plural string) []string {
 	}
 	var out []string
 	for _, c := range crd.Spec.Versions[0].Columns {
-		if c.Priority == 0 {
+		if (c.Priority > 0) == wide {
 			out = append(out, strings.ToUpper(c.Name))
 		}
 	}
