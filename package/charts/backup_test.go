@@ -157,10 +157,10 @@ func TestBackupResourceSetNeedsRancherBackups(t *testing.T) {
 	find(t, objs, "ResourceSet", resourceSetName)
 }
 
-// TestBackupReadme: the README's Backup names the ResourceSet the chart renders, and its Restore
-// keeps objects created since the backup (prune off), as the text explains.
+// TestBackupReadme: the Backup of docs/operations.md names the ResourceSet the chart renders, and
+// its Restore keeps objects created since the backup (prune off), as the text explains.
 func TestBackupReadme(t *testing.T) {
-	section, err := rig.ReadmeSection("### Rancher Backups")
+	section, err := rig.DocSection("docs/operations.md", "## Backup and restore")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,20 +169,20 @@ func TestBackupReadme(t *testing.T) {
 		body, _, _ := strings.Cut(block, "```")
 		var m map[string]interface{}
 		if err := yaml.Unmarshal([]byte(body), &m); err != nil {
-			t.Fatalf("README YAML: %v\n%s", err, body)
+			t.Fatalf("operations.md YAML: %v\n%s", err, body)
 		}
 		if m["apiVersion"] != "resources.cattle.io/v1" {
-			t.Errorf("README %v has apiVersion %v", m["kind"], m["apiVersion"])
+			t.Errorf("operations.md: %v has apiVersion %v", m["kind"], m["apiVersion"])
 		}
 		docs[m["kind"].(string)] = m
 	}
 	backup, _ := docs["Backup"]["spec"].(map[string]interface{})
 	if backup["resourceSetName"] != resourceSetName {
-		t.Errorf("README Backup names ResourceSet %v, the chart renders %s", backup["resourceSetName"], resourceSetName)
+		t.Errorf("operations.md: the Backup names ResourceSet %v, the chart renders %s", backup["resourceSetName"], resourceSetName)
 	}
 	find(t, renderBackup(t, testNamespace, backupOn()), "ResourceSet", resourceSetName)
 	restore, _ := docs["Restore"]["spec"].(map[string]interface{})
 	if restore["prune"] != false || restore["backupFilename"] == nil {
-		t.Errorf("README Restore spec %v: want a backupFilename and prune: false", restore)
+		t.Errorf("operations.md: the Restore spec %v: want a backupFilename and prune: false", restore)
 	}
 }

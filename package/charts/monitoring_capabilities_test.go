@@ -66,10 +66,11 @@ func TestMonitoringNeedsRancherMonitoring(t *testing.T) {
 	}
 }
 
-// TestRunbookURLs: every alert carries a runbook_url into the project's README on GitHub whose
-// anchor is a heading of README.md's Troubleshooting section, also with another base URL.
+// TestRunbookURLs: every alert carries a runbook_url into the project's runbook page on GitHub,
+// docs/troubleshooting.md, whose anchor is a heading of its Alert runbooks section, also with
+// another base URL.
 func TestRunbookURLs(t *testing.T) {
-	section, err := rig.ReadmeSection("## Troubleshooting")
+	section, err := rig.DocSection("docs/troubleshooting.md", "## Alert runbooks")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +86,8 @@ func TestRunbookURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for base, values := range map[string]map[string]interface{}{
-		c.Metadata.Home + "/blob/main/README.md": monitoringOn("prometheusRule"),
-		"https://docs.example.com/fip":           {"monitoring": map[string]interface{}{"runbookBaseURL": "https://docs.example.com/fip/", "prometheusRule": map[string]interface{}{"enabled": true}}},
+		c.Metadata.Home + "/blob/main/docs/troubleshooting.md": monitoringOn("prometheusRule"),
+		"https://docs.example.com/fip":                         {"monitoring": map[string]interface{}{"runbookBaseURL": "https://docs.example.com/fip/", "prometheusRule": map[string]interface{}{"enabled": true}}},
 	} {
 		var pr ruleGroups
 		convert(t, find(t, renderOperator(t, values), "PrometheusRule", "kube-fip-operator"), &pr)
@@ -97,7 +98,7 @@ func TestRunbookURLs(t *testing.T) {
 				url := r.Annotations["runbook_url"]
 				page, anchor, ok := strings.Cut(url, "#")
 				if !ok || page != base || !anchors[anchor] {
-					t.Errorf("%s: runbook_url %q; want %s#<a heading of README.md's Troubleshooting section>", r.Alert, url, base)
+					t.Errorf("%s: runbook_url %q; want %s#<a heading of the Alert runbooks of docs/troubleshooting.md>", r.Alert, url, base)
 				}
 			}
 		}

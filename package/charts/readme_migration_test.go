@@ -1,31 +1,21 @@
 package charts
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
-// TestMigrationStepsDoWhatTheySay: in the README's migration from the original operator, a step
-// whose title says it stops the old operator has a command that stops it (scales its Deployment
-// to 0 or deletes it), and comes before the step that installs the charts: the old operator and
-// the new must not both write to the same FloatingIPs and ranges.
+// TestMigrationStepsDoWhatTheySay: in the migration from the original operator (docs/operations.md),
+// a step whose title says it stops the old operator has a command that stops it (scales its
+// Deployment to 0 or deletes it), and comes before the step that installs the charts: the old
+// operator and the new must not both write to the same FloatingIPs and ranges.
 func TestMigrationStepsDoWhatTheySay(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	section, err := rig.DocSection("docs/operations.md", "## Migrating from the original kube-fip-operator")
 	if err != nil {
 		t.Fatal(err)
-	}
-	const heading = "## Migrating from the original kube-fip-operator"
-	text := string(data)
-	start := strings.Index(text, heading+"\n")
-	if start < 0 {
-		t.Fatalf("README.md has no section %q", heading)
-	}
-	section := text[start+len(heading):]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
 	}
 	stepStart := regexp.MustCompile(`(?m)^(\d+)\. `)
 	bounds := stepStart.FindAllStringIndex(section, -1)

@@ -39,15 +39,15 @@ func operatorReasons(t *testing.T) map[string]string {
 	return reasons
 }
 
-// TestReadmeTroubleshootingReasons: the README's Troubleshooting table (go generate writes it from
-// the API's ReasonTable) has a row, with an action, for every reason the code defines, in a
+// TestReadmeTroubleshootingReasons: the reason table of docs/troubleshooting.md (go generate writes
+// it from the API's ReasonTable) has a row, with an action, for every reason the code defines, in a
 // condition or only in Events, and lists no reason the operator does not give.
 func TestReadmeTroubleshootingReasons(t *testing.T) {
 	reasons := operatorReasons(t)
 	if len(reasons) < 40 {
 		t.Fatalf("found only %d reasons in pkg/; the scan misses the code", len(reasons))
 	}
-	section, err := rig.ReadmeSection("## Troubleshooting")
+	section, err := rig.DocSection("docs/troubleshooting.md", "## Reasons")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestReadmeTroubleshootingReasons(t *testing.T) {
 	}
 	for r, where := range reasons {
 		if !inTable[r] {
-			t.Errorf("reason %s (%s) has no row in the README's Troubleshooting table", r, where)
+			t.Errorf("reason %s (%s) has no row in the reason table of docs/troubleshooting.md", r, where)
 		}
 	}
 }

@@ -37,5 +37,5 @@ func (v *Validator) config(req *webhook.Request) (verdict, error) {
 	if len(refused) == 0 {
 		return allow(warnings...), nil
 	}
-	return refuse("%s; correct these values (see the README's kube-fip-config options and security model), nothing was changed", strings.Join(refused, "; ")), nil
+	return refuse("%s; correct these values (see docs/configuration.md, kube-fip-config, and docs/security.md, Chart values), nothing was changed", strings.Join(refused, "; ")), nil
 }

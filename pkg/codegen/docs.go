@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go/format"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -34,8 +35,8 @@ func yamlComment(s string) string { return "  # " + s }
 // code, so the two cannot disagree.
 func sections() []section {
 	return []section{
-		{"README.md", "value keys", "pkg/installpolicy", markdown, installpolicy.ValueKeysMarkdown()},
-		{"README.md", "reasons", "pkg/apis/kubefip.k8s.binbash.org/v1 (ReasonTable)", markdown, reasonsMarkdown()},
+		{"docs/security.md", "value keys", "pkg/installpolicy", markdown, installpolicy.ValueKeysMarkdown()},
+		{"docs/troubleshooting.md", "reasons", "pkg/apis/kubefip.k8s.binbash.org/v1 (ReasonTable)", markdown, reasonsMarkdown()},
 		{"docs/configuration.md", "options", "pkg/config (allOptions)", markdown, optionsMarkdown()},
 		{"charts/kube-fip-operator/values.yaml", "options", "pkg/config (allOptions)", yamlComment, optionsValues()},
 	}
@@ -62,15 +63,32 @@ func writeSection(s section) error {
 	return os.WriteFile(s.path, []byte(out), 0o644)
 }
 
-// reasonsMarkdown is the README's Troubleshooting table.
+// reasonsMarkdown is docs/troubleshooting.md's reason table.
 func reasonsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| reason | where | what to do |\n| --- | --- | --- |\n")
 	for _, row := range v1.ReasonTable() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", strings.Join(row.Reasons, "`, `"), row.On, row.Do)
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", strings.Join(row.Reasons, "`, `"), row.On, fromDocs(row.Do))
 	}
 	return b.String()
 }
+
+// fromDocs is Markdown whose links are written from the repository root, as they are in the
+// code, made to work in a page of docs/: a link into docs/ loses that prefix, and one to another
+// file of the repository goes up one directory.
+func fromDocs(text string) string {
+	return rootLink.ReplaceAllStringFunc(text, func(link string) string {
+		target := strings.TrimPrefix(link, "](")
+		if rest, ok := strings.CutPrefix(target, "docs/"); ok {
+			return "](" + rest
+		}
+		return "](../" + target
+	})
+}
+
+// rootLink is the start of a Markdown link to a file of the repository: "](" and a relative path,
+// not an anchor of the same page ("](#...") nor a URL ("](https://...").
+var rootLink = regexp.MustCompile(`\]\([A-Za-z0-9_.-][A-Za-z0-9_./-]*\.md`)
 
 // reasonClasses is ClassOf's switch, so that the class of a reason is known without building
 // the table on every call.
@@ -118,8 +136,7 @@ func optionsMarkdown() string {
 		case o.ValuesType == config.ValuesYAML:
 			def = "see below"
 		}
-		// The options' links are written from the repository root; this table is in docs/.
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", o.Key, def, strings.ReplaceAll(o.Doc, "](docs/", "]("))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", o.Key, def, fromDocs(o.Doc))
 	}
 	return b.String()
 }

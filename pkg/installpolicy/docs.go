@@ -6,7 +6,7 @@ import (
 )
 
 // ValueKeysMarkdown is the table of the value keys a configuration may set, and the list of
-// kube-vip's variables, as the README shows them.
+// kube-vip's variables, as docs/security.md shows them.
 func ValueKeysMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| chart | key | takes |\n| --- | --- | --- |\n")

@@ -25,7 +25,7 @@ type Variable struct {
 }
 
 // Variables are the places where what kube-fip-config asks for may change what a chart renders,
-// for the README's table.
+// for the table in docs/security.md.
 func Variables(chart Chart) []Variable {
 	pod := func(path, takes string, clear func(*corev1.PodSpec)) Variable {
 		return Variable{Kind: workloadKind(chart), Path: "spec.template.spec." + path, Takes: takes, clear: func(o runtime.Object) {

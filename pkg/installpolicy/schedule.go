@@ -253,7 +253,7 @@ func resourcesProblem(r *corev1.ResourceRequirements) error {
 }
 
 // KeyDoc is one value key the schema supports and what it takes: the messages name the keys, and
-// the README's table of value keys is this list.
+// the table of value keys in docs/security.md is this list.
 type KeyDoc struct{ Key, Takes string }
 
 // keyList names keys for a message.

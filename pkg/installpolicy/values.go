@@ -78,7 +78,7 @@ func (p Policy) CheckValues(chart Chart, key string, raw map[string]interface{})
 	return v, nil
 }
 
-// ValueKeys lists the value keys the schema of chart supports, in the order the README shows them.
+// ValueKeys lists the value keys the schema of chart supports, in the order docs/security.md shows them.
 func ValueKeys(chart Chart) []KeyDoc {
 	return Policy{}.keys(chart)
 }

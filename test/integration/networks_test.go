@@ -17,11 +17,11 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
-// readmeAction is what the README's reason table tells a person to do about reason, shown where;
-// the test fails when the table has no such row or the row no action.
+// readmeAction is what the reason table of docs/troubleshooting.md tells a person to do about
+// reason, shown where; the test fails when the table has no such row or the row no action.
 func readmeAction(t *testing.T, reason, where string) string {
 	t.Helper()
-	section, err := rig.ReadmeSection("## Troubleshooting")
+	section, err := rig.DocSection("docs/troubleshooting.md", "## Reasons")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +29,12 @@ func readmeAction(t *testing.T, reason, where string) string {
 		cells := strings.Split(line, " | ")
 		if len(cells) == 3 && strings.Contains(cells[0], "`"+reason+"`") {
 			if cells[1] != where || len(strings.TrimSuffix(cells[2], " |")) < 20 {
-				t.Errorf("the README's row of %s: %q; want it shown on %s with an action", reason, line, where)
+				t.Errorf("the reason table's row of %s: %q; want it shown on %s with an action", reason, line, where)
 			}
 			return cells[2]
 		}
 	}
-	t.Errorf("the README's reason table has no row of %s", reason)
+	t.Errorf("the reason table has no row of %s", reason)
 	return ""
 }
 
@@ -60,8 +60,8 @@ func touchConfig(t *testing.T, r *rancher.World, g rancher.Guest) {
 // TestRangeOfAnotherNetworkGivesNoAddress: a guest cluster whose Harvester cluster has only a range
 // of another network gets no FloatingIP and that range hands out nothing; a Warning Event on its
 // provisioning cluster, recorded once, names the range to create (Harvester cluster, network,
-// both annotations), and the README's reason table says what to do. Once such a range is created,
-// the FloatingIP follows within seconds, from it.
+// both annotations), and the reason table of docs/troubleshooting.md says what to do. Once such a
+// range is created, the FloatingIP follows within seconds, from it.
 func TestRangeOfAnotherNetworkGivesNoAddress(t *testing.T) {
 	f := newFixture(t, "kube-fip-net-other")
 	r := shared.Rancher(t)
@@ -135,8 +135,9 @@ func TestRangeThatNamesNoNetworkIsTheFallback(t *testing.T) {
 // TestAddressOnAnotherNetworkIsShownNotMoved: a guest's FloatingIP that holds an address of a range
 // of another network, as an earlier release made it, is shown so — Warning=True with reason
 // AddressOnAnotherNetwork naming both networks, a Warning Event, a row with an action in the
-// README — and keeps its address, range and spec when a range of its network appears. Doing what
-// the README says (deleting it) gives the guest an address of its network, and the Warning goes.
+// reason table — and keeps its address, range and spec when a range of its network appears. Doing
+// what the reason table says (deleting it) gives the guest an address of its network, and the
+// Warning goes.
 func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 	f := newFixture(t, "kube-fip-net-held")
 	r := shared.Rancher(t)
@@ -182,7 +183,7 @@ func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 		t.Errorf("the range of its network holds %v; want nothing yet", held)
 	}
 
-	// What the README says to do: delete it; discovery makes it again, from the range of its network.
+	// What the reason table says to do: delete it; discovery makes it again, from the range of its network.
 	if err := r.FIPs.FloatingIP().Delete(g.ID, name, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -197,9 +198,9 @@ func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 
 // TestRangeOfUnknownHarvesterClusterIsNotReady: a range whose harvesterClusterName is the display
 // name of no management cluster is Ready=False, reason UnknownHarvesterCluster (Stalled, a Warning
-// Event, a row with an action in the README), and still gives a FloatingIP that names it an address;
-// it turns Ready within seconds when a management cluster of that name appears, and not Ready again
-// when that cluster is renamed. A range without the annotation is Ready, as before.
+// Event, a row with an action in the reason table), and still gives a FloatingIP that names it an
+// address; it turns Ready within seconds when a management cluster of that name appears, and not
+// Ready again when that cluster is renamed. A range without the annotation is Ready, as before.
 func TestRangeOfUnknownHarvesterClusterIsNotReady(t *testing.T) {
 	f := newFixture(t, "kube-fip-range-unknown")
 	r := shared.Rancher(t)

@@ -25,10 +25,10 @@ var originalLeftovers = map[string]string{ // name -> namespace
 }
 
 // readmeMigrationDeletes returns the `kubectl -n <namespace> delete role|rolebinding <name>`
-// commands of the README's migration section, as namespace/kind/name.
+// commands of the migration section of docs/operations.md, as namespace/kind/name.
 func readmeMigrationDeletes(t *testing.T) [][3]string {
 	t.Helper()
-	section, err := rig.ReadmeSection("## Migrating from the original kube-fip-operator")
+	section, err := rig.DocSection("docs/operations.md", "## Migrating from the original kube-fip-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +41,8 @@ func readmeMigrationDeletes(t *testing.T) [][3]string {
 
 // TestMigrationRemovesOriginalRoles: the original's Roles and RoleBindings in fleet-default and
 // cattle-global-data bind the ServiceAccount name the chart reuses, so after the chart is
-// installed they go on granting its ServiceAccount the original's Secret access. The README's
-// migration step deletes them; afterwards the ServiceAccount may no longer list Secrets there, may
+// installed they go on granting its ServiceAccount the original's Secret access. The migration
+// step of docs/operations.md deletes them; afterwards the ServiceAccount may no longer list Secrets there, may
 // still get them by name (the chart's own Roles), and the operator passes every scenario of the
 // least-privilege suite under the chart's RBAC alone.
 func TestMigrationRemovesOriginalRoles(t *testing.T) {
@@ -76,12 +76,12 @@ func TestMigrationRemovesOriginalRoles(t *testing.T) {
 
 	deletes := readmeMigrationDeletes(t)
 	if len(deletes) == 0 {
-		t.Fatal("the README's migration section deletes no Role or RoleBinding")
+		t.Fatal("the migration section of docs/operations.md deletes no Role or RoleBinding")
 	}
 	for _, d := range deletes {
 		ns, kind, name := d[0], d[1], d[2]
 		if originalLeftovers[name] != ns {
-			t.Errorf("the README deletes %s %s/%s, which the original did not leave", kind, ns, name)
+			t.Errorf("the migration deletes %s %s/%s, which the original did not leave", kind, ns, name)
 			continue
 		}
 		if err := rbacCall(e, kind, ns, name, true); err != nil {
@@ -91,7 +91,7 @@ func TestMigrationRemovesOriginalRoles(t *testing.T) {
 	for name, ns := range originalLeftovers {
 		for _, kind := range []string{"role", "rolebinding"} {
 			if err := rbacCall(e, kind, ns, name, false); !apierrors.IsNotFound(err) {
-				t.Errorf("after the README's steps, %s %s/%s is still there (%v)", kind, ns, name, err)
+				t.Errorf("after the migration's steps, %s %s/%s is still there (%v)", kind, ns, name, err)
 			}
 		}
 		e.waitAuthorizer(grant{resource: "secrets", verb: "list", namespace: ns}, false)

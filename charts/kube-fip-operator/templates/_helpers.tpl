@@ -37,7 +37,7 @@ render skips the check with validateInstallCRD=false, as for the other checks.
 {{- end -}}
 {{- end -}}
 
-{{- /* runbookURL is the README's troubleshooting entry of an alert: (list . "<Alert>"). */ -}}
+{{- /* runbookURL is an alert's runbook, a heading of docs/troubleshooting.md under monitoring.runbookBaseURL: (list . "<Alert>"). */ -}}
 {{- define "kube-fip-operator.runbookURL" -}}
 {{- $ := index . 0 -}}
 {{- printf "%s#%s" (trimSuffix "/" $.Values.monitoring.runbookBaseURL) (lower (index . 1)) -}}

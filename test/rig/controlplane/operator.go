@@ -49,7 +49,9 @@ func LoopbackChartSourceArgs() []string {
 	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources", StandInDigestsArg()}
 }
 
-// PinnedStandIns are the stand-ins of the pinned chart pair, at the pinned versions.
+// PinnedStandIns are the stand-ins of the pinned chart pair, at the pinned versions: they mirror
+// kube-vip/helm-charts' kube-vip 0.9.9 and kube-vip-cloud-provider 0.2.10 (the tags
+// kube-vip-0.9.9 and kube-vip-cloud-provider-0.2.10), as test/rig/chartrepo/charts/README.md records.
 func PinnedStandIns() []*chart.Chart {
 	return []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}

@@ -322,7 +322,8 @@ type ReasonRow struct {
 
 // ReasonTable lists every reason the operator writes into a condition or an Event: its class and
 // what to do about it. It is the one source of both: go generate writes ClassOf's switch from it
-// (zz_generated_reason_classes.go) and the README's Troubleshooting table. The reasons are defined
+// (zz_generated_reason_classes.go) and the reason table of docs/troubleshooting.md, whose links
+// are written from the repository root. The reasons are defined
 // above, but for the configuration's problems, which pkg/config defines since it imports nothing
 // of Kubernetes; a test finds every reason in the code and fails on any not listed here.
 func ReasonTable() []ReasonRow {
@@ -335,11 +336,11 @@ func ReasonTable() []ReasonRow {
 		// waiting for the range to be created
 		{[]string{ReasonRangeNotFound}, Progress, "FloatingIP", "create the range it names, or name an existing one; it is allocated as soon as the range exists"},
 		{[]string{ReasonRangeNotReady}, Failure, "FloatingIP", "fix the range: its own reason (below) is in the message"},
-		{[]string{ReasonRangeExhausted}, Failure, "FloatingIP", "every range of the network that selects the cluster is full (the message names them): grow one or add another FloatingIPRange for the same Harvester cluster and network, and the FloatingIP [moves to it](#range-selection) by itself; retained addresses come free after `addressRetention`"},
+		{[]string{ReasonRangeExhausted}, Failure, "FloatingIP", "every range of the network that selects the cluster is full (the message names them): grow one or add another FloatingIPRange for the same Harvester cluster and network, and the FloatingIP [moves to it](docs/concepts.md#range-selection) by itself; retained addresses come free after `addressRetention`"},
 		{[]string{ReasonClusterLimitReached}, Failure, "FloatingIP", "the cluster holds `spec.maxAddressesPerCluster` of the range's addresses and no other range has room for it: raise the cap, or add a range"},
 		{[]string{ReasonClusterNotSelected}, Failure, "FloatingIP, provisioning cluster", "no range of the network whose `spec.clusterSelector` admits the cluster has room: label the cluster (Rancher: **Edit Config**, **Labels**) or widen a selector"},
 		{[]string{ReasonAddressOnAnotherNetwork}, Notice, "FloatingIP Warning", "the address is of a range that names another network than the guest's control-plane pool, named in the message: kube-vip cannot serve it there. It is kept, not moved: create a range for the guest's network, then delete the FloatingIP, and discovery makes a new one from that range (the guest's address changes)"},
-		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](#range-selection) with room; the Event names the ranges passed over"},
+		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](docs/concepts.md#range-selection) with room; the Event names the ranges passed over"},
 		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
 		// waiting for a retention to run out
 		{[]string{ReasonIPRetained}, Progress, "FloatingIP", "the address is kept for a deleted cluster until the time in the message; wait, pick another, or delete the `FloatingIPAllocation` the message names"},
@@ -360,7 +361,7 @@ func ReasonTable() []ReasonRow {
 		// Rancher writes the Secret once the cluster is up
 		{[]string{ReasonKubeconfigMissing}, Progress, "GuestConfigured", "Rancher has not written `fleet-default/<cluster>-kubeconfig` yet; check the cluster in Rancher"},
 		{[]string{ReasonKubeconfigInvalid}, Failure, "GuestConfigured", "Rancher wrote an unusable `fleet-default/<cluster>-kubeconfig`; check the cluster in Rancher"},
-		{[]string{ReasonKubeconfigRefused}, Failure, "GuestConfigured", "the guest kubeconfig names another server than Rancher's `server-url` / `internal-server-url`, or uses a plugin or file: check those settings ([security model](docs/design.md#security-model))"},
+		{[]string{ReasonKubeconfigRefused}, Failure, "GuestConfigured", "the guest kubeconfig names another server than Rancher's `server-url` / `internal-server-url`, or uses a plugin or file: check those settings ([guest kubeconfigs](docs/security.md#guest-kubeconfigs))"},
 		{[]string{ReasonRancherSettings}, Failure, "GuestConfigured", "the operator cannot read Rancher's `server-url` and `internal-server-url` settings; check that they exist"},
 		{[]string{ReasonUnauthorized}, Failure, "GuestConfigured", "the guest refuses the kubeconfig's token; Rancher rotates it, and the next pass reads it afresh"},
 		{[]string{ReasonNotClusterOwner}, Failure, "GuestConfigured", "Rancher's user for the cluster lacks cluster-owner in the guest; check the cluster's members in Rancher"},
@@ -371,7 +372,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonChartFetching}, Progress, "KubevipInstalled", "nothing: the chart is being downloaded; the pass comes back"},
 		{[]string{ReasonHelmFailed}, Failure, "KubevipInstalled", "the Helm install or upgrade failed; the message says why"},
 		{[]string{ReasonChartSourceNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "`kube-fip-config` names a chart source outside `security.allowedChartSources`; allow it in the form's **Security** group, or name an allowed one"},
-		{[]string{ReasonChartValuesNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "the chart values hold a key, shape or string the values schema does not allow, or an image outside `security.allowedImages`; the message names the key: change it ([value keys](#security-model))"},
+		{[]string{ReasonChartValuesNotAllowed}, Failure, "KubevipInstalled, ConfigMap Event", "the chart values hold a key, shape or string the values schema does not allow, or an image outside `security.allowedImages`; the message names the key: change it ([value keys](docs/security.md#value-keys))"},
 		{[]string{ReasonChartRefused}, Failure, "KubevipInstalled", "the chart archive's digest is neither the pinned one nor in `security.allowedChartDigests` (the message names it), or the archive is over its bounds, has hooks, a `crds/` folder or dependencies, or is not the chart and version asked for: install the pinned chart, or review the archive and allow its digest"},
 		{[]string{ReasonChartCredentials}, Failure, "KubevipInstalled", "the Secret `security.chartCredentialsSecret` is missing or lacks `username`, `password` or `source`"},
 		{[]string{ReasonImageTagMoved}, Failure, "KubevipInstalled", "the registry's tag of an image pinned by digest names another manifest (the message names both digests): what runs in the guest is left as it is; push the pinned image back under its tag, or review the new one and pin its digest in the chart values ([air gap](docs/airgap.md))"},
@@ -385,7 +386,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonServed, ReasonIdle}, Done, "Served", "nothing: a Service's status holds the address, or nothing asks for it yet and kube-vip is ready"},
 		// waiting for kube-vip to start or to bind the address
 		{[]string{ReasonServePending}, Progress, "Served", "nothing yet: kube-vip is starting or binding the address; past the grace period this becomes `NotServed` or `KubevipNotReady`"},
-		{[]string{ReasonNotServed}, Failure, "Served", "a Service asks for the address and no kube-vip announced it: check kube-vip's pods and logs in the guest (`vip_interface` must be the nodes' NIC) ([runbook](#kubefipfloatingipnotserved))"},
+		{[]string{ReasonNotServed}, Failure, "Served", "a Service asks for the address and no kube-vip announced it: check kube-vip's pods and logs in the guest (`vip_interface` must be the nodes' NIC) ([the guest side](docs/troubleshooting.md#ready-but-my-service-is-pending))"},
 		{[]string{ReasonKubevipNotScheduled}, Failure, "Served", "kube-vip's DaemonSet matches no node: check its `nodeSelector` and `tolerations` in `kubevipChartValues` against the guest's control-plane nodes"},
 		{[]string{ReasonKubevipNotReady}, Failure, "Served", "no kube-vip pod is ready; the message says why (an image that cannot be pulled, a crash): fix the image or values, and check the pod's logs in the guest"},
 		{[]string{ReasonKubevipMissing}, Failure, "Served", "kube-vip's DaemonSet is gone from the guest though its release is there; set `kubevipUpdate: \"true\"` once to install it again"},
