@@ -1,6 +1,8 @@
 package charts_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -218,4 +220,32 @@ func chartOf(where string) installpolicy.Chart {
 		return installpolicy.Kubevip
 	}
 	return installpolicy.CloudProvider
+}
+
+// TestAirGapRecipeNamesThePinnedPair: the air-gap recipe names the images the operator sends, by
+// the tag and digest it pins, and where a mirror puts them; the README names the mirrored paths.
+func TestAirGapRecipeNamesThePinnedPair(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "airgap.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ repository, pinned string }{
+		{config.DefaultKubevipImageRepository, config.DefaultKubevipImageTag},
+		{"docker.io/" + config.DefaultKubevipCloudProviderImageRepository, config.DefaultKubevipCloudProviderImageTag},
+	} {
+		tag, _, _ := strings.Cut(c.pinned, "@")
+		mirrored := "<registry>/" + strings.SplitN(c.repository, "/", 2)[1] + ":" + tag
+		for _, want := range []string{c.repository + ":" + c.pinned, mirrored} {
+			if !strings.Contains(string(page), want) {
+				t.Errorf("docs/airgap.md does not name %s", want)
+			}
+		}
+		if !strings.Contains(string(readme), mirrored) {
+			t.Errorf("the README's air-gap section does not name %s", mirrored)
+		}
+	}
 }

@@ -43,12 +43,12 @@ func (s *suite) startClusters(ctx context.Context) error {
 	}
 	mgmt, guest := make(chan result, 1), make(chan result, 1)
 	go func() {
-		c, err := node.Start(ctx, node.Options{Name: "e2e-mgmt", Index: mgmtIndex, Images: s.archives(node.PauseImage, s.operatorImage, s.previousImage)})
+		c, err := node.Start(ctx, node.Options{Name: "e2e-mgmt", Index: mgmtIndex, Registry: registryHost})
 		mgmt <- result{c, err}
 	}()
 	go func() {
 		c, err := node.Start(ctx, node.Options{Name: "e2e-guest", Index: guestIndex, Labels: guestLabels(), Taints: guestTaints(),
-			Images: s.archives(node.PauseImage, node.EchoImage, config.DefaultKubevipImage, config.DefaultKubevipCloudProviderImage)})
+			Registry: registryHost})
 		guest <- result{c, err}
 	}()
 	m, g := <-mgmt, <-guest
@@ -126,21 +126,49 @@ func helm(c *node.Cluster, namespace string) (*action.Configuration, error) {
 }
 
 // operatorValues are the values Rancher's form gives the operator chart by default, and what the
-// test world needs besides: the guest charts' repository on the host (over http, which the
-// deployment then allows), and, with update, the guests' releases upgraded when what the operator
-// would install changes. kube-vip's values are the chart's own: the guest node's interface is
-// named as the default names it.
+// test world needs besides: Rancher's system default registry (the test's, where every image
+// comes from), the guest charts' repository on the host (over http, which the deployment then
+// allows), and, with update, the guests' releases upgraded when what the operator would install
+// changes. kube-vip's values are the chart's own: the guest node's interface is named as the
+// default names it.
 func (s *suite) operatorValues(update bool) (map[string]interface{}, error) {
 	values := map[string]interface{}{}
-	text := fmt.Sprintf(`security:
+	text := fmt.Sprintf(`global:
+  cattle:
+    systemDefaultRegistry: %s
+security:
   allowedChartSources: http://%s:*
   allowHTTPChartSources: true
 config:
   kubevipChartRepoUrl: %s
   operateGuestClusterInterval: "10"
   kubevipUpdate: "%t"
-`, s.mgmt.HostAddr, s.repo.URL, update)
+`, registryHost, s.mgmt.HostAddr, s.repo.URL, update)
 	return values, yaml.Unmarshal([]byte(text), &values)
+}
+
+// airGapValues are what this release's form is given besides, for the test's registry: it serves
+// plain http, and the guests' images are pinned to the digests of the images built here (the
+// default values' own, with the tag's digest replaced), as an administrator pins images they
+// reviewed (docs/airgap.md). Digests are required, the default with a registry.
+func (s *suite) airGapValues(values map[string]interface{}) {
+	values["guestImages"] = map[string]interface{}{"plainHTTP": true}
+	cfg, _ := values["config"].(map[string]interface{})
+	cfg["kubevipChartValues"] = strings.Replace(config.DefaultKubevipChartValues, config.DefaultKubevipImageTag, s.pinned(kubevipImage), 1)
+	cfg["kubevipCloudProviderChartValues"] = strings.Replace(config.DefaultKubevipCloudProviderChartValues,
+		config.DefaultKubevipCloudProviderImageTag, s.pinned(providerImage), 1)
+}
+
+// kubevipImage and providerImage are the pinned pair as the registry serves them.
+var (
+	kubevipImage  = mirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag
+	providerImage = mirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag
+)
+
+// pinned is the tag of ref (repository:tag) pinned to the digest the registry serves it with.
+func (s *suite) pinned(ref string) string {
+	_, tag, _ := strings.Cut(ref, ":")
+	return tag + "@" + s.digestOf(ref)
 }
 
 // previousTag is the tag of the previous release's image as the suite imports it: the chart of the
@@ -197,6 +225,7 @@ func (s *suite) upgradeToThisRelease(ctx context.Context) error {
 		return err
 	}
 	values["image"] = map[string]interface{}{"tag": ""}
+	s.airGapValues(values)
 	// This release installs only chart archives it knows by digest: the stand-ins the guests' chart
 	// repository serves are allowed, as a deployment allows the archives it reviewed.
 	security, _ := values["security"].(map[string]interface{})

@@ -147,12 +147,7 @@ func TestKubevipServesTheFloatingIP(t *testing.T) {
 	if first.Spec.NodeName != s.guest.Name || !first.Spec.HostNetwork {
 		t.Errorf("kube-vip's pod runs on %q, hostNetwork %t", first.Spec.NodeName, first.Spec.HostNetwork)
 	}
-	s.echoService(t)
-	rig.Eventually(t, 2*time.Minute, "the LoadBalancer Service given "+fip.String(), func() bool {
-		svc, err := s.guestKube.CoreV1().Services("default").Get(ctx, "echo", metav1.GetOptions{})
-		return err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 && svc.Status.LoadBalancer.Ingress[0].IP == fip.String()
-	})
-	s.servedThrough(t, fip, "kube-vip's first pod")
+	s.echoServed(t, fip, "kube-vip's first pod")
 
 	rig.Must(t, s.guestKube.CoreV1().Pods("kube-system").Delete(ctx, first.Name, metav1.DeleteOptions{}))
 	second := s.kubevipPod(t, string(first.UID))
@@ -184,6 +179,18 @@ func (s *suite) servedThrough(t *testing.T, fip netip.Addr, who string) {
 	t.Logf("%s: %s answered %q; %s is at %s (the node's %s)", who, fip, strings.TrimSpace(body), fip, seen, node.NodeInterface)
 }
 
+// echoServed runs the echo backend behind the Service echo, waits for the Service to be given fip,
+// and for fip to be served through it (servedThrough).
+func (s *suite) echoServed(t *testing.T, fip netip.Addr, who string) {
+	t.Helper()
+	s.echoService(t)
+	rig.Eventually(t, 2*time.Minute, "the LoadBalancer Service given "+fip.String(), func() bool {
+		svc, err := s.guestKube.CoreV1().Services("default").Get(context.Background(), "echo", metav1.GetOptions{})
+		return err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 && svc.Status.LoadBalancer.Ingress[0].IP == fip.String()
+	})
+	s.servedThrough(t, fip, who)
+}
+
 // echoService runs the echo backend in the guest behind a LoadBalancer Service named echo.
 func (s *suite) echoService(t *testing.T) {
 	t.Helper()
@@ -194,7 +201,7 @@ func (s *suite) echoService(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-				Containers: []corev1.Container{{Name: "echo", Image: node.EchoImage, ImagePullPolicy: corev1.PullNever,
+				Containers: []corev1.Container{{Name: "echo", Image: node.EchoImage, ImagePullPolicy: corev1.PullIfNotPresent,
 					Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}}}}}
 	if _, err := s.guestKube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1image "github.com/google/go-containerregistry/pkg/v1"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/registry"
 )
 
 // The suite's two clusters, by index (their addresses: see test/rig/node).
@@ -51,14 +54,16 @@ type suite struct {
 	repo        *chartrepo.ChartRepo
 	// crdChart and operatorChart are the archives make package-helm wrote.
 	crdChart, operatorChart string
-	// operatorImage is the image the operator chart renders, as imported; previousImage the
-	// previous release's.
+	// operatorImage is the image the operator chart renders, under the registry; previousImage
+	// the previous release's.
 	operatorImage, previousImage string
 	// upgraded says the releases are this build's.
 	upgraded bool
-	// images are the archives of every image built for the clusters, by reference.
-	images map[string]string
-	dir    string
+	// images are every image built for the clusters, by the repository:tag the registry serves
+	// it under; registry is where the nodes pull them from.
+	images   map[string]v1image.Image
+	registry *registry.Registry
+	dir      string
 }
 
 var e2e suite
@@ -138,7 +143,7 @@ func (s *suite) start(ctx context.Context) error {
 	if s.dir, err = os.MkdirTemp("", "kube-fip-e2e-"); err != nil {
 		return err
 	}
-	s.images = map[string]string{}
+	s.images = map[string]v1image.Image{}
 	if err := step("the node components (cached after the first build)", func() error {
 		if err := node.HostTools(); err != nil {
 			return err
@@ -158,6 +163,9 @@ func (s *suite) start(ctx context.Context) error {
 		return err
 	}
 	if err := step("both clusters, side by side", func() error { return s.startClusters(ctx) }); err != nil {
+		return err
+	}
+	if err := step("the registry, every image pushed", s.startRegistry); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: cluster %s started in %s, cluster %s in %s\n", s.mgmt.Name, s.mgmt.Started.Round(100*time.Millisecond),
@@ -203,8 +211,8 @@ func (s *suite) buildImages() error {
 		return err
 	}
 	repo, _ := ch.Values["image"].(map[string]interface{})["repository"].(string)
-	s.operatorImage = repo + ":" + ch.Metadata.AppVersion
-	if s.images[s.operatorImage], err = node.LayoutImage(filepath.Join(root, "dist", "image"), s.operatorImage, s.dir); err != nil {
+	s.operatorImage = registryHost + "/" + repo + ":" + ch.Metadata.AppVersion
+	if s.images[repo+":"+ch.Metadata.AppVersion], err = node.LayoutImage(filepath.Join(root, "dist", "image")); err != nil {
 		return err
 	}
 	// The previous release's image: its binary, built from this repository's history, where the
@@ -213,11 +221,8 @@ func (s *suite) buildImages() error {
 	if err != nil {
 		return err
 	}
-	prevRef := repo + ":" + previousTag
-	if s.images[prevRef], err = (node.Image{Ref: prevRef, Binary: previous, Path: "/usr/bin/kube-fip-operator", User: "65532:65532"}).WriteArchive(s.dir); err != nil {
-		return err
-	}
-	s.previousImage = prevRef
+	s.previousImage = registryHost + "/" + repo + ":" + previousTag
+	programs := []node.Image{{Ref: repo + ":" + previousTag, Binary: previous, Path: "/usr/bin/kube-fip-operator", User: "65532:65532"}}
 	dp, err := dataplane.BuildDataplane()
 	if err != nil {
 		return err
@@ -230,28 +235,70 @@ func (s *suite) buildImages() error {
 	if err != nil {
 		return err
 	}
-	// The upstream images: kube-vip's runs /kube-vip (the chart gives it the argument "manager"),
-	// the provider's /kube-vip-cloud-provider (which the chart runs as its command).
-	for _, img := range []node.Image{pause, echo,
-		{Ref: config.DefaultKubevipImage, Binary: dp.Kubevip(), Path: "/kube-vip"},
-		{Ref: config.DefaultKubevipCloudProviderImage, Binary: dp.Provider(), Path: "/kube-vip-cloud-provider"},
-	} {
-		archive, err := img.WriteArchive(s.dir)
+	// The upstream images, under the paths a mirror of them has: kube-vip's runs /kube-vip (the
+	// chart gives it the argument "manager"), the provider's /kube-vip-cloud-provider (which the
+	// chart runs as its command).
+	programs = append(programs, pause, echo,
+		node.Image{Ref: mirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag, Binary: dp.Kubevip(), Path: "/kube-vip"},
+		node.Image{Ref: mirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag, Binary: dp.Provider(), Path: "/kube-vip-cloud-provider"})
+	for _, p := range programs {
+		img, err := p.Build()
 		if err != nil {
 			return err
 		}
-		s.images[img.Ref] = archive
+		s.images[mirrorPath(p.Ref)] = img
 	}
 	return nil
 }
 
-// archives are the image archives of refs.
-func (s *suite) archives(refs ...string) []string {
-	var out []string
-	for _, r := range refs {
-		out = append(out, s.images[r])
+// registryHost is the registry the nodes pull from: on the management cluster's host address,
+// which both nodes reach (see test/rig/node), at a port of the test's.
+var registryHost = fmt.Sprintf("198.18.%d.1:5000", mgmtIndex)
+
+// The tags of the pinned pair, as the registry serves them: the pinned digests are upstream's,
+// which the images built here do not have, so kube-fip-config pins these builds' digests
+// (kubevipValues), as an administrator pins an image they reviewed.
+var kubevipTag, providerTag = tagOf(config.DefaultKubevipImageTag), tagOf(config.DefaultKubevipCloudProviderImageTag)
+
+func tagOf(pinned string) string {
+	tag, _, _ := strings.Cut(pinned, "@")
+	return tag
+}
+
+// mirrorPath is where a mirror serves ref: its path without the registry host, a Docker Hub name
+// in full (kubevip/x is docker.io/kubevip/x, served as kubevip/x).
+func mirrorPath(ref string) string {
+	first, rest, ok := strings.Cut(ref, "/")
+	if ok && strings.ContainsAny(first, ".:") {
+		return rest
 	}
-	return out
+	return ref
+}
+
+// startRegistry serves the registry on the management cluster's host address and pushes every
+// image into it.
+func (s *suite) startRegistry() error {
+	l, err := net.Listen("tcp", registryHost)
+	if err != nil {
+		return err
+	}
+	s.registry = registry.Start(l)
+	for ref, img := range s.images {
+		repository, tag, _ := strings.Cut(ref, ":")
+		if _, err := s.registry.Push(repository, tag, img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// digestOf is the digest of the image the registry serves as ref.
+func (s *suite) digestOf(ref string) string {
+	d, err := s.images[ref].Digest()
+	if err != nil {
+		panic(err)
+	}
+	return d.String()
 }
 
 func goarch() string {
@@ -263,6 +310,9 @@ func goarch() string {
 }
 
 func (s *suite) stop() {
+	if s.registry != nil {
+		_ = s.registry.Close()
+	}
 	if s.repo != nil {
 		_ = s.repo.Close()
 	}

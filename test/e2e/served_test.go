@@ -243,7 +243,7 @@ func harvesterKubevip() *appsv1.DaemonSet {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-				Containers:  []corev1.Container{{Name: "kube-vip", Image: node.PauseImage, ImagePullPolicy: corev1.PullNever}}}},
+				Containers:  []corev1.Container{{Name: "kube-vip", Image: node.PauseImage, ImagePullPolicy: corev1.PullIfNotPresent}}}},
 		},
 	}
 }

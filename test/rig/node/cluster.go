@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,10 @@ type Options struct {
 	// may not set those itself); Taints the kubelet registers it with ("key=value:Effect").
 	Labels map[string]string
 	Taints []string
-	// Images are image archives (docker-archive tarballs) to import before the node is Ready.
-	Images []string
+	// Registry is the registry (host:port, plain http) every image the node runs is pulled from,
+	// as an air-gapped node pulls: its own name and, as mirrors, docker.io, ghcr.io and
+	// registry.k8s.io, in containerd's registry host configuration (registryHosts).
+	Registry string
 }
 
 // Cluster is one running single-node cluster.
@@ -104,7 +107,8 @@ func (c *Cluster) start(ctx context.Context, a assets, o Options) error {
 	server := fmt.Sprintf("https://%s:6443", c.HostAddr)
 	c.Kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
 	etcdPort, peerPort := freePort(), freePort()
-	if err := writeFiles(c.dir, map[string]string{
+	files := registryHosts(o.Registry)
+	for name, content := range map[string]string{
 		"tokens.csv":             token + ",admin,admin,system:masters\n",
 		"admin.kubeconfig":       kubeconfig(server, p.CA, token),
 		"resolv.conf":            "nameserver 127.0.0.1\n",
@@ -112,7 +116,10 @@ func (c *Cluster) start(ctx context.Context, a assets, o Options) error {
 		"containerd/config.toml": containerdConfig(filepath.Join(c.dir, "containerd"), filepath.Join(c.dir, "cni"), PauseImage),
 		"kubelet.yaml":           kubeletConfig(c.dir, filepath.Join(c.dir, "containerd", "containerd.sock"), c.cgroupRoot),
 		"kube-proxy.yaml":        kubeProxyConfig(filepath.Join(c.dir, "admin.kubeconfig"), o.Name, c.Pods),
-	}); err != nil {
+	} {
+		files[name] = content
+	}
+	if err := writeFiles(c.dir, files); err != nil {
 		return err
 	}
 	run := func(ns, name, binary string, args ...string) error {
@@ -174,11 +181,6 @@ func (c *Cluster) start(ctx context.Context, a assets, o Options) error {
 		return err == nil, nil
 	}); err != nil {
 		return err
-	}
-	for _, archive := range o.Images {
-		if err := c.ImportImage(ctx, archive); err != nil {
-			return err
-		}
 	}
 	kubeletArgs := flags("config", filepath.Join(c.dir, "kubelet.yaml"), "kubeconfig", c.Kubeconfig,
 		"root-dir", filepath.Join(c.dir, "kubelet"), "hostname-override", o.Name, "node-ip", c.NodeAddr.String())
@@ -256,14 +258,27 @@ func (c *Cluster) ServingCert() (tls.Certificate, error) {
 // CAPEM is the cluster's CA certificate.
 func (c *Cluster) CAPEM() []byte { return c.pki.caPEM }
 
-// ImportImage imports an image archive into the node's containerd, where the kubelet finds it.
-func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "--address", c.containerd, "-n", "k8s.io", "images", "import",
-		"--no-unpack=false", archive).CombinedOutput()
+// ForgetImages removes every image whose name starts with prefix from the node's containerd, as
+// the kubelet's image garbage collection does, so that the next pod that needs one pulls it again;
+// running containers keep running. It returns the names removed.
+func (c *Cluster) ForgetImages(ctx context.Context, prefix string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", c.containerd, "-n", "k8s.io", "images", "ls", "-q").Output()
 	if err != nil {
-		return fmt.Errorf("importing %s: %w: %s", archive, err, out)
+		return nil, fmt.Errorf("listing the node's images: %w", err)
 	}
-	return nil
+	var names []string
+	for _, n := range strings.Fields(string(out)) {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", c.containerd, "-n", "k8s.io", "images", "rm"}, names...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("removing %v: %w: %s", names, err, out)
+	}
+	return names, nil
 }
 
 // Logs is the end of the named program's log ("kubelet", "containerd", ...).

@@ -32,7 +32,8 @@ current-context: e2e
 }
 
 // containerdConfig runs containerd with a root, state and socket of the cluster's own, the CRI's
-// sandbox image built here, and the CNI configuration in cniDir. restrict_oom_score_adj: this
+// sandbox image built here, the CNI configuration in cniDir, and the registry host configuration
+// in certs.d (registryHosts). restrict_oom_score_adj: this
 // machine leaves CAP_SYS_RESOURCE out of root's bounding set, so runc cannot raise a sandbox's
 // oom_score_adj, and every sandbox would fail without it.
 func containerdConfig(dir, cniDir, sandboxImage string) string {
@@ -50,6 +51,8 @@ state = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -57,7 +60,26 @@ state = %q
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
-		filepath.Join(dir, "containerd.ttrpc.sock"), sandboxImage, cniDir)
+		filepath.Join(dir, "containerd.ttrpc.sock"), sandboxImage, cniDir, filepath.Join(dir, "certs.d"))
+}
+
+// registryHosts is containerd's registry host configuration (relative to the cluster's directory)
+// that pulls every image from registry (host:port, plain http) and nowhere else: the registry's
+// own name, and docker.io, ghcr.io and registry.k8s.io mirrored to it, as RKE2 writes an
+// air-gapped node's registries.yaml mirrors. A mirror serves the upstream path under its own
+// host (ghcr.io/kube-vip/kube-vip is kube-vip/kube-vip there), where crane copy and skopeo copy
+// put a mirrored image. Empty registry: no configuration, so nothing can be pulled.
+func registryHosts(registry string) map[string]string {
+	files := map[string]string{}
+	if registry == "" {
+		return files
+	}
+	mirror := fmt.Sprintf("[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+registry)
+	for host, server := range map[string]string{registry: "http://" + registry, "docker.io": "https://registry-1.docker.io",
+		"ghcr.io": "https://ghcr.io", "registry.k8s.io": "https://registry.k8s.io"} {
+		files[filepath.Join("containerd", "certs.d", host, "hosts.toml")] = fmt.Sprintf("server = %q\n\n%s", server, mirror)
+	}
+	return files
 }
 
 // cniConfig is the pods' network: a bridge in the node's namespace, addresses from pods, traffic

@@ -11,6 +11,9 @@
 //	client: eth0 198.18.<i>.3/24   — another machine on the node's network
 //
 // The node's interface is named as a Harvester VM's first virtio NIC is, enp1s0, the interface the
-// operator's default kube-vip values name. Pods get 198.19.<2i>.0/24 and Services 198.19.<2i+1>.0/24. No image is pulled: every image a
-// cluster runs is built here (images.go) and imported into its containerd.
+// operator's default kube-vip values name. Pods get 198.19.<2i>.0/24 and Services 198.19.<2i+1>.0/24.
+//
+// Every image a cluster runs is built here (images.go), pushed to a registry of the test's
+// (test/rig/registry) and pulled from it by the node's containerd, as an air-gapped node pulls
+// (Options.Registry); nothing is imported.
 package node

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -33,12 +32,12 @@ type Image struct {
 	User string
 }
 
-// WriteArchive writes img as a docker-archive tarball in dir, which `ctr images import` takes,
-// and returns its path.
-func (img Image) WriteArchive(dir string) (string, error) {
+// Build makes img: one layer holding the program (and /tmp), in the Docker schema 2 format the
+// images of Docker Hub and ghcr.io have, for this machine's platform.
+func (img Image) Build() (v1.Image, error) {
 	data, err := os.ReadFile(img.Binary)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -47,81 +46,53 @@ func (img Image) WriteArchive(dir string) (string, error) {
 		{Name: filepath.Clean(img.Path)[1:], Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data)), ModTime: time.Unix(0, 0)},
 	} {
 		if err := tw.WriteHeader(h); err != nil {
-			return "", err
+			return nil, err
 		}
 		if h.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(data); err != nil {
-				return "", err
+				return nil, err
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
 	layerData := buf.Bytes()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerData)), nil },
 		tarball.WithMediaType(types.DockerLayer))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	base := mutate.MediaType(empty.Image, types.DockerManifestSchema2)
 	image, err := mutate.AppendLayers(base, l)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg, err := image.ConfigFile()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
 	cfg.Config.Entrypoint = []string{img.Path}
 	cfg.Config.User = img.User
-	if image, err = mutate.ConfigFile(image, cfg); err != nil {
-		return "", err
-	}
-	return writeArchive(dir, img.Ref, image)
+	return mutate.ConfigFile(image, cfg)
 }
 
-// writeArchive writes image, tagged ref, as a docker-archive tarball in dir.
-func writeArchive(dir, ref string, image v1.Image) (string, error) {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, safeName(tag.String())+".tar")
-	if err := tarball.WriteToFile(path, tag, image); err != nil {
-		return "", fmt.Errorf("writing image %s: %w", ref, err)
-	}
-	return path, nil
-}
-
-// safeName makes a file name of an image reference.
-func safeName(ref string) string {
-	out := []byte(ref)
-	for i, c := range out {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
-			out[i] = '_'
-		}
-	}
-	return string(out)
-}
-
-// LayoutImage writes the image of this machine's platform from the OCI image layout at dir (what
-// `make package` writes to dist/image), tagged ref as the chart renders it, as a docker-archive
-// tarball in out.
-func LayoutImage(dir, ref, out string) (string, error) {
+// LayoutImage is the image of this machine's platform in the OCI image layout at dir (what
+// `make package` writes to dist/image).
+func LayoutImage(dir string) (v1.Image, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return "", fmt.Errorf("reading the image layout %s: %w", dir, err)
+		return nil, fmt.Errorf("reading the image layout %s: %w", dir, err)
 	}
 	index, err := p.ImageIndex()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	outer, err := index.IndexManifest()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, d := range outer.Manifests {
 		inner, err := index.ImageIndex(d.Digest)
@@ -130,19 +101,15 @@ func LayoutImage(dir, ref, out string) (string, error) {
 		}
 		m, err := inner.IndexManifest()
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		for _, im := range m.Manifests {
 			if im.Platform != nil && im.Platform.OS == "linux" && im.Platform.Architecture == runtime.GOARCH {
-				img, err := inner.Image(im.Digest)
-				if err != nil {
-					return "", err
-				}
-				return writeArchive(out, ref, img)
+				return inner.Image(im.Digest)
 			}
 		}
 	}
-	return "", fmt.Errorf("the image layout %s has no linux/%s image", dir, runtime.GOARCH)
+	return nil, fmt.Errorf("the image layout %s has no linux/%s image", dir, runtime.GOARCH)
 }
 
 // BuildPause builds the sandbox program into dir and returns the image of it, named PauseImage.
