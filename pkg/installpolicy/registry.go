@@ -33,19 +33,6 @@ func PinnedRepository(chart Chart) string {
 	return normalizeImage(config.DefaultKubevipCloudProviderImageRepository)
 }
 
-// PinnedImage is the pinned image of chart, repository:tag@digest, under registry when it is set.
-func PinnedImage(chart Chart, registry string) string {
-	tag := config.DefaultKubevipImageTag
-	if chart == CloudProvider {
-		tag = config.DefaultKubevipCloudProviderImageTag
-	}
-	repo := PinnedRepository(chart)
-	if registry != "" {
-		repo = UnderRegistry(registry, repo)
-	}
-	return repo + ":" + tag
-}
-
 // UnderRegistry is repo as mirrored into registry: the registry, then repo's path without its
 // registry host (docker.io/kubevip/kube-vip-cloud-provider → <registry>/kubevip/kube-vip-cloud-provider).
 func UnderRegistry(registry, repo string) string {
