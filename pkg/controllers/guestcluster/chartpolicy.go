@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,6 +35,23 @@ type chartSecret struct {
 	credentials helminstall.Credentials
 }
 
+// deploymentSecret reads the Secret name of the operator's namespace, named by the deployment,
+// afresh for pass p, and returns it with where it is ("<what> <namespace>/<name>"). A Secret that
+// does not exist or cannot be read is an outcome of reason, its message ending with suffix.
+func (c *controller) deploymentSecret(p *pass, what, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
+	where := fmt.Sprintf("%s %s/%s", what, c.opts.Namespace, name)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	defer cancel()
+	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, where, &outcome{reason: reason, message: where + " does not exist" + suffix}
+	case err != nil:
+		return nil, where, &outcome{reason: reason, message: where + " cannot be read: " + p.redact(err.Error()) + suffix}
+	}
+	return secret, where, nil
+}
+
 // chartCredentials reads the chart credentials Secret afresh (so a rotated password is used at
 // once), or returns nil when the deployment names none. The password is masked in every message
 // of the pass.
@@ -42,15 +60,9 @@ func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
 	if name == "" {
 		return nil, nil
 	}
-	where := fmt.Sprintf("the chart credentials Secret %s/%s", c.opts.Namespace, name)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
-	defer cancel()
-	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, &outcome{reason: v1.ReasonChartCredentials, message: where + " does not exist"}
-	case err != nil:
-		return nil, &outcome{reason: v1.ReasonChartCredentials, message: where + " cannot be read: " + p.redact(err.Error())}
+	secret, where, bad := c.deploymentSecret(p, "the chart credentials Secret", name, v1.ReasonChartCredentials, "")
+	if bad != nil {
+		return nil, bad
 	}
 	user, password := string(secret.Data[CredentialsUsernameKey]), string(secret.Data[CredentialsPasswordKey])
 	if user == "" || password == "" {

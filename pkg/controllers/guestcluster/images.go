@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
@@ -37,15 +35,9 @@ func (c *controller) imagePullSecret(p *pass) (*pullSecret, *outcome) {
 	if name == "" {
 		return nil, nil
 	}
-	where := fmt.Sprintf("the image pull Secret %s/%s", c.opts.Namespace, name)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
-	defer cancel()
-	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, &outcome{reason: v1.ReasonImagePullSecret, message: where + " does not exist; nothing is installed"}
-	case err != nil:
-		return nil, &outcome{reason: v1.ReasonImagePullSecret, message: where + " cannot be read: " + p.redact(err.Error()) + "; nothing is installed"}
+	secret, where, bad := c.deploymentSecret(p, "the image pull Secret", name, v1.ReasonImagePullSecret, "; nothing is installed")
+	if bad != nil {
+		return nil, bad
 	}
 	data := secret.Data[corev1.DockerConfigJsonKey]
 	cfg, err := imagedigest.ParseDockerConfig(data)

@@ -3,18 +3,13 @@ package guestcluster
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -26,6 +21,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/test/rig/registry"
 )
 
 const pullPassword = "pu11-pa55w0rd"
@@ -36,22 +32,22 @@ const pullPassword = "pu11-pa55w0rd"
 // each EnsureRelease and EnsurePullSecret was given.
 func airGapped(t *testing.T, w *world) (host string, push func(repo, tag string) string, given map[string]helminstall.Release, wrote *[]string) {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host = strings.TrimPrefix(srv.URL, "http://")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.Start(l)
+	t.Cleanup(func() { _ = reg.Close() })
+	host = reg.Host
 	push = func(repo, tag string) string {
 		img, err := random.Image(128, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, err := name.NewTag(host + "/" + repo + ":" + tag)
+		d, err := reg.Push(repo, tag, img)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
 		return d.String()
 	}
 	kv, cp := push("kube-vip/kube-vip", "v1.0.0"), push("kubevip/kube-vip-cloud-provider", "v0.0.12")
