@@ -65,8 +65,9 @@ state = %q
 
 // registryHosts is containerd's registry host configuration (relative to the cluster's directory)
 // that pulls every image from registry (host:port, plain http) and nowhere else: the registry's
-// own name, and docker.io, ghcr.io and registry.k8s.io mirrored to it, as RKE2 writes an
-// air-gapped node's registries.yaml mirrors. A mirror serves the upstream path under its own
+// own name, and docker.io, ghcr.io and registry.k8s.io mirrored to it, in the hosts.toml format of
+// containerd's docs/hosts.md (read by containerd since 1.5; the nodes run Debian's 1.6.20), the
+// format K3s and RKE2 generate from a registries.yaml mirror. A mirror serves the upstream path under its own
 // host (ghcr.io/kube-vip/kube-vip is kube-vip/kube-vip there), where crane copy and skopeo copy
 // put a mirrored image. Empty registry: no configuration, so nothing can be pulled.
 func registryHosts(registry string) map[string]string {
