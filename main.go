@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
@@ -277,9 +278,9 @@ func (s *settings) run(*cli.Context) error {
 			}
 		}()
 	}
-	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(s.kubeconfig).ClientConfig()
+	restConfig, err := managementConfig(s.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	op, err := operator.New(restConfig, opts)
 	if err != nil {
@@ -337,9 +338,9 @@ func (c *cleanupSettings) run(ctx *cli.Context) error {
 
 	sigCtx, stop := signal.NotifyContext(ctx.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(c.kubeconfig).ClientConfig()
+	restConfig, err := managementConfig(c.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
@@ -361,4 +362,16 @@ func setupLogging(level string) error {
 	logrus.SetLevel(l)
 	logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	return nil
+}
+
+// managementConfig is the connection to the management cluster: the kubeconfig at path, or the
+// in-cluster one, under the operator's own user agent, so that the API server's audit log and
+// metrics name the operator and its version.
+func managementConfig(path string) (*rest.Config, error) {
+	restConfig, err := kubeconfig.GetNonInteractiveClientConfig(path).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	restConfig.UserAgent = version.UserAgent()
+	return restConfig, nil
 }

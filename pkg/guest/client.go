@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
+	"github.com/kubefip/kube-fip-operator/pkg/version"
 )
 
 // KubeconfigKey is the key of Rancher's cluster kubeconfig Secret holding the kubeconfig.
@@ -77,7 +78,7 @@ func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, 
 		Timeout:         timeout,
 		QPS:             20,
 		Burst:           40,
-		UserAgent:       "kube-fip-operator",
+		UserAgent:       version.UserAgent(),
 		// JSON only: an answer's values are counted as it is read (LimitValues), which protobuf,
 		// client-go's default for built-in kinds, would escape; and decoded, protobuf takes even
 		// more room for its bytes (two bytes make an empty container of 408).

@@ -28,6 +28,8 @@ const (
 	// LabelNamespace and LabelName identify a FloatingIP.
 	LabelNamespace = "namespace"
 	LabelName      = "name"
+	// LabelReason is an Event's reason.
+	LabelReason = "reason"
 )
 
 // Guest cluster event names and statuses of the original operator.
@@ -66,6 +68,9 @@ type Metrics struct {
 	// AllocationClaimSeconds is the time one new claim took, collisions with other writers
 	// included: a FloatingIPAllocation created.
 	AllocationClaimSeconds prometheus.Histogram
+	// EventsLeftOut counts the Normal Events not recorded because their reason had used up its
+	// budget (a backlog of many clusters at once), by reason.
+	EventsLeftOut *prometheus.CounterVec
 
 	// GuestClusterStatus is 1 when a guest cluster answered its last operation, 0 when it did not.
 	GuestClusterStatus *prometheus.GaugeVec
@@ -122,6 +127,10 @@ func New() *Metrics {
 			Help:    "Duration of one new address claim, the creation of its FloatingIPAllocation included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		EventsLeftOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubefipoperator_events_left_out_total",
+			Help: "Normal Events not recorded because their reason used up its budget in a backlog; each object's conditions say the same.",
+		}, []string{LabelReason}),
 		GuestClusterStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kubefipoperator_guestcluster_status",
 			Help: "Whether a guest cluster is up (1) or down (0) as seen by the last guest operation.",
@@ -157,7 +166,7 @@ func New() *Metrics {
 		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
 	}
 	m.Registry.MustRegister(
-		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds,
+		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds, m.EventsLeftOut,
 		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
 		m.ConfigReloads, m.FloatingIPReady, m.FloatingIPServed,
 		collectors.NewGoCollector(),

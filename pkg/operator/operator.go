@@ -215,7 +215,7 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 		metrics:  m,
 		server:   metrics.NewServer(m, opts.MetricsBind),
 		store:    config.NewStore(config.Default()),
-		recorder: broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kube-fip-operator"}),
+		recorder: newBudgetRecorder(broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kube-fip-operator"}), m, time.Now),
 	}, nil
 }
 

@@ -61,12 +61,60 @@ func Text(s string, known ...string) string {
 	// splits lies past MaxMessage and is cut again below.
 	s = Cap(s, 16*MaxMessage)
 	s = Secrets(s, known...)
-	s = pemBlock.ReplaceAllString(s, Mask)
-	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
-	s = queryCredential.ReplaceAllString(s, "${1}"+Mask)
-	s = authorization.ReplaceAllStringFunc(s, maskAuthorization)
-	s = keyValue.ReplaceAllString(s, "${1}"+Mask)
+	// Each pattern runs only on a text that holds what every match of it holds (see needs): the
+	// guest passes redact every message they write, and most hold none of it.
+	n := needsOf(s)
+	if n.pem {
+		s = pemBlock.ReplaceAllString(s, Mask)
+	}
+	if n.userinfo {
+		s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	}
+	if n.query {
+		s = queryCredential.ReplaceAllString(s, "${1}"+Mask)
+	}
+	if n.authorization {
+		s = authorization.ReplaceAllStringFunc(s, maskAuthorization)
+	}
+	if n.keyValue {
+		s = keyValue.ReplaceAllString(s, "${1}"+Mask)
+	}
 	return Cap(s, MaxMessage)
+}
+
+// needs says which patterns may match a text: each is false only where the text lacks something
+// every match of that pattern contains — "-----BEGIN " for a PEM block, "://" and "@" for user
+// information, "=" after "?" or "&" for a query credential, "authorization" or "bearer" for a
+// header, ":" or "=" and a credential word for a key and value. The patterns match without regard
+// to case, and Unicode case folding reaches beyond ASCII (the Kelvin sign folds to k), so a text
+// with any byte beyond ASCII may match every pattern.
+type needs struct{ pem, userinfo, query, authorization, keyValue bool }
+
+// credentialWords are what every key the keyValue pattern masks contains, in lower case.
+var credentialWords = []string{"pass", "token", "secret", "apikey", "api_key", "api-key", "credential", "client-key-data", "private"}
+
+func needsOf(s string) needs {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return needs{true, true, true, true, true}
+		}
+	}
+	lower := strings.ToLower(s)
+	n := needs{
+		pem:           strings.Contains(s, "-----BEGIN "),
+		userinfo:      strings.Contains(s, "://") && strings.Contains(s, "@"),
+		query:         strings.Contains(s, "=") && strings.ContainsAny(s, "?&"),
+		authorization: strings.Contains(lower, "authorization") || strings.Contains(lower, "bearer"),
+	}
+	if strings.ContainsAny(s, ":=") {
+		for _, w := range credentialWords {
+			if strings.Contains(lower, w) {
+				n.keyValue = true
+				break
+			}
+		}
+	}
+	return n
 }
 
 // Error is Text of err's message; "" for a nil error.

@@ -6,3 +6,7 @@ var (
 	Version   = "dev"
 	GitCommit = "HEAD"
 )
+
+// UserAgent is the operator's user agent towards every API server, the management cluster's and
+// the guests': what their audit logs and metrics name it by.
+func UserAgent() string { return "kube-fip-operator/" + Version }

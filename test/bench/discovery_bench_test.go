@@ -297,7 +297,10 @@ func addBenchRange(r *rancher.World, name, harv, cidr string) error {
 // convergence sums one sub-benchmark's figures over its iterations.
 type convergence struct {
 	clusters int
-	runs     int
+	// suffix ends the name of every metric reported, to tell two kinds of run of one
+	// sub-benchmark apart.
+	suffix string
+	runs   int
 	seconds  map[string]float64     // metric → sum over the runs
 	requests map[requestKey]float64 // requests counted in the measured windows
 	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
@@ -312,6 +315,9 @@ func newConvergence(clusters int) *convergence {
 	return &convergence{clusters: clusters, seconds: map[string]float64{}, requests: map[requestKey]float64{}}
 }
 
+// metric is name with the convergence's suffix.
+func (c *convergence) metric(name string) string { return name + c.suffix }
+
 // timings are the moments of one measured run.
 type timings struct {
 	start    time.Time // the timer started
@@ -320,12 +326,13 @@ type timings struct {
 	done     time.Time // every guest's FloatingIP holds an address
 }
 
-// measure reads the API server's request counters, starts the timer and runs act, which sets
+// measure opens a window on the API server's audit log, starts the timer and runs act, which sets
 // things in motion and returns the running operator; it waits until every guest's FloatingIP holds
-// an address (failing if the operator exits), stops the timer, reads the counters again, adds the
-// difference and checks from the API server that every guest holds an address of its own.
+// an address (failing if the operator exits), stops the timer, adds the operator's requests the
+// audit log shows in that window and checks from the API server that every guest holds an address
+// of its own.
 func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process) timings {
-	before := apiRequests(b, r)
+	window := openWindow(b, shared.Env.Audit)
 	guestBefore := fips.guestWrites.Load()
 	var t timings
 	b.StartTimer()
@@ -337,21 +344,18 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 	// The watch's count first: it lags the API server's, so a guest write may be missing from it,
 	// never one the API server has not counted; the allocation path's figure errs high, not low.
 	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
-	after := apiRequests(b, r)
+	for k, v := range window.take(b) {
+		c.requests[k] += v
+	}
 	if err := allAllocated(r, guests); err != nil {
 		b.Fatal(err)
-	}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			c.requests[k] += d
-		}
 	}
 	c.runs++
 	return t
 }
 
 // time adds one run's duration to metric.
-func (c *convergence) time(metric string, d time.Duration) { c.seconds[metric] += d.Seconds() }
+func (c *convergence) time(metric string, d time.Duration) { c.seconds[c.metric(metric)] += d.Seconds() }
 
 // peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
 // figures; p must still run.
@@ -390,11 +394,11 @@ func (c *convergence) cpu(b *testing.B, p *controlplane.Process, start time.Time
 		b.Name(), op.Seconds(), (machine - machineBefore).Seconds(), cpus, wall.Seconds(), 100*busy)
 	c.time("cpu-s-operator", op)
 	c.time("cpu-s-machine", machine-machineBefore)
-	c.seconds["machine-busy"] += busy
+	c.seconds[c.metric("machine-busy")] += busy
 }
 
 // mean is metric's mean over the runs.
-func (c *convergence) mean(metric string) float64 { return c.seconds[metric] / float64(c.runs) }
+func (c *convergence) mean(metric string) float64 { return c.seconds[c.metric(metric)] / float64(c.runs) }
 
 // perCluster is the mean number of requests per run and cluster that match.
 func (c *convergence) perCluster(match func(requestKey) bool) float64 {
@@ -407,8 +411,9 @@ func (c *convergence) perCluster(match func(requestKey) bool) float64 {
 	return sum / float64(c.runs) / float64(c.clusters)
 }
 
-// report reports the mean of every time metric and, per cluster, the requests the API server
-// counted in the measured windows (leader-election leases excluded, every answer code included):
+// report reports the mean of every time metric and, per cluster, the operator's requests the API
+// server's audit log shows in the measured windows (leader-election leases excluded, every answer
+// code included):
 //
 //	alloc-writes/cluster  POST, PUT, PATCH, DELETE on floatingips, floatingipranges,
 //	                      floatingipallocations and their status
@@ -429,22 +434,23 @@ func (c *convergence) report(b *testing.B) {
 	if c.runs == 0 {
 		return
 	}
-	for metric := range c.seconds {
-		b.ReportMetric(c.mean(metric), metric)
+	for metric, sum := range c.seconds {
+		b.ReportMetric(sum/float64(c.runs), metric)
 	}
 	if c.peakRSSRuns > 0 {
-		b.ReportMetric(c.peakRSS/float64(c.peakRSSRuns), "MiB-peak-rss")
+		b.ReportMetric(c.peakRSS/float64(c.peakRSSRuns), c.metric("MiB-peak-rss"))
 	}
 	allocWrites := c.perCluster(func(k requestKey) bool { return k.write() && k.allocation() })
 	guestWrites := c.guestWrites / float64(c.runs) / float64(c.clusters)
-	b.ReportMetric(allocWrites, "alloc-writes/cluster")
-	b.ReportMetric(guestWrites, "guest-status-writes/cluster")
-	b.ReportMetric(allocWrites-guestWrites, "alloc-path-writes/cluster")
-	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.verb == "GET" && (k.allocation() || k.resource == "secrets") }), "alloc-reads/cluster")
-	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.resource == "events" }), "events/cluster")
-	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "409" }), "conflicts/cluster")
-	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "429" }), "throttled/cluster")
-	b.ReportMetric(c.perCluster(requestKey.write), "writes/cluster")
+	b.ReportMetric(allocWrites, c.metric("alloc-writes/cluster"))
+	b.ReportMetric(guestWrites, c.metric("guest-status-writes/cluster"))
+	b.ReportMetric(allocWrites-guestWrites, c.metric("alloc-path-writes/cluster"))
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.verb == "GET" && (k.allocation() || k.resource == "secrets") }), c.metric("alloc-reads/cluster"))
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.write() && k.resource == "events" }), c.metric("events/cluster"))
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "409" }), c.metric("conflicts/cluster"))
+	b.ReportMetric(c.perCluster(func(k requestKey) bool { return k.code == "429" }), c.metric("throttled/cluster"))
+	b.ReportMetric(c.perCluster(requestKey.write), c.metric("writes/cluster"))
+	b.ReportMetric(c.perCluster(func(requestKey) bool { return true }), c.metric("requests/cluster"))
 	// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
 	fmt.Printf("%s: %s", b.Name(), c.table())
 }
@@ -469,7 +475,7 @@ func (c *convergence) table() string {
 		return rows[i].k.String() < rows[j].k.String()
 	})
 	var out strings.Builder
-	fmt.Fprintf(&out, "API requests per cluster (N=%d, %d run(s), leases excluded; flags from BENCH_OPERATOR_ARGS: %q):\n", c.clusters, c.runs, strings.Join(benchOperatorArgs(), " "))
+	fmt.Fprintf(&out, "the operator's requests of the management API server per cluster, from its audit log (N=%d, %d run(s)%s, leases excluded; flags from BENCH_OPERATOR_ARGS: %q):\n", c.clusters, c.runs, c.suffix, strings.Join(benchOperatorArgs(), " "))
 	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "VERB\tRESOURCE\tCODE\tPER CLUSTER")
 	var rest float64

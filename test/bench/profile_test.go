@@ -30,7 +30,7 @@ type benchProfiles struct {
 	apiDone         chan struct{}
 }
 
-func newBenchProfiles(b *testing.B) *benchProfiles {
+func newBenchProfiles(b *testing.B, suffix string) *benchProfiles {
 	dir := os.Getenv("BENCH_PROFILE")
 	if dir == "" {
 		return nil
@@ -38,7 +38,7 @@ func newBenchProfiles(b *testing.B) *benchProfiles {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
+	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name()) + suffix
 	return &benchProfiles{dir: dir, name: name, addr: "127.0.0.1:" + strconv.Itoa(rig.FreePort(b)),
 		cpuDone: make(chan struct{}), apiDone: make(chan struct{})}
 }

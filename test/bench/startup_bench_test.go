@@ -3,29 +3,45 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
-// BenchmarkStartupConvergence creates N complete Harvester guest clusters and their range with no
-// operator running — an operator installed into, or restarted in, a management cluster that
-// already has them — then starts the operator and reports the time until every cluster holds its
-// address and the API requests that took. It checks that every cluster got exactly one address
-// and no address was handed out twice; it asserts nothing about time. The operator's flags end
-// with the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
-// The operator's memory environment is the one the chart gives it by default (the Go runtime's
-// limit derived from the container's memory limit and the chart's GOGC, see chartRuntimeEnv);
-// $BENCH_GO_MEMORY_LIMIT is given as GOMEMLIMIT instead ("off": no limit), to measure the operator
-// without it, and $BENCH_GOGC as GOGC.
+// BenchmarkStartup creates N complete Harvester guest clusters and their range with no operator
+// running — an operator installed into, or restarted in, a management cluster that already has
+// them — then starts the operator and measures it until every cluster holds its address; and does
+// so twice side by side in one run: first with no guest reachable, then, on N clusters of its own,
+// with every guest reachable through the test cluster proxy, as a new installation meets a Rancher
+// that already runs its clusters (see connectGuests). So the guest passes — the kubeconfig
+// Secret's GET, the probe through the proxy, the kube-vip ConfigMap — run alongside the
+// allocations, under the configuration a new installation has (kubevipGuestInstall
+// clusterlabel: no chart for an unlabelled cluster). The clusters share benchGuestServers real
+// guest API servers; a pass costs the operator the same whichever guest answers it. With the
+// guests, the operator is then left alone for $BENCH_IDLE_SECONDS (default 480, one interval of
+// operateGuestClusterInterval at its default: every cluster's periodic pass falls in it; 0 for
+// none) and what it asked and spent in that time is reported per hour.
+//
+// It checks that every cluster got exactly one address and no address was handed out twice; it
+// asserts nothing about time. The operator's flags end with the words of $BENCH_OPERATOR_ARGS
+// (e.g. --kube-api-qps=50), to compare settings. The operator's memory environment is the one the
+// chart gives it by default (the Go runtime's limit derived from the container's memory limit and
+// the chart's GOGC, see chartRuntimeEnv); $BENCH_GO_MEMORY_LIMIT is given as GOMEMLIMIT instead
+// ("off": no limit), and $BENCH_GOGC as GOGC.
+//
+// Reported for each of the two runs, those with guests ending in -with-guests:
 //
 //	s-to-converge             operator process started → last address held
 //	s-to-create               operator process started → every FloatingIP exists (discovery's part)
 //	s-to-controllers-running  operator process started → it logged "controllers running" (Lease
 //	                          acquired, caches synced), to within 50 ms
-//	clusters/s                N / s-to-converge
+//	s-to-guests-configured    (with guests) operator process started → every FloatingIP
+//	                          GuestConfigured=True
 //	MiB-peak-rss              the operator process's peak resident memory (VmHWM) from its start
 //	                          until it converged (with guests: configured every guest); each run
 //	                          also prints it with the memory limit it ran under
@@ -34,30 +50,105 @@ import (
 //	                          and the benchmark's watch besides the operator
 //	machine-busy              the share of the machine's CPUs busy in that time (1: all of them)
 //
-// and, per cluster, the requests the API server counted from just before the process started until
-// the last address was held (see convergence.report): alloc-writes, alloc-reads, events,
-// conflicts, throttled and writes. Nothing else writes in that window.
-func BenchmarkStartupConvergence(b *testing.B) {
+// and, per cluster, the operator's requests of the management API server from its audit log, from
+// just before the process started until the last address was held (see convergence.report), with
+// the table of them by verb, resource and code. Besides:
+//
+//	converge-ratio            s-to-converge-with-guests / s-to-converge: what guest work costs
+//	                          the allocations
+//	ms-cpu/cluster            the operator's CPU per cluster through the backlog without guests
+//	guest-requests/cluster    the operator's requests of the guests' API servers, from their audit
+//	                          logs, until every guest was configured (a start-up gives each guest
+//	                          one pass), with their table
+//	idle-requests/h, idle-requests/cluster/h, idle-guest-requests/h, idle-cpu-s/h
+//	                          the operator's requests of the management API server (leases
+//	                          included) and of the guests, and its CPU, per hour left alone with
+//	                          every cluster converged and configured, with their tables
+func BenchmarkStartup(b *testing.B) {
 	r := shared.Rancher(b)
 	fips := watchFloatingIPs(b)
-	for _, size := range []struct {
-		n    int
-		cidr string
-	}{{100, "10.181.0.0/16"}, {1000, "10.182.0.0/16"}, {2000, "10.186.0.0/16"}} {
-		b.Run(fmt.Sprintf("N=%d", size.n), func(b *testing.B) { benchmarkStartup(b, r, fips, size.n, size.cidr) })
+	proxy := shared.StartClusterProxy(b)
+	servers := make([]*controlplane.Guest, benchGuestServers)
+	for i := range servers {
+		g, err := shared.Env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(g.StopSoon)
+		servers[i] = g
+	}
+	idle := idleWindow(b)
+	for i, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			alone, with := newConvergence(n), newConvergence(n)
+			with.suffix = "-with-guests"
+			g := &withGuests{proxy: proxy, servers: servers, idle: idle, requests: map[requestKey]float64{}, idleCost: newIdleCost(n)}
+			for iter := 0; iter < b.N; iter++ {
+				startupRun(b, r, fips, alone, fmt.Sprintf("start%d-%d", n, iter), n, fmt.Sprintf("10.%d.0.0/16", 181+2*i), nil)
+				startupRun(b, r, fips, with, fmt.Sprintf("guests%d-%d", n, iter), n, fmt.Sprintf("10.%d.0.0/16", 182+2*i), g)
+			}
+			alone.report(b)
+			with.report(b)
+			if s := alone.mean("s-to-converge"); s > 0 {
+				b.ReportMetric(float64(n)/s, "clusters/s")
+				ratio := with.mean("s-to-converge") / s
+				b.ReportMetric(ratio, "converge-ratio")
+				fmt.Printf("%s: every address held after %.1f s without guests, %.1f s with every guest reachable: %.2fx\n", b.Name(), s, with.mean("s-to-converge"), ratio)
+			}
+			b.ReportMetric(1000*alone.mean("cpu-s-operator")/float64(n), "ms-cpu/cluster")
+			g.report(b, n, with.runs)
+		})
 	}
 }
 
-func benchmarkStartup(b *testing.B, r *rancher.World, fips *fipWatch, n int, cidr string) {
-	b.StopTimer()
-	c := newConvergence(n)
-	for iter := 0; iter < b.N; iter++ {
-		startupRun(b, r, fips, c, fmt.Sprintf("start%d-%d", n, iter), n, cidr, nil)
+// withGuests is what a start-up run with every guest reachable needs, and what it measured
+// beyond the convergence.
+type withGuests struct {
+	proxy   *guests.ClusterProxy
+	servers []*controlplane.Guest
+	idle    time.Duration
+	// requests are the operator's requests of the guests' API servers until every guest was
+	// configured, summed over the runs.
+	requests map[requestKey]float64
+	idleCost *idleCost
+}
+
+// guestLogs are the audit logs of the guests' API servers.
+func (g *withGuests) guestLogs() []*controlplane.AuditLog {
+	logs := make([]*controlplane.AuditLog, len(g.servers))
+	for i, s := range g.servers {
+		logs[i] = s.Audit
 	}
-	c.report(b)
-	if s := c.mean("s-to-converge"); s > 0 {
-		b.ReportMetric(float64(n)/s, "clusters/s")
+	return logs
+}
+
+func (g *withGuests) report(b *testing.B, n, runs int) {
+	if runs == 0 {
+		return
 	}
+	per := float64(n * runs)
+	var total float64
+	for _, v := range g.requests {
+		total += v
+	}
+	b.ReportMetric(total/per, "guest-requests/cluster")
+	fmt.Printf("%s: %s", b.Name(), requestTable("the operator's requests of the guests' API servers per cluster, from their audit logs, until every guest was configured", g.requests, per))
+	g.idleCost.report(b)
+}
+
+// idleWindow is how long the operator is left alone after a start-up with guests:
+// $BENCH_IDLE_SECONDS, by default one operateGuestClusterInterval at its default.
+func idleWindow(b *testing.B) time.Duration {
+	s := os.Getenv("BENCH_IDLE_SECONDS")
+	if s == "" {
+		return 480 * time.Second
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		b.Fatalf("BENCH_IDLE_SECONDS=%q: want a whole number of seconds", s)
+	}
+	return time.Duration(n) * time.Second
 }
 
 // startupWorld creates what a start-up run finds before the operator starts: the operator's
@@ -81,15 +172,16 @@ func startupWorld(b *testing.B, r *rancher.World, prefix string, n int, cidr str
 	return ns, rangeName, guests
 }
 
-// startupRun is one iteration: guests and range created, operator started and measured until
-// every guest holds its address, then everything it allocated released and the range deleted while
-// the operator still runs (its finalizers), and the operator stopped. connect, when given, makes
-// the guests reachable before the operator starts; the run then also waits until every guest is
-// configured.
-func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, prefix string, n int, cidr string, connect func(benchGuests) error) {
+// startupRun is one run: guests and range created, operator started and measured until every
+// guest holds its address, then everything it allocated released and the range deleted while the
+// operator still runs (its finalizers), and the operator stopped. With g, the guests are made
+// reachable before the operator starts; the run then also waits until every guest is configured,
+// counts the operator's requests of the guests, and leaves the operator alone for g.idle.
+func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, prefix string, n int, cidr string, g *withGuests) {
 	ns, rangeName, guests := startupWorld(b, r, prefix, n, cidr)
-	if connect != nil {
-		if err := connect(guests); err != nil {
+	var guestWindow *auditWindow
+	if g != nil {
+		if err := connectGuests(r, g.proxy, g.servers, guests); err != nil {
 			b.Fatal(err)
 		}
 		defer func() {
@@ -97,6 +189,7 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 				b.Error(err)
 			}
 		}()
+		guestWindow = openWindow(b, g.guestLogs()...)
 	}
 
 	var p *controlplane.Process
@@ -106,7 +199,7 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 		}
 	}()
 	running := make(chan time.Time, 1)
-	prof := newBenchProfiles(b)
+	prof := newBenchProfiles(b, c.suffix)
 	machineBefore, _, err := machineCPU()
 	if err != nil {
 		b.Fatal(err)
@@ -122,11 +215,16 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	})
 	c.time("s-to-converge", t.done.Sub(t.start))
 	c.time("s-to-create", t.allExist.Sub(t.start))
-	if connect != nil {
+	if g != nil {
 		configured := waitGuestsConfigured(b, p, fips, guests.names, 10*time.Minute).Sub(t.start)
 		c.time("s-to-guests-configured", configured)
+		for k, v := range guestWindow.take(b) {
+			g.requests[k] += v
+		}
 		// Printed as well: a run whose teardown fails reports no metric.
 		fmt.Printf("%s: %.1f s-to-converge, %.1f s-to-guests-configured\n", b.Name(), t.done.Sub(t.start).Seconds(), configured.Seconds())
+	} else {
+		fmt.Printf("%s: %.1f s-to-converge without guests\n", b.Name(), t.done.Sub(t.start).Seconds())
 	}
 	// Read while the operator still runs, once it has converged (and configured every guest).
 	c.peak(b, p)
@@ -137,6 +235,9 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 		c.time("s-to-controllers-running", at.Sub(t.start))
 	case <-time.After(5 * time.Second):
 		b.Fatal("the operator converged but did not log \"controllers running\"")
+	}
+	if g != nil && g.idle > 0 {
+		g.idleCost.measure(b, p, g.idle, openWindow(b, shared.Env.Audit), guestWindow)
 	}
 	teardown(b, r, rangeName, guests.names)
 	deleteRangeAndWait(b, r, rangeName)

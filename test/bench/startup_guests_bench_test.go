@@ -20,71 +20,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
-// benchGuestServers is how many real guest API servers the clusters of BenchmarkStartupWithGuests
+// benchGuestServers is how many real guest API servers the clusters of BenchmarkStartup
 // share, round robin.
 const benchGuestServers = 8
-
-// BenchmarkStartupWithGuests is BenchmarkStartupConvergence with every guest reachable, as a new
-// installation meets a Rancher that already runs its clusters: each management cluster is
-// Connected, each provisioning cluster names the kubeconfig Secret Rancher writes, and each
-// guest answers through the test cluster proxy with its own token and Rancher user. So the guest
-// passes — the Secret's GET, the probe through the proxy, the kube-vip ConfigMap — run alongside
-// the allocations, under the configuration a new installation has (kubevipGuestInstall
-// clusterlabel: no chart for an unlabelled cluster). The clusters share benchGuestServers real
-// guest API servers; a pass costs the operator the same whichever guest answers it.
-//
-// It reports what BenchmarkStartupConvergence reports, and
-//
-//	s-to-guests-configured  operator process started → every FloatingIP GuestConfigured=True
-func BenchmarkStartupWithGuests(b *testing.B) {
-	r := shared.Rancher(b)
-	fips := watchFloatingIPs(b)
-	proxy := shared.StartClusterProxy(b)
-	servers := make([]*controlplane.Guest, benchGuestServers)
-	for i := range servers {
-		g, err := shared.Env.StartGuest(fmt.Sprintf("bench-guest-%d", i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(g.StopSoon)
-		servers[i] = g
-	}
-	for i, n := range []int{100, 1000, 2000} {
-		cidr := fmt.Sprintf("10.%d.0.0/16", 183+i)
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			b.StopTimer()
-			c := newConvergence(n)
-			for iter := 0; iter < b.N; iter++ {
-				connect := func(guests benchGuests) error { return connectGuests(r, proxy, servers, guests) }
-				proxy.ResetRequests()
-				startupRun(b, r, fips, c, fmt.Sprintf("guests%d-%d", n, iter), n, cidr, connect)
-				reportGuestRequests(b, proxy.Requests(), n)
-			}
-			c.report(b)
-			if s := c.mean("s-to-converge"); s > 0 {
-				b.ReportMetric(float64(n)/s, "clusters/s")
-			}
-		})
-	}
-}
-
-// reportGuestRequests prints what the operator asked of the guests through the start-up, counted at
-// the cluster proxy, per cluster by method and resource: a start-up gives each guest one pass.
-func reportGuestRequests(b *testing.B, requests map[string]int64, n int) {
-	var keys []string
-	var total int64
-	for k, v := range requests {
-		keys = append(keys, k)
-		total += v
-	}
-	slices.Sort(keys)
-	fmt.Printf("%s: guest requests %d in all, %.2f per cluster:", b.Name(), total, float64(total)/float64(n))
-	for _, k := range keys {
-		fmt.Printf(" %s %.2f", k, float64(requests[k])/float64(n))
-	}
-	fmt.Println()
-	b.ReportMetric(float64(total)/float64(n), "guest-requests/cluster")
-}
 
 // connectGuests makes every guest reachable through proxy, as Rancher records a running cluster:
 // a guest API server of servers answers for it with a token and Rancher user of its own (with

@@ -16,7 +16,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
-// BenchmarkWritesAlone is the floor BenchmarkStartupConvergence is held against: the same world
+// BenchmarkWritesAlone is the floor BenchmarkStartup is held against: the same world
 // (N complete guest clusters and their range, no operator running), and then, with no operator,
 // only the three writes a FloatingIP needs — its creation as discovery creates it, the creation
 // of the FloatingIPAllocation that holds its address, and the status write that shows the

@@ -28,6 +28,9 @@ type Environment struct {
 	Config *rest.Config
 	// Kubeconfig is the path of a kubeconfig file for the same administrator.
 	Kubeconfig string
+	// Audit is the API server's audit log, nil unless started by StartAudited; the guests'
+	// API servers then keep one each too (Guest.Audit).
+	Audit *AuditLog
 
 	env    *envtest.Environment
 	assets string
@@ -40,11 +43,21 @@ type Environment struct {
 // Start brings up etcd and kube-apiserver and installs the CRDs of the working tree's CRD chart
 // and Rancher's. Stop it when done.
 func Start() (*Environment, error) {
+	return startFromChart(false)
+}
+
+// StartAudited is Start with the API servers' audit logs on (Environment.Audit, Guest.Audit), for
+// the benchmarks to count requests by client from the API servers' own records.
+func StartAudited() (*Environment, error) {
+	return startFromChart(true)
+}
+
+func startFromChart(audit bool) (*Environment, error) {
 	root, err := rig.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	return start(func(env *envtest.Environment) {
+	return start(audit, func(env *envtest.Environment) {
 		env.CRDDirectoryPaths = []string{filepath.Join(root, "charts", "kube-fip-operator-crd", "templates")}
 		env.ErrorIfCRDPathMissing = true
 	})
@@ -54,15 +67,16 @@ func Start() (*Environment, error) {
 // Rancher's CRDs as Start installs them: a control plane as a cluster running another release has
 // it. Stop it when done.
 func StartWithCRDs(crds []*apiextv1.CustomResourceDefinition) (*Environment, error) {
-	return start(func(env *envtest.Environment) {
+	return start(false, func(env *envtest.Environment) {
 		for _, def := range crds {
 			env.CRDs = append(env.CRDs, def.DeepCopy())
 		}
 	})
 }
 
-// start brings up a control plane with Rancher's CRDs and those crds adds.
-func start(crds func(*envtest.Environment)) (*Environment, error) {
+// start brings up a control plane with Rancher's CRDs and those crds adds, with an audit log when
+// audit is set.
+func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -89,13 +103,20 @@ func start(crds func(*envtest.Environment)) (*Environment, error) {
 	// The binaries are found through BinaryAssetsDirectory; KUBEBUILDER_ASSETS would win over it.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	var log *AuditLog
+	if audit {
+		if log, err = enableAudit(env.ControlPlane.GetAPIServer(), dir, "management"); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 
 	cfg, err := env.Start()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
-	e := &Environment{Config: cfg, env: env, assets: assets, dir: dir}
+	e := &Environment{Config: cfg, Audit: log, env: env, assets: assets, dir: dir}
 	if e.Kubeconfig, err = writeKubeconfig(&env.ControlPlane, filepath.Join(dir, "kubeconfig")); err != nil {
 		_ = e.Stop()
 		return nil, err

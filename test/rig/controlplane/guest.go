@@ -22,6 +22,8 @@ type Guest struct {
 	Name string
 	// Config is an administrator's direct connection to the guest API server.
 	Config *rest.Config
+	// Audit is the guest API server's audit log when the environment keeps them, else nil.
+	Audit *AuditLog
 
 	plane    *envtest.ControlPlane
 	stopOnce sync.Once
@@ -61,6 +63,13 @@ func (e *Environment) startGuest(name, cidrs string) (*Guest, error) {
 	if cidrs != "" {
 		server.Configure().Set("service-cluster-ip-range", cidrs)
 	}
+	var log *AuditLog
+	if e.Audit != nil {
+		var err error
+		if log, err = enableAudit(server, e.dir, "guest-"+name); err != nil {
+			return nil, err
+		}
+	}
 	if err := server.Start(); err != nil {
 		return nil, fmt.Errorf("starting guest API server %s: %w", name, err)
 	}
@@ -70,7 +79,7 @@ func (e *Environment) startGuest(name, cidrs string) (*Guest, error) {
 		_ = server.Stop()
 		return nil, fmt.Errorf("adding the guest administrator: %w", err)
 	}
-	g := &Guest{Name: name, Config: user.Config(), plane: plane}
+	g := &Guest{Name: name, Config: user.Config(), Audit: log, plane: plane}
 	e.mu.Lock()
 	e.guests = append(e.guests, g)
 	e.mu.Unlock()

@@ -46,9 +46,18 @@ func (s *Shared) Main(m *testing.M) {
 	os.Exit(Run(m, func(x *Suite) { s.Suite = x }))
 }
 
+// MainAudited is Main with the API servers' audit logs kept (controlplane.StartAudited).
+func (s *Shared) MainAudited(m *testing.M) {
+	os.Exit(run(m, func(x *Suite) { s.Suite = x }, controlplane.StartAudited))
+}
+
 // Run is a package's TestMain: it builds the operator, starts the control plane, hands both to use
 // and runs the tests, and returns the exit code.
 func Run(m *testing.M, use func(*Suite)) int {
+	return run(m, use, controlplane.Start)
+}
+
+func run(m *testing.M, use func(*Suite), startPlane func() (*controlplane.Environment, error)) int {
 	dir, err := os.MkdirTemp("", "kube-fip-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,7 +70,7 @@ func Run(m *testing.M, use func(*Suite)) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err := controlplane.Start()
+	env, err := startPlane()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
