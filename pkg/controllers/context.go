@@ -59,6 +59,8 @@ type Context struct {
 	Store    *config.Store
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
+	// FirstGuest is filled in by the guest controller and applied by the allocator.
+	FirstGuest *FirstGuestStatus
 
 	Guest GuestOptions
 

@@ -393,6 +393,8 @@ func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers
 		Metrics:  o.metrics,
 		Recorder: o.recorder,
 
+		FirstGuest: &controllers.FirstGuestStatus{},
+
 		Guest: controllers.GuestOptions{
 			Workers:                o.opts.GuestWorkers,
 			Timeout:                o.opts.GuestTimeout,

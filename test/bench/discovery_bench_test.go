@@ -299,8 +299,8 @@ type convergence struct {
 	clusters int
 	// suffix ends the name of every metric reported, to tell two kinds of run of one
 	// sub-benchmark apart.
-	suffix string
-	runs   int
+	suffix   string
+	runs     int
 	seconds  map[string]float64     // metric → sum over the runs
 	requests map[requestKey]float64 // requests counted in the measured windows
 	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
@@ -355,7 +355,9 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 }
 
 // time adds one run's duration to metric.
-func (c *convergence) time(metric string, d time.Duration) { c.seconds[c.metric(metric)] += d.Seconds() }
+func (c *convergence) time(metric string, d time.Duration) {
+	c.seconds[c.metric(metric)] += d.Seconds()
+}
 
 // peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
 // figures; p must still run.
@@ -398,7 +400,9 @@ func (c *convergence) cpu(b *testing.B, p *controlplane.Process, start time.Time
 }
 
 // mean is metric's mean over the runs.
-func (c *convergence) mean(metric string) float64 { return c.seconds[c.metric(metric)] / float64(c.runs) }
+func (c *convergence) mean(metric string) float64 {
+	return c.seconds[c.metric(metric)] / float64(c.runs)
+}
 
 // perCluster is the mean number of requests per run and cluster that match.
 func (c *convergence) perCluster(match func(requestKey) bool) float64 {

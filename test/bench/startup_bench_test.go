@@ -22,7 +22,8 @@ import (
 // Secret's GET, the probe through the proxy, the kube-vip ConfigMap — run alongside the
 // allocations, under the configuration a new installation has (kubevipGuestInstall
 // clusterlabel: no chart for an unlabelled cluster). The clusters share benchGuestServers real
-// guest API servers; a pass costs the operator the same whichever guest answers it. With the
+// guest API servers, each cluster with a kube-system of its own there (its kube-vip ConfigMap is
+// its own, as in a guest of its own); a pass costs the operator the same whichever guest answers. With the
 // guests, the operator is then left alone for $BENCH_IDLE_SECONDS (default 480, one interval of
 // operateGuestClusterInterval at its default: every cluster's periodic pass falls in it; 0 for
 // none) and what it asked and spent in that time is reported per hour.

@@ -26,7 +26,7 @@ const benchGuestServers = 8
 
 // connectGuests makes every guest reachable through proxy, as Rancher records a running cluster:
 // a guest API server of servers answers for it with a token and Rancher user of its own (with
-// cluster-owner rights there), the kubeconfig Secret <name>-kubeconfig holds the proxy's
+// cluster-owner rights there) and a kube-system of its own (see ClusterProxy.RegisterSharing), the kubeconfig Secret <name>-kubeconfig holds the proxy's
 // kubeconfig, the provisioning cluster's status names that Secret, and the management cluster is
 // Connected.
 func connectGuests(r *rancher.World, proxy *guests.ClusterProxy, servers []*controlplane.Guest, s benchGuests) error {
@@ -37,7 +37,8 @@ func connectGuests(r *rancher.World, proxy *guests.ClusterProxy, servers []*cont
 	return rig.Parallel(s.names, func(name string) error {
 		g := s.byName[name]
 		token := "token-" + name
-		if err := proxy.Register(g.ID, servers[index[name]%len(servers)], token); err != nil {
+		// Each cluster's kube-system is its own, as in a guest of its own.
+		if err := proxy.RegisterSharing(g.ID, servers[index[name]%len(servers)], token, "ks-"+g.ID); err != nil {
 			return fmt.Errorf("registering %s with the cluster proxy: %w", g.ID, err)
 		}
 		kc, err := proxy.Kubeconfig(g.ID, token)

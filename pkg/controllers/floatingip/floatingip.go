@@ -49,12 +49,14 @@ type handler struct {
 	alloc    *allocation.Manager
 	metrics  *metrics.Metrics
 	recorder record.EventRecorder
+	// firstGuest adds to a FloatingIP's first address what Rancher already says of its guest.
+	firstGuest *controllers.FirstGuestStatus
 }
 
 // Register registers the FloatingIP handlers.
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.ManagementClusters.Cache(), alloc: c.Alloc,
-		metrics: c.Metrics, recorder: c.Recorder, store: c.Store}
+		metrics: c.Metrics, recorder: c.Recorder, store: c.Store, firstGuest: c.FirstGuest}
 	if c.ProvisioningClusters != nil {
 		h.prov = c.ProvisioningClusters.Cache()
 	}
@@ -251,11 +253,21 @@ type shown struct {
 
 // show writes out into f's status.
 func (h *handler) show(f *v1.FloatingIP, out shown) (*v1.FloatingIP, error) {
-	return status.UpdateFloatingIP(h.fips, f, func(s *v1.FloatingIPStatus) {
+	var guest *controllers.GuestEvent
+	updated, err := status.UpdateFloatingIP(h.fips, f, func(s *v1.FloatingIPStatus) {
 		s.ClusterName, s.ObservedGeneration = out.cluster, out.generation
 		s.IPAddress, s.Range = out.addr, out.rng
 		v1.SetCondition(s, v1.Allocated, out.allocated, out.reason, out.msg)
+		guest = nil
+		if out.allocated {
+			// The first address comes with what Rancher already says of the guest.
+			guest = h.firstGuest.Apply(f, s)
+		}
 	})
+	if err == nil && guest != nil {
+		h.recorder.Event(updated, guest.Type, guest.Reason, guest.Message)
+	}
+	return updated, err
 }
 
 // proposed tells whether want, f's spec.ipaddress, is discovery's proposal rather than a person's

@@ -5,7 +5,8 @@
 // FloatingIP gets or changes its address, when the cluster connects or its labels change, when its
 // kubeconfig rotates, when the configuration changes, and every operateGuestClusterInterval. Passes
 // run on a work queue of their own, keyed by cluster so that one cluster gets one pass at a time,
-// with a bounded number of workers, so a slow guest never holds up allocation or the other guests.
+// with a bounded number of workers, so a slow guest never holds up allocation or the other guests;
+// while the allocator works through a backlog of FloatingIPs, the passes wait (allocfirst.go).
 package guestcluster
 
 import (
@@ -76,6 +77,9 @@ type controller struct {
 	started startedInputs
 	// addresses shares the reads of Rancher's address settings between passes.
 	addresses *sharedread.Reads[[]string]
+	// first holds the passes back while the allocator works through a backlog.
+	first *allocationFirst
+	now   func() time.Time
 }
 
 // Register wires the triggers; the workers start once the caches are synced and the allocations
@@ -98,13 +102,21 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 		opts:      opts,
 		connect:   connectThroughRancher(installer, opts.Timeout),
 		addresses: sharedread.New[[]string](addressReuse, time.Now),
+		first:     newAllocationFirst(),
+		now:       time.Now,
 		queue:     workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "kube-fip-guest"}),
 	}
 	// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot. A
 	// scheduled pass enters the queue through AddAfter, which counts it in workqueue_retries_total.
 	c.next = newNextPasses(func(key string) { c.queue.AddAfter(key, 0) },
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second), clock.RealClock{})
+	cc.FirstGuest.Set(c.firstStatus)
 	c.FloatingIPs.OnChange(ctx, HandlerName, c.onFloatingIP)
+	// The backlog is what the informer delivered and the allocator has not judged yet: seen as
+	// it arrives, before any handler, the allocator's included, runs.
+	if _, err := c.FloatingIPs.Informer().AddEventHandler(c.first.handler(c.now)); err != nil {
+		return fmt.Errorf("watching the FloatingIPs waiting for an address: %w", err)
+	}
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
 	c.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
 	c.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
@@ -132,6 +144,15 @@ func (c *controller) start(ctx context.Context) {
 // work runs the pass of the next cluster in the queue and schedules the one after it; false once
 // the queue shut down.
 func (c *controller) work(ctx context.Context) bool {
+	// Allocation first: no pass starts while the allocator works through a backlog; the queue
+	// keeps every cluster that asked, once.
+	for c.first.hold(c.now()) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(holdRecheck):
+		}
+	}
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
@@ -184,8 +205,8 @@ func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP,
 		if f.Status.GuestInputs != "" || (f.DeletionTimestamp != nil && cluster != "") {
 			c.enqueueNamespace(f.Namespace)
 		}
-	case c.changed(f):
-		c.enqueueNamespace(f.Namespace)
+	default:
+		c.enqueueIfNew(f)
 	}
 	return f, nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
@@ -214,20 +215,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 	// The pass writes to a copy of the world's FloatingIPs: every pass starts from the world as
 	// the test made it.
 	fips := fakes.NewFloatingIPs(w.fips.Objects()...)
-	c := &controller{
-		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: w.held, Provisioning: w.prov,
-			Management: w.mgmt, Secrets: kube.CoreV1(), Settings: w.settings, Store: config.NewStore(w.cfg),
-			Metrics: w.metrics, Recorder: w.recorder},
-		opts:      w.opts,
-		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		addresses: sharedread.New[[]string](addressReuse, time.Now),
-		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
-			if w.kubeconfig != nil {
-				return connectThroughRancher(nil, time.Second)(pass, t)
-			}
-			return w.guest, nil
-		},
-	}
+	c := w.controller(fips, kube.CoreV1())
 	_, _ = c.sync(context.Background(), testNS)
 	w.written = append(w.written, fips.Written...)
 	var events []string
@@ -241,6 +229,24 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 		}
 	}
 	return last, events
+}
+
+// controller is the guest controller of the world, writing to fips and reading secrets.
+func (w *world) controller(fips *fakes.FloatingIPs, secrets typedcorev1.SecretsGetter) *controller {
+	return &controller{
+		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: w.held, Provisioning: w.prov,
+			Management: w.mgmt, Secrets: secrets, Settings: w.settings, Store: config.NewStore(w.cfg),
+			Metrics: w.metrics, Recorder: w.recorder},
+		opts:      w.opts,
+		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		addresses: sharedread.New[[]string](addressReuse, time.Now),
+		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
+			if w.kubeconfig != nil {
+				return connectThroughRancher(nil, time.Second)(pass, t)
+			}
+			return w.guest, nil
+		},
+	}
 }
 
 func reasonOf(f *v1.FloatingIP, c condition.Cond) (string, corev1.ConditionStatus, string) {

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
@@ -94,11 +95,10 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		p := &pass{fip: f, cluster: f.Annotations[v1.AnnotationClusterName], harvester: c.harvesterOf(f), inputs: c.inputsOf(f)}
 		c.started.start(f, p.inputs)
 		passes = append(passes, p)
-		prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, p.cluster)
+		prov, stop := c.provisioningStop(ns, p.cluster)
 		switch {
-		case err != nil || prov.Status.ClusterName != ns:
-			p.set(v1.GuestStatePending, outcome{reason: v1.ReasonClusterNotFound,
-				message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, p.cluster, ns)})
+		case stop != nil:
+			p.set(stop.state, stop.guest)
 			continue
 		case primary == nil:
 			p.prov, primary = prov, p
@@ -222,22 +222,12 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	prov := p.prov
-	mgmt, err := c.Management.Cache().Get(f.Namespace)
-	if err != nil {
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonClusterNotFound,
-			message: fmt.Sprintf("Rancher has no management cluster %s (yet)", f.Namespace)})
-		return errRetry
-	}
-	switch rancherState(mgmt) {
-	case v1.GuestStateProvisioning:
-		c.setStatus(p, metrics.GuestClusterProvisioning)
-		p.set(v1.GuestStateProvisioning, outcome{reason: v1.ReasonProvisioning,
-			message: fmt.Sprintf("Rancher is still provisioning cluster %s (management cluster not yet Connected); configured once it is", f.Namespace)})
-		return errRetry
-	case v1.GuestStateDisconnected:
-		c.setStatus(p, metrics.GuestClusterDown)
-		p.set(v1.GuestStateDisconnected, outcome{reason: v1.ReasonDisconnected,
-			message: fmt.Sprintf("Rancher reports that the agent of cluster %s is not connected; retried when it is", f.Namespace)})
+	mgmt, stop := c.rancherStop(f.Namespace)
+	if stop != nil {
+		if stop.status >= 0 {
+			c.setStatus(p, stop.status)
+		}
+		p.set(stop.state, stop.guest)
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
@@ -295,6 +285,79 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
 	return err
+}
+
+// stopped is where a pass stops before it contacts the guest, because Rancher's own objects say
+// the guest cannot be configured yet: the guest state and outcome to show, and the value of
+// kubefipoperator_guestcluster_status that goes with it (-1: none).
+type stopped struct {
+	state  v1.GuestState
+	guest  outcome
+	status float64
+}
+
+// rancherStop reads the management cluster of the guest in namespace ns from the cache: the
+// cluster, or where a pass stops when Rancher has none, is still provisioning it or has lost its
+// agent.
+func (c *controller) rancherStop(ns string) (*mgmtv3.Cluster, *stopped) {
+	mgmt, err := c.Management.Cache().Get(ns)
+	if err != nil {
+		return nil, &stopped{state: v1.GuestStatePending, status: -1, guest: outcome{reason: v1.ReasonClusterNotFound,
+			message: fmt.Sprintf("Rancher has no management cluster %s (yet)", ns)}}
+	}
+	switch rancherState(mgmt) {
+	case v1.GuestStateProvisioning:
+		return mgmt, &stopped{state: v1.GuestStateProvisioning, status: metrics.GuestClusterProvisioning, guest: outcome{reason: v1.ReasonProvisioning,
+			message: fmt.Sprintf("Rancher is still provisioning cluster %s (management cluster not yet Connected); configured once it is", ns)}}
+	case v1.GuestStateDisconnected:
+		return mgmt, &stopped{state: v1.GuestStateDisconnected, status: metrics.GuestClusterDown, guest: outcome{reason: v1.ReasonDisconnected,
+			message: fmt.Sprintf("Rancher reports that the agent of cluster %s is not connected; retried when it is", ns)}}
+	}
+	return mgmt, nil
+}
+
+// provisioningStop reads the provisioning cluster named cluster from the cache: the cluster, or
+// where a pass over FloatingIPs in namespace ns stops when no provisioning cluster of that name
+// belongs to ns.
+func (c *controller) provisioningStop(ns, cluster string) (*provv1.Cluster, *stopped) {
+	prov, err := c.Provisioning.Cache().Get(c.opts.FleetNamespace, cluster)
+	if err != nil || prov.Status.ClusterName != ns {
+		return nil, &stopped{state: v1.GuestStatePending, status: -1, guest: outcome{reason: v1.ReasonClusterNotFound,
+			message: fmt.Sprintf("no provisioning cluster %s/%s belongs to namespace %s", c.opts.FleetNamespace, cluster, ns)}}
+	}
+	return prov, nil
+}
+
+// firstStatus is controllers.FirstGuestStatus's function: on s, the status the allocator is
+// about to write for f with its first address, the guest fields a pass over f would write at once,
+// when the pass would stop before contacting the guest — the same outcome, from the same caches,
+// with the inputs the FloatingIP then has — so that the pass that follows, which it queues, finds
+// nothing to write. A FloatingIP the pass would carry further gets nothing.
+func (c *controller) firstStatus(f *v1.FloatingIP, s *v1.FloatingIPStatus) *controllers.GuestEvent {
+	cluster := f.Annotations[v1.AnnotationClusterName]
+	if cluster == "" || f.DeletionTimestamp != nil {
+		return nil
+	}
+	_, stop := c.provisioningStop(f.Namespace, cluster)
+	if stop == nil {
+		_, stop = c.rancherStop(f.Namespace)
+	}
+	if stop == nil {
+		return nil
+	}
+	shown := *f
+	shown.Status = *s
+	// Redacted as record redacts every message: the same text, so the pass finds it unchanged.
+	msg := redact.Text(stop.guest.message)
+	s.GuestState = stop.state
+	s.GuestInputs = c.inputsOf(&shown)
+	v1.SetCondition(s, v1.GuestConfigured, false, stop.guest.reason, msg)
+	// The status now shows the inputs, so no trigger would start the pass that must still run
+	// (its metrics, the retries that notice the cluster connect): it is queued here.
+	c.enqueueNamespace(f.Namespace)
+	// The Event record gives a guest condition that turns bad.
+	return &controllers.GuestEvent{Type: v1.EventType(stop.guest.reason), Reason: stop.guest.reason,
+		Message: fmt.Sprintf("guest cluster %s: %s", cluster, msg)}
 }
 
 // rancherState reads Rancher's own view of the cluster: Connected means the agent's tunnel is up;

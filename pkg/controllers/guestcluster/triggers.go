@@ -44,12 +44,6 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// changed says whether what f's guest must get differs from what the last pass over it worked
-// from: the last pass this process started, else the one its status shows.
-func (c *controller) changed(f *v1.FloatingIP) bool {
-	return c.inputsOf(f) != c.started.last(f)
-}
-
 // enqueueIfChanged starts a pass for namespace ns when what one of its guest cluster's
 // FloatingIPs must get differs from what the last pass worked from.
 func (c *controller) enqueueIfChanged(ns string) {
@@ -58,11 +52,26 @@ func (c *controller) enqueueIfChanged(ns string) {
 		return
 	}
 	for _, f := range fips {
-		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" && c.changed(f) {
-			c.enqueueNamespace(ns)
+		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" && c.enqueueIfNew(f) {
 			return
 		}
 	}
+}
+
+// enqueueIfNew starts a pass for f's cluster when what f's guest must get differs from what the
+// last pass worked from (the last pass this process started, else the one f's status shows), and
+// says whether it did. The inputs count as started from here on: a
+// second look at the same inputs (the FloatingIP handlers run twice for one change that both the
+// informer and another controller announce) while the pass waits in the queue, or has just left
+// it, starts no second pass.
+func (c *controller) enqueueIfNew(f *v1.FloatingIP) bool {
+	inputs := c.inputsOf(f)
+	if inputs == c.started.last(f) {
+		return false
+	}
+	c.started.start(f, inputs)
+	c.enqueueNamespace(f.Namespace)
+	return true
 }
 
 // startedInputs holds, by FloatingIP, the inputs of the last pass this process started over it,

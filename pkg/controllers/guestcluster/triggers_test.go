@@ -175,8 +175,9 @@ func TestTriggersWhileAPassWrites(t *testing.T) {
 		t.Errorf("an input changed while the pass wrote: queued %v, want a pass of %s", got, testNS)
 	}
 
-	f.Status.GuestInputs = c.inputsOf(f)
-	if c.changed(f) {
+	// The pass queued for the new inputs wrote them.
+	g.Status.GuestInputs = c.inputsOf(g)
+	if c.inputsOf(g) != c.started.last(g) {
 		t.Error("the status shows the started inputs, yet they count as changed")
 	}
 	if len(c.started.byName) != 0 {
@@ -189,5 +190,42 @@ func TestTriggersWhileAPassWrites(t *testing.T) {
 	}
 	if len(c.started.byName) != 0 {
 		t.Errorf("still held after the FloatingIP is gone: %v", c.started.byName)
+	}
+}
+
+// TestOneChangeAnnouncedTwiceRunsOnePass: the FloatingIP handlers see one change twice when both
+// the informer and another controller announce it (a range's creation wakes the FloatingIPs that
+// waited for it). The second look starts no second pass, whether the first pass still waits in the
+// queue or a worker has just taken it and not yet begun.
+func TestOneChangeAnnouncedTwiceRunsOnePass(t *testing.T) {
+	w := newWorld()
+	c, queued := triggerWorld(w)
+	defer c.queue.ShutDown()
+	f := w.fip(t)
+	key := testNS + "/" + f.Name
+	f.Status.GuestInputs = "an earlier pass"
+
+	if _, err := c.onFloatingIP(key, f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.onFloatingIP(key, f); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); len(got) != 1 {
+		t.Errorf("queued %v while waiting in the queue, want one pass", got)
+	}
+
+	h := f.DeepCopy()
+	h.Status.IPAddress = "192.0.2.99"
+	if _, err := c.onFloatingIP(key, h); err != nil {
+		t.Fatal(err)
+	}
+	item, _ := c.queue.Get() // a worker takes it and has not begun
+	if _, err := c.onFloatingIP(key, h); err != nil {
+		t.Fatal(err)
+	}
+	c.queue.Done(item)
+	if got := queued(); len(got) != 0 {
+		t.Errorf("queued %v again after a worker took the pass, want nothing", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,6 +123,8 @@ type proxied struct {
 	discovery atomic.Int64
 	// flood is the list of API groups the proxy answers for /apis, when set (SetDiscoveryFlood).
 	flood []byte
+	// systemNamespace, when set, stands in for kube-system in every path (RegisterSharing).
+	systemNamespace string
 }
 
 // StartClusterProxy starts a proxy on a free loopback port. It speaks HTTPS, as Rancher does
@@ -184,6 +187,45 @@ func (p *ClusterProxy) RegisterConfig(id, name string, cfg *rest.Config, token s
 	// A registration is a working tunnel: the cluster is connected from now on.
 	p.clusters[id] = &proxied{token: token, user: user, mode: ProxyConnected, name: name, config: cfg, proxy: rp}
 	return nil
+}
+
+// RegisterSharing is Register for a guest API server that answers for many clusters at once, as
+// the benchmarks' thousands of clusters share a few: each cluster gets a kube-system of its own,
+// the namespace systemNamespace of the shared server (created here), which the proxy puts in
+// place of kube-system in every path it forwards, so that each cluster's kube-vip ConfigMap and
+// DaemonSets are its own, as in a guest of its own. Answers name the namespace as it is.
+func (p *ClusterProxy) RegisterSharing(id string, g *controlplane.Guest, token, systemNamespace string) error {
+	kube, err := kubernetes.NewForConfig(g.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %s in guest %s: %w", systemNamespace, g.Name, err)
+	}
+	if err := p.Register(id, g, token); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clusters[id].systemNamespace = systemNamespace
+	return nil
+}
+
+// inSystemNamespace is path with kube-system replaced by ns, where a path names it as a namespace.
+func inSystemNamespace(path, ns string) string {
+	if ns == "" {
+		return path
+	}
+	parts := strings.Split(path, "/")
+	for i := 1; i < len(parts); i++ {
+		if parts[i-1] == "namespaces" && parts[i] == "kube-system" {
+			parts[i] = ns
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 func grantClusterOwner(name string, cfg *rest.Config, user string) error {
@@ -303,8 +345,9 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var want string
 	var mode ProxyMode
 	var flood []byte
+	var systemNamespace string
 	if known {
-		want, mode, flood = c.token, c.mode, c.flood
+		want, mode, flood, systemNamespace = c.token, c.mode, c.flood, c.systemNamespace
 	}
 	p.mu.Unlock()
 
@@ -346,7 +389,7 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Impersonate-Group")
 	r.Header.Add("Impersonate-Group", "system:authenticated")
 	r.Header.Add("Impersonate-Group", "system:cattle:authenticated")
-	r.URL.Path = "/" + path
+	r.URL.Path = "/" + inSystemNamespace(path, systemNamespace)
 	r.URL.RawPath = ""
 	c.proxy.ServeHTTP(w, r)
 }

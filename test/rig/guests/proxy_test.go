@@ -1,0 +1,20 @@
+package guests
+
+import "testing"
+
+func TestInSystemNamespace(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"api/v1/namespaces/kube-system/configmaps/kubevip", "api/v1/namespaces/ks-c-m-1/configmaps/kubevip"},
+		{"apis/apps/v1/namespaces/kube-system/daemonsets/kube-vip", "apis/apps/v1/namespaces/ks-c-m-1/daemonsets/kube-vip"},
+		{"api/v1/namespaces/kube-system", "api/v1/namespaces/ks-c-m-1"},
+		{"api/v1/namespaces/default/configmaps/kube-system", "api/v1/namespaces/default/configmaps/kube-system"},
+		{"api/v1/services", "api/v1/services"},
+	} {
+		if got := inSystemNamespace(c.path, "ks-c-m-1"); got != c.want {
+			t.Errorf("inSystemNamespace(%q) = %q, want %q", c.path, got, c.want)
+		}
+		if got := inSystemNamespace(c.path, ""); got != c.path {
+			t.Errorf("without a namespace of its own, %q became %q", c.path, got)
+		}
+	}
+}
