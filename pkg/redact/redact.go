@@ -90,9 +90,6 @@ func Text(s string, known ...string) string {
 // with any byte beyond ASCII may match every pattern.
 type needs struct{ pem, userinfo, query, authorization, keyValue bool }
 
-// credentialWords are what every key the keyValue pattern masks contains, in lower case.
-var credentialWords = []string{"pass", "token", "secret", "apikey", "api_key", "api-key", "credential", "client-key-data", "private"}
-
 func needsOf(s string) needs {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
@@ -106,15 +103,19 @@ func needsOf(s string) needs {
 		query:         strings.Contains(s, "=") && strings.ContainsAny(s, "?&"),
 		authorization: strings.Contains(lower, "authorization") || strings.Contains(lower, "bearer"),
 	}
-	if strings.ContainsAny(s, ":=") {
-		for _, w := range credentialWords {
-			if strings.Contains(lower, w) {
-				n.keyValue = true
-				break
-			}
+	n.keyValue = strings.ContainsAny(s, ":=") && namesCredential(lower)
+	return n
+}
+
+// namesCredential tells whether lower, a text in lower case, holds a word every key the keyValue
+// pattern masks contains.
+func namesCredential(lower string) bool {
+	for _, w := range [...]string{"pass", "token", "secret", "apikey", "api_key", "api-key", "credential", "client-key-data", "private"} {
+		if strings.Contains(lower, w) {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 // Error is Text of err's message; "" for a nil error.
