@@ -1,16 +1,19 @@
 package guests
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,8 +195,9 @@ func (p *ClusterProxy) RegisterConfig(id, name string, cfg *rest.Config, token s
 // RegisterSharing is Register for a guest API server that answers for many clusters at once, as
 // the benchmarks' thousands of clusters share a few: each cluster gets a kube-system of its own,
 // the namespace systemNamespace of the shared server (created here), which the proxy puts in
-// place of kube-system in every path it forwards, so that each cluster's kube-vip ConfigMap and
-// DaemonSets are its own, as in a guest of its own. Answers name the namespace as it is.
+// place of kube-system in every path it forwards, and in the namespace an object created or
+// updated there names, so that each cluster's kube-vip ConfigMap and DaemonSets are its own, as in
+// a guest of its own. Answers name the namespace as it is.
 func (p *ClusterProxy) RegisterSharing(id string, g *controlplane.Guest, token, systemNamespace string) error {
 	kube, err := kubernetes.NewForConfig(g.Config)
 	if err != nil {
@@ -211,6 +215,24 @@ func (p *ClusterProxy) RegisterSharing(id string, g *controlplane.Guest, token, 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clusters[id].systemNamespace = systemNamespace
+	return nil
+}
+
+// renameSystemNamespace puts ns in place of kube-system as the namespace an object in the body of
+// a create or update names, which the API server holds to the request's path.
+func renameSystemNamespace(r *http.Request, ns string) error {
+	if r.Body == nil || (r.Method != http.MethodPost && r.Method != http.MethodPut) {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	r.Body.Close()
+	if err != nil {
+		return err
+	}
+	body = bytes.ReplaceAll(body, []byte(`"namespace":"kube-system"`), []byte(`"namespace":"`+ns+`"`))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return nil
 }
 
@@ -389,7 +411,14 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Impersonate-Group")
 	r.Header.Add("Impersonate-Group", "system:authenticated")
 	r.Header.Add("Impersonate-Group", "system:cattle:authenticated")
-	r.URL.Path = "/" + inSystemNamespace(path, systemNamespace)
+	if rewritten := inSystemNamespace(path, systemNamespace); rewritten != path {
+		path = rewritten
+		if err := renameSystemNamespace(r, systemNamespace); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	r.URL.Path = "/" + path
 	r.URL.RawPath = ""
 	c.proxy.ServeHTTP(w, r)
 }

@@ -1,6 +1,11 @@
 package guests
 
-import "testing"
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 func TestInSystemNamespace(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
@@ -16,5 +21,16 @@ func TestInSystemNamespace(t *testing.T) {
 		if got := inSystemNamespace(c.path, ""); got != c.path {
 			t.Errorf("without a namespace of its own, %q became %q", c.path, got)
 		}
+	}
+}
+
+func TestRenameSystemNamespace(t *testing.T) {
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/kube-system/configmaps", strings.NewReader(`{"metadata":{"name":"kubevip","namespace":"kube-system"}}`))
+	if err := renameSystemNamespace(r, "ks-c-m-1"); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	if want := `{"metadata":{"name":"kubevip","namespace":"ks-c-m-1"}}`; string(body) != want || r.ContentLength != int64(len(want)) {
+		t.Errorf("body %s (length %d), want %s", body, r.ContentLength, want)
 	}
 }
