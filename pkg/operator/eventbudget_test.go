@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -42,22 +43,10 @@ func TestNormalEventsWithinTheirBudget(t *testing.T) {
 			counts["other"]++
 		}
 	}
-	if want := (map[string]int{"Allocated": normalEventBurst + 1, "IPConflict": 100, "other": 1}); !equalCounts(counts, want) {
+	if want := (map[string]int{"Allocated": normalEventBurst + 1, "IPConflict": 100, "other": 1}); !maps.Equal(counts, want) {
 		t.Errorf("recorded %v, want %v", counts, want)
 	}
 	if left := testutil.ToFloat64(m.EventsLeftOut.WithLabelValues("Allocated")); left != float64(100-normalEventBurst+1) {
 		t.Errorf("kubefipoperator_events_left_out_total{reason=Allocated} = %v, want %d", left, 100-normalEventBurst+1)
 	}
-}
-
-func equalCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

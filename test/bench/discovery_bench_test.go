@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -462,41 +460,14 @@ func (c *convergence) report(b *testing.B) {
 // table lists the requests per run and cluster by verb, resource and code, most first; rows
 // under 0.005 per cluster are summed into one line.
 func (c *convergence) table() string {
-	type row struct {
-		k requestKey
-		v float64
-	}
-	var rows []row
+	counts := map[requestKey]float64{}
 	for k, v := range c.requests {
 		if k.resource != "leases" {
-			rows = append(rows, row{k, v / float64(c.runs) / float64(c.clusters)})
+			counts[k] = v
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].v != rows[j].v {
-			return rows[i].v > rows[j].v
-		}
-		return rows[i].k.String() < rows[j].k.String()
-	})
-	var out strings.Builder
-	fmt.Fprintf(&out, "the operator's requests of the management API server per cluster, from its audit log (N=%d, %d run(s)%s, leases excluded; flags from BENCH_OPERATOR_ARGS: %q):\n", c.clusters, c.runs, c.suffix, strings.Join(benchOperatorArgs(), " "))
-	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "VERB\tRESOURCE\tCODE\tPER CLUSTER")
-	var rest float64
-	var restRows int
-	for _, x := range rows {
-		if x.v < 0.005 {
-			rest += x.v
-			restRows++
-			continue
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%11.3f\n", x.k.verb, x.k.path(), x.k.code, x.v)
-	}
-	if restRows > 0 {
-		fmt.Fprintf(w, "\t(%d rows under 0.005)\t\t%11.3f\n", restRows, rest)
-	}
-	_ = w.Flush()
-	return out.String()
+	return requestTable(fmt.Sprintf("the operator's requests of the management API server per cluster, from its audit log (N=%d, %d run(s)%s, leases excluded; flags from BENCH_OPERATOR_ARGS: %q)",
+		c.clusters, c.runs, c.suffix, strings.Join(benchOperatorArgs(), " ")), counts, float64(c.runs*c.clusters))
 }
 
 // requestKey is one series of the API server's apiserver_request_total, less the labels the
