@@ -14,13 +14,15 @@ import (
 )
 
 // The budget of Normal Events of one reason: a burst of normalEventBurst, then one every
-// normalEventEvery. A cluster created, allocated or connected on its own gets its Events; a
-// backlog of thousands (an installation into a Rancher that runs them, a restart) does not make
-// thousands of Events of one reason, which client-go's broadcaster would drop at random once its
-// queue of 1,000 is full anyway, after the API server has stored the first of them.
+// normalEventEvery. A cluster created, allocated or connected on its own, or a batch of ten, gets
+// its Events; a backlog of thousands (an installation into a Rancher that runs them, a restart)
+// makes a few dozen Events in all rather than thousands of one reason, which client-go's
+// broadcaster would drop at random once its queue of 1,000 is full anyway, after the API server
+// has stored the first of them. A new cluster costs four requests of the API server, three of
+// them writes; thousands of Events would add one more write each.
 const (
-	normalEventBurst = 25
-	normalEventEvery = time.Second
+	normalEventBurst = 10
+	normalEventEvery = 10 * time.Second
 )
 
 // budgetRecorder records every Warning Event — a person must act on each — and the Normal Events

@@ -14,7 +14,7 @@ import (
 )
 
 // TestNormalEventsWithinTheirBudget: a backlog's Normal Events of one reason are recorded up to
-// the burst, then one a second; another reason has its own budget, and every Warning is recorded.
+// the burst, then one each period; another reason has its own budget, and every Warning is recorded.
 func TestNormalEventsWithinTheirBudget(t *testing.T) {
 	fake := record.NewFakeRecorder(1000)
 	m := metrics.New()

@@ -31,10 +31,12 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
+	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/metawrite"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -320,15 +322,22 @@ func (o *Operator) start(ctx context.Context) error {
 		return err
 	}
 	scf := f.Shared
+	// The writes every new cluster makes (its FloatingIP, its allocation object, the FloatingIP's
+	// status) read back only the metadata the API server gave the object.
+	w, err := metawrite.New(o.rest)
+	if err != nil {
+		return err
+	}
 	ranges := f.Kubefip.Kubefip().V1().FloatingIPRange()
-	fips := f.Kubefip.Kubefip().V1().FloatingIP()
+	fips := metawrite.FloatingIPs{FloatingIPController: f.Kubefip.Kubefip().V1().FloatingIP(), W: w}
 	alloc := allocation.NewManager(allocation.Deps{
-		Allocations: f.Kubefip.Kubefip().V1().FloatingIPAllocation(), Ranges: ranges, FloatingIPs: fips, Metrics: o.metrics,
+		Allocations: metawrite.Allocations{FloatingIPAllocationController: f.Kubefip.Kubefip().V1().FloatingIPAllocation(), W: w},
+		Ranges:      ranges, FloatingIPs: fips, Metrics: o.metrics,
 	}, allocation.Options{OrphanGracePeriod: o.opts.OrphanGracePeriod})
 	if err := alloc.Register(); err != nil {
 		return err
 	}
-	c := o.context(f, alloc)
+	c := o.context(f, fips, alloc)
 	for _, register := range []controllers.Register{
 		configmap.Register, floatingiprange.Register, floatingip.Register, discovery.Register, guestcluster.Register,
 	} {
@@ -373,13 +382,13 @@ func (o *Operator) start(ctx context.Context) error {
 }
 
 // context is what every controller registers with.
-func (o *Operator) context(f *factories, alloc *allocation.Manager) *controllers.Context {
+func (o *Operator) context(f *factories, fips kubefipcontrollers.FloatingIPController, alloc *allocation.Manager) *controllers.Context {
 	return &controllers.Context{
 		Namespace:           o.opts.Namespace,
 		FleetNamespace:      o.opts.FleetNamespace,
 		GlobalDataNamespace: o.opts.GlobalDataNamespace,
 
-		FloatingIPs:          f.Kubefip.Kubefip().V1().FloatingIP(),
+		FloatingIPs:          fips,
 		Ranges:               f.Kubefip.Kubefip().V1().FloatingIPRange(),
 		ConfigMaps:           f.Core.Core().V1().ConfigMap(),
 		Namespaces:           f.Core.Core().V1().Namespace(),

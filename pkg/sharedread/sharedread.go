@@ -20,6 +20,7 @@ type Reads[T any] struct {
 	group singleflight.Group
 	mu    sync.Mutex
 	kept  map[string]read[T]
+	swept time.Time // when keep last forgot the reads older than the reuse period
 }
 
 type read[T any] struct {
@@ -64,16 +65,21 @@ func (r *Reads[T]) recent(key string) (T, bool) {
 	return k.value, true
 }
 
-// keep remembers value for key and forgets every read older than the reuse period, so the map
-// holds only the keys of the last few seconds.
+// keep remembers value for key and, once per reuse period, forgets every read older than that,
+// so the map holds only the keys of the last two periods: a backlog of clusters with a credential
+// each keeps thousands of keys in a few seconds, which a look at every key on every read would
+// turn into millions of looks.
 func (r *Reads[T]) keep(key string, value T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	for k, old := range r.kept {
-		if now.Sub(old.at) >= r.reuse {
-			delete(r.kept, k)
+	if now.Sub(r.swept) >= r.reuse {
+		for k, old := range r.kept {
+			if now.Sub(old.at) >= r.reuse {
+				delete(r.kept, k)
+			}
 		}
+		r.swept = now
 	}
 	r.kept[key] = read[T]{value: value, at: now}
 }

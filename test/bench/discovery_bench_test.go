@@ -75,11 +75,12 @@ func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Proces
 				b.Fatal(err)
 			}
 			return p
-		})
+		}, nil)
 		c.time("s-to-converge", t.done.Sub(t.start))
 		c.time("s-to-create", t.allExist.Sub(t.start))
 		c.time("s-after-last-created", t.done.Sub(t.acted))
 		teardown(b, r, rangeName, guests.names)
+		removeGuests(b, r, guests)
 	}
 	c.report(b)
 }
@@ -300,6 +301,7 @@ type convergence struct {
 	suffix   string
 	runs     int
 	seconds  map[string]float64     // metric → sum over the runs
+	each     map[string][]float64   // metric → its value in each run, for the spread
 	requests map[requestKey]float64 // requests counted in the measured windows
 	// guestWrites are the FloatingIP writes of the guest pass the watch showed in those windows.
 	guestWrites float64
@@ -310,7 +312,7 @@ type convergence struct {
 }
 
 func newConvergence(clusters int) *convergence {
-	return &convergence{clusters: clusters, seconds: map[string]float64{}, requests: map[requestKey]float64{}}
+	return &convergence{clusters: clusters, seconds: map[string]float64{}, each: map[string][]float64{}, requests: map[requestKey]float64{}}
 }
 
 // metric is name with the convergence's suffix.
@@ -322,14 +324,16 @@ type timings struct {
 	acted    time.Time // act returned
 	allExist time.Time // every guest's FloatingIP exists
 	done     time.Time // every guest's FloatingIP holds an address
+	settled  time.Time // settle returned (zero without settle)
 }
 
 // measure opens a window on the API server's audit log, starts the timer and runs act, which sets
 // things in motion and returns the running operator; it waits until every guest's FloatingIP holds
-// an address (failing if the operator exits), stops the timer, adds the operator's requests the
-// audit log shows in that window and checks from the API server that every guest holds an address
-// of its own.
-func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process) timings {
+// an address (failing if the operator exits), stops the timer, waits for settle (when given: what
+// else the run waits for, such as every guest configured, before the window closes), adds the
+// operator's requests the audit log shows in that window and checks from the API server that every
+// guest holds an address of its own.
+func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, guests []string, act func() *controlplane.Process, settle func(*controlplane.Process) time.Time) timings {
 	window := openWindow(b, shared.Env.Audit)
 	guestBefore := fips.guestWrites.Load()
 	var t timings
@@ -339,6 +343,9 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 	t.acted = time.Now()
 	t.allExist, t.done = waitConverged(b, p, fips, guests, 10*time.Minute)
 	b.StopTimer()
+	if settle != nil {
+		t.settled = settle(p)
+	}
 	// The watch's count first: it lags the API server's, so a guest write may be missing from it,
 	// never one the API server has not counted; the allocation path's figure errs high, not low.
 	c.guestWrites += float64(fips.guestWrites.Load() - guestBefore)
@@ -355,6 +362,22 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 // time adds one run's duration to metric.
 func (c *convergence) time(metric string, d time.Duration) {
 	c.seconds[c.metric(metric)] += d.Seconds()
+	c.each[c.metric(metric)] = append(c.each[c.metric(metric)], d.Seconds())
+}
+
+// spread says, for a metric of more than one run, its lowest, median and highest value: on a
+// machine the operator shares with its API server, one run's figure is one draw.
+func (c *convergence) spread(metric string) string {
+	v := slices.Clone(c.each[c.metric(metric)])
+	if len(v) < 2 {
+		return ""
+	}
+	slices.Sort(v)
+	median := v[len(v)/2]
+	if len(v)%2 == 0 {
+		median = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return fmt.Sprintf("%s over %d runs: lowest %.2f, median %.2f, highest %.2f (%.2fx)", c.metric(metric), len(v), v[0], median, v[len(v)-1], v[len(v)-1]/v[0])
 }
 
 // peak adds the peak resident memory of the operator process p so far (VmHWM) to the runs'
@@ -455,6 +478,11 @@ func (c *convergence) report(b *testing.B) {
 	b.ReportMetric(c.perCluster(func(requestKey) bool { return true }), c.metric("requests/cluster"))
 	// Printed, not logged: the testing package keeps only the first 10 lines of a benchmark's log.
 	fmt.Printf("%s: %s", b.Name(), c.table())
+	for _, m := range []string{"s-to-converge", "cpu-s-operator", "s-to-guests-configured"} {
+		if s := c.spread(m); s != "" {
+			fmt.Printf("%s: %s\n", b.Name(), s)
+		}
+	}
 }
 
 // table lists the requests per run and cluster by verb, resource and code, most first; rows
@@ -607,6 +635,15 @@ func teardown(b *testing.B, r *rancher.World, rangeName string, guests []string)
 		return held == 0
 	}) {
 		b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, held)
+	}
+}
+
+// removeGuests deletes every other part of the guests (see rancher.World.RemoveGuest) once
+// teardown has seen their addresses released, so that the next run's operator lists what that run
+// created and nothing of the runs before it.
+func removeGuests(b *testing.B, r *rancher.World, s benchGuests) {
+	if err := rig.Parallel(s.names, func(name string) error { return r.RemoveGuest(s.byName[name]) }); err != nil {
+		b.Fatal(err)
 	}
 }
 

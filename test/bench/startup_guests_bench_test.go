@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
@@ -72,7 +73,11 @@ func connectGuests(r *rancher.World, proxy *guests.ClusterProxy, servers []*cont
 // dropKubeconfigs deletes the guests' kubeconfig Secrets.
 func dropKubeconfigs(r *rancher.World, s benchGuests) error {
 	return rig.Parallel(s.names, func(name string) error {
-		return r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(context.Background(), name+"-kubeconfig", metav1.DeleteOptions{})
+		err := r.Kube.CoreV1().Secrets(rancher.FleetNamespace).Delete(context.Background(), s.byName[name].SecretName(), metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil // removeGuests came first
+		}
+		return err
 	})
 }
 

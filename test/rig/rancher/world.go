@@ -272,6 +272,54 @@ func (w *World) DeleteCluster(name string) error {
 	return nil
 }
 
+// RemoveGuest deletes what the guest's steps created but its provisioning cluster, which the
+// caller deletes first (the operator must see it go and release its address): the management
+// cluster, the namespace, the cloud credential, the machine config and the kubeconfig Secret. The
+// namespace is finalized at once: no namespace controller runs here to empty it, and the
+// operator's FloatingIPs in it are gone with the cluster. What is already gone is no error.
+func (w *World) RemoveGuest(g Guest) error {
+	ctx := context.Background()
+	ignore := func(err error) error {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	steps := []func() error{
+		func() error { return ignore(w.Mgmt.Delete(g.ID, nil)) },
+		func() error {
+			if err := ignore(w.Kube.CoreV1().Namespaces().Delete(ctx, g.ID, metav1.DeleteOptions{})); err != nil {
+				return err
+			}
+			ns, err := w.Kube.CoreV1().Namespaces().Get(ctx, g.ID, metav1.GetOptions{})
+			if err != nil {
+				return ignore(err)
+			}
+			ns.Spec.Finalizers = nil
+			_, err = w.Kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+			return ignore(err)
+		},
+		func() error {
+			return ignore(w.Kube.CoreV1().Secrets(FleetNamespace).Delete(ctx, g.SecretName(), metav1.DeleteOptions{}))
+		},
+	}
+	if g.Harvester != "" {
+		steps = append(steps,
+			func() error {
+				return ignore(w.Kube.CoreV1().Secrets(GlobalNamespace).Delete(ctx, g.CredentialName(), metav1.DeleteOptions{}))
+			},
+			func() error {
+				return ignore(w.Dyn.Resource(HarvesterConfigResource()).Namespace(FleetNamespace).Delete(ctx, g.ConfigName(), metav1.DeleteOptions{}))
+			})
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("removing guest %s: %w", g.Name, err)
+		}
+	}
+	return nil
+}
+
 func (w *World) remember(list *[]string, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -81,25 +81,32 @@ func keepCondition(status interface{}, c condition.Cond, want bool, reason, mess
 	return len(*conds) != n
 }
 
+// setCondition sets c on the conditions of status directly: this runs for every condition of
+// every status written, and wrangler's Cond getters and setters find the conditions by reflection
+// at each call. The outcome is theirs: a new condition is appended, lastUpdateTime moves on every
+// change, lastTransitionTime when the status flips (or the condition is new).
 func setCondition(status interface{}, c condition.Cond, ok bool, reason, message string) bool {
-	want := string(corev1.ConditionFalse)
-	if ok {
-		want = string(corev1.ConditionTrue)
-	}
-	was := c.GetStatus(status)
-	if was == want && c.GetReason(status) == reason && c.GetMessage(status) == message {
+	conds := conditionsOf(status)
+	if conds == nil {
 		return false
 	}
-	c.SetStatus(status, want)
-	c.Reason(status, reason)
-	c.Message(status, message)
-	now := time.Now().UTC().Format(time.RFC3339)
-	c.LastUpdated(status, now)
-	if was != want {
-		if cond := find(status, c); cond != nil {
-			cond.LastTransitionTime = now
-		}
+	want := corev1.ConditionFalse
+	if ok {
+		want = corev1.ConditionTrue
 	}
+	cond := find(status, c)
+	if cond == nil {
+		*conds = append(*conds, genericcondition.GenericCondition{Type: string(c)})
+		cond = &(*conds)[len(*conds)-1]
+	}
+	if cond.Status == want && cond.Reason == reason && cond.Message == message {
+		return false
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	if cond.Status != want {
+		cond.LastTransitionTime = now
+	}
+	cond.Status, cond.Reason, cond.Message, cond.LastUpdateTime = want, reason, message, now
 	return true
 }
 
