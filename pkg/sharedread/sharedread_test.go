@@ -2,6 +2,7 @@ package sharedread
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,5 +83,27 @@ func TestAReadInFlightIsShared(t *testing.T) {
 		if v != "c-m-harv" {
 			t.Fatalf("caller %d got %q", i, v)
 		}
+	}
+}
+
+// TestManyKeysKeepOnlyRecentReads: a backlog of clusters with a credential each reads a new key
+// every few milliseconds; what is kept stays within the keys of the last two reuse periods.
+func TestManyKeysKeepOnlyRecentReads(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	r := New[int](reuse, func() time.Time { return now })
+	const every = 10 * time.Millisecond
+	perPeriod := int(reuse / every)
+	for i := 0; i < 10*perPeriod; i++ {
+		if _, err := r.Get(fmt.Sprintf("cattle-global-data/cc-%d", i), func() (int, error) { return i, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.kept) > 2*perPeriod {
+			t.Fatalf("after %d keys, %d kept; want at most the %d of two reuse periods", i+1, len(r.kept), 2*perPeriod)
+		}
+		now = now.Add(every)
+	}
+	if v, err := r.Get(fmt.Sprintf("cattle-global-data/cc-%d", 10*perPeriod-1), func() (int, error) { return -1, nil }); err != nil || v != 10*perPeriod-1 {
+		t.Errorf("the last key read: %d, %v; want its kept value", v, err)
 	}
 }
