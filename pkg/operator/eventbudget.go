@@ -14,14 +14,14 @@ import (
 )
 
 // The budget of Normal Events of one reason: a burst of normalEventBurst, then one every
-// normalEventEvery. A cluster created, allocated or connected on its own, or a batch of ten, gets
-// its Events; a backlog of thousands (an installation into a Rancher that runs them, a restart)
-// makes a few dozen Events in all rather than thousands of one reason, which client-go's
-// broadcaster would drop at random once its queue of 1,000 is full anyway, after the API server
-// has stored the first of them. A new cluster costs four requests of the API server, three of
-// them writes; thousands of Events would add one more write each.
+// normalEventEvery. A cluster created, allocated or connected on its own, or a batch of up to 25
+// (what a person or a Terraform plan creates at once), gets its Events; a backlog of thousands (an
+// installation into a Rancher that runs them, a restart) makes some dozens of Events of each reason
+// rather than thousands, which client-go's broadcaster would drop at random once its queue of 1,000
+// is full anyway, after the API server has stored the first of them. A new cluster costs four
+// requests of the API server, three of them writes; thousands of Events would add one write each.
 const (
-	normalEventBurst = 10
+	normalEventBurst = 25
 	normalEventEvery = 10 * time.Second
 )
 
