@@ -79,8 +79,7 @@ func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Proces
 		c.time("s-to-converge", t.done.Sub(t.start))
 		c.time("s-to-create", t.allExist.Sub(t.start))
 		c.time("s-after-last-created", t.done.Sub(t.acted))
-		teardown(b, r, rangeName, guests.names)
-		removeGuests(b, r, guests)
+		teardown(b, r, rangeName, guests)
 	}
 	c.report(b)
 }
@@ -623,10 +622,12 @@ func allAllocated(r *rancher.World, guests []string) error {
 	return nil
 }
 
-// teardown deletes the guests' provisioning clusters and waits until the operator deleted their
-// FloatingIPs and released every address.
-func teardown(b *testing.B, r *rancher.World, rangeName string, guests []string) {
-	if err := rig.Parallel(guests, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
+// teardown deletes the guests' provisioning clusters, waits until the operator deleted their
+// FloatingIPs and released every address, and then deletes every other part of the guests (see
+// rancher.World.RemoveGuest), so that the next run's operator lists what that run created and
+// nothing of the runs before it.
+func teardown(b *testing.B, r *rancher.World, rangeName string, s benchGuests) {
+	if err := rig.Parallel(s.names, func(name string) error { return r.Prov.Delete(rancher.FleetNamespace, name, nil) }); err != nil {
 		b.Fatal(err)
 	}
 	held := 0
@@ -636,12 +637,6 @@ func teardown(b *testing.B, r *rancher.World, rangeName string, guests []string)
 	}) {
 		b.Fatalf("range %s still holds %d addresses after the clusters were deleted", rangeName, held)
 	}
-}
-
-// removeGuests deletes every other part of the guests (see rancher.World.RemoveGuest) once
-// teardown has seen their addresses released, so that the next run's operator lists what that run
-// created and nothing of the runs before it.
-func removeGuests(b *testing.B, r *rancher.World, s benchGuests) {
 	if err := rig.Parallel(s.names, func(name string) error { return r.RemoveGuest(s.byName[name]) }); err != nil {
 		b.Fatal(err)
 	}

@@ -253,7 +253,6 @@ func startupRun(b *testing.B, r *rancher.World, fips *fipWatch, c *convergence, 
 	if g != nil && g.idle > 0 {
 		g.idleCost.measure(b, p, g.idle, openWindow(b, shared.Env.Audit), guestWindow)
 	}
-	teardown(b, r, rangeName, guests.names)
-	removeGuests(b, r, guests)
+	teardown(b, r, rangeName, guests)
 	deleteRangeAndWait(b, r, rangeName)
 }

@@ -114,7 +114,7 @@ func writesAloneRun(b *testing.B, r *rancher.World, c *convergence, prefix strin
 	if err := p.WaitForLog(b.Context(), "controllers running", 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
-	teardown(b, r, rangeName, guests.names)
+	teardown(b, r, rangeName, guests)
 	deleteRangeAndWait(b, r, rangeName)
 }
 
