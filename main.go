@@ -57,6 +57,7 @@ type settings struct {
 	containerLimit string
 	memoryRatio    float64
 	profiling      string
+	renderRetry    time.Duration
 }
 
 // renderCommand is the hidden command that renders one guest chart in a process of its own.
@@ -147,6 +148,8 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "guest namespaces kubevipNamespace may name, comma-separated: kube-vip runs there host-networked with NET_ADMIN"},
 		&cli.StringFlag{Name: "allowed-chart-digests", EnvVars: []string{"ALLOWED_CHART_DIGESTS"}, Destination: &s.chartDigests,
 			Usage: "chart archives, beyond the pinned ones, that may be installed: <chart>@sha256:<hex>, comma-separated"},
+		&cli.DurationFlag{Name: "render-retry", EnvVars: []string{"RENDER_RETRY"}, Value: installpolicy.DefaultRenderBudget().Retry, Destination: &s.renderRetry,
+			Usage: "how long a guest chart whose render overran its budget is refused for the same values before it is rendered again; doubles while it keeps overrunning"},
 		&cli.StringFlag{Name: "guest-charts-dir", EnvVars: []string{"GUEST_CHARTS_DIR"}, Value: installpolicy.DefaultGuestChartsDir, Destination: &s.guestCharts,
 			Usage: "directory of the pinned chart archives the image ships, installed without fetching; missing: they are fetched"},
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
@@ -190,6 +193,15 @@ func (s *settings) flags() []cli.Flag {
 	}
 }
 
+// renderBudget is the default render budget, retried after retry.
+func renderBudget(retry time.Duration) installpolicy.RenderBudget {
+	b := installpolicy.DefaultRenderBudget()
+	if retry > 0 {
+		b.Retry = retry
+	}
+	return b
+}
+
 // options checks what the flags say and completes the operator's options from it.
 func (s *settings) options() (operator.Options, error) {
 	opts := s.opts
@@ -217,6 +229,7 @@ func (s *settings) options() (operator.Options, error) {
 		RequireDigest:       s.requireDigests,
 		PullSecret:          opts.ImagePullSecret != "",
 		RenderCommand:       []string{self, renderCommand},
+		RenderBudget:        renderBudget(s.renderRetry),
 	})
 	if err != nil {
 		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, "+

@@ -31,6 +31,7 @@ func TestPassTransportBoundsEveryAnswer(t *testing.T) {
 			t.Errorf("%s: %v; want ErrGuestResponseTooLarge", path, err)
 		}
 	}
+	// A string of 2,046 bytes counts 8 values.
 	small := &http.Client{Transport: withPass(nil, 4096, 10)(http.DefaultTransport)}
 	resp, err := small.Get(srv.URL + "/streamed")
 	if err != nil {
@@ -128,8 +129,9 @@ func TestPassTransportRefusesRedirects(t *testing.T) {
 }
 
 // TestPassTransportBoundsValues: an answer is bounded by its JSON values too, counted outside
-// strings, since decoded they take far more room than their text; an answer in another form than
-// JSON is refused, but for an error in plain text.
+// strings, since decoded they take far more room than their text, and a string by its bytes, so
+// that one huge string does not pass as one value; an answer in another form than JSON is
+// refused, but for an error in plain text.
 func TestPassTransportBoundsValues(t *testing.T) {
 	cases := []struct {
 		name, contentType, body string
@@ -140,6 +142,8 @@ func TestPassTransportBoundsValues(t *testing.T) {
 		{"escaped quotes in a string", "application/json; charset=utf-8", `{"a":"\\\",,,,,,,,,,,,,,,"}`, 200, nil},
 		{"empty objects", "application/json", `{"a":[` + strings.Repeat(`{},`, 20) + `{}]}`, 200, ErrGuestResponseTooLarge},
 		{"nested arrays", "application/json", strings.Repeat("[", 12) + strings.Repeat("]", 12), 200, ErrGuestResponseTooLarge},
+		{"a string of nine values' bytes", "application/json", `{"a":"` + strings.Repeat("x", 9*StringValueBytes-1) + `"}`, 200, nil},
+		{"a string of eleven values' bytes", "application/json", `{"a":"` + strings.Repeat("x", 11*StringValueBytes) + `"}`, 200, ErrGuestResponseTooLarge},
 		{"protobuf", "application/vnd.kubernetes.protobuf", "k8s\x00", 200, ErrGuestResponseNotJSON},
 		{"no content type", "", "{}", 200, ErrGuestResponseNotJSON},
 		{"an error in plain text", "text/plain; charset=utf-8", "cluster agent disconnected", 500, nil},
@@ -151,7 +155,7 @@ func TestPassTransportBoundsValues(t *testing.T) {
 			w.WriteHeader(c.status)
 			_, _ = w.Write([]byte(c.body))
 		}))
-		client := &http.Client{Transport: withPass(nil, 1024, 10)(http.DefaultTransport)}
+		client := &http.Client{Transport: withPass(nil, 4096, 10)(http.DefaultTransport)}
 		resp, err := client.Get(srv.URL)
 		var body []byte
 		if err == nil {

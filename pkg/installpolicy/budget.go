@@ -20,34 +20,53 @@ type RenderBudget struct {
 	Time time.Duration
 	// Output bounds the rendered documents, summed.
 	Output int
-	// Memory bounds the data of the process a render runs in (its heap): past it, the process
-	// fails to allocate and ends.
+	// Memory bounds what a render may add to the data of the process it runs in (its heap): past
+	// it, the process fails to allocate and ends.
 	Memory int64
 	// Parallel is how many renders run at once; others wait for one to end, at most Time.
 	Parallel int
+	// Retry is how long a chart whose render overran is refused for the same values before it
+	// is rendered again; it doubles at each further overrun, up to maxRetryDoublings times.
+	Retry time.Duration
 }
 
-// DefaultRenderBudget is 10 s, 1 MiB of output, 128 MiB of memory, two renders at once.
+// DefaultRenderBudget is 10 s, 1 MiB of output, 128 MiB of memory, two renders at once, and a
+// render that overran tried again after a minute (then 2, 4, ... up to 64).
 func DefaultRenderBudget() RenderBudget {
-	return RenderBudget{Time: 10 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 2}
+	return RenderBudget{Time: 10 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 2, Retry: time.Minute}
 }
 
-// maxOverrun bounds the charts remembered for overrunning their budget.
-const maxOverrun = 64
+const (
+	// maxOverrun bounds the renders remembered for overrunning their budget.
+	maxOverrun = 64
+	// maxRetryDoublings bounds the back-off of a render that overruns again and again.
+	maxRetryDoublings = 6
+)
 
-// renderer renders charts within a budget and remembers every chart that overran it: that chart
-// is refused without being rendered again until the operator restarts. In a process of its own
-// (command set) a render that overruns is ended, with all it holds. In the operator's process
-// (tests, or no command) nothing can end a template: the wait for it ends at the budget and the
-// render runs on, holding its slot, and because its chart is never rendered again at most one
-// such render runs per chart.
+// overrun is a render that overran its budget: why, how often in a row, and until when it is
+// refused without being rendered.
+type overrun struct {
+	why     string
+	strikes int
+	until   time.Time
+}
+
+// renderer renders charts within a budget and remembers every render that overran it, by the
+// chart and the values it was given: with those values the chart is refused without a render
+// until its back-off ends, and other values render at once. Nothing is refused for good: a chart
+// the deployment trusts is never lost to every guest because one render overran, whatever made
+// it overrun (values, a loaded machine). In a process of its own (command set) a render that
+// overruns is ended, with all it holds. In the operator's process (tests, or no command)
+// nothing can end a template: the wait for it ends at the budget and the render runs on, holding
+// its slot, so at most Parallel such renders run at once.
 type renderer struct {
 	command []string
 	budget  RenderBudget
 	slots   chan struct{}
+	now     func() time.Time
 
 	mu      sync.Mutex
-	overran map[string]string
+	overran map[string]*overrun
 	order   []string
 }
 
@@ -55,7 +74,10 @@ func newRenderer(command []string, budget RenderBudget) *renderer {
 	if budget == (RenderBudget{}) {
 		budget = DefaultRenderBudget()
 	}
-	return &renderer{command: command, budget: budget, slots: make(chan struct{}, max(budget.Parallel, 1)), overran: map[string]string{}}
+	if budget.Retry <= 0 {
+		budget.Retry = DefaultRenderBudget().Retry
+	}
+	return &renderer{command: command, budget: budget, slots: make(chan struct{}, max(budget.Parallel, 1)), now: time.Now, overran: map[string]*overrun{}}
 }
 
 func (r *renderer) String() string {
@@ -66,12 +88,12 @@ func (r *renderer) String() string {
 	if len(r.command) > 0 {
 		where = "each in a process of its own"
 	}
-	return fmt.Sprintf("chart renders %s: %s, %d KiB of output, %d MiB of memory, %d at once", where, r.budget.Time,
-		r.budget.Output>>10, r.budget.Memory>>20, cap(r.slots))
+	return fmt.Sprintf("chart renders %s: %s, %d KiB of output, %d MiB of memory, %d at once, one that overran tried again after %s",
+		where, r.budget.Time, r.budget.Output>>10, r.budget.Memory>>20, cap(r.slots), r.budget.Retry)
 }
 
-// render renders ch within the budget. digest names the chart's archive when known; the chart is
-// remembered by it, or by a digest of its content.
+// render renders ch within the budget. digest names the chart's archive when known; a render
+// that overran is remembered by it, or by a digest of the chart's content, and the values.
 func (r *renderer) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release, digest string) ([]rendered, error) {
 	if r == nil {
 		return renderTemplates(chart, ch, values, rel)
@@ -86,13 +108,10 @@ func (r *renderer) render(chart Chart, ch *helmchart.Chart, values map[string]in
 			return nil, fmt.Errorf("the %s chart cannot be rendered: %w", chart, err)
 		}
 	}
-	key := digest
-	if key == "" {
-		sum := sha256.Sum256(request)
-		key = "content sha256:" + hex.EncodeToString(sum[:])
-	}
-	if why := r.refused(key); why != "" {
-		return nil, refuse(ReasonRenderRefused, "", "the %s chart (%s) %s earlier: it is not rendered again until the operator restarts", chart, key, why)
+	key := renderKey(digest, request, values)
+	if why, until := r.refused(key); why != "" {
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart (%s) %s earlier: with these values it is rendered again after %s",
+			chart, shortKey(digest), why, until.UTC().Format(time.RFC3339))
 	}
 	wait := time.NewTimer(r.budget.Time)
 	defer wait.Stop()
@@ -111,10 +130,35 @@ func (r *renderer) render(chart Chart, ch *helmchart.Chart, values map[string]in
 		docs, over, err = r.inThisProcess(chart, ch, values, rel)
 	}
 	if over != "" {
-		r.remember(key, over)
-		return nil, refuse(ReasonRenderRefused, "", "the %s chart (%s) %s: it is not rendered again until the operator restarts", chart, key, over)
+		until := r.remember(key, over)
+		return nil, refuse(ReasonRenderRefused, "", "the %s chart (%s) %s: with these values it is rendered again after %s",
+			chart, shortKey(digest), over, until.UTC().Format(time.RFC3339))
 	}
+	r.forget(key)
 	return docs, err
+}
+
+// renderKey names one render: the archive's digest (or, without one, the whole request's) and
+// the values.
+func renderKey(digest string, request []byte, values map[string]interface{}) string {
+	if digest == "" {
+		sum := sha256.Sum256(request)
+		return "content sha256:" + hex.EncodeToString(sum[:])
+	}
+	data, err := json.Marshal(values)
+	if err != nil {
+		data = []byte(fmt.Sprintf("%#v", values))
+	}
+	sum := sha256.Sum256(data)
+	return digest + " values sha256:" + hex.EncodeToString(sum[:])
+}
+
+// shortKey names the chart in a message: its archive's digest, or its content.
+func shortKey(digest string) string {
+	if digest == "" {
+		return "as loaded"
+	}
+	return digest
 }
 
 // inThisProcess renders in a goroutine, which gives its slot back when the render ends, however
@@ -151,22 +195,50 @@ func outputSize(docs []rendered) int {
 	return n
 }
 
-func (r *renderer) refused(key string) string {
+// refused says why the render key overran and until when it is refused; "" when it is not.
+func (r *renderer) refused(key string) (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.overran[key]
+	o, ok := r.overran[key]
+	if !ok || !r.now().Before(o.until) {
+		return "", time.Time{}
+	}
+	return o.why, o.until
 }
 
-func (r *renderer) remember(key, why string) {
+// remember notes that the render key overran, and says until when it is refused: Retry after
+// the first overrun, doubled at each further one in a row.
+func (r *renderer) remember(key, why string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.overran[key]; ok {
+	o, ok := r.overran[key]
+	if !ok {
+		if len(r.order) >= maxOverrun {
+			delete(r.overran, r.order[0])
+			r.order = r.order[1:]
+		}
+		o = &overrun{}
+		r.overran[key] = o
+		r.order = append(r.order, key)
+	}
+	o.why = why
+	o.until = r.now().Add(r.budget.Retry << min(o.strikes, maxRetryDoublings))
+	o.strikes++
+	return o.until
+}
+
+// forget drops what was remembered of the render key once it renders within the budget.
+func (r *renderer) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.overran[key]; !ok {
 		return
 	}
-	if len(r.order) >= maxOverrun {
-		delete(r.overran, r.order[0])
-		r.order = r.order[1:]
+	delete(r.overran, key)
+	for i, k := range r.order {
+		if k == key {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			break
+		}
 	}
-	r.overran[key] = why
-	r.order = append(r.order, key)
 }

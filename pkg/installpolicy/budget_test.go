@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +20,10 @@ import (
 const renderChildArg = "render-chart"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == renderChildArg {
+	if len(os.Args) >= 2 && os.Args[1] == renderChildArg {
+		if len(os.Args) == 3 {
+			startThreads(os.Args[2])
+		}
 		if err := ServeRender(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -28,13 +33,36 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// budgeted is a policy that renders within budget, in a process of its own when own is set.
-func budgeted(t testing.TB, own bool, budget RenderBudget) Policy {
+// startThreads has the render process run on n more threads than it needs ("threads=<n>"), as a
+// loaded machine makes the runtime start them: each blocks on a thread of its own.
+func startThreads(arg string) {
+	n, err := strconv.Atoi(strings.TrimPrefix(arg, "threads="))
+	if err != nil {
+		panic(err)
+	}
+	var locked sync.WaitGroup
+	locked.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			runtime.LockOSThread()
+			locked.Done()
+			select {}
+		}()
+	}
+	locked.Wait()
+}
+
+// budgeted is a policy that renders within budget, in a process of its own when own is set,
+// which runs on threads more threads than it needs.
+func budgeted(t testing.TB, own bool, budget RenderBudget, threads ...int) Policy {
 	t.Helper()
 	s := DefaultSettings()
 	s.RenderBudget = budget
 	if own {
 		s.RenderCommand = []string{os.Args[0], renderChildArg}
+		for _, n := range threads {
+			s.RenderCommand = append(s.RenderCommand, fmt.Sprintf("threads=%d", n))
+		}
 	}
 	p, err := New(s)
 	if err != nil {
@@ -54,8 +82,8 @@ const (
 // TestRenderInItsOwnProcess: a render in a process of its own gives what the render in this one
 // gives; a template that builds without end ends its process at the memory budget, one that loops
 // at the time budget, and one that renders too much at the output budget. Each of those charts is
-// refused without a second render after that, and this process's memory never holds what the
-// template built.
+// refused without a second render until its back-off ends, and this process's memory never holds
+// what the template built.
 func TestRenderInItsOwnProcess(t *testing.T) {
 	defaults := config.Default().Kubevip.Values
 	approve := func(p Policy, ch *helmchart.Chart) (*Approval, error) {
@@ -65,7 +93,10 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 		}
 		return pl.Approve(ch, release())
 	}
-	own := budgeted(t, true, RenderBudget{Time: 5 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 1})
+	// The memory and output budgets are held to a time budget no loaded machine reaches first;
+	// the time budget to one of 3 s.
+	own := budgeted(t, true, RenderBudget{Time: time.Minute, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
+	timed := budgeted(t, true, RenderBudget{Time: 3 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
 	start := time.Now()
 	a, err := approve(own, standIn(Kubevip))
 	if err != nil {
@@ -82,14 +113,15 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	for _, tc := range []struct {
 		name, template, want string
+		policy               Policy
 	}{
-		{"a string doubled without end", doubling, "needed more than the 128 MiB of memory a render may have"},
-		{"a loop of a hundred million steps", looping, "was still rendering after 5s"},
-		{"a ConfigMap of 2 MiB", large, "more than the 1024 KiB a render may"},
+		{"a string doubled without end", doubling, "needed more than the 128 MiB of memory a render may have", own},
+		{"a loop of a hundred million steps", looping, "was still rendering after 3s", timed},
+		{"a ConfigMap of 2 MiB", large, "more than the 1024 KiB a render may", own},
 	} {
 		ch := withTemplate(Kubevip, "templates/overrun.yaml", tc.template)
 		start := time.Now()
-		_, err := approve(own, ch)
+		_, err := approve(tc.policy, ch)
 		took := time.Since(start)
 		if reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want RenderedObjectRefused saying %q", tc.name, err, tc.want)
@@ -97,8 +129,8 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 		}
 		t.Logf("%s: refused after %s: %v", tc.name, took.Round(time.Millisecond), err)
 		start = time.Now()
-		_, err = approve(own, ch)
-		if !strings.Contains(fmt.Sprint(err), "earlier: it is not rendered again") || time.Since(start) > time.Second {
+		_, err = approve(tc.policy, ch)
+		if !strings.Contains(fmt.Sprint(err), "earlier: with these values it is rendered again after") || time.Since(start) > time.Second {
 			t.Errorf("%s again: %v after %s; want refused at once without a render", tc.name, err, time.Since(start))
 		}
 	}
@@ -110,7 +142,8 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 }
 
 // TestRenderInThisProcess: without a process of its own, the wait for a render ends at the time
-// budget and its chart is not rendered again; the output budget holds as well.
+// budget and its chart is not rendered again with those values until its back-off ends; the
+// output budget holds as well.
 func TestRenderInThisProcess(t *testing.T) {
 	defaults := config.Default().Kubevip.Values
 	for _, tc := range []struct {
@@ -120,7 +153,7 @@ func TestRenderInThisProcess(t *testing.T) {
 		{"a loop of nine million steps", `{{- range until 3000 }}{{- range until 3000 }}{{- end }}{{- end }}`, "was still rendering after 200ms", 200 * time.Millisecond},
 		{"a ConfigMap of 2 MiB", large, "more than the 1024 KiB a render may", 10 * time.Second},
 	} {
-		p := budgeted(t, false, RenderBudget{Time: tc.time, Output: 1 << 20, Memory: 128 << 20, Parallel: 2})
+		p := budgeted(t, false, RenderBudget{Time: tc.time, Output: 1 << 20, Memory: 128 << 20, Parallel: 2, Retry: time.Hour})
 		pl, err := p.NewPlan(Kubevip, "kubevipChartValues", "", defaults, defaults)
 		if err != nil {
 			t.Fatal(err)
@@ -129,8 +162,65 @@ func TestRenderInThisProcess(t *testing.T) {
 		if _, err := pl.Approve(ch, release()); reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want RenderedObjectRefused saying %q", tc.name, err, tc.want)
 		}
-		if _, err := pl.Approve(ch, release()); !strings.Contains(fmt.Sprint(err), "earlier: it is not rendered again") {
+		if _, err := pl.Approve(ch, release()); !strings.Contains(fmt.Sprint(err), "earlier: with these values it is rendered again after") {
 			t.Errorf("%s again: %v; want refused without a render", tc.name, err)
 		}
+	}
+}
+
+// TestRenderBudgetHoldsOnALoadedMachine: a render process that runs on 24 more threads than it
+// needs, as a loaded machine has the runtime start them, renders the pinned charts within the
+// default budget, whether the binary was built with cgo (each thread's stack then counts as data)
+// or without; a template that builds without end is still ended at the budget. scripts/test runs
+// it both ways.
+func TestRenderBudgetHoldsOnALoadedMachine(t *testing.T) {
+	budget := DefaultRenderBudget()
+	budget.Time = time.Minute // no loaded machine reaches it before the memory budget
+	loaded := budgeted(t, true, budget, 24)
+	for _, chart := range []Chart{Kubevip, CloudProvider} {
+		defaults, key := config.Default().Kubevip.Values, "kubevipChartValues"
+		if chart == CloudProvider {
+			defaults, key = config.Default().KubevipCloudProvider.Values, "kubevipCloudProviderChartValues"
+		}
+		pl, err := loaded.NewPlan(chart, key, "", defaults, defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pl.Approve(standIn(chart), release()); err != nil {
+			t.Errorf("the %s chart in a render process on 24 more threads (cgo %t): %v; want it approved", chart, builtWithCgo, err)
+		}
+		_, err = pl.Approve(withTemplate(chart, "templates/overrun.yaml", doubling), release())
+		if reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), "needed more than the 128 MiB") {
+			t.Errorf("the %s chart with a string doubled without end (cgo %t): %v; want refused at the memory budget", chart, builtWithCgo, err)
+		}
+	}
+}
+
+// TestRenderThatOverranIsTriedAgain: a render that overran is refused for its values until its
+// back-off ends, not for good: the same chart renders at once with other values, renders again
+// with the same values once the back-off is over, and a second overrun in a row doubles the
+// back-off.
+func TestRenderThatOverranIsTriedAgain(t *testing.T) {
+	r := newRenderer([]string{os.Args[0], renderChildArg}, RenderBudget{Time: time.Minute, Output: 1 << 20, Memory: 64 << 20, Parallel: 1, Retry: time.Minute})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	// A template that overruns only when its values ask for it: as values in kube-fip-config can.
+	ch := withTemplate(Kubevip, "templates/overrun.yaml", `{{- if .Values.overrun }}`+doubling+`{{- end }}`)
+	render := func(overrun bool) error {
+		_, err := r.render(Kubevip, ch, map[string]interface{}{"overrun": overrun}, release(), "sha256:test")
+		return err
+	}
+	if err := render(true); !strings.Contains(fmt.Sprint(err), "needed more than the 64 MiB") {
+		t.Fatalf("first render: %v; want it to overrun the memory budget", err)
+	}
+	if err := render(true); !strings.Contains(fmt.Sprint(err), "earlier: with these values it is rendered again after 2026-01-01T00:01:00Z") {
+		t.Errorf("the same values at once: %v; want refused until the back-off ends", err)
+	}
+	if err := render(false); err != nil {
+		t.Errorf("other values: %v; want the chart rendered", err)
+	}
+	now = now.Add(time.Minute)
+	if err := render(true); !strings.Contains(fmt.Sprint(err), "needed more than the 64 MiB") || !strings.Contains(err.Error(), "rendered again after 2026-01-01T00:03:00Z") {
+		t.Errorf("the same values after the back-off: %v; want rendered again, overrunning, and refused for twice as long", err)
 	}
 }

@@ -19,9 +19,9 @@ import (
 
 // A render in a process of its own: the operator starts its own binary's render-chart command
 // (ServeRender), hands it the chart, the values and the budget on stdin, and reads the documents
-// from its stdout. The process limits its own data (RLIMIT_DATA) to the budget's memory before it
-// renders, so a template that builds without end fails to allocate and the process ends; one that
-// runs too long is killed. Either way what it held goes with it, and the operator's memory never
+// from its stdout. The process limits its own data (RLIMIT_DATA) to what it holds before it
+// renders plus the budget's memory (see dataLimit), so a template that builds without end fails to
+// allocate and the process ends; one that runs too long is killed. Either way what it held goes with it, and the operator's memory never
 // sees it.
 
 // renderRequest is what the render process is given. The chart travels as Helm stores it in a
@@ -155,7 +155,11 @@ func ServeRender(in io.Reader, out io.Writer) error {
 	if req.Memory <= 0 || req.Output <= 0 || req.Archive == nil {
 		return errors.New("the render request has no budget or no chart")
 	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(req.Memory), Max: uint64(req.Memory)}); err != nil {
+	limit, err := dataLimit(req.Memory)
+	if err != nil {
+		return fmt.Errorf("limiting the render's memory: %w", err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(limit), Max: uint64(limit)}); err != nil {
 		return fmt.Errorf("limiting the render's memory: %w", err)
 	}
 	// The collector works harder as the limit nears, so that a render that fits is not ended by

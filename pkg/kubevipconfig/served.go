@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,9 +16,12 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
-// What the operator reads back from a guest to say whether its addresses are served, each read
-// bounded: one DaemonSet, at most MaxServices Services, and, only while no kube-vip pod is ready,
-// at most MaxPods pods.
+// What the operator reads back from a guest to say whether its addresses are served. Anyone who
+// may create a Service in one namespace of a guest shapes this read, so it is budgeted as a
+// whole, not answer by answer: one DaemonSet; at most MaxServices Services in at most
+// MaxServicePages pages and MaxServedBytes; at most MaxServiceAddresses addresses of a Service
+// looked at; only the addresses of the guest's own FloatingIPs kept; and, only while no kube-vip
+// pod is ready, at most MaxPods pods. Where a limit is reached the read stops and says which.
 const (
 	// LoadBalancerIPsAnnotation is where kube-vip-cloud-provider (v0.0.12,
 	// pkg/provider/loadBalancer.go) writes the addresses a Service gets, and where kube-vip reads
@@ -26,14 +30,24 @@ const (
 	// ImplementationLabel marks the Services kube-vip-cloud-provider handles: its own lookup of the
 	// addresses in use lists Services by it.
 	ImplementationLabel = "implementation=kube-vip"
-	// MaxServices bounds the Services read in one look; more are reported, not read.
+	// MaxServices bounds the Services read in one look.
 	MaxServices = 200
-	// servicePage is how many Services one request asks for: a Service as the API server gives
-	// it back, managed fields included, counts some hundred JSON values, and one answer from a
-	// guest may hold only so many (pkg/guest).
-	servicePage = 25
+	// ServicePage is how many Services one request asks for: ten Services whose annotations are
+	// at the API server's limit (256 KiB each) still fit one answer's budget (pkg/guest).
+	ServicePage = 10
+	// MaxServicePages bounds the requests of one look: the pages MaxServices needs. A guest that
+	// answers pages with fewer Services, or none, and always one more to come, is asked no more.
+	MaxServicePages = MaxServices / ServicePage
+	// MaxServedBytes bounds the Services of one look together, as each takes on the wire: two
+	// hundred ordinary Services take about 600 KiB.
+	MaxServedBytes = 8 << 20
+	// MaxServiceAddresses bounds the addresses a Service may ask for (its annotation) or hold (its
+	// status): a Service naming more is reported by name and its addresses are not read.
+	MaxServiceAddresses = 16
 	// MaxPods bounds the pods read to tell why kube-vip is not ready.
 	MaxPods = 5
+	// maxNamed is how many Services a limit's message names.
+	maxNamed = 5
 )
 
 // Serving is what a guest shows of what serves its addresses.
@@ -41,10 +55,11 @@ type Serving struct {
 	// Kubevip is the operator's own kube-vip DaemonSet; nil where the operator installs none, so
 	// that whatever kube-vip the guest runs is judged by the Services alone.
 	Kubevip *DaemonSetState
-	// Services are the LoadBalancer Services kube-vip-cloud-provider handles, by name.
+	// Services are the LoadBalancer Services kube-vip-cloud-provider handles that ask for or hold
+	// one of the addresses asked about, by name.
 	Services []ServiceState
-	// More says there were more such Services than were read.
-	More bool
+	// Limited says which limit stopped the read before it saw every such Service; "" when none did.
+	Limited string
 }
 
 // DaemonSetState is a kube-vip DaemonSet as its status says, and why no pod of it is ready.
@@ -57,8 +72,8 @@ type DaemonSetState struct {
 	Why                     string
 }
 
-// ServiceState is one Service: the addresses it asks for and those its status holds, which kube-vip
-// sets once it has bound the address.
+// ServiceState is one Service: which of the addresses asked about it asks for and which its
+// status holds (kube-vip sets it once it has bound the address).
 type ServiceState struct {
 	Namespace, Name string
 	Asks, Holds     []netip.Addr
@@ -66,9 +81,10 @@ type ServiceState struct {
 
 func (s ServiceState) String() string { return s.Namespace + "/" + s.Name }
 
-// ReadServing reads what serves the guest's addresses: the DaemonSet namespace/name when name is
-// not "" (the operator's own kube-vip), and the Services kube-vip-cloud-provider handles.
-func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, namespace, name string) (Serving, error) {
+// ReadServing reads what serves the addresses addrs of a guest: the DaemonSet namespace/name when
+// name is not "" (the operator's own kube-vip), and the Services kube-vip-cloud-provider handles,
+// of which it keeps only those that ask for or hold one of addrs.
+func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, namespace, name string, addrs []netip.Addr) (Serving, error) {
 	var s Serving
 	if name != "" {
 		ds, err := readDaemonSet(ctx, core, apps, namespace, name)
@@ -77,33 +93,119 @@ func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps ap
 		}
 		s.Kubevip = ds
 	}
-	opts := metav1.ListOptions{LabelSelector: ImplementationLabel, Limit: servicePage}
-	for read := 0; ; {
+	var r serviceRead
+	opts := metav1.ListOptions{LabelSelector: ImplementationLabel, Limit: ServicePage}
+	for pages := 1; ; pages++ {
 		list, err := core.Services(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return s, fmt.Errorf("listing the guest's kube-vip Services: %w", err)
 		}
 		for i := range list.Items {
-			if read == MaxServices {
-				s.More = true
+			if !r.add(&list.Items[i], addrs) {
 				break
 			}
-			read++
-			if svc := &list.Items[i]; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-				s.Services = append(s.Services, serviceState(svc))
-			}
 		}
-		if list.Continue == "" || s.More {
-			break
+		switch {
+		case r.limited != "" || list.Continue == "":
+		case r.read == MaxServices:
+			r.limited = fmt.Sprintf("the guest has more than %d kube-vip Services: only the first %d were read", MaxServices, MaxServices)
+		case pages == MaxServicePages:
+			r.limited = fmt.Sprintf("the guest answered %d pages of kube-vip Services (%d Services) and still had more: no more were asked for", pages, r.read)
+		default:
+			opts.Continue = list.Continue
+			continue
 		}
-		if read == MaxServices {
-			s.More = true
-			break
-		}
-		opts.Continue = list.Continue
+		break
 	}
+	s.Services, s.Limited = r.services, r.message()
 	sort.Slice(s.Services, func(i, j int) bool { return s.Services[i].String() < s.Services[j].String() })
 	return s, nil
+}
+
+// serviceRead is what one look has read of the Services so far, and what it cost.
+type serviceRead struct {
+	read     int
+	bytes    int
+	services []ServiceState
+	// oversized are the Services that name more than MaxServiceAddresses addresses.
+	oversized []string
+	limited   string
+}
+
+// add takes one Service of a page, keeping it when it asks for or holds one of addrs. It says
+// false once a limit is reached: the Service is not read, and the look ends.
+func (r *serviceRead) add(svc *corev1.Service, addrs []netip.Addr) bool {
+	if r.read == MaxServices {
+		r.limited = fmt.Sprintf("the guest has more than %d kube-vip Services: only the first %d were read", MaxServices, MaxServices)
+		return false
+	}
+	if r.bytes += svc.Size(); r.bytes > MaxServedBytes {
+		r.limited = fmt.Sprintf("the guest's kube-vip Services take more than %d MiB: only the first %d were read", MaxServedBytes>>20, r.read)
+		return false
+	}
+	r.read++
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return true
+	}
+	st, ok := serviceState(svc, addrs)
+	switch {
+	case !ok:
+		r.oversized = append(r.oversized, st.String())
+	case len(st.Asks) > 0 || len(st.Holds) > 0:
+		r.services = append(r.services, st)
+	}
+	return true
+}
+
+// message says what the look did not read: the limit that ended it, and the Services whose
+// addresses were not read.
+func (r *serviceRead) message() string {
+	var parts []string
+	if r.limited != "" {
+		parts = append(parts, r.limited)
+	}
+	if n := len(r.oversized); n > 0 {
+		named := strings.Join(r.oversized[:min(n, maxNamed)], ", ")
+		if n > maxNamed {
+			named += fmt.Sprintf(" and %d more", n-maxNamed)
+		}
+		parts = append(parts, fmt.Sprintf("%d Services name more than %d addresses each, and their addresses were not read: %s", n, MaxServiceAddresses, named))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// serviceState is what svc asks for and holds of addrs. It looks at no more than
+// MaxServiceAddresses addresses of the annotation and of the status each; false when svc names
+// more, and then it keeps none.
+func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) {
+	st := ServiceState{Namespace: shortName(svc.Namespace), Name: shortName(svc.Name)}
+	keep := func(into []netip.Addr, text string) []netip.Addr {
+		a, err := netip.ParseAddr(strings.TrimSpace(text))
+		if err == nil && slices.Contains(addrs, a) && !slices.Contains(into, a) {
+			into = append(into, a)
+		}
+		return into
+	}
+	if len(svc.Status.LoadBalancer.Ingress) > MaxServiceAddresses {
+		return st, false
+	}
+	rest, named := svc.Annotations[LoadBalancerIPsAnnotation], 0
+	for rest != "" {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		if named++; named > MaxServiceAddresses {
+			return ServiceState{Namespace: st.Namespace, Name: st.Name}, false
+		}
+		st.Asks = keep(st.Asks, part)
+	}
+	st.Asks = keep(st.Asks, svc.Spec.LoadBalancerIP)
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		st.Holds = keep(st.Holds, in.IP)
+	}
+	return st, true
 }
 
 func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, namespace, name string) (*DaemonSetState, error) {
@@ -164,26 +266,4 @@ func shortName(s string) string {
 		return s[:max] + "…"
 	}
 	return s
-}
-
-func serviceState(svc *corev1.Service) ServiceState {
-	st := ServiceState{Namespace: svc.Namespace, Name: svc.Name}
-	asks := map[netip.Addr]bool{}
-	for _, part := range strings.Split(svc.Annotations[LoadBalancerIPsAnnotation], ",") {
-		if a, err := netip.ParseAddr(strings.TrimSpace(part)); err == nil {
-			asks[a] = true
-		}
-	}
-	if a, err := netip.ParseAddr(svc.Spec.LoadBalancerIP); err == nil {
-		asks[a] = true
-	}
-	for a := range asks {
-		st.Asks = append(st.Asks, a)
-	}
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil {
-			st.Holds = append(st.Holds, a)
-		}
-	}
-	return st
 }

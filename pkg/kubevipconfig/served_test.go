@@ -4,60 +4,124 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
+// lbService is a LoadBalancer Service in default asking for asks (the annotation) and holding
+// holds (its status, when not ""), labelled for kube-vip-cloud-provider when labelled is set.
+func lbService(name, asks, holds string, labelled bool) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{LoadBalancerIPsAnnotation: asks}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	if labelled {
+		s.Labels = map[string]string{"implementation": "kube-vip"}
+	}
+	if holds != "" {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: holds}}
+	}
+	return s
+}
+
+var ours = []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5"), netip.MustParseAddr("10.0.0.6")}
+
 // TestReadServingReadsWhatServes: the operator's DaemonSet and the Services kube-vip-cloud-provider
-// labels are read, what each Service asks for (annotation and spec.loadBalancerIP) and holds; a
-// Service of another type or without the provider's label is not; no more than MaxServices are
-// read, and More says so.
+// labels are read, and of each Service only which of the guest's addresses it asks for
+// (annotation and spec.loadBalancerIP) and holds; a Service that names none of them, one of
+// another type and one without the provider's label are not kept.
 func TestReadServingReadsWhatServes(t *testing.T) {
 	t.Parallel()
-	var objs []runtime.Object
-	lb := func(name, asks, holds string, labelled bool) *corev1.Service {
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{LoadBalancerIPsAnnotation: asks}},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-		if labelled {
-			s.Labels = map[string]string{"implementation": "kube-vip"}
-		}
-		if holds != "" {
-			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: holds}}
-		}
-		return s
+	objs := []runtime.Object{
+		lbService("a", "10.0.0.5,fd00::5,10.9.9.9", "10.0.0.5", true), lbService("b", "10.0.0.6", "", true),
+		lbService("unlabelled", "10.0.0.7", "", false), lbService("other", "10.0.0.8", "10.0.0.8", true),
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "cluster-ip", Namespace: "default", Labels: map[string]string{"implementation": "kube-vip"},
+			Annotations: map[string]string{LoadBalancerIPsAnnotation: "10.0.0.5"}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
 	}
-	objs = append(objs, lb("a", "10.0.0.5,fd00::5", "10.0.0.5", true), lb("b", "10.0.0.6", "", true), lb("unlabelled", "10.0.0.7", "", false))
-	objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "cluster-ip", Namespace: "default", Labels: map[string]string{"implementation": "kube-vip"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}})
 	kube := fake.NewSimpleClientset(objs...)
-	s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "kube-system", "kube-fip-kube-vip")
+	s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "kube-system", "kube-fip-kube-vip", ours)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Kubevip == nil || s.Kubevip.Found {
 		t.Errorf("Kubevip = %+v; want a DaemonSet looked for and not found", s.Kubevip)
 	}
-	if len(s.Services) != 2 || s.Services[0].String() != "default/a" || s.Services[1].String() != "default/b" || s.More {
-		t.Fatalf("Services = %+v, More %t; want default/a and default/b", s.Services, s.More)
+	if len(s.Services) != 2 || s.Services[0].String() != "default/a" || s.Services[1].String() != "default/b" || s.Limited != "" {
+		t.Fatalf("Services = %+v, Limited %q; want default/a and default/b", s.Services, s.Limited)
 	}
 	if a := s.Services[0]; len(a.Asks) != 2 || len(a.Holds) != 1 || a.Holds[0] != netip.MustParseAddr("10.0.0.5") {
-		t.Errorf("default/a = %+v", a)
+		t.Errorf("default/a = %+v; want it to ask for 10.0.0.5 and fd00::5 and hold 10.0.0.5, and nothing else kept", a)
 	}
+}
 
-	objs = nil
-	for i := 0; i < MaxServices+10; i++ {
-		objs = append(objs, lb(fmt.Sprintf("s%03d", i), "10.0.1.1", "", true))
+// TestReadServingIsBudgeted: every limit of one look ends it and says so: more than MaxServices
+// Services, more than MaxServicePages pages (a guest answering empty pages without end), more than
+// MaxServedBytes; and a Service naming more than MaxServiceAddresses addresses is named and its
+// addresses not kept, while the others are read.
+func TestReadServingIsBudgeted(t *testing.T) {
+	t.Parallel()
+	many := func(n int, asks string) []runtime.Object {
+		var objs []runtime.Object
+		for i := 0; i < n; i++ {
+			objs = append(objs, lbService(fmt.Sprintf("s%03d", i), asks, "", true))
+		}
+		return objs
 	}
-	kube = fake.NewSimpleClientset(objs...)
-	s, err = ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "", "")
-	if err != nil {
-		t.Fatal(err)
+	var tooMany []string
+	for i := 0; i <= MaxServiceAddresses; i++ {
+		tooMany = append(tooMany, fmt.Sprintf("10.1.0.%d", i))
 	}
-	if s.Kubevip != nil || len(s.Services) > MaxServices || !s.More {
-		t.Errorf("%d Services read, More %t, Kubevip %+v; want at most %d and More, no DaemonSet", len(s.Services), s.More, s.Kubevip, MaxServices)
+	big := strings.Repeat("x", 300<<10)
+	for _, tc := range []struct {
+		name  string
+		objs  []runtime.Object
+		pages func() *corev1.ServiceList
+		want  string
+		// wantRead are the Services kept, wantRequests the list requests (0: any).
+		wantKept, wantRequests int
+	}{
+		{name: "more Services than a look reads", objs: many(MaxServices+10, "10.0.0.5"), want: "more than 200 kube-vip Services", wantKept: MaxServices},
+		{name: "empty pages without end", pages: func() *corev1.ServiceList { return &corev1.ServiceList{ListMeta: metav1.ListMeta{Continue: "more"}} },
+			want: "answered 20 pages", wantRequests: MaxServicePages},
+		{name: "Services larger than a look reads", objs: func() []runtime.Object {
+			objs := many(40, "10.0.0.5")
+			for _, o := range objs {
+				o.(*corev1.Service).Annotations["padding"] = big
+			}
+			return objs
+		}(), want: "take more than 8 MiB", wantKept: (MaxServedBytes / (300 << 10))},
+		{name: "a Service naming too many addresses", objs: append(many(3, "10.0.0.6"), lbService("greedy", strings.Join(append(tooMany, "10.0.0.5"), ","), "10.0.0.5", true)),
+			want: "1 Services name more than 16 addresses each, and their addresses were not read: default/greedy", wantKept: 3},
+		{name: "a Service holding too many addresses", objs: func() []runtime.Object {
+			s := lbService("holder", "10.0.0.5", "", true)
+			for _, a := range tooMany {
+				s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: a})
+			}
+			return []runtime.Object{s}
+		}(), want: "default/holder", wantKept: 0},
+	} {
+		kube := fake.NewSimpleClientset(tc.objs...)
+		requests := 0
+		kube.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+			requests++
+			if tc.pages != nil {
+				return true, tc.pages(), nil
+			}
+			return false, nil, nil
+		})
+		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "", "", ours)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !strings.Contains(s.Limited, tc.want) || len(s.Services) != tc.wantKept {
+			t.Errorf("%s: %d Services kept, Limited %q; want %d kept and a limit saying %q", tc.name, len(s.Services), s.Limited, tc.wantKept, tc.want)
+		}
+		if tc.wantRequests > 0 && requests != tc.wantRequests {
+			t.Errorf("%s: %d list requests; want %d", tc.name, requests, tc.wantRequests)
+		}
 	}
 }

@@ -171,8 +171,8 @@ func doublingChart() *chart.Chart {
 // a template that builds a string of 512 MiB. Not allowed by digest, it is never rendered: guest A
 // says ChartRefused and the operator's memory does not grow past the budget. Allowed by digest at
 // deployment level, its render is ended by the render budget: A says RenderedObjectRefused, the
-// chart is not rendered again, and the operator's memory still stays within the budget, the
-// render's process within its own.
+// chart is not rendered again with those values until its back-off ends, and the operator's memory
+// still stays within the budget, the render's process within its own.
 func TestSourceTemplateMemoryBudget(t *testing.T) {
 	hostile := doublingChart()
 	repo := chartrepo.ChartRepoForTest(t, hostile, chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
@@ -189,11 +189,75 @@ func TestSourceTemplateMemoryBudget(t *testing.T) {
 	p, base, x = w.attack(t, "10.193.0.", kubevipReason(v1.ReasonRenderRefused), controlplane.StandInDigestsArg(hostile))
 	msg := message(x.Status.Conditions, v1.KubevipInstalled)
 	t.Logf("allowed by digest, after %s: %s", time.Since(start).Round(100*time.Millisecond), msg)
-	if !strings.Contains(msg, "needed more than the 128 MiB of memory a render may have") || !strings.Contains(msg, "not rendered again") {
+	if !strings.Contains(msg, "needed more than the 128 MiB of memory a render may have") || !strings.Contains(msg, "with these values it is rendered again after") {
 		t.Errorf("guest A's KubevipInstalled %q; want the render ended at its memory budget", msg)
 	}
 	withinBudget(t, p, base, "a chart allowed by digest whose template builds 512 MiB")
 	if helmReleases(t, w.a) != 0 {
 		t.Error("guest A holds a release")
+	}
+}
+
+// renderedAgainAfter is the time a RenderedObjectRefused message says the chart is rendered again
+// after, "" when it says none.
+func renderedAgainAfter(msg string) string {
+	_, after, ok := strings.Cut(msg, "rendered again after ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimRight(strings.Fields(after)[0], ";")
+}
+
+// TestSourceTemplateOverrunIsRenderedAgain: a chart allowed by digest whose template builds without
+// end only for one value (resources.requests.cpu 111m, as a kube-fip-config editor may set it)
+// overruns its render budget for guest A. It is not refused for good: with the same values it is
+// rendered again once its back-off (--render-retry) ends, overrunning again, and the back-off
+// doubles; and as soon as the values change, it renders and is installed, well before that
+// back-off ends.
+func TestSourceTemplateOverrunIsRenderedAgain(t *testing.T) {
+	hostile := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
+	hostile.Templates = append(hostile.Templates, &chart.File{Name: "templates/banner.yaml", Data: []byte(
+		`{{- if eq (dig "resources" "requests" "cpu" "" .Values.AsMap) "111m" }}{{- $s := "0123456789abcdef" }}{{- range until 25 }}{{- $s = print $s $s }}{{- end }}` +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: banner\ndata:\n  banner: {{ $s | quote }}\n{{- end }}\n")})
+	repo := chartrepo.ChartRepoForTest(t, hostile, chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
+	w := newSourceWorld(t, "hretry")
+	withCPU := func(cpu string) map[string]string {
+		return map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL,
+			"kubevipChartValues": kubevipValuesWith(t, func(v map[string]interface{}) {
+				v["resources"] = map[string]interface{}{"requests": map[string]interface{}{"cpu": cpu}}
+			})}
+	}
+	w.f.operatorConfig(withCPU("111m"))
+	const retry = 10 * time.Second
+	w.f.operator(controlplane.StandInDigestsArg(hostile), "--render-retry="+retry.String())
+	w.f.createRange("hretry", "10.194.0.0/28")
+	name := w.a.name + "-kubevip"
+	w.f.createFIPIn(w.a.id, name, "hretry", "10.194.0.2")
+
+	overran := func(not string) func(*v1.FloatingIP) bool {
+		return func(x *v1.FloatingIP) bool {
+			msg := message(x.Status.Conditions, v1.KubevipInstalled)
+			return strings.Contains(msg, "needed more than the 128 MiB") && !strings.Contains(msg, "earlier") && renderedAgainAfter(msg) != not
+		}
+	}
+	x := w.f.waitFIPIn(w.a.id, name, 90*time.Second, "guest A's render overrun", overran(""))
+	first := renderedAgainAfter(message(x.Status.Conditions, v1.KubevipInstalled))
+	t.Logf("first overrun: %s", message(x.Status.Conditions, v1.KubevipInstalled))
+	x = w.f.waitFIPIn(w.a.id, name, 30*time.Second, "the same values refused without a render", func(x *v1.FloatingIP) bool {
+		return strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), "earlier: with these values it is rendered again after "+first)
+	})
+	x = w.f.waitFIPIn(w.a.id, name, 60*time.Second, "guest A's chart rendered again once the back-off ended", overran(first))
+	msg := message(x.Status.Conditions, v1.KubevipInstalled)
+	t.Logf("rendered again after the back-off: %s", msg)
+	firstAt, err1 := time.Parse(time.RFC3339, first)
+	second, err2 := time.Parse(time.RFC3339, renderedAgainAfter(msg))
+	if err1 != nil || err2 != nil || second.Sub(firstAt) < 2*retry {
+		t.Errorf("the back-off ran to %s, then to %s; want it doubled (at least %s later)", first, renderedAgainAfter(msg), 2*retry)
+	}
+
+	w.f.operatorConfig(withCPU("100m"))
+	x = w.f.waitFIPIn(w.a.id, name, 60*time.Second, "guest A installed with other values", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
+	if now := time.Now(); !now.Before(second) {
+		t.Errorf("installed at %s, not before the back-off of the old values ended at %s", now.UTC().Format(time.RFC3339), second.Format(time.RFC3339))
 	}
 }

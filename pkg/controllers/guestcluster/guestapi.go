@@ -21,9 +21,9 @@ type guestAPI interface {
 	Check(ctx context.Context) (guest.Connection, error)
 	DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
 	RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
-	// Serving reads what serves the guest's addresses: the kube-vip DaemonSet namespace/name
-	// (none when name is ""), and the Services kube-vip-cloud-provider handles.
-	Serving(ctx context.Context, namespace, name string) (kubevipconfig.Serving, error)
+	// Serving reads what serves the guest's addresses addrs: the kube-vip DaemonSet
+	// namespace/name (none when name is ""), and the Services kube-vip-cloud-provider handles.
+	Serving(ctx context.Context, namespace, name string, addrs []netip.Addr) (kubevipconfig.Serving, error)
 	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	// EnsurePullSecret keeps the operator's copy of the image pull Secret, namespace/name.
@@ -53,8 +53,8 @@ func (g helmGuest) RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.D
 	return kubevipconfig.RestoreHarvesterKubevip(ctx, g.Apps)
 }
 
-func (g helmGuest) Serving(ctx context.Context, namespace, name string) (kubevipconfig.Serving, error) {
-	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, namespace, name)
+func (g helmGuest) Serving(ctx context.Context, namespace, name string, addrs []netip.Addr) (kubevipconfig.Serving, error) {
+	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, namespace, name, addrs)
 }
 
 func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {

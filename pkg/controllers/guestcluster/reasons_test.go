@@ -93,7 +93,7 @@ func (g *fakeGuest) RestoreHarvesterKubevip(context.Context) (kubevipconfig.Daem
 	return kubevipconfig.DaemonSetNotDisabled, nil
 }
 
-func (g *fakeGuest) Serving(_ context.Context, namespace, name string) (kubevipconfig.Serving, error) {
+func (g *fakeGuest) Serving(_ context.Context, namespace, name string, _ []netip.Addr) (kubevipconfig.Serving, error) {
 	if g.serving != nil {
 		return g.serving(name)
 	}
@@ -355,6 +355,12 @@ func TestEveryGuestReason(t *testing.T) {
 		}, v1.Served, v1.ReasonKubevipNotReady, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipNotReady, "ImagePullBackOff"},
 		{"kube-vip gone", func(w *world) { install(w); w.guest.serving = services(&kubevipconfig.DaemonSetState{}) },
 			v1.Served, v1.ReasonKubevipMissing, corev1.ConditionFalse, "Warning " + v1.ReasonKubevipMissing, "is not in the guest"},
+		{"the read stopped short, no Service read holds the address", func(w *world) {
+			w.guest.serving = limited("the guest has more than 200 kube-vip Services: only the first 200 were read", svc("ingress", testAddr, ""))
+		}, v1.Served, v1.ReasonServedReadLimited, corev1.ConditionFalse, "Warning " + v1.ReasonServedReadLimited, "the read stopped short: the guest has more than 200"},
+		{"the read stopped short, a Service read holds the address", func(w *world) {
+			w.guest.serving = limited("the guest has more than 200 kube-vip Services: only the first 200 were read", svc("ingress", testAddr, testAddr))
+		}, v1.Served, v1.ReasonServed, corev1.ConditionTrue, "Normal " + v1.ReasonServed, "the status of default/ingress holds it"},
 		{"what serves unreadable", func(w *world) {
 			w.guest.serving = func(string) (kubevipconfig.Serving, error) {
 				return kubevipconfig.Serving{}, errors.New("services is forbidden")
@@ -457,6 +463,16 @@ func TestEveryGuestReason(t *testing.T) {
 
 // services is a guest whose kube-vip DaemonSet is ds (none where the operator installs none, or
 // ds nil: one ready pod) and whose kube-vip Services are svcs.
+// limited is what a guest shows whose read of Services stopped at a limit, after svcs.
+func limited(why string, svcs ...kubevipconfig.ServiceState) func(string) (kubevipconfig.Serving, error) {
+	read := services(nil, svcs...)
+	return func(name string) (kubevipconfig.Serving, error) {
+		s, err := read(name)
+		s.Limited = why
+		return s, err
+	}
+}
+
 func services(ds *kubevipconfig.DaemonSetState, svcs ...kubevipconfig.ServiceState) func(string) (kubevipconfig.Serving, error) {
 	return func(name string) (kubevipconfig.Serving, error) {
 		s := kubevipconfig.Serving{Services: svcs}

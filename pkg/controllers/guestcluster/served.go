@@ -32,7 +32,11 @@ func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, name
 	if p.installs {
 		name = installpolicy.KubevipNameOverride
 	}
-	s, err := client.Serving(ctx, namespace, name)
+	addrs := slices.Clone(p.want.Global)
+	for _, ns := range p.want.Namespaced {
+		addrs = append(addrs, ns...)
+	}
+	s, err := client.Serving(ctx, namespace, name, addrs)
 	if err != nil {
 		p.serving, p.servingErr = nil, p.redact(err.Error())
 		return
@@ -92,12 +96,11 @@ func judgeServed(s kubevipconfig.Serving, addr netip.Addr, pendingSince string, 
 	case len(holding) > 0:
 		by := nameList(holding)
 		return served{outcome: outcome{ok: true, reason: v1.ReasonServed, message: fmt.Sprintf("%s is served: the status of %s holds it%s", addr, by, kubevip)}, by: by}
+	case s.Limited != "":
+		// A Service the read did not reach may hold the address, or ask for it.
+		return served{outcome: outcome{reason: v1.ReasonServedReadLimited, message: fmt.Sprintf("no kube-vip Service read holds %s, and the read stopped short: %s", addr, s.Limited)}}
 	case len(asking) == 0:
-		among := ""
-		if s.More {
-			among = fmt.Sprintf(" among the first %d kube-vip Services", kubevipconfig.MaxServices)
-		}
-		return served{outcome: outcome{ok: true, reason: v1.ReasonIdle, message: fmt.Sprintf("no LoadBalancer Service asks for %s yet%s%s", addr, among, kubevip)}}
+		return served{outcome: outcome{ok: true, reason: v1.ReasonIdle, message: fmt.Sprintf("no LoadBalancer Service asks for %s yet%s", addr, kubevip)}}
 	}
 	return notYet(v1.ReasonNotServed, fmt.Sprintf("%s asks for %s and no Service's status holds it: no kube-vip announced it%s", nameList(asking), addr, kubevip))
 }

@@ -128,6 +128,8 @@ type proxied struct {
 	flood []byte
 	// systemNamespace, when set, stands in for kube-system in every path (RegisterSharing).
 	systemNamespace string
+	// services is how the proxy answers lists of Services (SetServicePages), and their count.
+	services serviceLists
 }
 
 // StartClusterProxy starts a proxy on a free loopback port. It speaks HTTPS, as Rancher does
@@ -402,7 +404,7 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isDiscovery(path) {
 		c.discovery.Add(1)
 	}
-	if c.serveFlood(w, path, flood) {
+	if c.serveFlood(w, path, flood) || c.serveServices(w, r, path) {
 		return
 	}
 	p.count(r.Method, path)

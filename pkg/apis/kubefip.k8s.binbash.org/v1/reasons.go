@@ -140,6 +140,9 @@ const (
 	ReasonKubevipMissing = "KubevipMissing"
 	// ReasonServedUnknown: what serves the address could not be read from the guest.
 	ReasonServedUnknown = "ServedUnknown"
+	// ReasonServedReadLimited: no Service the operator read holds the address, and the guest holds
+	// more kube-vip Services, or larger ones, than one look reads.
+	ReasonServedReadLimited = "ServedReadLimited"
 	// ReasonHarvesterKubevip: the Harvester cloud provider's kube-vip DaemonSet was kept off every
 	// node of the guest (Event).
 	ReasonHarvesterKubevip = "HarvesterKubevipDisabled"
@@ -380,7 +383,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonImagePullSecret}, Failure, "KubevipInstalled", "the Secret `guestImages.pullSecret` is missing or not of type `kubernetes.io/dockerconfigjson`, or the guest holds a Secret `kube-fip-operator-registry` the operator did not write (delete it)"},
 		{[]string{ReasonPullSecretWritten}, Done, "FloatingIP Event", "nothing: the operator's copy of the image pull Secret was written into the guest's release namespace"},
 		{[]string{ReasonKubevipRefused}, Failure, "KubevipInstalled", "the kube-vip image cannot read a value as the chart sets it; change the chart version and image tag together ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
-		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object, field, label or privilege its own render with the product's defaults does not (where no value reaches), or its render overran its budget of time, output or memory (it is not rendered again until the operator restarts); use the pinned chart and the value keys the security model lists"},
+		{[]string{ReasonRenderRefused}, Failure, "KubevipInstalled", "the chart renders an object, field, label or privilege its own render with the product's defaults does not (where no value reaches), or its render overran its budget of time, output or memory (with the same values it is rendered again after a minute, doubling up to an hour); use the pinned chart and the value keys the security model lists"},
 		{[]string{ReasonForeignRelease}, Failure, "KubevipInstalled", "a release of the configured name holds another chart; choose another `kubevipReleaseName`"},
 		{[]string{ReasonRecordRefused}, Failure, "KubevipInstalled", "a release record in the guest, named in the message, holds another release or revision than its Secret's name and labels say (planted): nothing is upgraded or removed over it; delete that Secret in the guest"},
 		{[]string{ReasonServed, ReasonIdle}, Done, "Served", "nothing: a Service's status holds the address, or nothing asks for it yet and kube-vip is ready"},
@@ -391,6 +394,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonKubevipNotReady}, Failure, "Served", "no kube-vip pod is ready; the message says why (an image that cannot be pulled, a crash): fix the image or values, and check the pod's logs in the guest"},
 		{[]string{ReasonKubevipMissing}, Failure, "Served", "kube-vip's DaemonSet is gone from the guest though its release is there; set `kubevipUpdate: \"true\"` once to install it again"},
 		{[]string{ReasonServedUnknown}, Failure, "Served", "the guest did not answer the operator's reads of kube-vip and its Services; retried; the message says why"},
+		{[]string{ReasonServedReadLimited}, Failure, "Served", "the guest holds more kube-vip Services, or larger ones, than one look reads, and none read holds the address: the message names the limit and the Services naming too many addresses; delete or shrink them in the guest ([what a guest may cost](docs/security.md#what-a-guest-may-cost))"},
 		{[]string{ReasonHarvesterKubevip}, Done, "FloatingIP Event", "nothing: the operator's kube-vip is ready, so the Harvester cloud provider's own kube-vip was kept off the guest's nodes, so that one kube-vip serves the address"},
 		{[]string{ReasonHarvesterKubevipRestored}, Done, "FloatingIP Event", "nothing: the guest no longer wants the operator's kube-vip, so the Harvester cloud provider's kube-vip was given back its nodes"},
 		{[]string{ReasonKubevipTranslated}, Done, "FloatingIP Event", "nothing: a chart value was rendered in the form the kube-vip image reads ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},

@@ -114,6 +114,7 @@ func classOf(reason string) Class {
 		"ReleaseRecordRefused",
 		"RenderedObjectRefused",
 		"Reserved",
+		"ServedReadLimited",
 		"ServedUnknown",
 		"StatusUpdateFailed",
 		"Unauthorized",
