@@ -461,8 +461,6 @@ func TestEveryGuestReason(t *testing.T) {
 	}
 }
 
-// services is a guest whose kube-vip DaemonSet is ds (none where the operator installs none, or
-// ds nil: one ready pod) and whose kube-vip Services are svcs.
 // limited is what a guest shows whose read of Services stopped at a limit, after svcs.
 func limited(why string, svcs ...kubevipconfig.ServiceState) func(string) (kubevipconfig.Serving, error) {
 	read := services(nil, svcs...)
@@ -473,6 +471,8 @@ func limited(why string, svcs ...kubevipconfig.ServiceState) func(string) (kubev
 	}
 }
 
+// services is a guest whose kube-vip DaemonSet is ds (none where the operator installs none, or
+// ds nil: one ready pod) and whose kube-vip Services are svcs.
 func services(ds *kubevipconfig.DaemonSetState, svcs ...kubevipconfig.ServiceState) func(string) (kubevipconfig.Serving, error) {
 	return func(name string) (kubevipconfig.Serving, error) {
 		s := kubevipconfig.Serving{Services: svcs}
