@@ -243,7 +243,7 @@ func TestSourceTemplateOverrunIsRenderedAgain(t *testing.T) {
 	x := w.f.waitFIPIn(w.a.id, name, 90*time.Second, "guest A's render overrun", overran(""))
 	first := renderedAgainAfter(message(x.Status.Conditions, v1.KubevipInstalled))
 	t.Logf("first overrun: %s", message(x.Status.Conditions, v1.KubevipInstalled))
-	x = w.f.waitFIPIn(w.a.id, name, 30*time.Second, "the same values refused without a render", func(x *v1.FloatingIP) bool {
+	w.f.waitFIPIn(w.a.id, name, 30*time.Second, "the same values refused without a render", func(x *v1.FloatingIP) bool {
 		return strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), "earlier: with these values it is rendered again after "+first)
 	})
 	x = w.f.waitFIPIn(w.a.id, name, 60*time.Second, "guest A's chart rendered again once the back-off ended", overran(first))
@@ -256,7 +256,7 @@ func TestSourceTemplateOverrunIsRenderedAgain(t *testing.T) {
 	}
 
 	w.f.operatorConfig(withCPU("100m"))
-	x = w.f.waitFIPIn(w.a.id, name, 60*time.Second, "guest A installed with other values", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
+	w.f.waitFIPIn(w.a.id, name, 60*time.Second, "guest A installed with other values", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
 	if now := time.Now(); !now.Before(second) {
 		t.Errorf("installed at %s, not before the back-off of the old values ended at %s", now.UTC().Format(time.RFC3339), second.Format(time.RFC3339))
 	}
