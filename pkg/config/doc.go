@@ -76,17 +76,13 @@
 // deployment level. Credentials and queries are masked wherever a URL is
 // printed.
 //
-// # Policy
+// # What this package does not decide
 //
-// Which chart sources, transports and images the configuration may use is not
-// the ConfigMap's to decide: whoever can edit it would otherwise choose the
-// code that runs as cluster-owner in every guest cluster. A Policy, built from
-// command-line flags (chart values), holds the allowed chart sources
-// (http(s) repository URLs and oci:// prefixes), whether plain http is
-// allowed, and the allowed image prefixes. Policy.Check reports the charts of
-// a Config it refuses as Problems; the Config keeps them, and the installer
-// refuses to install them (Policy.CheckKubevip, CheckKubevipCloudProvider).
-// Chart values may not set keys that add privileges (securityContext,
-// volumes, hostPID and the like, at any depth), and every "image" in them must
-// be a repository under an allowed prefix.
+// Which chart sources, archives, images and values the configuration may use
+// is not the ConfigMap's to decide: whoever can edit it would otherwise choose
+// the code that runs as cluster-owner in every guest cluster. That is
+// pkg/installpolicy's Policy, built from the deployment's flags (chart values):
+// its Check reports the charts of a Config it refuses as Warning KeyProblems
+// for the ConfigMap's Events, and the installer refuses to install them. This
+// package only parses and checks the text.
 package config

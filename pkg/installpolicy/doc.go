@@ -13,7 +13,7 @@
 //     before anything is unpacked, and within bounds; the pinned archives ship with the operator.
 //   - Charts (chart.go): a chart package with hooks, CRDs, dependencies, or another name or version
 //     than the one asked for is refused before anything renders.
-//   - Rendered objects (render.go, decode.go, judge*.go, diff.go, approve.go): the chart is
+//   - Rendered objects (render.go, decode.go, judge.go, reference.go, approve.go): the chart is
 //     rendered here, client-only, within a budget of time, output and memory (budget.go; in a
 //     process of its own, renderproc.go), every object decoded as the API server decodes it
 //     (strict and case-sensitive) and judged against the kinds, names and fields of the pinned
