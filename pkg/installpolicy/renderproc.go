@@ -83,12 +83,14 @@ func (r *renderer) inOwnProcess(chart Chart, request []byte) ([]rendered, string
 	case ctx.Err() != nil:
 		return nil, fmt.Sprintf("was still rendering after %s, the time a render may take (its process, at %d MiB, was ended)",
 			r.budget.Time, peak), nil
-	case err != nil && (strings.Contains(stderr.String(), "out of memory") || strings.Contains(stderr.String(), "cannot allocate memory")):
+	case err != nil && outOfMemory(stderr.String()):
 		return nil, fmt.Sprintf("needed more than the %d MiB of memory a render may have (its process ended at %d MiB)", r.budget.Memory>>20, peak), nil
 	case stdout.over:
 		return nil, fmt.Sprintf("rendered more than the %d KiB a render may", r.budget.Output>>10), nil
 	case err != nil:
-		return nil, "", fmt.Errorf("the render process of the %s chart failed: %v", chart, err)
+		// Its first line says why (a Go runtime's fatal error); the rest is a stack dump.
+		why, _, _ := strings.Cut(stderr.String(), "\n")
+		return nil, "", fmt.Errorf("the render process of the %s chart failed: %v: %.200q", chart, err, why)
 	}
 	var resp renderResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
@@ -109,6 +111,18 @@ func (r *renderer) inOwnProcess(chart Chart, request []byte) ([]rendered, string
 		docs[i] = rendered{template: d.Template, content: d.Content}
 	}
 	return docs, "", nil
+}
+
+// outOfMemory reports whether a render process's last words say it ran out of the data its limit
+// allows: an allocation that failed, or, in a build with cgo, a thread whose stack could not be
+// mapped any more (glibc's pthread_create fails with EAGAIN when the limit is reached).
+func outOfMemory(stderr string) bool {
+	for _, words := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
+		if strings.Contains(stderr, words) {
+			return true
+		}
+	}
+	return false
 }
 
 // peakMiB is the most memory the ended process held.
