@@ -137,7 +137,7 @@ func guestImages(t *testing.T, objs []*unstructured.Unstructured) (map[string]st
 		if plan.Chart == installpolicy.CloudProvider {
 			ch = chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 		}
-		a, err := plan.Approve(ch, installpolicy.Release{Name: string(plan.Chart), Namespace: cfg.KubevipNamespace, Revision: 1})
+		a, err := plan.Approve(ch, installpolicy.Target{Name: string(plan.Chart), Namespace: cfg.KubevipNamespace, Revision: 1})
 		if err != nil {
 			t.Fatalf("%s: %v", plan.Chart, err)
 		}

@@ -7,61 +7,28 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
 
-// TestChartReadme: the operator chart has the README.md that Rancher shows as the app's README
-// tab, and it is a real one: it says what the chart installs, names every tab of the form, says
-// that options are changed by upgrading (an upgrade overwrites kube-fip-config), has security
-// notes, and links to the project README.
+// TestChartReadme: the operator chart's README.md, which Rancher shows as the app's README tab,
+// describes every tab of the install form (questions.yaml) and links to the project's home.
 func TestChartReadme(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(OperatorChart), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
-	if lines := strings.Count(text, "\n"); lines < 40 {
-		t.Errorf("README.md has %d lines; want a README, not a stub", lines)
-	}
 	c, err := Load(chartDir(OperatorChart))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"## What the chart installs", "## Changing options", "## Security notes",
-		"upgrad", "overwrit", "kube-fip-config", c.Metadata.Home,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("README.md does not mention %q", want)
-		}
+	if !strings.Contains(text, c.Metadata.Home) {
+		t.Errorf("README.md does not link to the chart's home %s", c.Metadata.Home)
 	}
 	for _, group := range questionGroups() {
 		if !strings.Contains(text, "**"+group+"**") {
 			t.Errorf("README.md does not describe the form's tab %q", group)
-		}
-	}
-}
-
-// TestAppReadme: app-readme.md (the text above the install form) tells users to change options by
-// upgrading the app, never by editing kube-fip-config, which the next upgrade overwrites.
-func TestAppReadme(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(chartDir(OperatorChart), "app-readme.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(strings.Fields(string(data)), " ")
-	if !strings.Contains(text, "upgrade the app") {
-		t.Errorf("app-readme.md does not say that options are changed by upgrading the app")
-	}
-	// Every sentence naming the ConfigMap must say that an upgrade overwrites changes made there.
-	for _, sentence := range regexp.MustCompile(`[^.]*kube-fip-config[^.]*\.`).FindAllString(text, -1) {
-		if !strings.Contains(sentence, "overwrit") {
-			t.Errorf("app-readme.md: %q reads as if kube-fip-config were edited by hand", strings.TrimSpace(sentence))
-		}
-		if regexp.MustCompile(`(?i)\b(edit|change)\b[^,;]*\bin the .?kube-fip-config`).MatchString(sentence) {
-			t.Errorf("app-readme.md: %q tells users to edit kube-fip-config", strings.TrimSpace(sentence))
 		}
 	}
 }

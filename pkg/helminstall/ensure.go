@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -73,11 +74,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if err != nil {
 		return Result{}, err
 	}
-	ch := pkg.Chart
-	if err := validateValues(ctx, ch, rel.Plan.Values.Map); err != nil {
-		return Result{}, fmt.Errorf("chart %s %s: %w", rel.source(), ch.Metadata.Version, err)
-	}
-	target := installpolicy.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: 1}
+	target := installpolicy.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1}
 	if last != nil {
 		target.Revision, target.Upgrade = last.Version+1, true
 	}
@@ -109,37 +106,46 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if err != nil {
 		return Result{}, err
 	}
-	post := approvedManifest(approval.Manifest)
-	if last == nil {
-		install := action.NewInstall(cfg)
-		install.Namespace, install.ReleaseName = rel.Namespace, rel.Name
-		install.CreateNamespace = true
-		install.Timeout = InstallTimeout
-		// Only the approved manifest is applied: no hook runs, no CRD is installed, and the
-		// chart's schema was checked by validateValues, without the references Helm would follow.
-		install.DisableHooks, install.SkipCRDs, install.SkipSchemaValidation = true, true, true
-		// Nor is the guest's OpenAPI read: the policy decoded every object strictly.
-		install.DisableOpenAPIValidation = true
-		install.PostRenderer = post
-		install.Labels = ownedLabels()
-		if _, err := install.RunWithContext(ctx, ch, rel.Plan.Values.Map); err != nil {
-			return Result{}, fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), installpolicy.AsTemplateError(err))
-		}
-	} else {
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace = rel.Namespace
-		upgrade.MaxHistory = 5
-		upgrade.Timeout = InstallTimeout
-		upgrade.DisableHooks, upgrade.SkipCRDs, upgrade.SkipSchemaValidation = true, true, true
-		upgrade.DisableOpenAPIValidation = true
-		upgrade.PostRenderer = post
-		upgrade.Labels = ownedLabels()
-		if _, err := upgrade.RunWithContext(ctx, rel.Name, ch, rel.Plan.Values.Map); err != nil {
-			return Result{}, fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, installpolicy.AsTemplateError(err))
-		}
+	if err := apply(ctx, cfg, rel, pkg.Chart, approval, last == nil); err != nil {
+		return Result{}, err
 	}
 	result.Applied = &Applied{Revision: target.Revision, Digest: approval.Digest}
 	return result, nil
+}
+
+// apply has Helm install or upgrade rel with the approved manifest. Helm is given the chart's
+// metadata and nothing of its templates, which the render process executed within its budget: no
+// template runs in the operator's process, and what Helm applies is the approved manifest
+// (approvedManifest), whatever Helm's engine would have made of them.
+func apply(ctx context.Context, cfg *action.Configuration, rel Release, ch *chart.Chart, approval *installpolicy.Approval, install bool) error {
+	bare := &chart.Chart{Metadata: ch.Metadata}
+	post := approvedManifest(approval.Manifest)
+	if install {
+		a := action.NewInstall(cfg)
+		a.Namespace, a.ReleaseName = rel.Namespace, rel.Name
+		a.CreateNamespace = true
+		a.Timeout = InstallTimeout
+		// No hook runs, no CRD is installed, nor is the guest's OpenAPI read: the policy decoded
+		// every object strictly, and the values were judged by its schema.
+		a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
+		a.PostRenderer = post
+		a.Labels = ownedLabels()
+		if _, err := a.RunWithContext(ctx, bare, rel.Plan.Values.Map); err != nil {
+			return fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
+		}
+		return nil
+	}
+	a := action.NewUpgrade(cfg)
+	a.Namespace = rel.Namespace
+	a.MaxHistory = 5
+	a.Timeout = InstallTimeout
+	a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
+	a.PostRenderer = post
+	a.Labels = ownedLabels()
+	if _, err := a.RunWithContext(ctx, rel.Name, bare, rel.Plan.Values.Map); err != nil {
+		return fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
+	}
+	return nil
 }
 
 // lastRecord is the newest record of release name, or nil.

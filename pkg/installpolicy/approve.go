@@ -75,7 +75,7 @@ type Approval struct {
 // Approve renders ch for rel with the plan's values and with the operator's defaults, and judges
 // every object. It returns the approved manifest, or a *Refusal (ReasonChartRefused,
 // ReasonRenderRefused, ReasonKubevipRefused) or a *TemplateError.
-func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
+func (pl *Plan) Approve(ch *helmchart.Chart, rel Target) (*Approval, error) {
 	if err := CheckChart(pl.Chart, ch, pl.Version); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (pl *Plan) Approve(ch *helmchart.Chart, rel Release) (*Approval, error) {
 
 // approve judges the objects a render with the plan's values gives against base, those of the
 // reference render.
-func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
+func (pl *Plan) approve(got, base []*object, rel Target) (*Approval, error) {
 	j := &judge{policy: pl.policy, chart: pl.Chart, release: rel.Name, namespace: rel.Namespace, name: pl.Values.Name}
 	baseByKey := map[string]*object{}
 	for _, o := range base {
@@ -100,23 +100,22 @@ func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
 	}
 	a := &Approval{Owned: pl.owned(rel.Namespace)}
 	var docs []string
-	workloads := 0
 	for _, o := range got {
 		b, ok := baseByKey[keyOf(o)]
 		if !ok {
 			return nil, j.deny(o, "the chart's own render with the product's defaults has no such object: a value changed which objects there are")
 		}
 		delete(baseByKey, keyOf(o))
-		// Against the reference first, as rendered: the judge then translates kube-vip's
-		// environment for its image.
+		// Against the reference, as rendered; then kube-vip's environment is translated for its
+		// image.
 		if err := j.againstReference(o, b); err != nil {
 			return nil, err
 		}
-		if err := j.object(o); err != nil {
+		if err := j.identity(o); err != nil {
 			return nil, err
 		}
-		if o.gvk.Kind == "DaemonSet" || o.gvk.Kind == "Deployment" {
-			workloads++
+		if err := j.kubevipEnv(o); err != nil {
+			return nil, err
 		}
 		doc, err := canonical(o.obj)
 		if err != nil {
@@ -129,9 +128,6 @@ func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
 		return nil, refuse(ReasonRenderRefused, "", "the %s chart does not render %s %s with these values, as it does with the product's defaults",
 			pl.Chart, missing.gvk.Kind, missing.meta.GetName())
 	}
-	if workloads != 1 {
-		return nil, refuse(ReasonRenderRefused, "", "the %s chart rendered %d workloads: it runs one", pl.Chart, workloads)
-	}
 	a.Manifest = "---\n" + strings.Join(docs, "---\n")
 	sum := sha256.Sum256([]byte(a.Manifest))
 	a.Digest = "sha256:" + hex.EncodeToString(sum[:])
@@ -140,7 +136,7 @@ func (pl *Plan) approve(got, base []*object, rel Release) (*Approval, error) {
 }
 
 // objects renders and decodes the chart's documents.
-func (pl *Plan) objects(ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]*object, error) {
+func (pl *Plan) objects(ch *helmchart.Chart, values map[string]interface{}, rel Target) ([]*object, error) {
 	docs, err := pl.policy.render(pl.Chart, ch, values, rel)
 	if err != nil {
 		return nil, err

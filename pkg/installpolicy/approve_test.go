@@ -38,7 +38,7 @@ func standIn(chart Chart) *helmchart.Chart {
 	return chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 }
 
-func release() Release { return Release{Name: "kube-vip", Namespace: "kube-system", Revision: 1} }
+func release() Target { return Target{Name: "kube-vip", Namespace: "kube-system", Revision: 1} }
 
 func reasonOf(err error) string {
 	var r *Refusal

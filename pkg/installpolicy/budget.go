@@ -94,7 +94,7 @@ func (r *renderer) String() string {
 
 // render renders ch within the budget. digest names the chart's archive when known; a render
 // that overran is remembered by it, or by a digest of the chart's content, and the values.
-func (r *renderer) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release, digest string) ([]rendered, error) {
+func (r *renderer) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Target, digest string) ([]rendered, error) {
 	if r == nil {
 		return renderTemplates(chart, ch, values, rel)
 	}
@@ -163,7 +163,7 @@ func shortKey(digest string) string {
 
 // inThisProcess renders in a goroutine, which gives its slot back when the render ends, however
 // late; the wait for it ends at the budget.
-func (r *renderer) inThisProcess(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, string, error) {
+func (r *renderer) inThisProcess(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Target) ([]rendered, string, error) {
 	type result struct {
 		docs []rendered
 		err  error

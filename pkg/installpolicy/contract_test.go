@@ -139,7 +139,7 @@ func renderKubevip(t *testing.T, values string, judged bool) ([]*unstructured.Un
 		return nil, err
 	}
 	ch := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	rel := Release{Name: cfg.Kubevip.ReleaseName, Namespace: cfg.KubevipNamespace, Revision: 1}
+	rel := Target{Name: cfg.Kubevip.ReleaseName, Namespace: cfg.KubevipNamespace, Revision: 1}
 	if !judged {
 		return charts.Render(ch, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: plan.Values.Map})
 	}

@@ -16,10 +16,10 @@
 //   - Rendered objects (render.go, decode.go, judge.go, reference.go, approve.go): the chart is
 //     rendered here, client-only, within a budget of time, output and memory (budget.go; in a
 //     process of its own, renderproc.go), every object decoded as the API server decodes it
-//     (strict and case-sensitive) and judged against the kinds, names and fields of the pinned
-//     upstream chart; what may differ from the render with the operator's defaults is only what
-//     the values schema allows. The approved objects are serialised again from their typed form,
-//     and that manifest is all Helm applies.
+//     (strict and case-sensitive), of a kind and name the chart creates in the release's
+//     namespace, and held to the render with the operator's defaults: only the places the values
+//     reach may differ (Variables), each with a value its check allows. The approved objects are
+//     serialised again from their typed form, and that manifest is all Helm applies.
 //
 // config parses the text of kube-fip-config; guest applies what this package approved.
 package installpolicy

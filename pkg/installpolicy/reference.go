@@ -13,73 +13,133 @@ import (
 
 // A render is held to its reference: the same chart, whose digest the deployment allows, rendered
 // for the same release with the product's default values. An object may differ from its reference
-// only at the places variables names, and there only with a value of the place's class, which the
-// judge checks (judge.go, workload.go, referenceEnv). Everything else must be exactly as in the
-// reference: labels and annotations like any field, and a field the reference has and the render
-// lacks (a security context, a capability dropped) is a difference like any other.
+// only at the places Variables names, and there only with a value the place's check allows.
+// Everything else must be exactly as in the reference: labels and annotations like any field, and
+// a field the reference has and the render lacks (a security context, a capability dropped) is a
+// difference like any other. Adding a value the operator supports is its schema entry (values*.go)
+// and its Variable here.
 
 // Variable is one place where a render may differ from its reference, and what it may hold there.
 type Variable struct {
 	Kind, Path, Takes string
 	clear             func(runtime.Object)
+	// check judges what the render holds at the place; ref is the same object of the reference.
+	check func(j *judge, got, ref runtime.Object) error
 }
 
 // Variables are the places where what kube-fip-config asks for may change what a chart renders,
 // for the table in docs/security.md.
 func Variables(chart Chart) []Variable {
-	pod := func(path, takes string, clear func(*corev1.PodSpec)) Variable {
-		return Variable{Kind: workloadKind(chart), Path: "spec.template.spec." + path, Takes: takes, clear: func(o runtime.Object) {
-			if t := podTemplate(o); t != nil {
-				clear(&t.Spec)
-			}
-		}}
+	pod := func(path, takes string, clear func(*corev1.PodSpec), check func(s *corev1.PodSpec) error) Variable {
+		return Variable{Kind: workloadKind(chart), Path: "spec.template.spec." + path, Takes: takes,
+			clear: func(o runtime.Object) {
+				if t := podTemplate(o); t != nil {
+					clear(&t.Spec)
+				}
+			},
+			check: func(_ *judge, got, _ runtime.Object) error {
+				if t := podTemplate(got); t != nil {
+					return check(&t.Spec)
+				}
+				return nil
+			}}
 	}
-	container := func(path, takes string, clear func(*corev1.Container)) Variable {
-		return pod("containers[0]."+path, takes, func(s *corev1.PodSpec) {
+	container := func(path, takes string, clear func(*corev1.Container), check func(j *judge, c, ref *corev1.Container) error) Variable {
+		v := pod("containers[0]."+path, takes, func(s *corev1.PodSpec) {
 			for i := range s.Containers {
 				clear(&s.Containers[i])
 			}
-		})
+		}, nil)
+		// The reference holds the containers' number and names: what differs is within each.
+		v.check = func(j *judge, got, ref runtime.Object) error {
+			t, r := podTemplate(got), podTemplate(ref)
+			if t == nil || r == nil || len(t.Spec.Containers) != len(r.Spec.Containers) {
+				return nil
+			}
+			for i := range t.Spec.Containers {
+				if err := check(j, &t.Spec.Containers[i], &r.Spec.Containers[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return v
 	}
 	vars := []Variable{
 		container("image", "an allowed image repository of the chart (under a registry, the pinned one there), with a release tag (for kube-vip of a generation the operator knows), pinned by digest where the deployment requires digests",
-			func(c *corev1.Container) { c.Image = "" }),
-		container("imagePullPolicy", "Always, IfNotPresent or Never", func(c *corev1.Container) { c.ImagePullPolicy = "" }),
-		container("resources", "requests and limits of cpu, memory and ephemeral-storage", func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} }),
-		pod("nodeSelector", "label keys and values", func(s *corev1.PodSpec) { s.NodeSelector = nil }),
-		pod("tolerations", "Kubernetes tolerations", func(s *corev1.PodSpec) { s.Tolerations = nil }),
-		pod("affinity", "node affinity, pod affinity and anti-affinity", func(s *corev1.PodSpec) { s.Affinity = nil }),
-		pod("imagePullSecrets", "names of Secrets of the release's namespace", func(s *corev1.PodSpec) { s.ImagePullSecrets = nil }),
+			func(c *corev1.Container) { c.Image = "" },
+			func(j *judge, c, _ *corev1.Container) error { return j.policy.checkImage(chart, c.Image) }),
+		container("imagePullPolicy", "Always, IfNotPresent or Never", func(c *corev1.Container) { c.ImagePullPolicy = "" },
+			func(_ *judge, c, _ *corev1.Container) error { return pullPolicyProblem(c.ImagePullPolicy) }),
+		container("resources", "requests and limits of cpu, memory and ephemeral-storage", func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} },
+			func(_ *judge, c, _ *corev1.Container) error { return (&scheduling{Resources: &c.Resources}).validate() }),
+		pod("nodeSelector", "label keys and values", func(s *corev1.PodSpec) { s.NodeSelector = nil },
+			func(s *corev1.PodSpec) error { return (&scheduling{NodeSelector: s.NodeSelector}).validate() }),
+		pod("tolerations", "Kubernetes tolerations", func(s *corev1.PodSpec) { s.Tolerations = nil },
+			func(s *corev1.PodSpec) error { return (&scheduling{Tolerations: s.Tolerations}).validate() }),
+		pod("affinity", "node affinity, pod affinity and anti-affinity", func(s *corev1.PodSpec) { s.Affinity = nil },
+			func(s *corev1.PodSpec) error { return (&scheduling{Affinity: s.Affinity}).validate() }),
+		pod("imagePullSecrets", "names of Secrets of the release's namespace", func(s *corev1.PodSpec) { s.ImagePullSecrets = nil },
+			func(s *corev1.PodSpec) error { return (&scheduling{ImagePullSecrets: s.ImagePullSecrets}).validate() }),
+	}
+	env := func(takes string) Variable {
+		return container("env", takes, func(c *corev1.Container) { c.Env = nil },
+			func(j *judge, c, ref *corev1.Container) error { return j.referenceEnv(c.Env, ref.Env) })
 	}
 	switch chart {
 	case Kubevip:
 		vars = append(vars,
-			container("env", "the reference's variables and further ones of the kube-vip allow-list, each changed only to a value of its class; "+
-				"valueFrom only where the reference has it, or the pod's address for bgp_routerid and bgp_sourceip",
-				func(c *corev1.Container) { c.Env = nil }),
+			env("the reference's variables and further ones of the kube-vip allow-list, each changed only to a value of its class; "+
+				"valueFrom only where the reference has it, or the pod's address for bgp_routerid and bgp_sourceip"),
 			container("ports", "the monitoring port alone (podMonitor.enabled), at the port of env prometheus_server",
-				func(c *corev1.Container) { c.Ports = nil }),
+				func(c *corev1.Container) { c.Ports = nil },
+				func(_ *judge, c, _ *corev1.Container) error {
+					for _, p := range c.Ports {
+						if err := monitoringPortProblem(c.Env, p); err != nil {
+							return err
+						}
+					}
+					return nil
+				}),
 			Variable{Kind: "DaemonSet", Path: "spec.updateStrategy", Takes: "RollingUpdate (with maxUnavailable, maxSurge) or OnDelete",
 				clear: func(o runtime.Object) {
 					if d, ok := o.(*appsv1.DaemonSet); ok {
 						d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{}
 					}
+				},
+				check: func(_ *judge, o, _ runtime.Object) error {
+					if d, ok := o.(*appsv1.DaemonSet); ok {
+						return updateProblem(&d.Spec.UpdateStrategy)
+					}
+					return nil
 				}},
 			Variable{Kind: "PodMonitor", Path: "metadata.labels", Takes: "label keys and values",
 				clear: func(o runtime.Object) {
 					if p, ok := o.(*podMonitor); ok {
 						p.Labels = nil
 					}
+				},
+				check: func(_ *judge, o, _ runtime.Object) error {
+					if p, ok := o.(*podMonitor); ok {
+						return labelsProblem("metadata.labels", p.Labels)
+					}
+					return nil
 				}})
 	case CloudProvider:
 		vars = append(vars,
-			container("env", "the reference's variables, and KUBEVIP_ENABLE_LOADBALANCERCLASS: \"true\" (enableloadbalancerClass)",
-				func(c *corev1.Container) { c.Env = nil }),
-			Variable{Kind: "Deployment", Path: "spec.replicas", Takes: "1 to 5", clear: func(o runtime.Object) {
-				if d, ok := o.(*appsv1.Deployment); ok {
-					d.Spec.Replicas = nil
-				}
-			}})
+			env("the reference's variables, and KUBEVIP_ENABLE_LOADBALANCERCLASS: \"true\" (enableloadbalancerClass)"),
+			Variable{Kind: "Deployment", Path: "spec.replicas", Takes: "1 to 5",
+				clear: func(o runtime.Object) {
+					if d, ok := o.(*appsv1.Deployment); ok {
+						d.Spec.Replicas = nil
+					}
+				},
+				check: func(_ *judge, o, _ runtime.Object) error {
+					if d, ok := o.(*appsv1.Deployment); ok && d.Spec.Replicas != nil && (*d.Spec.Replicas < 1 || *d.Spec.Replicas > 5) {
+						return fmt.Errorf("%d: 1 to 5", *d.Spec.Replicas)
+					}
+					return nil
+				}})
 	}
 	return vars
 }
@@ -101,26 +161,25 @@ func podTemplate(o runtime.Object) *corev1.PodTemplateSpec {
 	return nil
 }
 
-// againstReference judges got against ref, the same object of the reference render: the
-// environment by its allow-list, then everything else for equality outside the variables.
+// againstReference judges got against ref, the same object of the reference render: equal
+// outside the variables, and at each variable a value its check allows.
 func (j *judge) againstReference(got, ref *object) error {
-	if t, r := podTemplate(got.obj), podTemplate(ref.obj); t != nil && r != nil {
-		if len(t.Spec.Containers) != len(r.Spec.Containers) {
-			return j.deny(got, "%d containers where the chart's own render has %d", len(t.Spec.Containers), len(r.Spec.Containers))
-		}
-		for i := range t.Spec.Containers {
-			if err := j.referenceEnv(t.Spec.Containers[i].Env, r.Spec.Containers[i].Env); err != nil {
-				return j.deny(got, "containers[%s].%v", shorten(t.Spec.Containers[i].Name), err)
-			}
-		}
-	}
+	vars := Variables(j.chart)
 	a, b := got.obj.DeepCopyObject(), ref.obj.DeepCopyObject()
-	for _, v := range Variables(j.chart) {
+	for _, v := range vars {
 		v.clear(a)
 		v.clear(b)
 	}
 	if d := firstDifference(toJSON(a), toJSON(b), ""); d != "" {
 		return j.deny(got, "%s differs from the chart's own render with the product's defaults, and no value the operator supports may change it", d)
+	}
+	for _, v := range vars {
+		if v.Kind != got.gvk.Kind {
+			continue
+		}
+		if err := v.check(j, got.obj, ref.obj); err != nil {
+			return j.deny(got, "%s: %v", v.Path, err)
+		}
 	}
 	return nil
 }
@@ -133,7 +192,7 @@ func (j *judge) referenceEnv(got, ref []corev1.EnvVar) error {
 	byName := map[string]corev1.EnvVar{}
 	for _, e := range got {
 		if _, twice := byName[e.Name]; twice {
-			return fmt.Errorf("env %s is given twice", shorten(e.Name))
+			return fmt.Errorf("%s is given twice", shorten(e.Name))
 		}
 		byName[e.Name] = e
 	}
@@ -141,7 +200,7 @@ func (j *judge) referenceEnv(got, ref []corev1.EnvVar) error {
 	for _, r := range ref {
 		refByName[r.Name] = r
 		if _, ok := byName[r.Name]; !ok {
-			return fmt.Errorf("env %s, which the chart's own render sets, is missing", r.Name)
+			return fmt.Errorf("%s, which the chart's own render sets, is missing", r.Name)
 		}
 	}
 	for _, e := range got {
@@ -161,19 +220,16 @@ func (j *judge) changedEnv(e corev1.EnvVar) error {
 		if e.Name == "KUBEVIP_ENABLE_LOADBALANCERCLASS" && e.Value == "true" && e.ValueFrom == nil {
 			return nil
 		}
-		return fmt.Errorf("env %s is not a variable the chart sets, with a value it sets", shorten(e.Name))
+		return fmt.Errorf("%s is not a variable the chart sets, with a value it sets", shorten(e.Name))
 	}
 	rule, ok := j.policy.envRule(e.Name)
-	if !ok {
-		return j.policy.checkEnv(e.Name, e.Value)
-	}
-	if e.ValueFrom == nil {
+	if !ok || e.ValueFrom == nil {
 		return j.policy.checkEnv(e.Name, e.Value)
 	}
 	ref := e.ValueFrom.FieldRef
-	if !rule.fromPod || e.Value != "" || ref == nil || setFields(e.ValueFrom, "fieldRef") != nil || !podAddresses()[ref.FieldPath] ||
+	if !rule.fromPod || e.Value != "" || ref == nil || *e.ValueFrom != (corev1.EnvVarSource{FieldRef: ref}) || !podAddresses()[ref.FieldPath] ||
 		(ref.APIVersion != "" && ref.APIVersion != "v1") {
-		return fmt.Errorf("env %s may not be filled from elsewhere: only bgp_routerid and bgp_sourceip, from the pod's address", shorten(e.Name))
+		return fmt.Errorf("%s may not be filled from elsewhere: only bgp_routerid and bgp_sourceip, from the pod's address", shorten(e.Name))
 	}
 	return nil
 }

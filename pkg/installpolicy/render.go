@@ -12,9 +12,9 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 )
 
-// Release says where and as what a chart is rendered: as Helm renders it for the install (revision
+// Target says where and as what a chart is rendered: as Helm renders it for the install (revision
 // 1) or the upgrade to revision Revision.
-type Release struct {
+type Target struct {
 	Name      string
 	Namespace string
 	Revision  int
@@ -36,7 +36,7 @@ type rendered struct {
 
 // render renders ch with values for rel within the policy's render budget (budget.go): in a
 // process of its own when the policy has a render command, else in this one.
-func (p Policy) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
+func (p Policy) render(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Target) ([]rendered, error) {
 	return p.renders.render(chart, ch, values, rel, p.packages.digestOf(ch))
 }
 
@@ -44,7 +44,7 @@ func (p Policy) render(chart Chart, ch *helmchart.Chart, values map[string]inter
 // template's lookup finds nothing), and returns the documents in Helm's install order. A hook
 // among them is refused: CheckChart keeps hook templates out, and nothing else may make one. It
 // has no bounds of its own: render gives it a budget.
-func renderTemplates(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Release) ([]rendered, error) {
+func renderTemplates(chart Chart, ch *helmchart.Chart, values map[string]interface{}, rel Target) ([]rendered, error) {
 	opts := chartutil.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision,
 		IsInstall: !rel.Upgrade, IsUpgrade: rel.Upgrade}
 	if opts.Revision == 0 {
@@ -91,12 +91,3 @@ func (e *TemplateError) Error() string {
 // templateFailure finds where Helm's template engine failed: "execution error at (<file>:<line>:<col>)",
 // "parse error at (<file>:<line>)" or Go's own "template: <file>:<line>:<col>".
 var templateFailure = regexp.MustCompile(`(?:template: |error at \()([A-Za-z0-9._/-]+):([0-9]+)`)
-
-// AsTemplateError reduces err to a *TemplateError when it is one of the template engine's, so that
-// a caller never shows the engine's message; anything else stays as it is.
-func AsTemplateError(err error) error {
-	if err != nil && templateFailure.MatchString(err.Error()) {
-		return &TemplateError{Err: err}
-	}
-	return err
-}

@@ -31,7 +31,7 @@ type renderRequest struct {
 	Chart   Chart                  `json:"chart"`
 	Archive *helmchart.Chart       `json:"archive"`
 	Values  map[string]interface{} `json:"values"`
-	Release Release                `json:"release"`
+	Release Target                 `json:"release"`
 	Output  int                    `json:"output"`
 	Memory  int64                  `json:"memory"`
 }

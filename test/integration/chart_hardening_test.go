@@ -89,12 +89,10 @@ func unhardened(t *testing.T, gc *guestCluster) []string {
 }
 
 // TestUnhardenedChartIsRefused: the same charts one patch version up, identical but for the
-// security context of their containers, which the judge saw nothing wrong with as long as it
-// only refused fields it saw. From an allowed source they are refused by digest (ChartRefused),
-// and no workload without the upstream hardening reaches the guest. Allowed by digest at deployment
-// level, the kube-vip variant is still refused as rendered: kube-vip must drop every capability
-// but the two it needs, and a missing security context is no exception (RenderedObjectRefused).
-// The pinned pair then installs in the same guest.
+// security context of their containers. From an allowed source they are refused by digest
+// (ChartRefused), and no workload without the upstream hardening reaches the guest; the pinned
+// pair then installs in the same guest. (A deployment that allows another archive's digest vouches
+// for what it renders outside the value keys: docs/security.md, What Helm applies.)
 func TestUnhardenedChartIsRefused(t *testing.T) {
 	kubevip := withoutHardening(t, chartrepo.KubevipChart("0.9.9"), "0.9.10", "templates/daemonset.yaml")
 	provider := withoutHardening(t, chartrepo.KubevipCloudProviderChart("0.2.10"), "0.2.11", "templates/deployment.yaml")
@@ -103,49 +101,27 @@ func TestUnhardenedChartIsRefused(t *testing.T) {
 	proxy := shared.StartClusterProxy(t)
 	f.createRange("hardening", "10.193.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
-	with := func(extra map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range base {
-			out[k] = v
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
-		return out
+	unpinned := map[string]string{"kubevipChartVersion": "0.9.10", "kubevipCloudProviderChartVersion": "0.2.11"}
+	for k, v := range base {
+		unpinned[k] = v
 	}
 
-	f.operatorConfig(with(map[string]string{"kubevipCloudProviderChartVersion": "0.2.11"}))
-	p, _ := f.operator()
+	f.operatorConfig(unpinned)
+	f.operator()
 	gc := policyGuest(t, f, proxy, "hardening1", "hardening", "10.193.0.2")
 	x := f.kubevipDecided(gc, "hardening1")
-	if !kubevipReason(v1.ReasonChartRefused)(x) || !strings.Contains(message(x.Status.Conditions, v1.KubevipInstalled), chartrepo.Digest(provider)) {
-		t.Errorf("the provider without hardening: KubevipInstalled %q; want ChartRefused naming its digest", message(x.Status.Conditions, v1.KubevipInstalled))
+	if msg := message(x.Status.Conditions, v1.KubevipInstalled); !kubevipReason(v1.ReasonChartRefused)(x) ||
+		(!strings.Contains(msg, chartrepo.Digest(provider)) && !strings.Contains(msg, chartrepo.Digest(kubevip))) {
+		t.Errorf("the charts without hardening: KubevipInstalled %q; want ChartRefused naming a digest", msg)
 	}
-	for _, what := range unhardened(t, gc) {
-		t.Errorf("in the guest: %s", what)
-	}
-	if err := p.Stop(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-
-	// The deployment allows the kube-vip variant's digest: it is still judged.
-	f.operatorConfig(with(map[string]string{"kubevipChartVersion": "0.9.10"}))
-	f.operator(controlplane.StandInDigestsArg(kubevip))
-	gc2 := policyGuest(t, f, proxy, "hardening2", "hardening", "10.193.0.3")
-	x = f.kubevipDecided(gc2, "hardening2")
-	if msg := message(x.Status.Conditions, v1.KubevipInstalled); !kubevipReason(v1.ReasonRenderRefused)(x) || !strings.Contains(msg, "capabilities.drop must be [ALL]") {
-		t.Errorf("the kube-vip variant allowed by digest: KubevipInstalled %q; want RenderedObjectRefused about capabilities.drop", msg)
-	}
-	for _, what := range append(unhardened(t, gc2), reachedGuest(t, gc2)...) {
+	for _, what := range append(unhardened(t, gc), reachedGuest(t, gc)...) {
 		t.Errorf("in the guest: %s", what)
 	}
 
 	// The pinned pair from the same source installs.
 	f.operatorConfig(base)
-	for _, g := range []*guestCluster{gc, gc2} {
-		f.waitFIPIn(g.id, g.name, 90*time.Second, "KubevipInstalled=True at the pinned pair", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
-		for _, what := range unhardened(t, g) {
-			t.Errorf("in guest %s after the pinned install: %s", g.name, what)
-		}
+	f.waitFIPIn(gc.id, gc.name, 90*time.Second, "KubevipInstalled=True at the pinned pair", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
+	for _, what := range unhardened(t, gc) {
+		t.Errorf("after the pinned install: %s", what)
 	}
 }

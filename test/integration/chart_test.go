@@ -103,7 +103,7 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 		"podDisruptionBudget": map[string]interface{}{"enabled": true},
 		"monitoring":          map[string]interface{}{"dashboard": map[string]interface{}{"enabled": true}},
 	}
-	installMonitoringAPI(t, guest.Config)
+	installMonitoringAPI(t, guest.Config, "Prometheus")
 
 	err := helm.install(charts.OperatorChart, values)
 	if err == nil || !strings.Contains(err.Error(), "kube-fip-operator-crd chart is not installed") {
@@ -315,23 +315,33 @@ func checkNoWildcardRoles(t *testing.T, kube kubernetes.Interface) {
 	}
 }
 
-// installMonitoringAPI installs a stand-in of the Prometheus CRD Rancher Monitoring brings
-// (monitoring.coreos.com/v1, from the rancher-monitoring-crd chart), the API by which the chart
-// knows Rancher Monitoring is there; the stand-in keeps any field.
-func installMonitoringAPI(t *testing.T, cfg *rest.Config) {
+// installMonitoringAPI installs stand-ins of the Prometheus Operator's CRDs Rancher Monitoring
+// brings (monitoring.coreos.com/v1, from the rancher-monitoring-crd chart, which carries
+// prometheus-operator's): their group, version, kinds, plurals and scope; the stand-ins keep any
+// field. The operator's chart knows Rancher Monitoring by Prometheus; the kube-vip chart's
+// PodMonitor is applied as a PodMonitor.
+func installMonitoringAPI(t *testing.T, cfg *rest.Config, kinds ...string) {
 	t.Helper()
 	preserve := true
-	def := &apiextv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheuses.monitoring.coreos.com"},
-		Spec: apiextv1.CustomResourceDefinitionSpec{
-			Group: "monitoring.coreos.com",
-			Names: apiextv1.CustomResourceDefinitionNames{Plural: "prometheuses", Singular: "prometheus", Kind: "Prometheus", ListKind: "PrometheusList"},
-			Scope: apiextv1.NamespaceScoped,
-			Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
-		},
+	var defs []*apiextv1.CustomResourceDefinition
+	for _, kind := range kinds {
+		singular := strings.ToLower(kind)
+		plural := singular + "s"
+		if kind == "Prometheus" {
+			plural = "prometheuses"
+		}
+		defs = append(defs, &apiextv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".monitoring.coreos.com"},
+			Spec: apiextv1.CustomResourceDefinitionSpec{
+				Group: "monitoring.coreos.com",
+				Names: apiextv1.CustomResourceDefinitionNames{Plural: plural, Singular: singular, Kind: kind, ListKind: kind + "List"},
+				Scope: apiextv1.NamespaceScoped,
+				Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
+			},
+		})
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{def}}); err != nil {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: defs}); err != nil {
 		t.Fatalf("installing the monitoring.coreos.com/v1 stand-in: %v", err)
 	}
 }

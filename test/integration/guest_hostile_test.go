@@ -188,8 +188,10 @@ func helmRecords(t *testing.T, gc *guestCluster, selector string) []corev1.Secre
 // TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied: kubevipChartValues whose
 // strings carry line breaks that the kube-vip chart would print unquoted into its DaemonSet (a
 // second container that chroots into the host through image.pullPolicy; hostPID and a hostPath
-// volume of / through priorityClassName), and a template that would read every Secret of the guest
-// (lookup in extraArgs), are each refused before anything is fetched or applied: the FloatingIP's
+// volume of / through priorityClassName; the same behind U+2028 and U+2029, with twin keys a
+// case-insensitive judge would read otherwise), a template that would read every Secret of the
+// guest (lookup in extraArgs), a Helm hook by annotations, and a mapping where envFrom's list
+// belongs, are each refused before anything is fetched or applied: the FloatingIP's
 // KubevipInstalled is False with ChartValuesNotAllowed naming the key, a Warning Event says so, the
 // chart repository gets not one request, and the guest holds no release record, no DaemonSet, and
 // no workload sharing the host's PID namespace or mounting a host path. A Secret planted in the
@@ -226,6 +228,19 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 		}},
 		{"a template listing every Secret of kube-system through extraArgs", "extraArgs", "extraArgs is not a value the operator supports", func(v map[string]interface{}) {
 			v["extraArgs"] = map[string]interface{}{"leaseDuration": `{{ lookup "v1" "Secret" "kube-system" "" }}`}
+		}},
+		{"a hook by annotations", "annotations", "annotations", func(v map[string]interface{}) {
+			v["annotations"] = map[string]interface{}{"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "before-hook-creation"}
+		}},
+		{"a mapping where envFrom's list belongs, which toYaml would turn into a command and a host port", "envFrom", "envFrom", func(v map[string]interface{}) {
+			v["envFrom"] = map[string]interface{}{"command": []interface{}{"sh", "-c", "id"},
+				"ports": []interface{}{map[string]interface{}{"containerPort": 2222, "hostPort": 2222, "name": "shell"}}}
+		}},
+		{"a Secret volume of another Secret behind U+2028 in priorityClassName", "priorityClassName", "priorityClassName", func(v map[string]interface{}) {
+			v["priorityClassName"] = "system-node-critical\u2028      volumes: [{name: stolen, secret: {secretName: planted}}]\u2028      automountServiceAccountToken: true"
+		}},
+		{"twin keys hostPID and hostpid behind U+2029", "priorityClassName", "priorityClassName", func(v map[string]interface{}) {
+			v["priorityClassName"] = "system-node-critical\u2029      hostPID: true\u2029      hostpid: false"
 		}},
 	}
 	withValues := func(values string) {

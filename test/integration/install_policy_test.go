@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -99,101 +101,6 @@ func reachedGuest(t *testing.T, gc *guestCluster) []string {
 		}
 	}
 	return append(out, hostWorkloads(t, gc)...)
-}
-
-// podFields describes what of a pod spec an injection would add: a command, a host port, a
-// volume, host PID.
-func podFields(spec corev1.PodSpec) []string {
-	var out []string
-	if spec.HostPID || spec.HostIPC {
-		out = append(out, "hostPID/hostIPC")
-	}
-	for _, v := range spec.Volumes {
-		out = append(out, "volume "+v.Name)
-	}
-	if spec.AutomountServiceAccountToken != nil {
-		out = append(out, "automountServiceAccountToken")
-	}
-	for _, c := range spec.Containers {
-		if len(c.Command) > 0 {
-			out = append(out, fmt.Sprintf("container %s command %v", c.Name, c.Command))
-		}
-		for _, p := range c.Ports {
-			if p.HostPort != 0 && p.HostPort != p.ContainerPort {
-				out = append(out, fmt.Sprintf("container %s hostPort %d", c.Name, p.HostPort))
-			}
-		}
-		if len(c.VolumeMounts) > 0 {
-			out = append(out, "container "+c.Name+" volumeMounts")
-		}
-	}
-	return out
-}
-
-// TestInstallPolicyValues: kubevipChartValues that reach past the judge on an open values schema
-// reach nothing in the guest: refused with ChartValuesNotAllowed naming the key, before any fetch.
-//   - class 1, hooks: annotations that make the DaemonSet a Helm hook, which Helm creates without
-//     any post-renderer seeing it;
-//   - class 2, reshaped pod: envFrom given a mapping where the chart expects a list, which
-//     toYaml at the container's own indentation turns into its command and a host port;
-//   - class 3, Unicode line breaks: U+2028 in priorityClassName, printed unquoted, adding a Secret
-//     volume of another Secret and automountServiceAccountToken;
-//   - class 4, twin keys: U+2029 adding hostPID: true and hostpid: false, which a case-insensitive
-//     judge reads as false and the API server as true.
-func TestInstallPolicyValues(t *testing.T) {
-	charts := startCountingChartRepo(t, defaultCharts()...)
-	f := newFixture(t, "kube-fip-ipvalues")
-	proxy := shared.StartClusterProxy(t)
-	cases := []struct {
-		name, key string
-		edit      func(map[string]interface{})
-	}{
-		{"class 1: a hook by annotations", "annotations", func(v map[string]interface{}) {
-			v["annotations"] = map[string]interface{}{"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "before-hook-creation"}
-		}},
-		{"class 2: a mapping where envFrom's list belongs", "envFrom", func(v map[string]interface{}) {
-			v["envFrom"] = map[string]interface{}{"command": []interface{}{"sh", "-c", "id"},
-				"ports": []interface{}{map[string]interface{}{"containerPort": 2222, "hostPort": 2222, "name": "shell"}}}
-		}},
-		{"class 3: U+2028 in priorityClassName", "priorityClassName", func(v map[string]interface{}) {
-			v["priorityClassName"] = "system-node-critical\u2028      volumes: [{name: stolen, secret: {secretName: planted}}]\u2028      automountServiceAccountToken: true"
-		}},
-		{"class 4: twin keys behind U+2029", "priorityClassName", func(v map[string]interface{}) {
-			v["priorityClassName"] = "system-node-critical\u2029      hostPID: true\u2029      hostpid: false"
-		}},
-	}
-	f.createRange("ipvalues", "10.186.0.0/28")
-	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled",
-		"kubevipChartRepoUrl": charts.URL, "kubevipChartValues": kubevipValuesWith(t, cases[0].edit)})
-	f.operator()
-	for i, c := range cases {
-		if i > 0 {
-			f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled",
-				"kubevipChartRepoUrl": charts.URL, "kubevipChartValues": kubevipValuesWith(t, c.edit)})
-		}
-		name := fmt.Sprintf("ipvalues%d", i+1)
-		gc := policyGuest(t, f, proxy, name, "ipvalues", fmt.Sprintf("10.186.0.%d", i+2))
-		x := f.kubevipDecided(gc, name)
-		for _, what := range reachedGuest(t, gc) {
-			t.Errorf("%s: in the guest: %s", c.name, what)
-		}
-		dss, err := gc.direct.AppsV1().DaemonSets("").List(context.Background(), listAll())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ds := range dss.Items {
-			for _, field := range podFields(ds.Spec.Template.Spec) {
-				t.Errorf("%s: DaemonSet %s/%s has %s", c.name, ds.Namespace, ds.Name, field)
-			}
-		}
-		msg := message(x.Status.Conditions, v1.KubevipInstalled)
-		if !kubevipReason(v1.ReasonChartValuesNotAllowed)(x) || !strings.Contains(msg, c.key) || !strings.Contains(msg, config.KeyKubevipChartValues) {
-			t.Errorf("%s: KubevipInstalled %q; want %s naming %s and %s", c.name, msg, v1.ReasonChartValuesNotAllowed, c.key, config.KeyKubevipChartValues)
-		}
-	}
-	if n := charts.requests.Load(); n != 0 {
-		t.Errorf("the chart repository got %d requests; refused values come before any fetch", n)
-	}
 }
 
 // TestInstallPolicyChartSources: a chart source serving the kube-vip chart with a crds/ folder and
@@ -333,24 +240,40 @@ func reasonOfCondition(x *v1.FloatingIP, typ condition.Cond) string {
 	return c.Reason
 }
 
-// TestInstallPolicyRefusalKeepsWhatRuns: a configuration that used a value key the schema no
-// longer accepts (extraArgs, which the chart passes through tpl) gets ChartValuesNotAllowed naming
-// the key, even with kubevipUpdate on, and what was installed keeps running as it was: no release
-// record is added or removed, and the DaemonSet is not touched.
+// TestInstallPolicyRefusalKeepsWhatRuns: kube-vip installed with its PodMonitor and the labels a
+// Prometheus Operator's podMonitorSelector asks for (podMonitor.labels) has them in the guest. A
+// configuration then using a value key the schema no longer accepts (extraArgs, which the chart
+// passes through tpl) gets ChartValuesNotAllowed naming the key, even with kubevipUpdate on, and
+// what was installed keeps running as it was: no release record is added or removed, and the
+// DaemonSet is not touched.
 func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-ipkeep")
 	proxy := shared.StartClusterProxy(t)
 	f.createRange("ipkeep", "10.189.0.0/28")
-	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL, "kubevipUpdate": "true"}
+	monitored := map[string]interface{}{"enabled": true, "labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}}
+	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL, "kubevipUpdate": "true",
+		"kubevipChartValues": kubevipValuesWith(t, func(v map[string]interface{}) { v["podMonitor"] = monitored })}
 	f.operatorConfig(base)
 	f.operator()
-	gc := policyGuest(t, f, proxy, "ipkeep", "ipkeep", "10.189.0.2")
+	g := shared.StartGuest(t, "ipkeep")
+	installMonitoringAPI(t, g.Config, "PodMonitor")
+	gc := rancherCluster(t, proxy, "ipkeep", "c-m-ipkeep", nil, g)
+	f.extraNamespace(gc.id)
+	f.createFIPIn(gc.id, "ipkeep", "ipkeep", "10.189.0.2")
 	f.waitFIPIn(gc.id, "ipkeep", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
 	before, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	podMonitors := dynamic.NewForConfigOrDie(g.Config).Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"})
+	pm, err := podMonitors.Namespace("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kube-vip's PodMonitor: %v", err)
+	}
+	if l := pm.GetLabels(); l["release"] != "rancher-monitoring" || l["team"] != "network" {
+		t.Errorf("kube-vip's PodMonitor has labels %v; want those of podMonitor.labels", l)
 	}
 	records := len(helmRecords(t, gc, ""))
 
@@ -359,6 +282,7 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 		withExtraArgs[k] = v
 	}
 	withExtraArgs["kubevipChartValues"] = kubevipValuesWith(t, func(v map[string]interface{}) {
+		v["podMonitor"] = monitored
 		v["extraArgs"] = map[string]interface{}{"prometheusHTTPServer": "0.0.0.0:2112"}
 	})
 	f.operatorConfig(withExtraArgs)

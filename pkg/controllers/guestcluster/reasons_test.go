@@ -609,7 +609,7 @@ func rendered(extra *helmchart.File) func(helminstall.Release) (helminstall.Resu
 				ch.Templates = append(ch.Templates, extra)
 			}
 		}
-		a, err := rel.Plan.Approve(ch, installpolicy.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
+		a, err := rel.Plan.Approve(ch, installpolicy.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
 		if err != nil {
 			return helminstall.Result{}, fmt.Errorf("installing %s: %w", rel.Chart, err)
 		}
