@@ -62,8 +62,10 @@ var ErrTooLarge = errors.New("the chart source sent more than the size limit all
 // fetcher reads charts from HTTP repositories and OCI registries with bounded requests.
 type fetcher struct {
 	limits Limits
-	// indexes are the repository indexes read of late, shared by the fetches of every chart.
-	indexes *indexes
+	// indexes are the entries of the repository indexes read of late, shared by the fetches of
+	// every chart; parsing is the one parse slot, so that one index is held parsed at a time.
+	indexes *cache[map[string][]indexEntry]
+	parsing chan struct{}
 	// credentialsFile is the registry credentials store, kept empty: credentials come only from
 	// the Release.
 	credentialsFile string
@@ -143,13 +145,13 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cv, ok := pickVersion(entries, rel.Version)
+	cv, ok := pickVersion(entries, indexEntry.version, rel.Version)
 	if !ok && shared {
 		// A read of a moment ago may predate the version asked for: read the index again.
 		if entries, _, err = f.entries(ctx, rel, true); err != nil {
 			return nil, err
 		}
-		cv, ok = pickVersion(entries, rel.Version)
+		cv, ok = pickVersion(entries, indexEntry.version, rel.Version)
 	}
 	if !ok {
 		return nil, fmt.Errorf("repository %s has no chart %s %s", base, rel.Chart, versionText(rel.Version))
@@ -170,7 +172,7 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, sc.refusal("the archive", parsed))
 	}
 	creds := rel.Credentials
-	if !SameOrigin(raw, archiveURL) {
+	if own, err := url.Parse(raw); err != nil || !installpolicy.SameOrigin(own, parsed) {
 		creds = nil
 	}
 	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes, sc)
@@ -239,7 +241,7 @@ func (f *fetcher) pull(ctx context.Context, rel Release) ([]byte, error) {
 		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes, rel.scope())),
 		registry.ClientOptCredentialsFile(f.credentialsFile),
 	}
-	if loopbackRegistry(rel.Ref) {
+	if u, err := url.Parse(rel.Ref); err == nil && installpolicy.Loopback(u.Hostname()) {
 		options = append(options, registry.ClientOptPlainHTTP())
 	}
 	if rel.Credentials != nil {
@@ -283,8 +285,9 @@ func pullChart(rc *registry.Client, ref, version string) (data []byte, err error
 		if err != nil {
 			return nil, err
 		}
-		if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, version); err != nil {
-			return nil, err
+		var ok bool
+		if tag, ok = pickVersion(tags, func(t string) string { return t }, version); !ok {
+			return nil, errors.New("the registry has no tag of that version")
 		}
 	}
 	res, err := rc.Pull(ref+":"+strings.ReplaceAll(tag, "+", "_"), registry.PullOptWithChart(true))

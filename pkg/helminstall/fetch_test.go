@@ -1,9 +1,6 @@
 package helminstall
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -22,25 +19,11 @@ import (
 
 // archive packs files (paths below the chart's directory) as a chart archive.
 func archive(t testing.TB, name string, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
+	var packed [][2]string
 	for path, data := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + path, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
+		packed = append(packed, [2]string{name + "/" + path, string(data)})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return chartrepo.TarGzForTest(t, packed...)
 }
 
 func chartYAML(name, version string) []byte {
@@ -286,83 +269,16 @@ func noise(n int) []byte {
 	return out
 }
 
-// TestFetchNeverSendsCredentialsToAnotherHost: the repository's credentials go with the index and
-// an archive on the same host, never to another origin the index points at, even an allowed one.
-func TestFetchNeverSendsCredentialsToAnotherHost(t *testing.T) {
+// TestFetchRedirectsKeepTheirScheme: a redirect to another scheme is refused, allowed as a chart
+// source or not: an https source never ends on plain http, nor an http one on https.
+func TestFetchRedirectsKeepTheirScheme(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	seen := map[string]string{}
-	record := func(name string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			seen[name+" "+r.URL.Path] = r.Header.Get("Authorization")
-			mu.Unlock()
-		}
-	}
-	data := archive(t, "kube-vip", map[string][]byte{"Chart.yaml": chartYAML("kube-vip", "1.0.0")})
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		record("other")(w, r)
-		_, _ = w.Write(data)
-	}))
-	defer other.Close()
-	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		record("repo")(w, r)
-		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  kube-vip:\n  - apiVersion: v2\n    name: kube-vip\n    version: 1.0.0\n    urls:\n    - %s/kube-vip-1.0.0.tgz\n", other.URL)
-	}))
-	defer repo.Close()
-	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
-		Sources: testPolicy(t, true, repo.URL, other.URL), Plan: planAllowing(t, "1.0.0", data)}
-	if _, err := in.chart(context.Background(), rel); err != nil {
-		t.Fatal(err)
-	}
-	if seen["repo /index.yaml"] == "" {
-		t.Error("the repository's index was read without its credentials")
-	}
-	if auth, ok := seen["other /kube-vip-1.0.0.tgz"]; !ok || auth != "" {
-		t.Errorf("the archive on another host was fetched with Authorization %q (fetched: %v)", auth, ok)
-	}
-}
-
-// TestFetchRedirects: a redirect to another port of the same host, allowed as a chart source,
-// gets no credentials, and a redirect to another scheme is refused: an https source never ends
-// on plain http.
-func TestFetchRedirects(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	var otherAuth []string
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		otherAuth = append(otherAuth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		fmt.Fprint(w, "apiVersion: v1\nentries: {}\n")
-	}))
-	defer other.Close()
 	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer tlsServer.Close()
-	target := other.URL
-	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		to := target
-		mu.Unlock()
-		http.Redirect(w, r, to+"/index.yaml", http.StatusFound)
-	}))
+	repo := httptest.NewServer(redirectTo(tlsServer.URL + "/index.yaml"))
 	defer repo.Close()
 	in := newTestInstaller(t, DefaultLimits())
-	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Credentials: &Credentials{Username: "u", Password: "S3CRET"},
-		Sources: testPolicy(t, true, "http://127.0.0.1:*", "https://127.0.0.1:*")}
-	_, err := in.fetcher.fetch(context.Background(), rel)
-	if err == nil || !strings.Contains(err.Error(), "has no chart demo") {
-		t.Errorf("fetch through a redirect to another port: %v; want the empty index read", err)
-	}
-	mu.Lock()
-	if len(otherAuth) != 1 || otherAuth[0] != "" {
-		t.Errorf("the other port got Authorization %q", otherAuth)
-	}
-	target = tlsServer.URL
-	mu.Unlock()
-	// A new installer: the index read a moment ago would be shared.
-	in = newTestInstaller(t, DefaultLimits())
+	rel := Release{Chart: "demo", RepoURL: repo.URL, Version: "1.0.0", Sources: testPolicy(t, true, "http://127.0.0.1:*", "https://127.0.0.1:*")}
 	if _, err := in.fetcher.fetch(context.Background(), rel); err == nil || !strings.Contains(err.Error(), "refused a redirect from http to https") {
 		t.Errorf("fetch through a redirect to another scheme: %v; want it refused", err)
 	}

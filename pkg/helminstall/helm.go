@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -84,19 +78,9 @@ type Installer struct {
 	fetcher  *fetcher
 	// bundle holds the pinned charts the image ships, installed without a fetch.
 	bundle installpolicy.Bundle
-
-	mu     sync.Mutex
-	charts map[string]*chartEntry
-}
-
-// chartEntry is one chart as fetched, or being fetched: done closes when the fetch ends.
-type chartEntry struct {
-	done chan struct{}
-	// data is the chart archive as fetched: the install policy loads it, once per digest, only
-	// when its digest is allowed.
-	data    []byte
-	err     error
-	fetched time.Time
+	// charts are the chart archives as fetched: the install policy loads one, once per digest,
+	// only when its digest is allowed.
+	charts *cache[[]byte]
 }
 
 // NewInstaller keeps its short-lived files under dir (the container's root file system is
@@ -113,8 +97,9 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 	}
 	return &Installer{
 		chartTTL: 10 * time.Minute,
-		fetcher:  &fetcher{limits: limits, indexes: newIndexes(), credentialsFile: credentials},
-		charts:   map[string]*chartEntry{},
+		fetcher: &fetcher{limits: limits, indexes: newCache[map[string][]indexEntry](limits.FailureTTL), parsing: make(chan struct{}, 1),
+			credentialsFile: credentials},
+		charts: newCache[[]byte](limits.FailureTTL),
 	}, nil
 }
 
@@ -147,26 +132,14 @@ func (in *Installer) chart(ctx context.Context, rel Release) (*installpolicy.Pac
 	if pkg := in.bundle.For(rel.Plan.Chart, rel.RepoURL, rel.Ref, rel.Version); pkg != nil {
 		return pkg, nil
 	}
-	key := rel.location() + "@" + rel.Version
-	in.mu.Lock()
-	e, ok := in.charts[key]
-	if ok && e.stale(rel.Version != "", in.chartTTL, in.fetcher.limits.FailureTTL) {
-		ok = false
+	ttl := in.chartTTL
+	if rel.Version != "" {
+		ttl = 0
 	}
-	if !ok {
-		e = &chartEntry{done: make(chan struct{})}
-		in.charts[key] = e
-		go func() {
-			// Detached from the caller: other clusters may be waiting for the same fetch.
-			data, err := in.fetcher.fetch(context.WithoutCancel(ctx), rel)
-			in.mu.Lock()
-			e.data, e.err, e.fetched = data, err, time.Now()
-			in.mu.Unlock()
-			close(e.done)
-		}()
-	}
-	in.mu.Unlock()
-
+	// Fetched detached from the caller: other clusters may be waiting for the same fetch.
+	e, _ := in.charts.get(rel.location()+"@"+rel.Version, ttl, false, func() ([]byte, error) {
+		return in.fetcher.fetch(context.WithoutCancel(ctx), rel)
+	})
 	wait := time.NewTimer(in.fetcher.limits.Wait)
 	defer wait.Stop()
 	select {
@@ -176,88 +149,12 @@ func (in *Installer) chart(ctx context.Context, rel Release) (*installpolicy.Pac
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w from %s %s: %v", ErrChartPending, rel.source(), versionText(rel.Version), ctx.Err())
 	}
-	in.mu.Lock()
-	data, err := e.data, e.err
-	in.mu.Unlock()
-	if err != nil {
-		return nil, err
+	if e.err != nil {
+		return nil, e.err
 	}
-	pkg, err := rel.Plan.Package(data)
+	pkg, err := rel.Plan.Package(e.value)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: %w", rel.source(), versionText(rel.Version), err)
 	}
 	return pkg, nil
 }
-
-// stale reports whether a finished entry must be fetched again; one in flight never is.
-func (e *chartEntry) stale(pinned bool, ttl, failureTTL time.Duration) bool {
-	select {
-	case <-e.done:
-	default:
-		return false
-	}
-	switch {
-	case e.err != nil:
-		return time.Since(e.fetched) >= failureTTL
-	case pinned:
-		return false
-	default:
-		return time.Since(e.fetched) >= ttl
-	}
-}
-
-// loopbackRegistry reports whether an OCI reference points at a registry on this machine, which is
-// reached over plain HTTP, as container runtimes treat 127.0.0.0/8 by default.
-func loopbackRegistry(ref string) bool {
-	u, err := url.Parse(ref)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// OwnerLabel marks the Helm releases the operator installed (a label of the release record).
-const OwnerLabel = "kubefip.k8s.binbash.org/installed-by"
-
-func ownedLabels() map[string]string { return map[string]string{OwnerLabel: "kube-fip-operator"} }
-
-// ForeignRelease is a release of the configured name that holds another chart: the operator
-// leaves it alone rather than replace, recover or uninstall someone else's release.
-type ForeignRelease struct {
-	Namespace, Name, Chart, Want string
-}
-
-func (e *ForeignRelease) Error() string {
-	return fmt.Sprintf("release %s/%s holds chart %q, not %s: it is not one the operator installs, so it is left alone; "+
-		"name another release in kube-fip-config", e.Namespace, e.Name, e.Chart, e.Want)
-}
-
-// chartName is the name the chart is published under.
-func (r Release) chartName() string {
-	if r.Ref != "" {
-		return path.Base(strings.TrimSuffix(strings.TrimPrefix(r.Ref, "oci://"), "/"))
-	}
-	return r.Chart
-}
-
-// owns reports whether last is a release of this chart: one the operator installed (its label),
-// or an earlier one of the same chart (the original operator's, adopted by the next upgrade,
-// which adds the label). Anything else is a *ForeignRelease.
-func (r Release) owns(last *release.Release) error {
-	name := ""
-	if last.Chart != nil && last.Chart.Metadata != nil {
-		name = last.Chart.Metadata.Name
-	}
-	if name != r.chartName() {
-		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: redact.Shorten(name, maxChartName), Want: r.chartName()}
-	}
-	return nil
-}
-
-// maxChartName bounds how much of a chart name read from a guest's release a message repeats.
-const maxChartName = 63

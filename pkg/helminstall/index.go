@@ -1,13 +1,19 @@
 package helminstall
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -23,6 +29,73 @@ import (
 // empty nodes; Helm's loader: 227). The 256 KiB of MaxIndexBytes (kube-vip's index is 18 KiB)
 // therefore cost at most 40 MiB, and one index is parsed at a time; what is kept of it is a few
 // strings per version of the two charts.
+
+// indexTTL is how long an index read is reused: long enough for both charts of the passes of a
+// moment to share one read, short enough that a version just published is found by the next
+// fetch (a chart fetched is kept by the installer anyway; a failed read is tried again after
+// Limits.FailureTTL).
+const indexTTL = 5 * time.Second
+
+// indexCharts are the charts whose entries are read of an index: those the operator installs,
+// and the one asked for.
+func indexCharts(chart string) []string {
+	charts := []string{string(installpolicy.Kubevip), string(installpolicy.CloudProvider)}
+	if !slices.Contains(charts, chart) {
+		charts = append(charts, chart)
+	}
+	return charts
+}
+
+// entries returns the entries of rel's chart in the index of its repository, reading it unless a
+// read is under way or, without refresh, one ended within indexTTL (a failed one: FailureTTL);
+// shared reports a read that was there. ctx bounds the wait and a read this call starts.
+func (f *fetcher) entries(ctx context.Context, rel Release, refresh bool) ([]indexEntry, bool, error) {
+	raw := strings.TrimSuffix(rel.RepoURL, "/")
+	charts := indexCharts(rel.Chart)
+	key := strings.Join(append([]string{raw, credentialsKey(rel.Credentials)}, charts...), "\x00")
+	r, shared := f.indexes.get(key, indexTTL, refresh, func() (map[string][]indexEntry, error) {
+		return f.readIndex(ctx, raw, rel, charts)
+	})
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, shared, fmt.Errorf("reading the index of repository %s: %w", redact.URL(raw), requestError(ctx.Err()))
+	}
+	return r.value[rel.Chart], shared, r.err
+}
+
+// readIndex downloads an index within MaxIndexBytes and parses it in the one parse slot.
+func (f *fetcher) readIndex(ctx context.Context, raw string, rel Release, charts []string) (map[string][]indexEntry, error) {
+	base := redact.URL(raw)
+	data, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes, rel.scope())
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("reading the index of repository %s: it is larger than %d KiB, the most an index may be (kube-vip's is 18 KiB): %w",
+				base, f.limits.MaxIndexBytes>>10, err)
+		}
+		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+	}
+	select {
+	case f.parsing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading the index of repository %s: %w", base, requestError(ctx.Err()))
+	}
+	defer func() { <-f.parsing }()
+	entries, err := parseIndex(data, charts)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+	}
+	return entries, nil
+}
+
+// credentialsKey tells credentials apart without keeping them in a key.
+func credentialsKey(c *Credentials) string {
+	if c == nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c.Username + "\x00" + c.Password))
+	return hex.EncodeToString(sum[:])
+}
 
 // indexEntry is what the operator reads of one chart version an index lists.
 type indexEntry struct {
@@ -118,35 +191,35 @@ func readEntry(n *yaml.Node) (indexEntry, bool) {
 	return e, e.Version != "" && e.URL != ""
 }
 
-// pickVersion chooses among a chart's entries as Helm's IndexFile.Get does: the entry whose version
-// is version as written, else the highest that satisfies version as a SemVer constraint ("" for the
-// newest release).
-func pickVersion(entries []indexEntry, version string) (indexEntry, bool) {
-	if version != "" {
-		for _, e := range entries {
-			if e.Version == version {
-				return e, true
+// pickVersion chooses among the versions a source lists, as Helm chooses among an index's entries
+// and a registry's tags: the one written as want, else the highest that satisfies want as a SemVer
+// constraint ("" for the newest release).
+func pickVersion[T any](listed []T, version func(T) string, want string) (best T, ok bool) {
+	if want != "" {
+		for _, l := range listed {
+			if version(l) == want {
+				return l, true
 			}
 		}
 	}
-	want := version
 	if want == "" {
 		want = "*"
 	}
 	constraint, err := semver.NewConstraint(want)
 	if err != nil {
-		return indexEntry{}, false
+		return best, false
 	}
-	var best indexEntry
 	var bestVersion *semver.Version
-	for _, e := range entries {
-		v, err := semver.NewVersion(e.Version)
+	for _, l := range listed {
+		v, err := semver.NewVersion(version(l))
 		if err != nil || !constraint.Check(v) {
 			continue
 		}
 		if bestVersion == nil || v.GreaterThan(bestVersion) {
-			best, bestVersion = e, v
+			best, bestVersion = l, v
 		}
 	}
 	return best, bestVersion != nil
 }
+
+func (e indexEntry) version() string { return e.Version }

@@ -71,7 +71,7 @@ func TestPickVersion(t *testing.T) {
 		"not-a-version": "not-a-version",
 		"2.0.0":         "none",
 	} {
-		got, ok := pickVersion(entries, version)
+		got, ok := pickVersion(entries, indexEntry.version, version)
 		if !ok {
 			got.Version = "none"
 		}

@@ -1,13 +1,8 @@
 package helminstall
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,12 +10,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
-
-// ErrReleaseRecordTooLarge means a release record is larger than the bounds allow.
-var ErrReleaseRecordTooLarge = errors.New("the release record is larger than the operator reads")
 
 // RecordRefused is a release record in the guest that the operator does not use: its Secret and
 // the release it holds disagree on which release and revision it is, or it is not the release's
@@ -62,19 +53,10 @@ func recordPrefix(name string) string { return "sh.helm.release.v1." + name + ".
 // operator's own label where it is set), and the name, namespace and revision of the release
 // inside. Helm's own records always agree.
 func (s *boundedSecrets) checkIdentity(obj *corev1.Secret, r *release.Release) error {
-	var why []string
+	why := s.disagreements(obj.Name, r)
 	disagree := func(format string, args ...interface{}) { why = append(why, fmt.Sprintf(format, args...)) }
-	if r.Name != s.release {
-		disagree("it holds release %q", shortName(r.Name))
-	}
-	if r.Namespace != s.namespace {
-		disagree("it holds a release of namespace %q", shortName(r.Namespace))
-	}
 	if obj.Namespace != s.namespace {
 		disagree("the guest gave it from namespace %q", shortName(obj.Namespace))
-	}
-	if want := recordKey(s.release, r.Version); obj.Name != want {
-		disagree("the Secret's name is not %s, as revision %d inside says", want, r.Version)
 	}
 	status := ""
 	if r.Info != nil {
@@ -96,56 +78,71 @@ func (s *boundedSecrets) checkIdentity(obj *corev1.Secret, r *release.Release) e
 	return s.refused(obj.Name, strings.Join(why, "; "))
 }
 
-// readBudget is what a read of records may still decompress: JSON bytes and values.
-type readBudget struct {
-	json   int64
-	values int
+// writable refuses a write of anything but a record of the release, in its namespace, under the
+// key of its own revision: whatever Helm was shown, it writes no other release's record.
+func (s *boundedSecrets) writable(key string, r *release.Release) error {
+	if r == nil {
+		return s.refused(key, "Helm was to write it without a release")
+	}
+	if why := s.disagreements(key, r); len(why) > 0 {
+		return s.refused(key, "Helm was to write it where "+strings.Join(why, "; "))
+	}
+	return nil
 }
 
-func newReadBudget(json int64, values int) *readBudget {
-	return &readBudget{json: json, values: values}
+// disagreements are what keeps r from being a revision of the release, in its namespace, under
+// key.
+func (s *boundedSecrets) disagreements(key string, r *release.Release) []string {
+	var why []string
+	if r.Name != s.release {
+		why = append(why, fmt.Sprintf("it holds release %q", shortName(r.Name)))
+	}
+	if r.Namespace != s.namespace {
+		why = append(why, fmt.Sprintf("it holds a release of namespace %q", shortName(r.Namespace)))
+	}
+	if want := recordKey(s.release, r.Version); key != want {
+		why = append(why, fmt.Sprintf("the Secret's name is not %s, as revision %d inside says", want, r.Version))
+	}
+	return why
 }
 
-// decode reads a release record as Helm stores it (base64 of gzip of JSON, or of JSON) within
-// MaxReleaseJSON bytes and MaxReleaseValues values and what is left of budget, takes both from
-// budget, and checks the record's identity.
-func (s *boundedSecrets) decode(obj *corev1.Secret, budget *readBudget) (*release.Release, error) {
-	data := obj.Data["release"]
-	name := shortName(obj.Name)
-	if len(data) > MaxReleaseRecord {
-		return nil, fmt.Errorf("release record %s: %d bytes stored, at most %d: %w", name, len(data), MaxReleaseRecord, ErrReleaseRecordTooLarge)
-	}
-	raw, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("release record %s is not base64: %w", name, err)
-	}
-	var r io.Reader = bytes.NewReader(raw)
-	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b, 0x08}) {
-		gz, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, fmt.Errorf("release record %s: %w", name, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
-	max, values := min(budget.json, MaxReleaseJSON), min(budget.values, MaxReleaseValues)
-	counted := guest.LimitValues(io.NopCloser(r), values, ErrReleaseRecordTooLarge)
-	js, err := io.ReadAll(io.LimitReader(counted, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("release record %s: %w", name, err)
-	}
-	if int64(len(js)) > max {
-		return nil, fmt.Errorf("release record %s decompresses to more than %d bytes: %w", name, max, ErrReleaseRecordTooLarge)
-	}
-	budget.json -= int64(len(js))
-	budget.values -= counted.Counted()
-	var rel release.Release
-	if err := json.Unmarshal(js, &rel); err != nil {
-		return nil, fmt.Errorf("release record %s does not decode: %w", name, err)
-	}
-	if err := s.checkIdentity(obj, &rel); err != nil {
-		return nil, err
-	}
-	rel.Labels = obj.Labels
-	return &rel, nil
+// OwnerLabel marks the Helm releases the operator installed (a label of the release record).
+const OwnerLabel = "kubefip.k8s.binbash.org/installed-by"
+
+func ownedLabels() map[string]string { return map[string]string{OwnerLabel: "kube-fip-operator"} }
+
+// ForeignRelease is a release of the configured name that holds another chart: the operator
+// leaves it alone rather than replace, recover or uninstall someone else's release.
+type ForeignRelease struct {
+	Namespace, Name, Chart, Want string
 }
+
+func (e *ForeignRelease) Error() string {
+	return fmt.Sprintf("release %s/%s holds chart %q, not %s: it is not one the operator installs, so it is left alone; "+
+		"name another release in kube-fip-config", e.Namespace, e.Name, e.Chart, e.Want)
+}
+
+// chartName is the name the chart is published under.
+func (r Release) chartName() string {
+	if r.Ref != "" {
+		return path.Base(strings.TrimSuffix(strings.TrimPrefix(r.Ref, "oci://"), "/"))
+	}
+	return r.Chart
+}
+
+// owns reports whether last is a release of this chart: one the operator installed (its label),
+// or an earlier one of the same chart (the original operator's, adopted by the next upgrade,
+// which adds the label). Anything else is a *ForeignRelease.
+func (r Release) owns(last *release.Release) error {
+	name := ""
+	if last.Chart != nil && last.Chart.Metadata != nil {
+		name = last.Chart.Metadata.Name
+	}
+	if name != r.chartName() {
+		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: redact.Shorten(name, maxChartName), Want: r.chartName()}
+	}
+	return nil
+}
+
+// maxChartName bounds how much of a chart name read from a guest's release a message repeats.
+const maxChartName = 63

@@ -1,8 +1,14 @@
 package helminstall
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -13,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
 
 // Release records read from a guest are bounded: a guest is untrusted, and one planted record
@@ -41,6 +49,9 @@ const (
 	// releaseRequestTimeout bounds one request of the driver (the Helm driver API takes no context).
 	releaseRequestTimeout = 30 * time.Second
 )
+
+// ErrReleaseRecordTooLarge means a release record is larger than the bounds allow.
+var ErrReleaseRecordTooLarge = errors.New("the release record is larger than the operator reads")
 
 // boundedSecrets is Helm's Secrets driver for the records of one release in one namespace, with
 // every read bounded and every record's identity checked. A read decodes at most
@@ -191,16 +202,56 @@ func (s *boundedSecrets) Delete(key string) (*release.Release, error) {
 	return r, s.impl.Delete(ctx, key, as)
 }
 
-// writable refuses a write of anything but a record of the release, in its namespace, under the
-// key of its own revision: whatever Helm was shown, it writes no other release's record.
-func (s *boundedSecrets) writable(key string, r *release.Release) error {
-	switch {
-	case r == nil:
-		return s.refused(key, "Helm was to write it without a release")
-	case r.Name != s.release || r.Namespace != s.namespace:
-		return s.refused(key, fmt.Sprintf("Helm was to write it with release %s/%s", shortName(r.Namespace), shortName(r.Name)))
-	case key != recordKey(r.Name, r.Version):
-		return s.refused(key, fmt.Sprintf("Helm was to write revision %d there", r.Version))
+// readBudget is what a read of records may still decompress: JSON bytes and values.
+type readBudget struct {
+	json   int64
+	values int
+}
+
+func newReadBudget(json int64, values int) *readBudget {
+	return &readBudget{json: json, values: values}
+}
+
+// decode reads a release record as Helm stores it (base64 of gzip of JSON, or of JSON) within
+// MaxReleaseJSON bytes and MaxReleaseValues values and what is left of budget, takes both from
+// budget, and checks the record's identity.
+func (s *boundedSecrets) decode(obj *corev1.Secret, budget *readBudget) (*release.Release, error) {
+	data := obj.Data["release"]
+	name := shortName(obj.Name)
+	if len(data) > MaxReleaseRecord {
+		return nil, fmt.Errorf("release record %s: %d bytes stored, at most %d: %w", name, len(data), MaxReleaseRecord, ErrReleaseRecordTooLarge)
 	}
-	return nil
+	raw, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("release record %s is not base64: %w", name, err)
+	}
+	var r io.Reader = bytes.NewReader(raw)
+	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b, 0x08}) {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("release record %s: %w", name, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	max, values := min(budget.json, MaxReleaseJSON), min(budget.values, MaxReleaseValues)
+	counted := guest.LimitValues(io.NopCloser(r), values, ErrReleaseRecordTooLarge)
+	js, err := io.ReadAll(io.LimitReader(counted, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("release record %s: %w", name, err)
+	}
+	if int64(len(js)) > max {
+		return nil, fmt.Errorf("release record %s decompresses to more than %d bytes: %w", name, max, ErrReleaseRecordTooLarge)
+	}
+	budget.json -= int64(len(js))
+	budget.values -= counted.Counted()
+	var rel release.Release
+	if err := json.Unmarshal(js, &rel); err != nil {
+		return nil, fmt.Errorf("release record %s does not decode: %w", name, err)
+	}
+	if err := s.checkIdentity(obj, &rel); err != nil {
+		return nil, err
+	}
+	rel.Labels = obj.Labels
+	return &rel, nil
 }

@@ -6,12 +6,14 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// Sources decides where a chart fetch may go besides its chart source; config.Policy is the
-// deployment's. The chart source itself was checked before the fetch, but a redirect's target and
-// the archive URL an index lists are chosen by the repository or registry, so each is asked about.
+// Sources decides where a chart fetch may go besides its chart source; installpolicy.Policy is
+// the deployment's. The chart source itself was checked before the fetch, but a redirect's target
+// and the archive URL an index lists are chosen by the repository or registry, so each is asked
+// about.
 type Sources interface {
 	// AllowsFetch reports whether a fetch of the chart at chartSource (Release.Ref or
 	// Release.RepoURL) may read target.
@@ -45,11 +47,11 @@ func (s scope) allows(target *url.URL) bool {
 	if own.Scheme == "oci" {
 		// The registry client speaks https, or plain http to a loopback registry.
 		own.Scheme = "https"
-		if loopbackRegistry(s.source) {
+		if installpolicy.Loopback(own.Hostname()) {
 			own.Scheme = "http"
 		}
 	}
-	return sameOrigin(own, target)
+	return installpolicy.SameOrigin(own, target)
 }
 
 // refusal says that target is outside the fetch's scope, naming where it points without
@@ -77,37 +79,8 @@ func (s scope) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !s.allows(req.URL) {
 		return s.refusal("a redirect to", req.URL)
 	}
-	if !sameOrigin(first, req.URL) {
+	if !installpolicy.SameOrigin(first, req.URL) {
 		req.Header.Del("Authorization")
 	}
 	return nil
-}
-
-// SameOrigin reports whether URLs a and b name the same scheme, host and port, a port left out
-// being the scheme's default (443 for https and oci, 80 for http). Credentials bound to one of
-// them may go to the other.
-func SameOrigin(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && sameOrigin(ua, ub)
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	scheme := strings.ToLower(a.Scheme)
-	return a.Hostname() != "" && scheme == strings.ToLower(b.Scheme) &&
-		strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
-}
-
-// portOf is u's port, or its scheme's default.
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http":
-		return "80"
-	case "https", "oci":
-		return "443"
-	}
-	return ""
 }

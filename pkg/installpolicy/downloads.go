@@ -54,7 +54,7 @@ func (p Policy) AllowsFetch(chartSource string, target *url.URL) bool {
 	}
 	for _, s := range p.sources {
 		if s.scheme == "oci" {
-			if t.scheme == "http" && !loopbackHost(s.host) {
+			if t.scheme == "http" && !Loopback(s.host) {
 				continue
 			}
 			s = source{scheme: t.scheme, host: s.host, port: s.port}

@@ -1,7 +1,6 @@
 package installpolicy
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"strings"
@@ -12,27 +11,7 @@ import (
 )
 
 // tgz packs files (path → content) as a gzip'd tar.
-func tgz(t testing.TB, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func tgz(t testing.TB, files ...[2]string) []byte { return chartrepo.TarGzForTest(t, files...) }
 
 func allowingArchives(t testing.TB, chart Chart, archives ...[]byte) Policy {
 	t.Helper()

@@ -81,10 +81,12 @@ func cleanPath(p string) string {
 // plainHTTP: http repositories, and OCI registries on a loopback host, which the installer
 // reaches over plain http.
 func (s source) plainHTTP() bool {
-	return s.scheme == "http" || (s.scheme == "oci" && loopbackHost(s.host))
+	return s.scheme == "http" || (s.scheme == "oci" && Loopback(s.host))
 }
 
-func loopbackHost(host string) bool {
+// Loopback reports whether host, a name or an address (bracketed or not), is this machine's:
+// localhost, 127.0.0.0/8 or ::1.
+func Loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -92,28 +94,33 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func defaultPort(scheme string) string {
-	if scheme == "http" {
-		return "80"
+// portOf is port, or scheme's default port when port is "" (443 for https and oci, 80 for http).
+func portOf(scheme, port string) string {
+	if port != "" {
+		return port
 	}
-	return "443"
+	switch strings.ToLower(scheme) {
+	case "http":
+		return "80"
+	case "https", "oci":
+		return "443"
+	}
+	return ""
+}
+
+// SameOrigin reports whether URLs a and b name the same scheme, host and port, a port left out
+// being the scheme's default. Credentials bound to one of them may go to the other.
+func SameOrigin(a, b *url.URL) bool {
+	return a != nil && b != nil && a.Hostname() != "" && strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a.Scheme, a.Port()) == portOf(b.Scheme, b.Port())
 }
 
 func (s source) allows(t source) bool {
 	if s.scheme != t.scheme || s.host != t.host {
 		return false
 	}
-	if s.port != "*" {
-		want, got := s.port, t.port
-		if want == "" {
-			want = defaultPort(s.scheme)
-		}
-		if got == "" {
-			got = defaultPort(t.scheme)
-		}
-		if want != got {
-			return false
-		}
+	if s.port != "*" && portOf(s.scheme, s.port) != portOf(t.scheme, t.port) {
+		return false
 	}
 	return s.path == "" || t.path == s.path || strings.HasPrefix(t.path, s.path+"/")
 }

@@ -2,6 +2,7 @@ package installpolicy
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -189,4 +190,37 @@ func checkKubevip(p Policy, c config.Config) error {
 func checkProvider(p Policy, c config.Config) error {
 	_, err := p.PlanCloudProvider(c)
 	return err
+}
+
+// TestOrigins: an origin is scheme, host and port, a port left out being the scheme's default;
+// localhost and loopback addresses, bracketed or not, are this machine's.
+func TestOrigins(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://h.example.com", "https://h.example.com:443/x", true},
+		{"oci://registry.example.com", "oci://registry.example.com:443/charts/kube-vip", true},
+		{"http://h.example.com:80", "http://H.example.com/", true},
+		{"oci://registry.example.com:5000", "oci://registry.example.com:5000/charts", true},
+		{"https://h.example.com", "http://h.example.com", false},
+		{"https://h.example.com", "oci://h.example.com", false},
+		{"https://h.example.com", "https://h.example.com:8443", false},
+		{"oci://registry.example.com:5000", "oci://registry.example.com/charts", false},
+		{"https://h.example.com", "https://h.example.com.evil.example", false},
+		{"", "", false},
+	} {
+		a, _ := url.Parse(tc.a)
+		b, _ := url.Parse(tc.b)
+		if got := SameOrigin(a, b); got != tc.same {
+			t.Errorf("SameOrigin(%q, %q) = %v", tc.a, tc.b, got)
+		}
+	}
+	for host, want := range map[string]bool{"localhost": true, "LocalHost": true, "127.0.0.2": true, "::1": true, "[::1]": true,
+		"127.0.0.1.example.com": false, "registry.example.com": false, "10.0.0.1": false, "": false} {
+		if got := Loopback(host); got != want {
+			t.Errorf("Loopback(%q) = %v", host, got)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -109,7 +110,8 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 	if from == "" {
 		from = rel.RepoURL
 	}
-	if helminstall.SameOrigin(s.source, from) {
+	own, _ := url.Parse(s.source)
+	if at, err := url.Parse(from); err == nil && installpolicy.SameOrigin(own, at) {
 		c := s.credentials
 		return &c, ""
 	}

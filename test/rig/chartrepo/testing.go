@@ -1,12 +1,39 @@
 package chartrepo
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"net"
 	"sync"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
 )
+
+// TarGzForTest packs files, a path and a content each, as a gzip'd tar: an archive of any shape,
+// checked by nothing.
+func TarGzForTest(t testing.TB, files ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
 
 // ChartRepoForTest starts a chart repository serving charts and closes it when the test ends.
 func ChartRepoForTest(t testing.TB, charts ...*chart.Chart) *ChartRepo {
