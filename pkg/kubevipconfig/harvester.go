@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,19 +41,29 @@ const (
 	DaemonSetRestored
 )
 
+// readHarvesterDaemonSet reads the Harvester cloud provider's kube-vip DaemonSet; nil, with what was
+// found instead, when it is absent or not the Harvester release's.
+func readHarvesterDaemonSet(ctx context.Context, dss appsv1client.DaemonSetInterface) (*appsv1.DaemonSet, DaemonSetResult, error) {
+	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, DaemonSetAbsent, nil
+	}
+	if err != nil {
+		return nil, DaemonSetAbsent, fmt.Errorf("reading %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
+	}
+	if ds.Annotations[HarvesterReleaseAnnotation] != HarvesterReleaseName {
+		return nil, DaemonSetNotHarvesters, nil
+	}
+	return ds, DaemonSetAbsent, nil
+}
+
 // DisableHarvesterKubevip gives the Harvester cloud provider's kube-vip DaemonSet a node selector
 // that matches no node, once. A kube-vip DaemonSet of anyone else is left alone.
 func DisableHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (DaemonSetResult, error) {
 	dss := apps.DaemonSets(HarvesterDaemonSetNamespace)
-	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return DaemonSetAbsent, nil
-	}
-	if err != nil {
-		return DaemonSetAbsent, fmt.Errorf("reading %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
-	}
-	if ds.Annotations[HarvesterReleaseAnnotation] != HarvesterReleaseName {
-		return DaemonSetNotHarvesters, nil
+	ds, res, err := readHarvesterDaemonSet(ctx, dss)
+	if ds == nil {
+		return res, err
 	}
 	if ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey] == "true" {
 		return DaemonSetAlreadyDisabled, nil
@@ -75,15 +86,9 @@ func DisableHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGe
 // alone.
 func RestoreHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (DaemonSetResult, error) {
 	dss := apps.DaemonSets(HarvesterDaemonSetNamespace)
-	ds, err := dss.Get(ctx, HarvesterDaemonSetName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return DaemonSetAbsent, nil
-	}
-	if err != nil {
-		return DaemonSetAbsent, fmt.Errorf("reading %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
-	}
-	if ds.Annotations[HarvesterReleaseAnnotation] != HarvesterReleaseName {
-		return DaemonSetNotHarvesters, nil
+	ds, res, err := readHarvesterDaemonSet(ctx, dss)
+	if ds == nil {
+		return res, err
 	}
 	if _, ok := ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey]; !ok {
 		return DaemonSetNotDisabled, nil
