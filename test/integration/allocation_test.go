@@ -44,9 +44,10 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.waitRange("alloc29", 10*time.Second, "used 6, available 0", func(r *v1.FloatingIPRange) bool {
 		return r.Status.Capacity == "6" && r.Status.Used == 6 && r.Status.Available == "0"
 	})
-	if !shared.HasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
-		t.Error("no RangeExhausted Warning Event on fip-7")
-	}
+	// The Event is written after the status, by the recorder's own goroutine.
+	rig.Eventually(t, 15*time.Second, "a RangeExhausted Warning Event on fip-7", func() bool {
+		return shared.HasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29")
+	})
 	shows(t, "an exhausted range", x, x.Status.Conditions, "RangeExhausted", false)
 
 	freed := f.getFIP("fip-3").Spec.IPAddress
