@@ -2,8 +2,8 @@
 // something observable, and a free loopback port. Its subpackages build the world the tests and
 // `make run` use, one concern each:
 //
-//   - controlplane: a real kube-apiserver and etcd, guest API servers, the operator process, an
-//     API proxy that records and holds requests;
+//   - controlplane: a real kube-apiserver and etcd, shards and guest API servers on that etcd, the
+//     operator process, an API proxy that records and holds requests;
 //   - rancher: Rancher's CRDs and the objects Rancher keeps for a Harvester guest cluster;
 //   - guests: the test cluster proxy through which Rancher serves each guest's API, and hostile
 //     Helm release records;
@@ -13,7 +13,8 @@
 //   - node: clusters whose kubelet runs pods, for the end-to-end suite;
 //   - backup: Rancher Backups' ResourceSets;
 //   - fakes: in-memory stand-ins for the generated controllers, for the unit tests under pkg/;
-//   - suite: what the packages of tests against the real control plane share.
+//   - suite: what the packages of tests against the real control plane share, and the shards the
+//     integration tests run on side by side.
 //
 // devenv is `make run`'s local environment. The unit tests under pkg/ use rig itself, fakes,
 // chartrepo, cloudprovider and backup: none needs a control plane (see architecture_test.go).

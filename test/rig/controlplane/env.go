@@ -5,8 +5,10 @@
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,12 +36,20 @@ type Environment struct {
 	// API servers then keep one each too (Guest.Audit).
 	Audit *AuditLog
 
-	env    *envtest.Environment
-	assets string
-	dir    string
+	assets       string
+	dir          string
+	etcdURL      *url.URL
+	startTimeout time.Duration
+	// prefix begins the etcd prefixes of the guests' API servers: a shard's guests are kept apart
+	// from another shard's guests of the same name.
+	prefix string
+	// installCRDs installs the environment's CRDs into the API server of cfg: a shard gets them too.
+	installCRDs func(cfg *rest.Config) error
+	stop        func() error
 
 	mu     sync.Mutex
 	guests []*Guest
+	shards []*Environment
 }
 
 // Start brings up etcd and kube-apiserver and installs the CRDs of the working tree's CRD chart
@@ -81,7 +93,7 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	rancher, err := rancher.CRDs()
+	rancherCRDs, err := rancher.CRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +107,30 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDs:                     rancher,
+		CRDs:                     rancherCRDs,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	crds(env)
+	// A shard's API server gets the same CRDs, as new objects: installing one fills in its
+	// server-side fields.
+	installCRDs := func(cfg *rest.Config) error {
+		rancherCRDs, err := rancher.CRDs()
+		if err != nil {
+			return err
+		}
+		spec := &envtest.Environment{CRDs: rancherCRDs}
+		crds(spec)
+		_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			CRDs: spec.CRDs, Paths: spec.CRDDirectoryPaths, ErrorIfPathMissing: spec.ErrorIfCRDPathMissing,
+		})
+		return err
+	}
 	// The binaries are found through BinaryAssetsDirectory; KUBEBUILDER_ASSETS would win over it.
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	// Its data is thrown away with the environment: writes need not wait for the disk.
+	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
 	var log *AuditLog
 	if audit {
 		if log, err = enableAudit(env.ControlPlane.GetAPIServer(), dir, "management"); err != nil {
@@ -116,7 +144,8 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
-	e := &Environment{Config: cfg, Audit: log, env: env, assets: assets, dir: dir}
+	e := &Environment{Config: cfg, Audit: log, assets: assets, dir: dir, etcdURL: env.ControlPlane.Etcd.URL,
+		startTimeout: env.ControlPlaneStartTimeout, prefix: "/", installCRDs: installCRDs, stop: env.Stop}
 	if e.Kubeconfig, err = writeKubeconfig(&env.ControlPlane, filepath.Join(dir, "kubeconfig")); err != nil {
 		_ = e.Stop()
 		return nil, err
@@ -124,24 +153,101 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 	return e, nil
 }
 
-// Stop stops every guest API server, then the control plane, and removes the temporary files.
+// StartShard starts another API server on the environment's etcd, under an etcd prefix of its own,
+// with the environment's CRDs: a control plane of its own in all but the etcd process, on which
+// none of the environment's objects, nor another shard's, cluster-scoped ones included, are seen.
+// The environment stops it in Stop, before its own API server.
+func (e *Environment) StartShard(name string) (*Environment, error) {
+	if !guestName.MatchString(name) {
+		return nil, fmt.Errorf("shard name %q must be a DNS label", name)
+	}
+	dir, err := os.MkdirTemp("", "kube-fip-shard-")
+	if err != nil {
+		return nil, err
+	}
+	server := &envtest.APIServer{
+		Path:         filepath.Join(e.assets, "kube-apiserver"),
+		EtcdURL:      e.etcdURL,
+		StartTimeout: e.startTimeout,
+	}
+	server.Configure().Set("etcd-prefix", "/shard-"+name)
+	var log *AuditLog
+	if e.Audit != nil {
+		if log, err = enableAudit(server, dir, "shard-"+name); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if err := server.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting the API server of shard %s: %w", name, err)
+	}
+	s := &Environment{Audit: log, assets: e.assets, dir: dir, etcdURL: e.etcdURL, startTimeout: e.startTimeout,
+		prefix: "/shard-" + name + "-", installCRDs: e.installCRDs, stop: server.Stop}
+	plane := &envtest.ControlPlane{APIServer: server}
+	fail := func(err error) (*Environment, error) {
+		_ = s.Stop()
+		return nil, fmt.Errorf("shard %s: %w", name, err)
+	}
+	admin, err := plane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return fail(err)
+	}
+	s.Config = admin.Config()
+	if s.Kubeconfig, err = writeKubeconfig(plane, filepath.Join(dir, "kubeconfig")); err != nil {
+		return fail(err)
+	}
+	if err := waitForDefaultNamespace(s.Config); err != nil {
+		return fail(err)
+	}
+	if err := e.installCRDs(s.Config); err != nil {
+		return fail(fmt.Errorf("installing the CRDs: %w", err))
+	}
+	e.mu.Lock()
+	e.shards = append(e.shards, s)
+	e.mu.Unlock()
+	return s, nil
+}
+
+// waitForDefaultNamespace waits until the API server of cfg serves the namespace default, which a
+// new API server creates soon after it starts answering.
+func waitForDefaultNamespace(cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return rig.Until(30*time.Second, "the namespace default", nil, func() (bool, error) {
+		_, err := kube.CoreV1().Namespaces().Get(context.Background(), metav1.NamespaceDefault, metav1.GetOptions{})
+		return err == nil, err
+	})
+}
+
+// Stop stops every shard and guest API server, then the control plane, and removes the temporary
+// files.
 func (e *Environment) Stop() error {
 	e.mu.Lock()
-	guests := e.guests
-	e.guests = nil
+	guests, shards := e.guests, e.shards
+	e.guests, e.shards = nil, nil
 	e.mu.Unlock()
 
-	errs := make([]error, len(guests), len(guests)+2)
+	stoppers := make([]func() error, 0, len(guests)+len(shards))
+	for _, g := range guests {
+		stoppers = append(stoppers, g.Stop)
+	}
+	for _, s := range shards {
+		stoppers = append(stoppers, s.Stop)
+	}
+	errs := make([]error, len(stoppers), len(stoppers)+2)
 	var wg sync.WaitGroup
-	for i, g := range guests {
+	for i, stop := range stoppers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.Stop()
+			errs[i] = stop()
 		}()
 	}
 	wg.Wait()
-	errs = append(errs, e.env.Stop())
+	errs = append(errs, e.stop())
 	errs = append(errs, os.RemoveAll(e.dir))
 	return errors.Join(errs...)
 }

@@ -51,12 +51,12 @@ func (e *Environment) startGuest(name, cidrs string) (*Guest, error) {
 	}
 	server := &envtest.APIServer{
 		Path:    filepath.Join(e.assets, "kube-apiserver"),
-		EtcdURL: e.env.ControlPlane.Etcd.URL,
+		EtcdURL: e.etcdURL,
 		// As long as the management API server may take: four guests starting at once on two
 		// cores beside a running suite can take longer than envtest's default of 20 s.
-		StartTimeout: e.env.ControlPlaneStartTimeout,
+		StartTimeout: e.startTimeout,
 	}
-	server.Configure().Set("etcd-prefix", "/guest-"+name)
+	server.Configure().Set("etcd-prefix", e.prefix+"guest-"+name)
 	// RKE2 and K3s guests admit privileged pods: what a refused install would have let through
 	// must be something the guest's API server accepts, or a test of it proves nothing.
 	server.Configure().Set("allow-privileged", "true")

@@ -1,13 +1,15 @@
-// Package suite is what the packages of tests against the real control plane share: one control
-// plane and one operator build per package, clients for it, and the observations of FloatingIPs,
-// allocations and Events their assertions are made of.
+// Package suite is what the packages of tests against the real control plane share: a control
+// plane (or shards of one, Shards) and one operator build per package, clients for it, and the
+// observations of FloatingIPs, allocations and Events their assertions are made of.
 package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +60,12 @@ func Run(m *testing.M, use func(*Suite)) int {
 }
 
 func run(m *testing.M, use func(*Suite), startPlane func() (*controlplane.Environment, error)) int {
+	return runOn(m, 1, func(suites []*Suite) { use(suites[0]) }, startPlane)
+}
+
+// runOn builds the operator, starts a control plane and n-1 shards of it, hands a Suite of each to
+// use and runs the tests, and returns the exit code.
+func runOn(m *testing.M, n int, use func([]*Suite), startPlane func() (*controlplane.Environment, error)) int {
 	dir, err := os.MkdirTemp("", "kube-fip-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -80,21 +88,47 @@ func run(m *testing.M, use func(*Suite), startPlane func() (*controlplane.Enviro
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
 	}()
+	envs := make([]*controlplane.Environment, n)
+	envs[0] = env
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			envs[i], errs[i] = env.StartShard(fmt.Sprint(i))
+		}()
+	}
+	wg.Wait()
+	suites := make([]*Suite, n)
+	for i, e := range envs {
+		if errs[i] == nil {
+			suites[i], errs[i] = newSuite(e, binary)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	use(suites)
+	return m.Run()
+}
+
+// newSuite is the Suite of the control plane env and the operator binary.
+func newSuite(env *controlplane.Environment, binary string) (*Suite, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	s := &Suite{Env: env, Operator: binary}
+	var err error
 	if s.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	fips, err := kubefip.NewFactoryFromConfig(cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	s.Kubefip = fips.Kubefip().V1()
-	use(s)
-	return m.Run()
+	return s, nil
 }
 
 // CreateNamespace creates namespace name; one that exists is kept.
@@ -129,7 +163,7 @@ func (s *Suite) HasEvent(t testing.TB, ns, name, typ, reason, contains string) b
 }
 
 // Rancher is a test's Rancher world, whose objects are deleted when the test ends, before the
-// cleanups registered earlier (a fixture's release of its ranges) run.
+// cleanups registered earlier run.
 func (s *Suite) Rancher(t testing.TB) *rancher.World {
 	t.Helper()
 	w, err := rancher.NewWorld(s.Env.Config)
