@@ -58,6 +58,7 @@ type settings struct {
 	memoryRatio    float64
 	profiling      string
 	renderRetry    time.Duration
+	renderTime     time.Duration
 }
 
 // renderCommand is the hidden command that renders one guest chart in a process of its own.
@@ -148,6 +149,8 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "guest namespaces kubevipNamespace may name, comma-separated: kube-vip runs there host-networked with NET_ADMIN"},
 		&cli.StringFlag{Name: "allowed-chart-digests", EnvVars: []string{"ALLOWED_CHART_DIGESTS"}, Destination: &s.chartDigests,
 			Usage: "chart archives, beyond the pinned ones, that may be installed: <chart>@sha256:<hex>, comma-separated"},
+		&cli.DurationFlag{Name: "render-time", EnvVars: []string{"RENDER_TIME"}, Value: installpolicy.DefaultRenderBudget().Time, Destination: &s.renderTime,
+			Usage: "how long the render of a guest chart may take before its process is ended and the chart refused for those values"},
 		&cli.DurationFlag{Name: "render-retry", EnvVars: []string{"RENDER_RETRY"}, Value: installpolicy.DefaultRenderBudget().Retry, Destination: &s.renderRetry,
 			Usage: "how long a guest chart whose render overran its budget is refused for the same values before it is rendered again; doubles while it keeps overrunning"},
 		&cli.StringFlag{Name: "guest-charts-dir", EnvVars: []string{"GUEST_CHARTS_DIR"}, Value: installpolicy.DefaultGuestChartsDir, Destination: &s.guestCharts,
@@ -193,9 +196,12 @@ func (s *settings) flags() []cli.Flag {
 	}
 }
 
-// renderBudget is the default render budget, retried after retry.
-func renderBudget(retry time.Duration) installpolicy.RenderBudget {
+// renderBudget is the default render budget with renders of limit at most, retried after retry.
+func renderBudget(limit, retry time.Duration) installpolicy.RenderBudget {
 	b := installpolicy.DefaultRenderBudget()
+	if limit > 0 {
+		b.Time = limit
+	}
 	if retry > 0 {
 		b.Retry = retry
 	}
@@ -229,7 +235,7 @@ func (s *settings) options() (operator.Options, error) {
 		RequireDigest:       s.requireDigests,
 		PullSecret:          opts.ImagePullSecret != "",
 		RenderCommand:       []string{self, renderCommand},
-		RenderBudget:        renderBudget(s.renderRetry),
+		RenderBudget:        renderBudget(s.renderTime, s.renderRetry),
 	})
 	if err != nil {
 		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, "+

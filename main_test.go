@@ -47,6 +47,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	opts, err := parse(t, map[string]string{
 		"THREADS": "7", "GUEST_TIMEOUT": "3s", "ALLOWED_CHART_SOURCES": "https://charts.example.com,oci://registry.example.com/kv",
 		"KUBE_API_QPS": "25", "ALLOWED_CHART_DIGESTS": "kube-vip@sha256:" + strings.Repeat("ab", 32), "GUEST_CHARTS_DIR": "/charts",
+		"RENDER_TIME": "45s",
 	}, "--namespace=ops", "--leader-election=false", "--allowed-kubevip-images=registry.example.com/kv", "--allowed-cloud-provider-images=")
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,9 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	digest := "kube-vip@sha256:" + strings.Repeat("ab", 32)
 	if !strings.Contains(p, digest) {
 		t.Errorf("policy %s lacks the chart digest ALLOWED_CHART_DIGESTS allows", p)
+	}
+	if r := opts.ChartPolicy.Renders(); !strings.Contains(r, "process of its own: 45s,") {
+		t.Errorf("renders %s, not within the time RENDER_TIME sets", r)
 	}
 	if opts.GuestChartsDir != "/charts" {
 		t.Errorf("guest charts directory %q; want GUEST_CHARTS_DIR's", opts.GuestChartsDir)
