@@ -30,13 +30,13 @@ type webhookEnv struct {
 }
 
 // newWebhookEnv installs the chart's webhook objects rendered with values, and the operator's
-// ServiceAccount. Everything is removed when the test ends, before the fixture's cleanup, so that
-// no later test's writes are sent to a webhook that is gone.
+// ServiceAccount. Everything is removed when the test ends, before the shard is cleared, so that
+// no later write is sent to a webhook that is gone.
 func (f *fixture) newWebhookEnv(values map[string]interface{}) *webhookEnv {
 	t := f.t
 	t.Helper()
 	ctx := context.Background()
-	kube := shared.Kube
+	kube := f.shard.Kube
 	w := &webhookEnv{f: f, name: "kube-fip-operator-" + f.ns, port: rig.FreePort(t)}
 
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-operator", Namespace: f.ns}}
@@ -50,9 +50,9 @@ func (f *fixture) newWebhookEnv(values map[string]interface{}) *webhookEnv {
 	}
 	rig.Must(t, ignoreExists(kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})))
 	w.kubeconfig = filepath.Join(t.TempDir(), "operator.kubeconfig")
-	rig.Must(t, controlplane.ServiceAccountKubeconfig(shared.Env.Config, f.ns, "kube-fip-operator", w.kubeconfig, time.Hour))
+	rig.Must(t, controlplane.ServiceAccountKubeconfig(f.shard.Env.Config, f.ns, "kube-fip-operator", w.kubeconfig, time.Hour))
 
-	shared.InstallWebhook(t, f.ns, w.name, w.port, values)
+	f.shard.InstallWebhook(t, f.ns, w.name, w.port, values)
 	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, w.name, metav1.DeleteOptions{}) })
 	return w
 }
@@ -103,7 +103,7 @@ func (w *webhookEnv) waitServing() {
 // or an untrusted certificate is an error).
 func (w *webhookEnv) judged() error {
 	r := rangeObject("webhook-probe", "198.18.255.0/30", "harv-probe-"+w.f.ns)
-	return shared.DryRunCreateRange(r)
+	return w.f.shard.DryRunCreateRange(r)
 }
 
 // rangeObject is a range of cidr on Harvester cluster display's network vlan10.

@@ -18,6 +18,7 @@ import (
 // network or broadcast address; the 7th FloatingIP is RangeExhausted and gets an address by itself
 // when one is deleted.
 func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-alloc29")
 	f.operator()
 	f.createRange("alloc29", "10.129.0.0/29")
@@ -44,10 +45,9 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.waitRange("alloc29", 10*time.Second, "used 6, available 0", func(r *v1.FloatingIPRange) bool {
 		return r.Status.Capacity == "6" && r.Status.Used == 6 && r.Status.Available == "0"
 	})
-	// The Event is written after the status, by the recorder's own goroutine.
-	rig.Eventually(t, 15*time.Second, "a RangeExhausted Warning Event on fip-7", func() bool {
-		return shared.HasEvent(t, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29")
-	})
+	if !eventSoon(t, shard, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
+		t.Error("no RangeExhausted Warning Event on fip-7")
+	}
 	shows(t, "an exhausted range", x, x.Status.Conditions, "RangeExhausted", false)
 
 	freed := f.getFIP("fip-3").Spec.IPAddress
@@ -64,6 +64,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 // TestConcurrentCreatesIntoSmallerRange: 50 FloatingIPs created at once against a range of 30
 // addresses: 30 distinct addresses, 20 pending with RangeExhausted, the counts exact.
 func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-alloc50")
 	f.operator()
 	f.createRange("alloc50", "10.130.0.0/27") // 30 host addresses
@@ -116,6 +117,7 @@ func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
 // TestSameStaticAddressAtOnce: two FloatingIPs asking for one address at the same moment: exactly
 // one holds it, the other is IPConflict naming the holder, and gets it once the holder is deleted.
 func TestSameStaticAddressAtOnce(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-static")
 	f.operator()
 	f.createRange("static", "10.131.0.0/28")
@@ -166,6 +168,7 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 // TestStaticRequestsOutsideTheRange: out-of-range, excluded and reserved addresses are refused
 // with their own reason, and a fix of the spec is picked up.
 func TestStaticRequestsOutsideTheRange(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-refuse")
 	f.operator()
 	f.createRange("refuse", "10.132.0.0/28", "10.132.0.5")
@@ -183,7 +186,7 @@ func TestStaticRequestsOutsideTheRange(t *testing.T) {
 	x := f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
 	shows(t, "waiting for its range", x, x.Status.Conditions, "RangeNotFound", true)
 	rig.Eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
-		return shared.HasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
+		return shard.HasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
 	})
 
 	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
@@ -196,6 +199,7 @@ func TestStaticRequestsOutsideTheRange(t *testing.T) {
 // TestChangeOfAddressClaimsBeforeReleasing: moving a FloatingIP to a taken address leaves it on its
 // old address with IPConflict; moving it to a free one takes the new and frees the old.
 func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-move")
 	f.operator()
 	f.createRange("move", "10.133.0.0/28")
@@ -224,7 +228,7 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 		_, old := held["10.133.0.2"]
 		return !old && len(held) == 2
 	})
-	if !shared.HasEvent(t, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
+	if !eventSoon(t, shard, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
 		t.Error("no Released Event for the old address")
 	}
 	f.checkRecord("move", 2)

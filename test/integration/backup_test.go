@@ -44,10 +44,11 @@ func (h held) key() string { return h.ns + "/" + h.name }
 // hand out (a freed address below them, a static one above), so a restore that lost them would
 // not pass by luck.
 func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	f := newFixture(t, "c-m-backup1")
 	const ns2 = "c-m-backup2"
-	shared.CreateNamespace(t, ns2)
+	shard.CreateNamespace(t, ns2)
 	f.extraNamespace(ns2)
 	p, _ := f.operator()
 
@@ -77,7 +78,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 
 	set := installChartResourceSet(t, f.ns)
 	dir := t.TempDir()
-	files, err := backup.BackupResourceSet(ctx, shared.Env.Config, set, dir)
+	files, err := backup.BackupResourceSet(ctx, shard.Env.Config, set, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	w := f.newWebhookEnv(nil)
 	deployment := operatorDeploymentStandIn(t, f.ns, set)
 	p = w.start(true)
-	restorer, err := backup.ServiceAccountConfig(ctx, shared.Env.Config)
+	restorer, err := backup.ServiceAccountConfig(ctx, shard.Env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,10 +231,11 @@ func installChartResourceSet(t *testing.T, ns string) backup.ResourceSet {
 	if rendered == nil {
 		t.Fatal("the chart renders no ResourceSet with backup.resourceSet.enabled=true")
 	}
-	if err := backup.InstallResourceSetCRD(shared.Env.Config); err != nil {
+	cfg := shardOf(t).Env.Config
+	if err := backup.InstallResourceSetCRD(cfg); err != nil {
 		t.Fatal(err)
 	}
-	client := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(backup.ResourceSetGVK.GroupVersion().WithResource("resourcesets"))
+	client := dynamic.NewForConfigOrDie(cfg).Resource(backup.ResourceSetGVK.GroupVersion().WithResource("resourcesets"))
 	_ = client.Delete(ctx, rendered.GetName(), metav1.DeleteOptions{})
 	created, err := client.Create(ctx, rendered, metav1.CreateOptions{FieldValidation: "Strict"})
 	if err != nil {
@@ -317,7 +319,7 @@ func operatorDeploymentStandIn(t *testing.T, ns string, set backup.ResourceSet) 
 			},
 		},
 	}
-	deployments := shared.Kube.AppsV1().Deployments(ns)
+	deployments := shardOf(t).Kube.AppsV1().Deployments(ns)
 	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +329,7 @@ func operatorDeploymentStandIn(t *testing.T, ns string, set backup.ResourceSet) 
 
 func deploymentReplicas(t *testing.T, ns, name string) int32 {
 	t.Helper()
-	d, err := shared.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	d, err := shardOf(t).Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

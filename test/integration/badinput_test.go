@@ -19,7 +19,8 @@ import (
 // spelling, is refused by the API server itself, naming the field; the same text with another
 // meaning (::ffff:1 is an ordinary IPv6 address) is accepted.
 func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
-	c := shared.Kubefip
+	shard := shards.Take(t)
+	c := shard.Kubefip
 	for _, tc := range []struct {
 		name    string
 		iprange string
@@ -59,6 +60,7 @@ func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
 // address, the address moves from the record to its allocation object in canonical form, and
 // deleting the holder releases the address rather than leaking the odd key.
 func TestBadInputNonCanonicalRecord(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-badin01")
 	const rangeName = "badinput-keys"
 	holder := f.recordedByHand(rangeName, "fd00:79::/120", "FD00:79:0::1")
@@ -109,6 +111,7 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 // eight?) is never guessed at: the range says so, hands out nothing until it is fixed, and the
 // key goes with its FloatingIP.
 func TestBadInputAmbiguousRecordKey(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-badin02")
 	const rangeName = "badinput-ambiguous"
 	f.recordedByHand(rangeName, "10.79.0.0/29", "010.79.0.1")
@@ -141,6 +144,7 @@ func TestBadInputAmbiguousRecordKey(t *testing.T) {
 // nothing, are accepted but carry a Warning condition with a reason and a Warning Event; fixing
 // the range takes the warning away.
 func TestBadInputRangeWarnings(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-badin03")
 	f.createRange("badinput-all-v4", "0.0.0.0/0")
 	f.createRange("badinput-all-v6", "::/0")
@@ -162,7 +166,7 @@ func TestBadInputRangeWarnings(t *testing.T) {
 	} {
 		f.waitRange(name, 30*time.Second, "Warning "+reason, warned(reason))
 		rig.Eventually(t, 10*time.Second, "range "+name+": a Warning Event "+reason, func() bool {
-			return shared.HasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
+			return shard.HasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
 		})
 	}
 

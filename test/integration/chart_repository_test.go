@@ -37,6 +37,7 @@ import (
 // repository URL, is the chart's SVG; the CRD chart, then the operator chart, install from the
 // downloaded archives into an API server, both releases deployed and the CRDs served.
 func TestChartRepositoryOverHTTP(t *testing.T) {
+	shards.Take(t)
 	ctx := context.Background()
 	root, err := rig.RepoRoot()
 	if err != nil {
@@ -160,7 +161,7 @@ func checkServedIcon(t *testing.T, data []byte, file string) {
 // expects from Rancher, and stops it when the test ends.
 func startChartGuest(t *testing.T, name string) *controlplane.Guest {
 	t.Helper()
-	guest, err := shared.Env.StartGuest(name)
+	guest, err := shardOf(t).Env.StartGuest(name)
 	if err != nil {
 		t.Fatal(err)
 	}

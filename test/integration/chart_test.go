@@ -94,6 +94,7 @@ func (h *helmCluster) uninstall(name string) {
 // cleanup.onUninstall=delete nothing is left. Uninstalling removes the operator's objects and the
 // hook's, and keeps the CRDs.
 func TestChartInstallAndServiceAccountRights(t *testing.T) {
+	shards.Take(t)
 	ctx := context.Background()
 	guest := startChartGuest(t, "charts")
 	kube := kubernetes.NewForConfigOrDie(guest.Config)

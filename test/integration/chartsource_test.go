@@ -42,6 +42,7 @@ func helmReleases(t *testing.T, gc *guestCluster) int {
 // prefixes (ChartValuesNotAllowed). Once the ConfigMap names an allowed source and image, the
 // same guest gets its releases.
 func TestChartSourceAllowList(t *testing.T) {
+	shard := shards.Take(t)
 	var requests atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
@@ -51,8 +52,8 @@ func TestChartSourceAllowList(t *testing.T) {
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 
 	f := newFixture(t, "kube-fip-chartsrc")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, shared.StartGuest(t, "chartsrc"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, shard.StartGuest(t, "chartsrc"))
 	f.extraNamespace(gc.id)
 
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled"}
@@ -78,10 +79,10 @@ func TestChartSourceAllowList(t *testing.T) {
 		t.Errorf("condition message %q does not say which key and why", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on kube-fip-config", func() bool {
-		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
+		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
 	})
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on the FloatingIP", func() bool {
-		return shared.HasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
+		return shard.HasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
 	})
 	waitGuestPasses(t, port, gc)
 	if n := requests.Load(); n != 0 {
@@ -100,7 +101,7 @@ func TestChartSourceAllowList(t *testing.T) {
 		t.Errorf("condition message %q does not name the key", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartValuesNotAllowed on kube-fip-config", func() bool {
-		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
+		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
 	})
 	if n := helmReleases(t, gc); n != 0 {
 		t.Errorf("%d Helm releases in the guest with refused values", n)
@@ -124,10 +125,11 @@ func TestChartSourceAllowList(t *testing.T) {
 // nothing, not even into a cluster labelled kube-vip=true (the default, clusterlabel, would), and
 // says so on kube-fip-config.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
+	shard := shards.Take(t)
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-typo")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, shared.StartGuest(t, "typo"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, shard.StartGuest(t, "typo"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "disable"})
@@ -140,7 +142,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 		t.Errorf("KubevipInstalled message %q does not say disabled", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {
-		return shared.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
+		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
 	})
 	f.waitGuestAddress(gc, "typo-kubevip", 15*time.Second)
 	waitGuestPasses(t, port, gc)

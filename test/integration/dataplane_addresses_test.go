@@ -58,10 +58,10 @@ func newAddressesGuest(t *testing.T, ns, name, id string, guestNamespaces ...str
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, ns)
-	proxy := shared.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	f.operatorConfig(map[string]string{config.KeyKubevipChartRepoURL: repo.URL})
 	f.operator()
-	g, err := shared.Env.StartGuestWithServiceCIDRs(name, dualStackServiceCIDRs)
+	g, err := f.shard.Env.StartGuestWithServiceCIDRs(name, dualStackServiceCIDRs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +318,7 @@ func addrsText(addrs []netip.Addr) string {
 // (pkg/provider/loadBalancer.go, syncLoadBalancer); status.loadBalancer.ingress is kube-vip's to
 // write, once it serves the address (TestDataPlaneServesSeveralAddresses).
 func TestGuestSeveralAddressesWithTheRealProvider(t *testing.T) {
+	shards.Take(t)
 	dp, err := dataplane.BuildDataplane()
 	if err != nil {
 		t.Fatal(err)
@@ -539,6 +540,7 @@ func reach(link *dataplane.Link, addr netip.Addr) (string, error) {
 // advertisements for that address. A node's interface has long had its link-local address, so the
 // test waits for the link's to pass it before starting kube-vip.
 func TestDataPlaneServesSeveralAddresses(t *testing.T) {
+	shards.Take(t)
 	dp := realDataplane(t)
 	a := newAddressesGuest(t, "kube-fip-dpaddrs", "dpaddrs", "c-m-dpaddr01")
 	a.f.createRange("dpaddrs-v4", "198.18.41.0/28")

@@ -23,8 +23,9 @@ import (
 // recorded once, not again when the cluster is handled again — and no panic; the operator keeps
 // running, never logs the credential's data, and a fixed credential is picked up at the next retry.
 func TestDiscoveryMalformedInputs(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-bad")
-	r := shared.Rancher(t)
+	r := shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("disc-bad", "10.164.0.0/24", "harv-bad", "vlan10")
 	rig.Must(t, r.AddManagementCluster("c-m-harvbad", "harv-bad"))
@@ -85,7 +86,7 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		rig.Eventually(t, quick, fmt.Sprintf("a %s Event on %s", c.reason, c.name), func() bool {
-			return shared.HasEvent(t, rancher.FleetNamespace, c.name, corev1.EventTypeWarning, c.reason, c.contains)
+			return shard.HasEvent(t, rancher.FleetNamespace, c.name, corev1.EventTypeWarning, c.reason, c.contains)
 		})
 	}
 	suite.WaitFIP(t, r.FIPs, "c-m-bad00007", "bad-bare-kubevip", quick)
@@ -150,8 +151,9 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 // another, and the FloatingIP of a cluster deleted while the operator was down is deleted and its
 // address released once it is back.
 func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-restart")
-	r := shared.Rancher(t)
+	r := shard.Rancher(t)
 	p, _ := f.operator()
 	f.createRangeFor("disc-restart", "10.165.0.0/24", "harv-restart", "vlan10")
 	g := func(name, id string) rancher.Guest {
@@ -217,8 +219,9 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 // FloatingIP is gone and its address released once the cluster is deleted, and nothing in the
 // namespace — the namespace included — carries a finalizer of the operator's.
 func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-remove")
-	r := shared.Rancher(t)
+	r := shard.Rancher(t)
 	// Without retention, the address is released with the FloatingIP.
 	f.operatorConfig(map[string]string{"addressRetention": "0"})
 	f.operator()
@@ -267,7 +270,7 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 		t.Fatalf("rm-two should still be held by its finalizer: %v", err)
 	}
 	rig.Eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
-		return shared.HasEvent(t, rancher.FleetNamespace, two.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
+		return shard.HasEvent(t, rancher.FleetNamespace, two.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
 	})
 
 	rig.Must(t, r.DeleteCluster(one.Name))

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/rancher/wrangler/v2/pkg/condition"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
@@ -24,8 +23,8 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
-// fixture is one test's corner of the shared API server: its own namespace for FloatingIPs and the
-// operator, and ranges named after it.
+// fixture is one test's corner of its shard's API server: its own namespace for FloatingIPs and
+// the operator, and ranges named after it. The shard is cleared when the test ends.
 type fixture struct {
 	t      *testing.T
 	ns     string
@@ -34,49 +33,17 @@ type fixture struct {
 	extra  []string
 	// world holds the management clusters of the Harvester clusters the fixture's ranges name.
 	world *rancher.World
+	// shard is the control plane the test took.
+	shard *suite.Suite
 }
 
 type kubefipAPI = kubefipcontrollers.Interface
 
 func newFixture(t *testing.T, ns string) *fixture {
 	t.Helper()
-	shared.CreateNamespace(t, ns)
-	f := &fixture{t: t, ns: ns, api: shared.Kubefip}
-	// Registered first, so it runs last, after the test's own operators stopped.
-	t.Cleanup(f.cleanup)
-	return f
-}
-
-// cleanup deletes the fixture's FloatingIPs and ranges with an operator of its own (the finalizers
-// need one) and waits until they are gone, so that the next test starts on a clean API server.
-func (f *fixture) cleanup() {
-	// The cleanup deletes FloatingIPs of guest clusters whose Rancher objects are gone: their
-	// addresses are released, not retained for a day.
-	f.retentionOff()
-	p, err := controlplane.StartOperator(shared.Operator, nil, nil, "--kubeconfig", shared.Env.Kubeconfig,
-		"--namespace", f.ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(f.t)))
-	if err != nil {
-		f.t.Errorf("cleanup: %v", err)
-		return
-	}
-	defer func() { _ = p.Stop(20 * time.Second) }()
-	for _, ns := range f.extra {
-		if list, err := f.api.FloatingIP().List(ns, metav1.ListOptions{}); err == nil {
-			for _, x := range list.Items {
-				_ = f.api.FloatingIP().Delete(ns, x.Name, nil)
-			}
-		}
-	}
-	for _, name := range f.ranges {
-		// A retained address holds its range for a day: let it go, as a person would.
-		for _, a := range suite.RetainedIn(f.t, f.api, name) {
-			_ = f.api.FloatingIPAllocation().Delete(a.Name, nil)
-		}
-		if left := f.deleteRangeAndWait(name); left != "" {
-			f.t.Errorf("cleanup: range %s or FloatingIPs of %s still there after 60s:\n%s\ncleanup operator's output ends:\n%s",
-				name, f.ns, left, rig.LastLines(p.Logs(), 60))
-		}
-	}
+	shard := shardOf(t)
+	shard.CreateNamespace(t, ns)
+	return &fixture{t: t, ns: ns, api: shard.Kubefip, shard: shard}
 }
 
 // operator starts the operator for this fixture's namespace and returns it and its metrics port.
@@ -119,45 +86,6 @@ func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.Floating
 	}
 	f.ranges = append(f.ranges, name)
 	return r
-}
-
-// deleteRangeAndWait deletes the fixture's FloatingIPs and then the range, and waits until both
-// are gone; if they are not gone within 60s it describes what is left.
-func (f *fixture) deleteRangeAndWait(name string) string {
-	list, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
-	if err == nil {
-		for _, x := range list.Items {
-			_ = f.api.FloatingIP().Delete(f.ns, x.Name, nil)
-		}
-	}
-	_ = f.api.FloatingIPRange().Delete(name, nil)
-	if rig.Within(60*time.Second, func() bool {
-		fips, err1 := f.api.FloatingIP().List(f.ns, metav1.ListOptions{})
-		_, err2 := f.api.FloatingIPRange().Get(name, metav1.GetOptions{})
-		return err1 == nil && len(fips.Items) == 0 && apierrors.IsNotFound(err2)
-	}) {
-		return ""
-	}
-	return f.leftovers(name)
-}
-
-// leftovers describes what of the fixture's FloatingIPs, range name and its allocations is still
-// there, for a cleanup that did not finish.
-func (f *fixture) leftovers(name string) string {
-	var out strings.Builder
-	if fips, err := f.api.FloatingIP().List(f.ns, metav1.ListOptions{}); err == nil {
-		for _, x := range fips.Items {
-			fmt.Fprintf(&out, "FloatingIP %s: finalizers %v, deleting %v, spec %q, status %q in %q\n",
-				x.Name, x.Finalizers, x.DeletionTimestamp != nil, x.Spec.IPAddress, x.Status.IPAddress, x.Status.Range)
-		}
-	}
-	if r, err := f.api.FloatingIPRange().Get(name, metav1.GetOptions{}); err == nil {
-		fmt.Fprintf(&out, "FloatingIPRange %s: finalizers %v, used %d, conditions %+v\n", name, r.Finalizers, r.Status.Used, r.Status.Conditions)
-	}
-	for addr, a := range suite.HeldIn(f.t, f.api, name) {
-		fmt.Fprintf(&out, "FloatingIPAllocation %s: owner %s/%s %s\n", addr, a.Namespace, a.Name, a.UID)
-	}
-	return out.String()
 }
 
 func (f *fixture) createFIP(name, rangeName, ip string) *v1.FloatingIP {
@@ -383,7 +311,8 @@ func (f *fixture) recordedByHand(name, cidr, key string) *v1.FloatingIP {
 
 func listAll() metav1.ListOptions { return metav1.ListOptions{} }
 
-// extraNamespace adds a namespace whose FloatingIPs the fixture's cleanup deletes too.
+// extraNamespace adds a namespace whose FloatingIPs may take addresses of the fixture's ranges
+// created after it.
 func (f *fixture) extraNamespace(ns string) {
 	f.extra = append(f.extra, ns)
 }
@@ -479,31 +408,10 @@ func (f *fixture) waitAllAllocated(want int, timeout time.Duration) map[string]s
 	return held
 }
 
-// retentionOff sets addressRetention to 0 in the fixture's kube-fip-config, keeping its other keys.
-func (f *fixture) retentionOff() {
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
-	cms := kube.CoreV1().ConfigMaps(f.ns)
-	cm, err := cms.Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns}, Data: map[string]string{"addressRetention": "0"}}
-		_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
-	case err == nil:
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data["addressRetention"] = "0"
-		_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		f.t.Errorf("cleanup: turning address retention off: %v", err)
-	}
-}
-
 // operatorConfig writes the fixture's kube-fip-config.
 func (f *fixture) operatorConfig(data map[string]string) {
 	f.t.Helper()
-	shared.WriteOperatorConfig(f.t, f.ns, data)
+	f.shard.WriteOperatorConfig(f.t, f.ns, data)
 }
 
 // setRetention sets addressRetention in the fixture's kube-fip-config and waits until the running
@@ -512,8 +420,16 @@ func (f *fixture) setRetention(value, printed string) {
 	f.t.Helper()
 	f.operatorConfig(map[string]string{"addressRetention": value})
 	rig.Eventually(f.t, 30*time.Second, "the operator to reload addressRetention="+printed, func() bool {
-		return shared.HasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
+		return f.shard.HasEvent(f.t, f.ns, "kube-fip-config", corev1.EventTypeNormal, "Reloaded", "addressRetention="+printed+" ")
 	})
+}
+
+// eventSoon tells whether an Event of type typ and reason, its message containing contains, about
+// the object name in namespace ns comes within 10s: the operator records an Event after the
+// status write it goes with, and sends it on its own time.
+func eventSoon(t *testing.T, shard *suite.Suite, ns, name, typ, reason, contains string) bool {
+	t.Helper()
+	return rig.Within(10*time.Second, func() bool { return shard.HasEvent(t, ns, name, typ, reason, contains) })
 }
 
 // errorLinesAbout returns the operator's error-level log lines that mention any of words.

@@ -105,11 +105,12 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // most the documented budget above its idle figures: resident memory and goroutines, sampled
 // every 100 ms.
 func TestGuestHostileDiscoveryFloodCostsABoundedBudget(t *testing.T) {
+	shard := shards.Take(t)
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hflood")
-	proxy := shared.StartClusterProxy(t)
-	a := rancherCluster(t, proxy, "hflood-a", "c-m-hflooda1", nil, shared.StartGuest(t, "hflood-a"))
-	b := rancherCluster(t, proxy, "hflood-b", "c-m-hfloodb1", nil, shared.StartGuest(t, "hflood-b"))
+	proxy := shard.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hflood-a", "c-m-hflooda1", nil, shard.StartGuest(t, "hflood-a"))
+	b := rancherCluster(t, proxy, "hflood-b", "c-m-hfloodb1", nil, shard.StartGuest(t, "hflood-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 	rig.Must(t, proxy.SetDiscoveryFlood(a.id, floodGroups, floodVersions))
@@ -183,9 +184,10 @@ type servedBudgetWorld struct {
 }
 
 func newServedBudgetWorld(t *testing.T, name, cidr string) *servedBudgetWorld {
-	w := &servedBudgetWorld{f: newFixture(t, "kube-fip-"+name), proxy: shared.StartClusterProxy(t), cidr: cidr}
-	w.a = rancherCluster(t, w.proxy, name+"-a", "c-m-"+name+"a", nil, shared.StartGuest(t, name+"-a"))
-	w.b = rancherCluster(t, w.proxy, name+"-b", "c-m-"+name+"b", nil, shared.StartGuest(t, name+"-b"))
+	f := newFixture(t, "kube-fip-"+name)
+	w := &servedBudgetWorld{f: f, proxy: f.shard.StartClusterProxy(t), cidr: cidr}
+	w.a = rancherCluster(t, w.proxy, name+"-a", "c-m-"+name+"a", nil, f.shard.StartGuest(t, name+"-a"))
+	w.b = rancherCluster(t, w.proxy, name+"-b", "c-m-"+name+"b", nil, f.shard.StartGuest(t, name+"-b"))
 	w.f.extraNamespace(w.a.id)
 	w.f.extraNamespace(w.b.id)
 	return w
@@ -242,6 +244,7 @@ func conditionText(x *v1.FloatingIP, cond condition.Cond) string {
 // Service before: +169 to +184 MiB), A's FloatingIP says which limit stopped the read, and B is
 // configured meanwhile.
 func TestGuestServedReadOfLargeServicesIsBudgeted(t *testing.T) {
+	shards.Take(t)
 	w := newServedBudgetWorld(t, "hsvc", "10.217.0.")
 	ctx := context.Background()
 	var addrs strings.Builder
@@ -287,6 +290,7 @@ func TestGuestServedReadOfLargeServicesIsBudgeted(t *testing.T) {
 // after some 440 pages). Each costs at most one guest's budget and MaxServicePages pages a look,
 // A's FloatingIP says so, and B is configured meanwhile.
 func TestGuestServedReadOfHostilePagesIsBudgeted(t *testing.T) {
+	shards.Take(t)
 	w := newServedBudgetWorld(t, "hpage", "10.218.0.")
 	w.proxy.SetServicePages(w.a.id, guests.HugeServicePages)
 	grew, a := w.serve(t, "hpage")

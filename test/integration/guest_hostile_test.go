@@ -198,12 +198,13 @@ func helmRecords(t *testing.T, gc *guestCluster, selector string) []corev1.Secre
 // guest never shows in an Event, a condition or the log. With the default values the same guest
 // gets the releases — so each "nothing there" above could have seen something.
 func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	start := time.Now()
 	charts := startCountingChartRepo(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hinject")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, shared.StartGuest(t, "hinject"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, shard.StartGuest(t, "hinject"))
 	f.extraNamespace(gc.id)
 
 	// What the lookup would read, had the template ever been evaluated.
@@ -269,7 +270,7 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 			t.Errorf("%s: the condition %q does not name the ConfigMap key", c.name, msg)
 		}
 		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
-			return shared.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, want)
+			return shard.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, want)
 		})
 		// The pass that wrote the refusal ran with these values and is over: had it, or any pass
 		// before it, fetched or applied something, it would show now. (Waiting for more passes
@@ -396,11 +397,12 @@ func releaseRecordVersions(t *testing.T, gc *guestCluster, name string) map[stri
 // kube-vip DaemonSet among them keeps serving too: the operator keeps it off the nodes only once
 // its own kube-vip is installed, which here it never is.
 func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
+	shard := shards.Take(t)
 	start := time.Now()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforeign")
-	proxy := shared.StartClusterProxy(t)
-	g := shared.StartGuest(t, "hforeign")
+	proxy := shard.StartClusterProxy(t)
+	g := shard.StartGuest(t, "hforeign")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +431,7 @@ func TestGuestHostileForeignReleaseIsLeftAlone(t *testing.T) {
 		t.Errorf("the condition %q does not name the release and the chart it holds", msg)
 	}
 	rig.Eventually(t, 30*time.Second, "a Warning Event ForeignRelease naming the release", func() bool {
-		return shared.HasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+controlplane.HarvesterRelease)
+		return shard.HasEvent(t, gc.id, "hforeign-kubevip", corev1.EventTypeWarning, v1.ReasonForeignRelease, "kube-system/"+controlplane.HarvesterRelease)
 	})
 	waitGuestPasses(t, port, gc)
 	first := releaseObjects(t, gc, "kube-system", controlplane.HarvesterRelease)
@@ -514,13 +516,14 @@ func operatorMemoryLimit(t *testing.T) resource.Quantity {
 // not there, A's FloatingIP says the record is too large, the process never exits, and its peak
 // resident memory stays within the memory limit the operator chart gives its container.
 func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	limit := operatorMemoryLimit(t)
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hbomb")
-	proxy := shared.StartClusterProxy(t)
-	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, shared.StartGuest(t, "hbomb-a"))
-	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, shared.StartGuest(t, "hbomb-b"))
+	proxy := shard.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, shard.StartGuest(t, "hbomb-a"))
+	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, shard.StartGuest(t, "hbomb-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 
@@ -603,12 +606,13 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 // still there and not being deleted, the real kube-vip release ends up deployed, and the forged
 // record is left superseded without its manifest and hook.
 func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	start := time.Now()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforged")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, shared.StartGuest(t, "hforged"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, shard.StartGuest(t, "hforged"))
 	f.extraNamespace(gc.id)
 
 	const victim, binding, user = "forged-victim", "forged-admin", "mallory"
@@ -682,9 +686,9 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	})
 	gc.waitCIDR(t, "10.184.0.2/32", 30*time.Second)
 	rig.Eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
-		return shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
+		return shard.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
 	})
-	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(helminstall.Recovered)) {
+	if !eventSoon(t, shard, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(helminstall.Recovered)) {
 		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	waitGuestPasses(t, port, gc)
@@ -701,7 +705,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	if err != nil || old.Info.Status != release.StatusSuperseded || old.Manifest != "" || len(old.Hooks) != 0 {
 		t.Errorf("the forged record afterwards = %+v, %v; want it superseded without manifest or hooks", old, err)
 	}
-	if !shared.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
+	if !eventSoon(t, shard, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
 		t.Errorf("no Warning Event names the forged record; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {
@@ -740,7 +744,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 func eventMessages(t *testing.T, ns, name string) []string {
 	t.Helper()
 	var out []string
-	for _, e := range shared.Events(t, ns, name) {
+	for _, e := range shardOf(t).Events(t, ns, name) {
 		out = append(out, e.Type+" "+e.Reason+": "+e.Message)
 	}
 	return out

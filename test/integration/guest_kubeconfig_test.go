@@ -45,8 +45,9 @@ func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *guests.ClusterProxy, 
 // Events on them and their conditions.
 func guestTexts(t *testing.T, namespaces ...string) string {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
-	api := shared.Kubefip
+	shard := shardOf(t)
+	kube := kubernetes.NewForConfigOrDie(shard.Env.Config)
+	api := shard.Kubefip
 	var b strings.Builder
 	for _, ns := range namespaces {
 		evs, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -81,13 +82,14 @@ func guestMessage(x *v1.FloatingIP) string {
 // runs, nothing reaches the guest the URL points at, and no token appears in any Event, condition
 // or log line. Once Rancher's own kubeconfig is back, the guest is configured.
 func TestGuestKubeconfigRefused(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-kcrefuse")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "exec-plugin-ran")
 	tokenFile := filepath.Join(dir, "token")
 
-	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, shared.StartGuest(t, "kc-victim"))
+	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, shard.StartGuest(t, "kc-victim"))
 	execCluster := rancherCluster(t, proxy, "kc-exec", "c-m-kcexec01", nil, nil)
 	fileCluster := rancherCluster(t, proxy, "kc-file", "c-m-kcfile01", nil, nil)
 	insecure := rancherCluster(t, proxy, "kc-insecure", "c-m-kcinsec1", nil, nil)
@@ -166,7 +168,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 			t.Errorf("%s: guest state %q, want Error", tc.gc.name, x.Status.GuestState)
 		}
 		rig.Eventually(t, 10*time.Second, tc.gc.name+": a Warning Event KubeconfigRefused", func() bool {
-			return shared.HasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
+			return shard.HasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
 		})
 	}
 
@@ -205,10 +207,11 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 // FloatingIP condition or the operator's trace-level log, while the operator works normally and
 // reports the refused repository URL.
 func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
+	shard := shards.Take(t)
 	const password = "S3CRETrepoPassw0rd"
 	f := newFixture(t, "c-m-secrecy")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, shared.StartGuest(t, "secrecy"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, shard.StartGuest(t, "secrecy"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
@@ -227,7 +230,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	updateConfig(t, f.ns, map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "enabled",
 		"kubevipChartRepoUrl": "https://kube-fip:" + password + "@127.0.0.1:1/charts"})
 	rig.Eventually(t, 30*time.Second, "a Warning Event on kube-fip-config about kubevipChartRepoUrl", func() bool {
-		for _, e := range shared.Events(t, f.ns, "kube-fip-config") {
+		for _, e := range shard.Events(t, f.ns, "kube-fip-config") {
 			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "kubevipChartRepoUrl") {
 				return true
 			}
@@ -237,7 +240,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	waitGuestPasses(t, port, gc)
 
 	texts := guestTexts(t, gc.id)
-	for _, e := range shared.Events(t, f.ns, "kube-fip-config") {
+	for _, e := range shard.Events(t, f.ns, "kube-fip-config") {
 		texts += fmt.Sprintf("event %s %s: %s\n", e.Type, e.Reason, e.Message)
 	}
 	if !strings.Contains(texts, "NotClusterOwner") {

@@ -61,6 +61,7 @@ func (gc *guestCluster) providerReads(t *testing.T, namespace string) (string, s
 // other than kube-system, which the deployment allows (--allowed-guest-namespaces). The provider's own lookup, run against the guest, finds the FloatingIP's
 // address and only that, and hands it to a LoadBalancer Service.
 func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
+	shard := shards.TakeEarly(t)
 	cases := []struct {
 		provider, namespace, wantConfigMap string
 	}{
@@ -79,7 +80,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 		}
 	}
 	f := newFixture(t, "c-m-harvcase")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	f.createRange("harvcase", "10.154.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	f.operatorConfig(base)
@@ -88,7 +89,7 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 	for i, c := range cases {
 		name := fmt.Sprintf("harv%d", i)
 		t.Run(c.provider+"-in-"+c.namespace, func(t *testing.T) {
-			g := shared.StartGuest(t, "harvcase-"+name)
+			g := shard.StartGuest(t, "harvcase-"+name)
 			if err := g.InstallHarvesterCloudProvider(); err != nil {
 				t.Fatal(err)
 			}
@@ -163,9 +164,10 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 // provider is the user's own, and the address goes where the original operator wrote it,
 // kube-system/kubevip; no release is installed.
 func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-noinst")
-	proxy := shared.StartClusterProxy(t)
-	g := shared.StartGuest(t, "noinst")
+	proxy := shard.StartClusterProxy(t)
+	g := shard.StartGuest(t, "noinst")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 // setRancherConditions replaces the management cluster's conditions, as Rancher's controllers do.
 func setRancherConditions(t *testing.T, id string, conds ...mgmtv3.ClusterCondition) {
 	t.Helper()
-	mgmt := management.NewFactoryFromConfigOrDie(shared.Env.Config).Management().V3().Cluster()
+	mgmt := management.NewFactoryFromConfigOrDie(shardOf(t).Env.Config).Management().V3().Cluster()
 	m, err := mgmt.Get(id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +217,11 @@ func cond(typ string, status corev1.ConditionStatus, reason string) mgmtv3.Clust
 // provisions, runs and loses its agent, and checks the guest state, reason and status metric of
 // each: never "down" while Rancher is still provisioning.
 func TestGuestFollowsRancherClusterState(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-states")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	proxy.DisconnectDelay = 200 * time.Millisecond
-	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, shared.StartGuest(t, "states"))
+	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, shard.StartGuest(t, "states"))
 	f.extraNamespace(gc.id)
 	// A new RKE2 cluster: Connected=False, Ready=Unknown/Waiting, no Provisioned.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Ready", corev1.ConditionUnknown, "Waiting"))
@@ -245,7 +248,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	x := f.getFIPIn(gc.id, "states-kubevip")
 	shows(t, "not yet provisioned", x, x.Status.Conditions, "Provisioning", true)
 	rig.Eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
-		return shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
+		return shard.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
 	})
 
 	// Connected, but the proxy still answers 503 ClusterUnavailable.
@@ -268,7 +271,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("cluster-owner rights removed", "NotClusterOwner", "Error", "0")
-	if !shared.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
+	if !eventSoon(t, shard, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
 		t.Error("no Warning Event naming the missing cluster-owner role")
 	}
 	x = f.getFIPIn(gc.id, "states-kubevip")
@@ -298,9 +301,10 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 // its value never flips while passes run; removing one FloatingIP removes its address, and a key a
 // person added stays throughout.
 func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-twofips")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, shared.StartGuest(t, "twofips"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, shard.StartGuest(t, "twofips"))
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()

@@ -73,11 +73,12 @@ func servedMetric(t *testing.T, port int, namespace, name string) string {
 //
 // and when the guest no longer wants the operator's kube-vip, Harvester's is given back its nodes.
 func TestGuestServedStateIsReadBack(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-served")
-	proxy := shared.StartClusterProxy(t)
-	g := shared.StartGuest(t, "served")
+	proxy := shard.StartClusterProxy(t)
+	g := shard.StartGuest(t, "served")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +179,6 @@ func TestGuestServedStateIsReadBack(t *testing.T) {
 		return !still
 	})
 	rig.Eventually(t, 10*time.Second, "a HarvesterKubevipRestored Event", func() bool {
-		return shared.HasEvent(t, gc.id, fip, corev1.EventTypeNormal, v1.ReasonHarvesterKubevipRestored, "")
+		return shard.HasEvent(t, gc.id, fip, corev1.EventTypeNormal, v1.ReasonHarvesterKubevipRestored, "")
 	})
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
@@ -23,6 +23,7 @@ import (
 // them at their index.
 func startGuests(t *testing.T, name string, from, to int) []*controlplane.Guest {
 	t.Helper()
+	env := shardOf(t).Env
 	servers := make([]*controlplane.Guest, to)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -32,7 +33,7 @@ func startGuests(t *testing.T, name string, from, to int) []*controlplane.Guest 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			g, err := shared.Env.StartGuest(fmt.Sprintf("%s-%02d", name, i))
+			g, err := env.StartGuest(fmt.Sprintf("%s-%02d", name, i))
 			if err != nil {
 				t.Error(err)
 				return
@@ -60,9 +61,10 @@ func guestReason(reason string) func(*v1.FloatingIP) bool {
 // of address follows, a key a person added survives, and without updateConfigMap an existing
 // ConfigMap is left alone with a condition saying so.
 func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-guestcm1")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, shared.StartGuest(t, "guestcm1"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, shard.StartGuest(t, "guestcm1"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 	f.createRange("guestcm1", "10.150.0.0/28")
@@ -129,9 +131,10 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 // scheduled does not run a second one (a second read of the kubeconfig, a second round of the
 // guest's API, a second status write).
 func TestGuestPassesWhileWaiting(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-guestwait")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "guestwait", f.ns, nil, shared.StartGuest(t, "guestwait"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestwait", f.ns, nil, shard.StartGuest(t, "guestwait"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 
@@ -173,6 +176,7 @@ func TestGuestPassesWhileWaiting(t *testing.T) {
 // from an OCI registry; with kubevipUpdate false a later pass changes nothing, not even a newly
 // pinned version, with true only a new version does.
 func TestGuestKubevipInstallModes(t *testing.T) {
+	shard := shards.TakeEarly(t)
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipCloudProviderChart("0.2.4"))
 	oci := chartrepo.OCIRegistryForTest(t)
 	kvRef, err := oci.Push(chartrepo.KubevipChart("0.9.9"))
@@ -185,14 +189,14 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 	}
 
 	f := newFixture(t, "c-m-install")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	clusters := map[string]*guestCluster{}
 	for _, c := range []struct {
 		name  string
 		label map[string]string
 	}{{"labelled", map[string]string{"kube-vip": "True"}}, {"plain", nil}} {
 		id := "c-m-inst" + c.name[:4]
-		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, shared.StartGuest(t, "install-"+c.name))
+		clusters[c.name] = rancherCluster(t, proxy, "install-"+c.name, id, c.label, shard.StartGuest(t, "install-"+c.name))
 		f.extraNamespace(id)
 	}
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "clusterlabel",
@@ -220,16 +224,18 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		return len(list.Items), version
 	}
 
-	// clusterlabel: only the labelled cluster gets the releases.
+	// clusterlabel: only the labelled cluster gets the releases. Helm records a release before it
+	// applies the release's objects.
+	var dep *appsv1.Deployment
 	rig.Eventually(t, 30*time.Second, "kube-vip installed in the labelled cluster", func() bool {
 		n, _ := revision(clusters["labelled"], "kube-vip")
 		m, _ := revision(clusters["labelled"], "kube-vip-cloud-provider")
-		return n == 1 && m == 1
+		if n != 1 || m != 1 {
+			return false
+		}
+		dep, err = clusters["labelled"].direct.AppsV1().Deployments("kube-system").Get(context.Background(), "kube-vip-cloud-provider", metav1.GetOptions{})
+		return err == nil
 	})
-	dep, err := clusters["labelled"].direct.AppsV1().Deployments("kube-system").Get(context.Background(), "kube-vip-cloud-provider", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := map[string]string{}
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
@@ -290,20 +296,18 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 // holds their requests, then fails them); the 15 others are configured well within one interval,
 // the 5 report Disconnected with status 0, and recover by themselves once reconnected.
 func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-twenty")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	proxy.DisconnectDelay = 10 * time.Second
-	// The 15 reachable clusters get their API servers now; the 5 unreachable ones need none until
-	// they reconnect (the proxy never forwards for them), which keeps the machine's load honest.
-	servers := startGuests(t, "twenty", 5, 20)
+	// The 20 clusters share four guest API servers, each with a kube-system of its own there: with
+	// the guest install disabled the operator writes nothing else into a guest.
+	servers := startGuests(t, "twenty", 0, 4)
 	clusters := make([]*guestCluster, 20)
 	for i := range clusters {
 		id := fmt.Sprintf("c-m-twen%04d", i)
-		g := servers[i]
-		if g == nil {
-			g = servers[5] // never reached while disconnected
-		}
-		clusters[i] = rancherCluster(t, proxy, fmt.Sprintf("twenty-%02d", i), id, nil, g)
+		clusters[i] = rancherCluster(t, proxy, fmt.Sprintf("twenty-%02d", i), id, nil, nil)
+		clusters[i].share(t, proxy, servers[i%len(servers)])
 		f.extraNamespace(id)
 		if i < 5 {
 			proxy.SetMode(id, guests.ProxyDisconnected)
@@ -335,12 +339,8 @@ func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
 			strings.Contains(body, `kubefipoperator_guestcluster_status{guestclustername="twenty-19",harvesterclustername="harvester-c-m-twenty"} 1`)
 	})
 
-	late := startGuests(t, "twenty", 0, 5)
 	for i := 0; i < 5; i++ {
-		clusters[i].guest, clusters[i].direct = late[i], kubernetes.NewForConfigOrDie(late[i].Config)
-		if err := proxy.Register(clusters[i].id, late[i], clusters[i].token); err != nil {
-			t.Fatal(err)
-		}
+		proxy.SetMode(clusters[i].id, guests.ProxyConnected)
 	}
 	for i := 0; i < 5; i++ {
 		clusters[i].waitCIDR(t, fmt.Sprintf("10.152.0.%d/32", i+1), 180*time.Second)

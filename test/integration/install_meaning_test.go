@@ -88,10 +88,11 @@ func podSpecsIn(t *testing.T, gc *guestCluster) string {
 //
 // With the benign configuration the last guest gets both releases and its address.
 func TestInstallPolicyMeaning(t *testing.T) {
+	shard := shards.TakeEarly(t)
 	ctx := context.Background()
 	charts := startCountingChartRepo(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-ipmeaning")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	benign := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": charts.URL}
 	withKubevip := func(edit func(map[string]interface{})) map[string]string {
 		return map[string]string{config.KeyKubevipChartValues: kubevipValuesWith(t, edit)}
@@ -146,7 +147,7 @@ func TestInstallPolicyMeaning(t *testing.T) {
 		}
 		f.operatorConfig(data)
 		name := fmt.Sprintf("ipmeaning%d", i+1)
-		gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shared.StartGuest(t, name))
+		gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shard.StartGuest(t, name))
 		if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Create(ctx, victim.DeepCopy(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,7 @@ func TestInstallPolicyMeaning(t *testing.T) {
 	// The benign configuration installs, so that each "nothing there" above could have seen
 	// something.
 	f.operatorConfig(benign)
-	gc := rancherCluster(t, proxy, "ipmeaningok", "c-m-ipmeaningok", nil, shared.StartGuest(t, "ipmeaningok"))
+	gc := rancherCluster(t, proxy, "ipmeaningok", "c-m-ipmeaningok", nil, shard.StartGuest(t, "ipmeaningok"))
 	f.extraNamespace(gc.id)
 	f.createFIPIn(gc.id, "ipmeaningok", "ipmeaning", "10.190.0.14")
 	f.waitFIPIn(gc.id, "ipmeaningok", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })

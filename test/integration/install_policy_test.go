@@ -39,7 +39,7 @@ import (
 // policyGuest starts guest cluster name behind proxy, with a FloatingIP holding addr of rangeName.
 func policyGuest(t *testing.T, f *fixture, proxy *guests.ClusterProxy, name, rangeName, addr string) *guestCluster {
 	t.Helper()
-	gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shared.StartGuest(t, name))
+	gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, f.shard.StartGuest(t, name))
 	f.extraNamespace(gc.id)
 	f.createFIPIn(gc.id, name, rangeName, addr)
 	return gc
@@ -109,8 +109,9 @@ func reachedGuest(t *testing.T, gc *guestCluster) []string {
 // workload with host PID. The deployment allows both archives by digest here, so that what
 // refuses them is the judge: without that, their digests alone refuse them (chart_archives_test.go).
 func TestInstallPolicyChartSources(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-ipsources")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	provider := chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 	withCRDAndHook := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
 	withCRDAndHook.Files = append(withCRDAndHook.Files, &chart.File{Name: "crds/backdoors.yaml", Data: []byte(
@@ -153,7 +154,7 @@ func TestInstallPolicyChartSources(t *testing.T) {
 			t.Errorf("%s: KubevipInstalled %q; want %s saying %q", c.name, msg, c.reason, c.says)
 		}
 		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event "+c.reason, func() bool {
-			return shared.HasEvent(t, gc.id, name, corev1.EventTypeWarning, c.reason, c.says)
+			return shard.HasEvent(t, gc.id, name, corev1.EventTypeWarning, c.reason, c.says)
 		})
 	}
 }
@@ -165,10 +166,11 @@ func TestInstallPolicyChartSources(t *testing.T) {
 // The management side then remembers the release it applied, and a record forged later over it is
 // not trusted either.
 func TestInstallPolicyForgedRecords(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-ipforged")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	f.createRange("ipforged", "10.188.0.0/28")
 	cases := []struct {
 		name   string
@@ -185,7 +187,7 @@ func TestInstallPolicyForgedRecords(t *testing.T) {
 			f.operator()
 		}
 		name := fmt.Sprintf("ipforged%d", i+1)
-		gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shared.StartGuest(t, name))
+		gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shard.StartGuest(t, name))
 		f.extraNamespace(gc.id)
 		// What the record claims: CoreDNS's ConfigMap and a namespace of Rancher's agent.
 		if _, err := gc.direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cattle-system"}}, metav1.CreateOptions{}); err != nil {
@@ -217,7 +219,7 @@ func TestInstallPolicyForgedRecords(t *testing.T) {
 				reasonOfCondition(x, v1.KubevipInstalled), message(x.Status.Conditions, v1.KubevipInstalled))
 		}
 		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event "+v1.ReasonUntrustedRecord, func() bool {
-			return shared.HasEvent(t, gc.id, name, corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v1")
+			return shard.HasEvent(t, gc.id, name, corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v1")
 		})
 		last, err := storage.Init(driver.NewSecrets(gc.direct.CoreV1().Secrets("kube-system"))).Last("kube-vip")
 		if err != nil || last.Version != 2 || last.Info.Status != release.StatusDeployed {
@@ -247,17 +249,18 @@ func reasonOfCondition(x *v1.FloatingIP, typ condition.Cond) string {
 // what was installed keeps running as it was: no release record is added or removed, and the
 // DaemonSet is not touched.
 func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-ipkeep")
-	proxy := shared.StartClusterProxy(t)
+	proxy := shard.StartClusterProxy(t)
 	f.createRange("ipkeep", "10.189.0.0/28")
 	monitored := map[string]interface{}{"enabled": true, "labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}}
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL, "kubevipUpdate": "true",
 		"kubevipChartValues": kubevipValuesWith(t, func(v map[string]interface{}) { v["podMonitor"] = monitored })}
 	f.operatorConfig(base)
 	f.operator()
-	g := shared.StartGuest(t, "ipkeep")
+	g := shard.StartGuest(t, "ipkeep")
 	installMonitoringAPI(t, g.Config, "PodMonitor")
 	gc := rancherCluster(t, proxy, "ipkeep", "c-m-ipkeep", nil, g)
 	f.extraNamespace(gc.id)
@@ -293,7 +296,7 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 		t.Errorf("KubevipInstalled %q does not name %s", msg, config.KeyKubevipChartValues)
 	}
 	rig.Eventually(t, 30*time.Second, "a Warning Event on the ConfigMap naming extraArgs", func() bool {
-		return shared.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")
+		return shard.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")
 	})
 	after, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
 	switch {

@@ -6,7 +6,13 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
-// shared is the package's control plane and operator build.
-var shared suite.Shared
+// shards are the package's control planes and operator build: each test takes one for itself.
+var shards suite.Shards
 
-func TestMain(m *testing.M) { shared.Main(m) }
+func TestMain(m *testing.M) { shards.Main(m) }
+
+// shardOf is the shard t's test took.
+func shardOf(t testing.TB) *suite.Suite {
+	t.Helper()
+	return shards.Of(t)
+}

@@ -23,7 +23,7 @@ import (
 // when the test ends. Its output is echoed when the test fails.
 func startOperator(t *testing.T, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
-	return startOperatorAs(t, shared.Env.Kubeconfig, namespace, metricsPort, extra...)
+	return startOperatorAs(t, shardOf(t).Env.Kubeconfig, namespace, metricsPort, extra...)
 }
 
 // startOperatorAs is startOperator with the identity of kubeconfig.
@@ -43,7 +43,7 @@ func startOperatorWith(t *testing.T, kubeconfig string, env []string, namespace 
 		// Allocations of FloatingIPs removed behind the operator's back are released in seconds.
 		"--orphan-grace-period", "2s",
 	}, extra...)
-	p, err := controlplane.StartOperator(shared.Operator, nil, env, args...)
+	p, err := controlplane.StartOperator(shardOf(t).Operator, nil, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,11 @@ func httpGet(t *testing.T, url string) (int, string) {
 // changed kube-fip-config without a restart, reports a bad value with an Event while keeping the
 // old value, and stops cleanly.
 func TestOperatorStartsLeadsAndReloadsConfig(t *testing.T) {
+	shard := shards.Take(t)
 	ctx := context.Background()
 	const ns = "kube-fip-lifecycle"
-	shared.CreateNamespace(t, ns)
-	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	shard.CreateNamespace(t, ns)
+	client := kubernetes.NewForConfigOrDie(shard.Env.Config)
 
 	port := rig.FreePort(t)
 	_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -179,7 +180,7 @@ func httpGetQuiet(url string) (int, error) {
 
 func updateConfig(t *testing.T, ns string, data map[string]string) {
 	t.Helper()
-	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	client := kubernetes.NewForConfigOrDie(shardOf(t).Env.Config)
 	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		t.Fatal("kube-fip-config is gone")

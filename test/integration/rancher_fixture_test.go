@@ -34,14 +34,18 @@ type guestCluster struct {
 	guest  *controlplane.Guest
 	direct kubernetes.Interface
 	world  *rancher.World
+	// system is the guest's kube-system as its API server has it: another name where the server
+	// answers for several clusters (share).
+	system string
 }
 
 // rancherCluster creates the Rancher objects of a guest cluster reachable through proxy. With a nil
 // guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
 func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
 	t.Helper()
-	shared.CreateNamespace(t, id)
-	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g, world: shared.Rancher(t)}
+	shard := shardOf(t)
+	shard.CreateNamespace(t, id)
+	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g, world: shard.Rancher(t), system: "kube-system"}
 	if g != nil {
 		gc.direct = kubernetes.NewForConfigOrDie(g.Config)
 		if err := proxy.Register(id, g, gc.token); err != nil {
@@ -54,6 +58,15 @@ func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, l
 	}
 	rig.Must(t, gc.world.AddCluster(rancher.Guest{Name: name, ID: id, Labels: labels, Kubeconfig: kc}))
 	return gc
+}
+
+// share makes the cluster reach guest API server g, which answers for other clusters too, with a
+// kube-system of its own there (guests.ClusterProxy.RegisterSharing): for clusters the operator
+// writes nothing into but their kube-system/kubevip.
+func (gc *guestCluster) share(t *testing.T, proxy *guests.ClusterProxy, g *controlplane.Guest) {
+	t.Helper()
+	gc.guest, gc.direct, gc.system = g, kubernetes.NewForConfigOrDie(g.Config), "ks-"+gc.id
+	rig.Must(t, proxy.RegisterSharing(gc.id, g, gc.token, gc.system))
 }
 
 // rotate gives the cluster a new token, as Rancher does: the proxy rejects the old one from now on
@@ -72,7 +85,7 @@ func (gc *guestCluster) rotate(t *testing.T, proxy *guests.ClusterProxy) {
 // kubevipCIDR returns cidr-global of the guest's kube-system/kubevip, "" when there is none.
 func (gc *guestCluster) kubevipCIDR(t *testing.T) string {
 	t.Helper()
-	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
+	cm, err := gc.direct.CoreV1().ConfigMaps(gc.system).Get(context.Background(), "kubevip", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
@@ -109,7 +122,7 @@ func (f *fixture) waitGuestAddress(gc *guestCluster, fipName string, timeout tim
 func (f *fixture) knownHarvester(display string) {
 	f.t.Helper()
 	if f.world == nil {
-		f.world = shared.Rancher(f.t)
+		f.world = f.shard.Rancher(f.t)
 	}
 	sum := sha256.Sum256([]byte(display))
 	rig.Must(f.t, f.world.AddManagementCluster("c-m-hv"+hex.EncodeToString(sum[:])[:12], display))

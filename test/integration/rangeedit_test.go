@@ -23,6 +23,7 @@ func rangeReady(r *v1.FloatingIPRange) bool {
 // allocations until it is undone; a range with allocations is protected from deletion until they
 // are released; an empty range is deleted at once.
 func TestRangeEdits(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-edits")
 	f.operator()
 	f.createRange("edits", "10.145.0.0/28")
@@ -48,7 +49,7 @@ func TestRangeEdits(t *testing.T) {
 	if held := f.held("edits"); len(held) != 3 {
 		t.Errorf("the refused shrink dropped allocations: %+v", held)
 	}
-	if !shared.HasEvent(t, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
+	if !eventSoon(t, shard, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
 		t.Error("no OrphanedAllocations Warning Event on the range")
 	}
 	shows(t, "a shrink that would orphan an address", r, r.Status.Conditions, "OrphanedAllocations", false)
@@ -88,7 +89,7 @@ func TestRangeEdits(t *testing.T) {
 	}
 	// The recorder writes Events asynchronously: the Event may follow the status by a moment.
 	rig.Eventually(t, 10*time.Second, "a Normal DeletionBlocked Event on the range", func() bool {
-		return shared.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses")
+		return shard.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses")
 	})
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if err := f.api.FloatingIP().Delete(f.ns, name, nil); err != nil {
@@ -109,11 +110,12 @@ func TestRangeEdits(t *testing.T) {
 // TestOverlappingRanges: of two ranges sharing addresses the younger is flagged Overlap and hands
 // out nothing; the older works. Fixing the younger makes it Ready.
 func TestOverlappingRanges(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-overlap")
 	f.operator()
 	old := f.createRange("overlap-old", "10.146.0.0/24")
 	f.waitRange("overlap-old", 30*time.Second, "Ready", rangeReady)
-	shared.WaitPast(t, old.CreationTimestamp)
+	shard.WaitPast(t, old.CreationTimestamp)
 	f.createRange("overlap-new", "10.146.0.128/25")
 	r := f.waitRange("overlap-new", 30*time.Second, "Overlap", rangeReason("Overlap"))
 	if !strings.Contains(message(r.Status.Conditions, v1.Ready), "overlap-old") {
@@ -133,6 +135,7 @@ func TestOverlappingRanges(t *testing.T) {
 // TestRangeMetrics: the range gauges carry the original labels and exact values, follow
 // allocations, and disappear with the range.
 func TestRangeMetrics(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-metrics")
 	_, port := f.operator()
 	f.createRange("metrics", "10.147.0.0/29")

@@ -18,6 +18,7 @@ import (
 // while no operator ran) leaves an allocation nobody holds; the start-up repair releases it, and a
 // waiting FloatingIP gets the address.
 func TestRepairReleasesLeaks(t *testing.T) {
+	shards.Take(t)
 	f := newFixture(t, "c-m-leak")
 	p, _ := f.operator()
 	f.createRange("leak", "10.148.0.0/30") // 2 addresses
@@ -56,8 +57,9 @@ func TestRepairReleasesLeaks(t *testing.T) {
 // TestTraceIPAMData: with traceIpamData on, the allocation table is logged at info level after
 // each pass.
 func TestTraceIPAMData(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-trace")
-	client := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	client := kubernetes.NewForConfigOrDie(shard.Env.Config)
 	_, err := client.CoreV1().ConfigMaps(f.ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns},
 		Data:       map[string]string{"traceIpamData": "true", "operateGuestClusterInterval": "1"},

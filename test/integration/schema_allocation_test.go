@@ -50,7 +50,8 @@ func schemaOwner(name string) *kubefipv1.FloatingIP {
 // kubefipv1.AllocationName writes it, is taken for IPv4 and IPv6; its labels may change, its spec
 // may not — releasing an address is deleting the object.
 func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
-	c := shared.Kubefip.FloatingIPAllocation()
+	shard := shards.Take(t)
+	c := shard.Kubefip.FloatingIPAllocation()
 	for _, text := range []string{"10.214.0.5", "fd00:214::5"} {
 		addr := netip.MustParseAddr(text)
 		a, err := c.Create(newAllocation(addr, "schema-alloc", schemaOwner("a1")))
@@ -117,8 +118,9 @@ func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
 // or that misses its owner, is refused at the door, so the API server's uniqueness of names stays
 // the uniqueness of addresses.
 func TestSchemaAllocationRejects(t *testing.T) {
+	shard := shards.Take(t)
 	gvr := kubefipv1.SchemeGroupVersion.WithResource("floatingipallocations")
-	dyn := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(gvr)
+	dyn := dynamic.NewForConfigOrDie(shard.Env.Config).Resource(gvr)
 	owner := map[string]any{"namespace": "c-m-schema04", "name": "r1", "uid": string(schemaOwner("r1").UID)}
 	const nameRule = "metadata.name must be the address"
 	hash := "." + kubefipv1.AddressSpace{}.Hash()

@@ -26,8 +26,9 @@ import (
 // TestSchemaAcceptsValidObjects creates an IPv4 and an IPv6 range and FloatingIPs with and without
 // an address: the API server takes them as they are.
 func TestSchemaAcceptsValidObjects(t *testing.T) {
-	c := shared.Kubefip
-	shared.CreateNamespace(t, "c-m-schema01")
+	shard := shards.Take(t)
+	c := shard.Kubefip
+	shard.CreateNamespace(t, "c-m-schema01")
 
 	for name, spec := range map[string]kubefipv1.FloatingIPRangeSpec{
 		"schema-v4": {IPRange: "10.135.10.192/26", Exclude: []string{"10.135.10.200", "10.135.10.208/30", "10.135.10.220-10.135.10.225"}},
@@ -62,8 +63,9 @@ func TestSchemaAcceptsValidObjects(t *testing.T) {
 // TestSchemaRejectsMalformedObjects shows the API server itself refusing malformed ranges and
 // addresses, with a message that names the field.
 func TestSchemaRejectsMalformedObjects(t *testing.T) {
-	c := shared.Kubefip
-	shared.CreateNamespace(t, "c-m-schema02")
+	shard := shards.Take(t)
+	c := shard.Kubefip
+	shard.CreateNamespace(t, "c-m-schema02")
 
 	for _, tc := range []struct {
 		name    string
@@ -124,6 +126,7 @@ func expectInvalid(t *testing.T, err error, field string) {
 // TestPrinterColumns asks for the table kubectl prints (kubectl get fip,fiprange,fipalloc) and
 // checks its columns: those kubectl shows by default, and those it adds with -o wide.
 func TestPrinterColumns(t *testing.T) {
+	shards.Take(t)
 	for resource, want := range map[string]struct{ columns, wide []string }{
 		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Priority", "Ready", "Age"},
 			wide: []string{"Per-Cluster", "Selector", "Retained", "Exact-Capacity", "Exact-Available"}},
@@ -153,7 +156,7 @@ func TestPrinterColumns(t *testing.T) {
 // name is given, else of every object of the resource (in namespace, when given).
 func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 	t.Helper()
-	cfg := rest.CopyConfig(shared.Env.Config)
+	cfg := rest.CopyConfig(shardOf(t).Env.Config)
 	cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = kubernetesCodecs()
@@ -183,7 +186,7 @@ func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 // kind.
 func crdSchemas(t *testing.T) map[string]*apiextv1.CustomResourceDefinition {
 	t.Helper()
-	c := apiextclient.NewForConfigOrDie(shared.Env.Config)
+	c := apiextclient.NewForConfigOrDie(shardOf(t).Env.Config)
 	out := map[string]*apiextv1.CustomResourceDefinition{}
 	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org",
 		"floatingipallocations.kubefip.k8s.binbash.org"} {
@@ -222,6 +225,7 @@ func missingDescriptions(path string, schema map[string]any) []string {
 // the top level and every field, status included, has a description. kubectl explain and the
 // Rancher UI read these.
 func TestSchemaDescribesEveryField(t *testing.T) {
+	shards.Take(t)
 	for kind, def := range crdSchemas(t) {
 		if len(def.Spec.Versions) != 1 || def.Spec.Versions[0].Schema == nil {
 			t.Fatalf("%s: want one version with a schema", kind)
@@ -256,7 +260,8 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 // TestSchemaDescriptionsArePublished: the descriptions reach the OpenAPI document the API server
 // publishes for the group, which is what kubectl explain reads.
 func TestSchemaDescriptionsArePublished(t *testing.T) {
-	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.Env.Config)
+	shard := shards.Take(t)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shard.Env.Config)
 	var schemas map[string]map[string]any
 	rig.Eventually(t, 30*time.Second, "the kubefip group in the published OpenAPI v3 document", func() bool {
 		paths, err := dc.OpenAPIV3().Paths()
@@ -316,8 +321,9 @@ func nested(m map[string]any, keys ...string) map[string]any {
 // spec.region, and reads it back: the API server does not prune the field, and an update through
 // the typed client keeps it.
 func TestSchemaKeepsRegion(t *testing.T) {
+	shard := shards.Take(t)
 	rangeGVR := kubefipv1.SchemeGroupVersion.WithResource("floatingipranges")
-	dyn := dynamic.NewForConfigOrDie(shared.Env.Config).Resource(rangeGVR)
+	dyn := dynamic.NewForConfigOrDie(shard.Env.Config).Resource(rangeGVR)
 	original := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubefip.k8s.binbash.org/v1",
 		"kind":       "FloatingIPRange",
@@ -343,7 +349,7 @@ func TestSchemaKeepsRegion(t *testing.T) {
 		t.Fatalf("spec.region read back as %q, want eu-west-1: the API server pruned it", region)
 	}
 
-	c := shared.Kubefip
+	c := shard.Kubefip
 	r, err := c.FloatingIPRange().Get("schema-region", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -367,8 +373,9 @@ func TestSchemaKeepsRegion(t *testing.T) {
 // TestSchemaCategory resolves the kubefip category as kubectl get kubefip does, through discovery,
 // and lists what it names: all three kinds, with a range, a FloatingIP and an allocation in them.
 func TestSchemaCategory(t *testing.T) {
-	c := shared.Kubefip
-	shared.CreateNamespace(t, "c-m-schema03")
+	shard := shards.Take(t)
+	c := shard.Kubefip
+	shard.CreateNamespace(t, "c-m-schema03")
 	r, err := c.FloatingIPRange().Create(&kubefipv1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "schema-category"},
 		Spec:       kubefipv1.FloatingIPRangeSpec{IPRange: "10.213.13.16/28"},
@@ -393,7 +400,7 @@ func TestSchemaCategory(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.FloatingIPAllocation().Delete(a.Name, &metav1.DeleteOptions{}) })
 
-	dc := discovery.NewDiscoveryClientForConfigOrDie(shared.Env.Config)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(shard.Env.Config)
 	resources, ok := restmapper.NewDiscoveryCategoryExpander(dc).Expand("kubefip")
 	if !ok {
 		t.Fatal("discovery knows no category kubefip")
@@ -408,7 +415,7 @@ func TestSchemaCategory(t *testing.T) {
 		t.Fatalf("category kubefip = %v, want %s", names, want)
 	}
 
-	dyn := dynamic.NewForConfigOrDie(shared.Env.Config)
+	dyn := dynamic.NewForConfigOrDie(shard.Env.Config)
 	found := map[string]bool{}
 	for _, gr := range resources {
 		list, err := dyn.Resource(gr.WithVersion("v1")).List(context.Background(), metav1.ListOptions{})

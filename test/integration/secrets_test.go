@@ -29,9 +29,10 @@ func secretRequests(reqs []controlplane.APIRequest) []controlplane.APIRequest {
 // get only), and the only Secret it reads is the guest's kubeconfig, with a GET by name at each
 // pass: the pass after a rotation uses the new token.
 func TestSecretsAreReadOnlyByName(t *testing.T) {
+	shard := shards.Take(t)
 	f := newFixture(t, "c-m-secmeta")
-	proxy := shared.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, shared.StartGuest(t, "secmeta"))
+	proxy := shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, shard.StartGuest(t, "secmeta"))
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "disabled"})
 
@@ -76,7 +77,7 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 // when the test ends, and returns it with the path of a kubeconfig for it.
 func adminAPIProxy(t *testing.T) (*controlplane.APIProxy, string) {
 	t.Helper()
-	api, err := controlplane.StartAPIProxy(shared.Env.Config, true)
+	api, err := controlplane.StartAPIProxy(shardOf(t).Env.Config, true)
 	if err != nil {
 		t.Fatal(err)
 	}

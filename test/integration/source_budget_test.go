@@ -37,10 +37,10 @@ type sourceWorld struct {
 
 func newSourceWorld(t *testing.T, name string) *sourceWorld {
 	f := newFixture(t, "kube-fip-"+name)
-	proxy := shared.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	w := &sourceWorld{f: f,
-		a: rancherCluster(t, proxy, name+"-a", "c-m-"+name+"a", map[string]string{config.ClusterLabel: "true"}, shared.StartGuest(t, name+"-a")),
-		b: rancherCluster(t, proxy, name+"-b", "c-m-"+name+"b", nil, shared.StartGuest(t, name+"-b"))}
+		a: rancherCluster(t, proxy, name+"-a", "c-m-"+name+"a", map[string]string{config.ClusterLabel: "true"}, f.shard.StartGuest(t, name+"-a")),
+		b: rancherCluster(t, proxy, name+"-b", "c-m-"+name+"b", nil, f.shard.StartGuest(t, name+"-b"))}
 	f.extraNamespace(w.a.id)
 	f.extraNamespace(w.b.id)
 	return w
@@ -131,6 +131,7 @@ func largeIndex(size int, kubevipURL string) []byte {
 // the 32 MiB the operator read before) costs the operator at most sourceBudget of memory while
 // guest B is configured; A's FloatingIP says the index is larger than the operator reads.
 func TestSourceIndexMemoryBudget(t *testing.T) {
+	shards.Take(t)
 	var served atomic.Int64
 	var index []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +175,7 @@ func doublingChart() *chart.Chart {
 // chart is not rendered again with those values until its back-off ends, and the operator's memory
 // still stays within the budget, the render's process within its own.
 func TestSourceTemplateMemoryBudget(t *testing.T) {
+	shards.Take(t)
 	hostile := doublingChart()
 	repo := chartrepo.ChartRepoForTest(t, hostile, chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	w := newSourceWorld(t, "htemplate")
@@ -186,7 +188,8 @@ func TestSourceTemplateMemoryBudget(t *testing.T) {
 	}
 
 	start := time.Now()
-	p, base, x = w.attack(t, "10.193.0.", kubevipReason(v1.ReasonRenderRefused), controlplane.StandInDigestsArg(hostile))
+	// A render time long enough that the memory budget ends the render on a busy machine too.
+	p, base, x = w.attack(t, "10.193.0.", kubevipReason(v1.ReasonRenderRefused), controlplane.StandInDigestsArg(hostile), "--render-time=2m")
 	msg := message(x.Status.Conditions, v1.KubevipInstalled)
 	t.Logf("allowed by digest, after %s: %s", time.Since(start).Round(100*time.Millisecond), msg)
 	if !strings.Contains(msg, "needed more than the 128 MiB of memory a render may have") || !strings.Contains(msg, "with these values it is rendered again after") {
@@ -215,6 +218,7 @@ func renderedAgainAfter(msg string) string {
 // doubles; and as soon as the values change, it renders and is installed, well before that
 // back-off ends.
 func TestSourceTemplateOverrunIsRenderedAgain(t *testing.T) {
+	shards.Take(t)
 	hostile := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
 	hostile.Templates = append(hostile.Templates, &chart.File{Name: "templates/banner.yaml", Data: []byte(
 		`{{- if eq (dig "resources" "requests" "cpu" "" .Values.AsMap) "111m" }}{{- $s := "0123456789abcdef" }}{{- range until 25 }}{{- $s = print $s $s }}{{- end }}` +
@@ -229,7 +233,8 @@ func TestSourceTemplateOverrunIsRenderedAgain(t *testing.T) {
 	}
 	w.f.operatorConfig(withCPU("111m"))
 	const retry = 10 * time.Second
-	w.f.operator(controlplane.StandInDigestsArg(hostile), "--render-retry="+retry.String())
+	// A render time long enough that the memory budget ends each render on a busy machine too.
+	w.f.operator(controlplane.StandInDigestsArg(hostile), "--render-retry="+retry.String(), "--render-time=2m")
 	w.f.createRange("hretry", "10.194.0.0/28")
 	name := w.a.name + "-kubevip"
 	w.f.createFIPIn(w.a.id, name, "hretry", "10.194.0.2")

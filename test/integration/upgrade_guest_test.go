@@ -107,6 +107,7 @@ func ugWriters(cm *corev1.ConfigMap) string {
 //     numerically sorted cidr-global (not in creation order nor as strings); deleting it returns
 //     the ConfigMap to exactly the recorded content. Guest B is not touched throughout.
 func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
+	shard := shards.Take(t)
 	began := time.Now()
 	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
 	env := u.env
@@ -195,7 +196,7 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	u.waitNewSchema()
 
 	upgradeStart := time.Now()
-	next, port := u.startOperator(shared.Operator, "new release")
+	next, port := u.startOperator(shard.Operator, "new release")
 	for _, g := range guests {
 		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && guestReason("Configured")(x) && x.Status.GuestAddresses == g.addr

@@ -104,6 +104,7 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 // not release its Lease on SIGTERM, and the new one, with the same identity (the host name), takes
 // it over at once, as a restarted pod of the same name would.
 func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
+	shard := shards.Take(t)
 	began := time.Now()
 	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
 	env := u.env
@@ -162,7 +163,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	allocWatch := u.watchAllocations()
 	fipWatch := u.watchFloatingIPs()
 	upgradeStart := time.Now()
-	next, _ := u.startOperator(shared.Operator, "new release", "--orphan-grace-period", "2s")
+	next, _ := u.startOperator(shard.Operator, "new release", "--orphan-grace-period", "2s")
 	u.waitMigrated(len(held)+len(legacy), 2*time.Minute, next)
 	t.Logf("the new operator renamed and adopted every allocation %s after its start", time.Since(upgradeStart).Round(time.Millisecond))
 	final := u.listAllocations()

@@ -119,6 +119,7 @@ func (s *Shards) take(t *testing.T, early bool) *Suite {
 	s.mu.Unlock()
 
 	t.Parallel()
+	asked := time.Now()
 	s.mu.Lock()
 	c.ready = true
 	if s.started.IsZero() {
@@ -127,6 +128,10 @@ func (s *Shards) take(t *testing.T, early bool) *Suite {
 	s.dispatch()
 	s.mu.Unlock()
 	x := <-c.got
+	// The test's time as go test reports it includes this wait.
+	if waited := time.Since(asked); waited > time.Second {
+		t.Logf("waited %s for a shard", waited.Round(100*time.Millisecond))
+	}
 
 	s.mu.Lock()
 	s.taken[t.Name()] = x
