@@ -267,13 +267,14 @@ func TestInstallPolicyHasOneHome(t *testing.T) {
 }
 
 // TestUnitTestsNeedNoControlPlane: the tests under pkg/ run on in-memory fakes and the client-go
-// fake clientsets, so that `go test ./pkg/...` needs no API server; the tests against a real one
-// live under test/. No pkg/ test imports the control-plane rig, directly or through another
-// package.
+// fake clientsets, and those under package/ read the image layout and render the charts, so that
+// `make unit` (go test ./pkg/... ./package/...) needs no API server; the tests against a real one
+// live under test/. No pkg/ or package/ test imports the control-plane rig, directly or through
+// another package.
 func TestUnitTestsNeedNoControlPlane(t *testing.T) {
 	const controlPlane = modulePath + "/test/rig/controlplane"
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Tests: true}
-	pkgs, err := packages.Load(cfg, "./pkg/...")
+	pkgs, err := packages.Load(cfg, "./pkg/...", "./package/...")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestUnitTestsNeedNoControlPlane(t *testing.T) {
 	}
 	checked := 0
 	for _, pkg := range pkgs {
-		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") {
+		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") && !strings.HasPrefix(pkg.PkgPath, modulePath+"/package/") {
 			continue
 		}
 		checked++
@@ -308,7 +309,7 @@ func TestUnitTestsNeedNoControlPlane(t *testing.T) {
 		}
 	}
 	if checked == 0 {
-		t.Fatal("no package under pkg/ was loaded")
+		t.Fatal("no package under pkg/ or package/ was loaded")
 	}
 }
 
