@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"flag"
+	"os"
 	"testing"
 
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
@@ -9,4 +11,12 @@ import (
 // shared is the package's control plane and operator build.
 var shared suite.Shared
 
-func TestMain(m *testing.M) { shared.MainAudited(m) }
+// TestMain starts the control plane only when benchmarks run (-test.bench): the package has no
+// tests, and go test ./... runs it without benchmarks.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		os.Exit(m.Run())
+	}
+	shared.MainAudited(m)
+}
