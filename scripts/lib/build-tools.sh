@@ -68,3 +68,11 @@ go_tool() {
     log "built $name $version in $((SECONDS - start))s"
     echo "$bin"
 }
+
+# A check that is deterministic in its inputs (go generate, deadcode) is run once per set of
+# inputs: inputs_key hashes the Go toolchain and the content of the files named on stdin, one per
+# line; a pass is remembered under $cache/passed/NAME-KEY, and check_passed says whether one was.
+# KUBE_FIP_RECHECK=1 runs every check anyway.
+inputs_key() { { go version; sort -u | while IFS= read -r f; do [ -f "$f" ] && sha256sum "$f"; done; } | sha256sum | cut -c1-32; }
+check_passed() { [ "${KUBE_FIP_RECHECK:-}" != 1 ] && [ -e "$cache/passed/$1-$2" ]; }
+remember_pass() { mkdir -p "$cache/passed" && touch "$cache/passed/$1-$2"; }
