@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -50,9 +51,10 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	}
 }
 
-// TestForgedRecordRunsNoHook: a release record stuck in pending-install, forged in the guest with
-// a pre-delete hook and a manifest naming objects of others, is recovered without running the
-// hook or deleting anything its manifest names.
+// TestForgedRecordRunsNoHook: a release record forged in the guest with a pre-delete hook and a
+// manifest naming objects of others is never the base of what the operator does: stuck in
+// pending-install it is recovered, and deployed with Update on it is upgraded, each without
+// running the hook or deleting anything its manifest names.
 func TestForgedRecordRunsNoHook(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -63,40 +65,52 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := r.helm(t)
-	hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-hook-ran\n  namespace: kube-system\n"
-	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99, Chart: chartrepo.KubevipChart("0.9.9"),
-		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
-		Hooks: []*release.Hook{{Name: "forged-hook-ran", Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
-			Events: []release.HookEvent{release.HookPreDelete}}}}
-	victims := []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: "kube-system"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "in-default", Namespace: "default"}},
-	}
-	for _, v := range victims {
-		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+	for _, tc := range []struct {
+		name    string
+		version int
+		status  release.Status
+		update  bool
+		want    helminstall.Outcome
+	}{
+		{"kube-vip", 99, release.StatusPendingInstall, false, helminstall.Recovered},
+		{"kube-vip", 101, release.StatusDeployed, true, helminstall.Upgraded}, // over the release the first case made
+	} {
+		hookName := fmt.Sprintf("forged-hook-ran-%d", tc.version)
+		hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + hookName + "\n  namespace: kube-system\n"
+		forged := &release.Release{Name: tc.name, Namespace: "kube-system", Version: tc.version, Chart: chartrepo.KubevipChart("0.9.9"),
+			Info: &release.Info{Status: tc.status, LastDeployed: helmtime.Unix(0, 0)},
+			Hooks: []*release.Hook{{Name: hookName, Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
+				Events: []release.HookEvent{release.HookPreDelete}}}}
+		victims := []*corev1.ConfigMap{
+			{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("someone-elses-%d", tc.version), Namespace: "kube-system"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("in-default-%d", tc.version), Namespace: "default"}},
+		}
+		for _, v := range victims {
+			if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + v.Name + "\n  namespace: " + v.Namespace + "\n"
+		}
+		if err := cfg.Releases.Create(forged); err != nil {
 			t.Fatal(err)
 		}
-		forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + v.Name + "\n  namespace: " + v.Namespace + "\n"
-	}
-	if err := cfg.Releases.Create(forged); err != nil {
-		t.Fatal(err)
-	}
-	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
-	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != helminstall.Recovered {
-		t.Fatalf("Ensure over a forged pending-install record = %v, %v; want recovered", out, err)
-	}
-	if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "forged-hook-ran", metav1.GetOptions{}); err == nil {
-		t.Error("the forged record's pre-delete hook ran")
-	}
-	for _, v := range victims {
-		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{}); err != nil {
-			t.Errorf("ConfigMap %s/%s, named in the forged record's manifest: %v; want it left alone", v.Namespace, v.Name, err)
+		rel := helminstall.Release{Namespace: "kube-system", Name: tc.name, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: tc.update,
+			Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != tc.want {
+			t.Fatalf("Ensure over a forged %s record = %v, %v; want %s", tc.status, out, err, tc.want)
 		}
-	}
-	last, err := cfg.Releases.Last("kube-vip")
-	if err != nil || last.Labels[helminstall.OwnerLabel] == "" {
-		t.Errorf("the new release = %v, %v; want it labelled %s", last, err, helminstall.OwnerLabel)
+		if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, hookName, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s: the forged record's pre-delete hook ran", tc.status)
+		}
+		for _, v := range victims {
+			if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: ConfigMap %s/%s, named in the forged record's manifest: %v; want it left alone", tc.status, v.Namespace, v.Name, err)
+			}
+		}
+		last, err := cfg.Releases.Last(tc.name)
+		if err != nil || last.Version != tc.version+1 || last.Labels[helminstall.OwnerLabel] == "" {
+			t.Errorf("%s: the new release = %v, %v; want revision %d labelled %s", tc.status, last, err, tc.version+1, helminstall.OwnerLabel)
+		}
 	}
 }
 

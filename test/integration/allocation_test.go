@@ -61,59 +61,6 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.checkRecord("alloc29", 6)
 }
 
-// TestConcurrentCreatesIntoSmallerRange: 50 FloatingIPs created at once against a range of 30
-// addresses: 30 distinct addresses, 20 pending with RangeExhausted, the counts exact.
-func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
-	shards.Take(t)
-	f := newFixture(t, "c-m-alloc50")
-	f.operator()
-	f.createRange("alloc50", "10.130.0.0/27") // 30 host addresses
-
-	var wg sync.WaitGroup
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if _, err := f.api.FloatingIP().Create(f.fip(fmt.Sprintf("fip-%02d", i), "alloc50", "")); err != nil {
-				t.Errorf("creating fip-%02d: %v", i, err)
-			}
-		}(i)
-	}
-	wg.Wait()
-
-	var held, pending int
-	if !rig.Within(60*time.Second, func() bool {
-		list, err := f.api.FloatingIP().List(f.ns, listAll())
-		if err != nil {
-			t.Fatal(err)
-		}
-		held, pending = 0, 0
-		seen := map[string]string{}
-		for _, x := range list.Items {
-			switch {
-			case suite.Allocated(&x):
-				held++
-				if other, dup := seen[x.Spec.IPAddress]; dup {
-					t.Fatalf("%s is held by both %s and %s", x.Spec.IPAddress, other, x.Name)
-				}
-				seen[x.Spec.IPAddress] = x.Name
-			case reasonIs("RangeExhausted")(&x):
-				pending++
-			}
-		}
-		return held == 30 && pending == 20
-	}) {
-		t.Fatalf("after 60s: %d held, %d RangeExhausted; want 30 and 20", held, pending)
-	}
-	f.waitRange("alloc50", 10*time.Second, "used 30", func(r *v1.FloatingIPRange) bool {
-		return r.Status.Used == 30 && r.Status.Available == "0" && r.Status.Capacity == "30"
-	})
-	if held := f.held("alloc50"); len(held) != 30 {
-		t.Errorf("range holds %d allocations, want 30", len(held))
-	}
-	f.checkRecord("alloc50", 30)
-}
-
 // TestSameStaticAddressAtOnce: two FloatingIPs asking for one address at the same moment: exactly
 // one holds it, the other is IPConflict naming the holder, and gets it once the holder is deleted.
 func TestSameStaticAddressAtOnce(t *testing.T) {

@@ -185,18 +185,18 @@ func helmRecords(t *testing.T, gc *guestCluster, selector string) []corev1.Secre
 	return list.Items
 }
 
-// TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied: kubevipChartValues whose
-// strings carry line breaks that the kube-vip chart would print unquoted into its DaemonSet (a
-// second container that chroots into the host through image.pullPolicy; hostPID and a hostPath
-// volume of / through priorityClassName; the same behind U+2028 and U+2029, with twin keys a
-// case-insensitive judge would read otherwise), a template that would read every Secret of the
-// guest (lookup in extraArgs), a Helm hook by annotations, and a mapping where envFrom's list
-// belongs, are each refused before anything is fetched or applied: the FloatingIP's
-// KubevipInstalled is False with ChartValuesNotAllowed naming the key, a Warning Event says so, the
-// chart repository gets not one request, and the guest holds no release record, no DaemonSet, and
-// no workload sharing the host's PID namespace or mounting a host path. A Secret planted in the
-// guest never shows in an Event, a condition or the log. With the default values the same guest
-// gets the releases — so each "nothing there" above could have seen something.
+// TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied: kubevipChartValues carrying
+// an injection — a line break the kube-vip chart would print unquoted into its DaemonSet (a second
+// container that chroots into the host through image.pullPolicy), the same behind U+2029 with twin
+// keys a case-insensitive judge would read otherwise, a template that would read every Secret of
+// the guest (lookup in extraArgs) — are each refused before anything is fetched or applied: the
+// FloatingIP's KubevipInstalled is False with ChartValuesNotAllowed naming the key, a Warning Event
+// says so, the chart repository gets not one request, and the guest holds no release record, no
+// DaemonSet, and no workload sharing the host's PID namespace or mounting a host path. A Secret
+// planted in the guest never shows in an Event, a condition or the log. With the default values
+// the same guest gets the releases — so each "nothing there" above could have seen something.
+// Every other form of injection is refused by the same check of the values, shown case by case
+// in pkg/installpolicy (TestValuesOutsideTheSchemaAreRefused).
 func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.T) {
 	shard := shards.Take(t)
 	ctx := context.Background()
@@ -224,21 +224,8 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 		{"a second container chrooting into the host through image.pullPolicy", "image.pullPolicy", "image.pullPolicy holds a control or format character", func(v map[string]interface{}) {
 			v["image"].(map[string]interface{})["pullPolicy"] = "IfNotPresent\n        name: kv\n      - image: docker.io/library/alpine:3.20\n        command: [sh, -c, 'chroot /host id']"
 		}},
-		{"hostPID and a hostPath volume of / through priorityClassName", "priorityClassName", "priorityClassName holds a control or format character", func(v map[string]interface{}) {
-			v["priorityClassName"] = "system-node-critical\n      hostPID: true\n      volumes: [{name: host, hostPath: {path: /}}]"
-		}},
 		{"a template listing every Secret of kube-system through extraArgs", "extraArgs", "extraArgs is not a value the operator supports", func(v map[string]interface{}) {
 			v["extraArgs"] = map[string]interface{}{"leaseDuration": `{{ lookup "v1" "Secret" "kube-system" "" }}`}
-		}},
-		{"a hook by annotations", "annotations", "annotations", func(v map[string]interface{}) {
-			v["annotations"] = map[string]interface{}{"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "before-hook-creation"}
-		}},
-		{"a mapping where envFrom's list belongs, which toYaml would turn into a command and a host port", "envFrom", "envFrom", func(v map[string]interface{}) {
-			v["envFrom"] = map[string]interface{}{"command": []interface{}{"sh", "-c", "id"},
-				"ports": []interface{}{map[string]interface{}{"containerPort": 2222, "hostPort": 2222, "name": "shell"}}}
-		}},
-		{"a Secret volume of another Secret behind U+2028 in priorityClassName", "priorityClassName", "priorityClassName", func(v map[string]interface{}) {
-			v["priorityClassName"] = "system-node-critical\u2028      volumes: [{name: stolen, secret: {secretName: planted}}]\u2028      automountServiceAccountToken: true"
 		}},
 		{"twin keys hostPID and hostpid behind U+2029", "priorityClassName", "priorityClassName", func(v map[string]interface{}) {
 			v["priorityClassName"] = "system-node-critical\u2029      hostPID: true\u2029      hostpid: false"
@@ -603,8 +590,9 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 // guest's and whose pre-delete hook binds cluster-admin to a user. The operator recovers the
 // release — its own is installed over the record, at revision 100 — without running the hook: the
 // ClusterRoleBinding never appears (watched from before the operator starts), the namespace is
-// still there and not being deleted, the real kube-vip release ends up deployed, and the forged
-// record is left superseded without its manifest and hook.
+// still there and not being deleted, the real kube-vip release ends up deployed, remembered on
+// the FloatingIP by its manifest's digest, and the forged record is left superseded without its
+// manifest and hook.
 func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	shard := shards.Take(t)
 	ctx := context.Background()
@@ -710,6 +698,16 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	}
 	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {
 		t.Errorf("the real kube-vip DaemonSet: %v", err)
+	}
+	// What the operator applied is remembered on the management side, digest and all: the record
+	// it trusts later is this one, not whatever the guest holds.
+	x := f.waitFIPIn(gc.id, "hforged-kubevip", 30*time.Second, "status.kubevipReleases names both releases", func(x *v1.FloatingIP) bool {
+		return len(x.Status.KubevipReleases) == 2
+	})
+	for _, r := range x.Status.KubevipReleases {
+		if r.Name == "kube-vip" && (r.Revision != 100 || r.ManifestDigest != helminstall.ManifestDigest(last.Manifest)) {
+			t.Errorf("remembered %+v; the guest's record is revision 100 with digest %s", r, helminstall.ManifestDigest(last.Manifest))
+		}
 	}
 
 	// The hook never ran.

@@ -272,64 +272,6 @@ func TestPriorityChangeMovesNothing(t *testing.T) {
 	}
 }
 
-// TestOverflowRaceTwoOperators: two operators that both believe they lead give 200 FloatingIPs of
-// one guest namespace, racing into a first range of 14 addresses, distinct addresses: the first
-// range fills (what the race leaves free there goes to the next FloatingIPs), the rest overflow to
-// the second, every FloatingIP holds exactly one allocation in the range it names, and a restart
-// moves nothing.
-func TestOverflowRaceTwoOperators(t *testing.T) {
-	shard := shards.Take(t)
-	const ns = "c-m-selrace"
-	f := newFixture(t, ns)
-	rig.Must(t, shard.Rancher(t).AddManagementCluster(ns, "selrace"))
-	a, _ := f.operator("--leader-election=false")
-	b, _ := f.operator("--leader-election=false")
-	f.selectionRange("race-a", "10.177.0.0/28", "harv-race", nil) // 14 addresses
-	f.selectionRange("race-b", "10.177.1.0/24", "harv-race", nil) // 254
-	f.selectionRange("race-c", "10.177.2.0/24", "harv-race", nil) // 254, not needed
-
-	const n = 200
-	f.createMany("fip", "race-a", 0, n)
-	held := f.waitAllAllocated(n, 5*time.Minute)
-	distinct(t, held)
-	inA := 0
-	for name := range held {
-		x := f.getFIP(name)
-		if x.Annotations[v1.AnnotationFloatingIPRange] != x.Status.Range {
-			t.Errorf("%s names %s but holds in %s", name, x.Annotations[v1.AnnotationFloatingIPRange], x.Status.Range)
-		}
-		if x.Status.Range == "race-a" {
-			inA++
-		}
-	}
-	rig.Eventually(t, time.Minute, "one allocation per FloatingIP, none left in a range it moved from", func() bool {
-		return len(suite.HeldIn(t, f.api, "race-a"))+len(suite.HeldIn(t, f.api, "race-b"))+len(suite.HeldIn(t, f.api, "race-c")) == n
-	})
-	t.Logf("%d of %d FloatingIPs overflowed from race-a", n-inA, n)
-	for name, p := range map[string]interface{ Logs() string }{"first": a, "second": b} {
-		if !strings.Contains(p.Logs(), "holds 10.177.") {
-			t.Errorf("the %s operator recorded no allocation; the test did not exercise two writers", name)
-		}
-	}
-
-	// Restart: both stop, one starts; nothing moves.
-	rig.Must(t, a.Stop(20*time.Second))
-	rig.Must(t, b.Stop(20*time.Second))
-	f.operator() // its repair has run once it logs "controllers running"
-	again := f.waitAllAllocated(n, time.Minute)
-	for name, addr := range held {
-		if again[name] != addr {
-			t.Errorf("%s held %s before the restart, %s after", name, addr, again[name])
-		}
-	}
-
-	// The one writer left fills what the race left free in race-a before race-b.
-	holes := 14 - inA
-	f.createMany("late", "race-a", 0, holes+1)
-	f.waitAllAllocated(n+holes+1, time.Minute)
-	firstRangeFull(t, f.api, "race-a", 14, holes)
-}
-
 // firstRangeFull checks that rangeName, of size addresses, is full. Two writers racing may leave
 // holes in it (a duplicate claim given back after the next FloatingIP already overflowed, and
 // FloatingIPs never move back); the test has given a single writer holes+1 new FloatingIPs, which
