@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 
@@ -24,7 +26,8 @@ import (
 
 // TestForeignReleasesAreLeftAlone: with kubevipReleaseName naming the Harvester cloud provider's
 // release and kubevipUpdate on, the release is not upgraded to kube-vip (which would delete the
-// cloud provider): it holds another chart, so it is left alone, its objects too.
+// cloud provider): it holds another chart, so pass after pass it is left alone — its records, its
+// Deployment and Harvester's kube-vip DaemonSet as they were — and no kube-vip is put beside it.
 func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -32,6 +35,28 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	if err := r.server.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
+	// What the release holds, by resourceVersion: its records and its workloads.
+	state := func() map[string]string {
+		out := map[string]string{}
+		secrets, err := r.direct.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets.Items {
+			out["Secret "+s.Name] = s.ResourceVersion
+		}
+		d, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, controlplane.HarvesterRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the Harvester cloud provider's Deployment: %v", err)
+		}
+		ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Harvester's kube-vip DaemonSet: %v", err)
+		}
+		out["Deployment"], out["DaemonSet"] = d.ResourceVersion, ds.ResourceVersion
+		return out
+	}
+	before := state()
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
 	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
@@ -40,11 +65,13 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
 		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
 	var foreign *helminstall.ForeignRelease
-	if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
-		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
+	for pass := 1; pass <= 2; pass++ {
+		if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
+			t.Fatalf("pass %d: Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", pass, out, err)
+		}
 	}
-	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{}); err != nil {
-		t.Errorf("the Harvester cloud provider's Deployment: %v", err)
+	if after := state(); !reflect.DeepEqual(after, before) {
+		t.Errorf("the Harvester release and its workloads were %v, now %v", before, after)
 	}
 	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", controlplane.HarvesterRelease); !errors.As(err, &foreign) {
 		t.Errorf("ProviderConfigMap followed a foreign release: %v", err)
