@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,16 +18,15 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
 // The install policy against real guest API servers, which admit privileged pods as RKE2 and K3s
-// guests do: each way through the policy that a review of the operator found (values that turn
-// the DaemonSet into a hook, reshape its pod, break lines Unicode's way or hide twin keys from the
-// judge; a chart source's CRDs, hooks and twin keys) reaches nothing in
-// the guest. Each case looks at the guest first and at what the operator said after: an operator
-// that lets the case through fails on what the guest holds.
+// guests do: the helpers that look at what of a refused install reached the guest, and what a
+// refusal leaves running. What the policy refuses is shown case by case in pkg/installpolicy
+// (TestValuesOutsideTheSchemaAreRefused, the judge's table in judge_test.go); that a refused chart
+// reaches nothing in the guest, end to end, in TestChartVariantIsRefusedByDigest and
+// TestUnhardenedChartIsRefused.
 
 // policyGuest starts guest cluster name behind proxy, with a FloatingIP holding addr of rangeName.
 func policyGuest(t *testing.T, f *fixture, proxy *guests.ClusterProxy, name, rangeName, addr string) *guestCluster {
@@ -95,62 +93,6 @@ func reachedGuest(t *testing.T, gc *guestCluster) []string {
 		}
 	}
 	return append(out, hostWorkloads(t, gc)...)
-}
-
-// TestInstallPolicyChartSources: a chart source serving the kube-vip chart with a crds/ folder and
-// a hook (class 5), or with twin keys in its DaemonSet (class 4 from the source's side), gets
-// nothing applied: the chart is refused, and the guest holds no CRD, no Job, no release, no
-// workload with host PID. The deployment allows both archives by digest here, so that what
-// refuses them is the judge: without that, their digests alone refuse them (chart_archives_test.go).
-func TestInstallPolicyChartSources(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "kube-fip-ipsources")
-	proxy := shard.StartClusterProxy(t)
-	provider := chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
-	withCRDAndHook := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	withCRDAndHook.Files = append(withCRDAndHook.Files, &chart.File{Name: "crds/backdoors.yaml", Data: []byte(
-		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: backdoors.example.com\nspec:\n" +
-			"  group: example.com\n  names: {kind: Backdoor, plural: backdoors}\n  scope: Namespaced\n" +
-			"  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n")})
-	withCRDAndHook.Templates = append(withCRDAndHook.Templates, &chart.File{Name: "templates/hook.yaml", Data: []byte(
-		"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hook-ran\n  namespace: kube-system\n  annotations:\n    helm.sh/hook: pre-install\n" +
-			"spec:\n  template:\n    spec:\n      hostPID: true\n      restartPolicy: Never\n" +
-			"      containers: [{name: x, image: docker.io/library/alpine:3.20, command: [nsenter, -t, '1', -m, id]}]\n")})
-	withTwins := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	for _, tpl := range withTwins.Templates {
-		if tpl.Name == "templates/daemonset.yaml" {
-			tpl.Data = []byte(strings.Replace(string(tpl.Data), "      hostNetwork: true\n", "      hostNetwork: true\n      hostPID: true\n      hostpid: false\n", 1))
-		}
-	}
-	cases := []struct {
-		name   string
-		chart  *chart.Chart
-		reason string
-		says   string
-	}{
-		{"class 5: crds/ and a hook template", withCRDAndHook, v1.ReasonChartRefused, "CRDs are not installed"},
-		{"class 4: twin keys in the source's DaemonSet", withTwins, v1.ReasonRenderRefused, "hostpid"},
-	}
-	f.createRange("ipsources", "10.187.0.0/28")
-	for i, c := range cases {
-		repo := chartrepo.ChartRepoForTest(t, c.chart, provider)
-		f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL})
-		if i == 0 {
-			f.operator(controlplane.StandInDigestsArg(withCRDAndHook, withTwins))
-		}
-		name := fmt.Sprintf("ipsources%d", i+1)
-		gc := policyGuest(t, f, proxy, name, "ipsources", fmt.Sprintf("10.187.0.%d", i+2))
-		x := f.kubevipDecided(gc, name)
-		for _, what := range reachedGuest(t, gc) {
-			t.Errorf("%s: in the guest: %s", c.name, what)
-		}
-		if msg := message(x.Status.Conditions, v1.KubevipInstalled); !kubevipReason(c.reason)(x) || !strings.Contains(msg, c.says) {
-			t.Errorf("%s: KubevipInstalled %q; want %s saying %q", c.name, msg, c.reason, c.says)
-		}
-		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event "+c.reason, func() bool {
-			return shard.HasEvent(t, gc.id, name, corev1.EventTypeWarning, c.reason, c.says)
-		})
-	}
 }
 
 // TestInstallPolicyRefusalKeepsWhatRuns: kube-vip installed with its PodMonitor and the labels a
