@@ -173,38 +173,6 @@ func TestRangePriorityAndSelector(t *testing.T) {
 	f.waitFIPIn(waiting.ID, byHand.Name, time.Minute, "an address of sel-only-prod", inRange("sel-only-prod", "10.173.0.0/24"))
 }
 
-// TestRangeClusterLimit: a range's maxAddressesPerCluster refuses a guest cluster's next address
-// with ClusterLimitReached naming the limit, and the FloatingIP moves to a range of the network
-// created later; another cluster is not counted against it.
-func TestRangeClusterLimit(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "kube-fip-sel-limit")
-	r := shard.Rancher(t)
-	f.operator()
-	f.selectionRange("cap-a", "10.174.0.0/24", "harv-cap", func(s *v1.FloatingIPRangeSpec) { s.MaxAddressesPerCluster = 1 })
-	g, other := harvesterGuest("capg", "harv-cap", nil), harvesterGuest("caph", "harv-cap", nil)
-	rig.Must(t, r.AddGuest(g))
-	rig.Must(t, r.AddGuest(other))
-	for _, x := range []rancher.Guest{g, other} {
-		if got := suite.WaitFIP(t, r.FIPs, x.ID, x.Name+"-kubevip", time.Minute); !inRange("cap-a", "10.174.0.0/24")(got) {
-			t.Fatalf("%s: %s", x.Name, suite.StatusText(got))
-		}
-	}
-	// An extra address of g, as a person adds one.
-	f.extraNamespace(g.ID)
-	extra := f.fip("capg-extra", "cap-a", "")
-	extra.Namespace = g.ID
-	extra.Annotations[v1.AnnotationProvisioningCluster] = rancher.FleetNamespace + "/" + g.Name
-	if _, err := f.api.FloatingIP().Create(extra); err != nil {
-		t.Fatal(err)
-	}
-	f.waitFIPIn(g.ID, "capg-extra", 30*time.Second, "ClusterLimitReached naming the limit", func(x *v1.FloatingIP) bool {
-		return reasonIs(v1.ReasonClusterLimitReached)(x) && strings.Contains(message(x.Status.Conditions, v1.Allocated), "hold 1 addresses of FloatingIPRange cap-a")
-	})
-	f.selectionRange("cap-b", "10.174.1.0/24", "harv-cap", nil)
-	f.waitFIPIn(g.ID, "capg-extra", 30*time.Second, "an address of cap-b", inRange("cap-b", "10.174.1.0/24"))
-}
-
 // TestStaticAddressInSecondRange: a FloatingIP naming the first range and asking for an address of
 // the second range of its network moves to the second and holds that address.
 func TestStaticAddressInSecondRange(t *testing.T) {
