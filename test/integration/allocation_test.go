@@ -112,37 +112,6 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 	f.checkRecord("static", 1)
 }
 
-// TestStaticRequestsOutsideTheRange: out-of-range, excluded and reserved addresses are refused
-// with their own reason, and a fix of the spec is picked up.
-func TestStaticRequestsOutsideTheRange(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "c-m-refuse")
-	f.operator()
-	f.createRange("refuse", "10.132.0.0/28", "10.132.0.5")
-
-	for name, tc := range map[string]struct{ ip, reason string }{
-		"outside":   {"10.200.0.1", "OutOfRange"},
-		"excluded":  {"10.132.0.5", "Excluded"},
-		"network":   {"10.132.0.0", "Reserved"},
-		"broadcast": {"10.132.0.15", "Reserved"},
-	} {
-		f.createFIP(name, "refuse", tc.ip)
-		f.waitFIP(name, 30*time.Second, tc.reason, reasonIs(tc.reason))
-	}
-	f.createFIP("norange", "does-not-exist", "")
-	x := f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
-	shows(t, "waiting for its range", x, x.Status.Conditions, "RangeNotFound", true)
-	rig.Eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
-		return shard.HasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
-	})
-
-	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
-	f.waitFIP("outside", 30*time.Second, "10.132.0.7 after the fix", func(x *v1.FloatingIP) bool {
-		return suite.Allocated(x) && x.Status.IPAddress == "10.132.0.7"
-	})
-	f.checkRecord("refuse", 1)
-}
-
 // TestChangeOfAddressClaimsBeforeReleasing: moving a FloatingIP to a taken address leaves it on its
 // old address with IPConflict; moving it to a free one takes the new and frees the old.
 func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
