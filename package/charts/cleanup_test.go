@@ -1,8 +1,6 @@
 package charts
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 )
@@ -252,53 +249,33 @@ func TestCleanupHookSwitches(t *testing.T) {
 	}
 }
 
-// TestCleanupQuestion: the form asks whether to clean up, with the mode and what becomes of the
-// guests as its subquestions shown when the switch is on (a boolean show_subquestion_if every
-// released dashboard reads), offering exactly keep and delete, and keep and clean, with
-// values.yaml's defaults.
+// TestCleanupQuestion: the form offers for the uninstall exactly the modes the clean-up accepts,
+// and asks them, with what becomes of the guests, under the cleanup.enabled switch.
 func TestCleanupQuestion(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(chartDir(OperatorChart), "questions.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var form struct {
-		Questions []question `json:"questions"`
-	}
-	if err := yaml.Unmarshal(data, &form); err != nil {
-		t.Fatal(err)
-	}
-	var found *question
-	for i := range form.Questions {
-		if form.Questions[i].Variable == "cleanup.enabled" {
-			found = &form.Questions[i]
+	questions, _ := loadQuestions(t)
+	asked := 0
+	for _, q := range flattenQuestions(questions, nil) {
+		if q.Variable != "cleanup.onUninstall" && q.Variable != "cleanup.guests" {
+			continue
+		}
+		asked++
+		if q.parent == nil || q.parent.Variable != "cleanup.enabled" {
+			t.Errorf("%s is not asked under cleanup.enabled", q.Variable)
+		}
+		if q.Variable != "cleanup.onUninstall" {
+			continue
+		}
+		for _, mode := range q.Options {
+			if _, err := cleanup.ParseMode(mode); err != nil {
+				t.Errorf("option %q: %v", mode, err)
+			}
+		}
+		if !reflect.DeepEqual(q.Options, []string{"keep", "delete"}) {
+			t.Errorf("cleanup.onUninstall offers %v; want keep and delete", q.Options)
 		}
 	}
-	if found == nil {
-		t.Fatal("questions.yaml does not ask cleanup.enabled")
-	}
-	if found.Type != "boolean" || found.Group != "Uninstall" || found.ShowSubquestionIf != true || len(found.Subquestions) != 2 {
-		t.Fatalf("cleanup.enabled: %+v; want a boolean in group Uninstall revealing two subquestions when true", *found)
-	}
-	if g := found.Subquestions[1]; g.Variable != "cleanup.guests" || g.Type != "enum" || !reflect.DeepEqual(g.Options, []string{"keep", "clean"}) || g.Default != "keep" ||
-		!strings.Contains(g.Description, "WARNING") {
-		t.Errorf("subquestion %+v; want cleanup.guests, an enum of keep and clean, default keep, with a warning", g)
-	}
-	sub := found.Subquestions[0]
-	if sub.Variable != "cleanup.onUninstall" || sub.Type != "enum" || !reflect.DeepEqual(sub.Options, []string{"keep", "delete"}) || sub.Default != "keep" {
-		t.Errorf("subquestion %+v; want cleanup.onUninstall, an enum of keep and delete, default keep", sub)
-	}
-	for _, word := range []string{"keep:", "delete:", "adopt"} {
-		if !strings.Contains(sub.Description, word) {
-			t.Errorf("cleanup.onUninstall description does not explain %q", word)
-		}
-	}
-	for _, mode := range sub.Options {
-		if _, err := cleanup.ParseMode(mode); err != nil {
-			t.Errorf("option %q: %v", mode, err)
-		}
-	}
-	if !strings.Contains(found.Description, "c-m-*") {
-		t.Errorf("cleanup.enabled description %q does not say what the finalizers block", found.Description)
+	if asked != 2 {
+		t.Errorf("%d of cleanup.onUninstall and cleanup.guests asked; want both", asked)
 	}
 }
 

@@ -170,20 +170,66 @@ func TestDocumentYAMLValid(t *testing.T) {
 	}
 }
 
-// TestDocumentYAMLValidCatchesBadObjects: the check above refuses what the API server refuses.
-func TestDocumentYAMLValidCatchesBadObjects(t *testing.T) {
-	v := kubefipValidators(t)["kubefip.k8s.binbash.org/v1/FloatingIPRange"]
-	for name, spec := range map[string]map[string]interface{}{
-		"no iprange":                 {"exclude": []interface{}{"10.0.0.1"}},
-		"an iprange that is no CIDR": {"iprange": "10.0.0.0/33"},
-		"an IPv4-mapped exclude":     {"iprange": "10.0.0.0/24", "exclude": []interface{}{"::ffff:10.0.0.1"}},
-	} {
-		obj := map[string]interface{}{
-			"apiVersion": "kubefip.k8s.binbash.org/v1", "kind": "FloatingIPRange",
-			"metadata": map[string]interface{}{"name": "r"}, "spec": spec,
+// TestSchemaRefusesMalformedObjects: the CRDs' schemas and rules, run as the API server runs them,
+// refuse malformed ranges, addresses and allocations naming the field: the check above refuses
+// what the API server refuses. An allocation whose name is not its address, or that misses its
+// owner, range or a retention's end, is refused, so the API server's uniqueness of names stays the
+// uniqueness of addresses (every other spelling the name rule refuses: TestAllocationRulesRefuse,
+// pkg/crds).
+func TestSchemaRefusesMalformedObjects(t *testing.T) {
+	validators := kubefipValidators(t)
+	owner := map[string]interface{}{"namespace": "c-m-schema", "name": "r1", "uid": "0b6c2a8e-5d3f-4f7a-9a7e-000000000001"}
+	alloc := func(address string, edit func(map[string]interface{})) map[string]interface{} {
+		spec := map[string]interface{}{"address": address, "range": "r", "owner": owner}
+		if edit != nil {
+			edit(spec)
 		}
-		if errs := v.validate(obj); len(errs) == 0 {
-			t.Errorf("%s: accepted", name)
+		return spec
+	}
+	hash := "." + kubefipv1.AddressSpace{}.Hash()
+	const nameRule = "metadata.name must be the address"
+	for _, tc := range []struct {
+		why, kind, name string
+		spec            map[string]interface{}
+		want            string
+	}{
+		{"no iprange", "FloatingIPRange", "r", map[string]interface{}{"exclude": []interface{}{"10.0.0.1"}}, "spec.iprange"},
+		{"a CIDR of text", "FloatingIPRange", "r", map[string]interface{}{"iprange": "not-a-cidr"}, "spec.iprange"},
+		{"an IPv4 prefix of 33", "FloatingIPRange", "r", map[string]interface{}{"iprange": "10.0.0.0/33"}, "spec.iprange"},
+		{"an octet of 256", "FloatingIPRange", "r", map[string]interface{}{"iprange": "10.0.0.256/24"}, "spec.iprange"},
+		{"an IPv6 prefix of 129", "FloatingIPRange", "r", map[string]interface{}{"iprange": "fd00::/129"}, "spec.iprange"},
+		{"no prefix", "FloatingIPRange", "r", map[string]interface{}{"iprange": "10.0.0.1"}, "spec.iprange"},
+		{"an exclude of text", "FloatingIPRange", "r", map[string]interface{}{"iprange": "10.0.0.0/24", "exclude": []interface{}{"ten.0.0.1"}}, "spec.exclude[0]"},
+		{"an IPv4-mapped exclude", "FloatingIPRange", "r", map[string]interface{}{"iprange": "10.0.0.0/24", "exclude": []interface{}{"::ffff:10.0.0.1"}}, "spec.exclude[0]"},
+		{"an address with an octet of 256", "FloatingIP", "f", map[string]interface{}{"ipaddress": "10.0.0.256"}, "spec.ipaddress"},
+		{"a CIDR for an address", "FloatingIP", "f", map[string]interface{}{"ipaddress": "10.0.0.1/32"}, "spec.ipaddress"},
+		{"words for an address", "FloatingIP", "f", map[string]interface{}{"ipaddress": "hello"}, "spec.ipaddress"},
+		{"a malformed IPv6 address", "FloatingIP", "f", map[string]interface{}{"ipaddress": "fd00:::1"}, "spec.ipaddress"},
+		{"three octets", "FloatingIP", "f", map[string]interface{}{"ipaddress": "10.0.1"}, "spec.ipaddress"},
+		{"an allocation named by another address", "FloatingIPAllocation", "10.214.1.6" + hash, alloc("10.214.1.5", nil), nameRule},
+		{"an allocation named by no address", "FloatingIPAllocation", "schema-alloc", alloc("10.214.1.5", nil), nameRule},
+		{"an allocation of a leading zero", "FloatingIPAllocation", "010.214.1.5" + hash, alloc("010.214.1.5", nil), "spec.address"},
+		{"an allocation of a CIDR", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5/32", nil), "spec.address"},
+		{"an allocation of no owner", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5", func(s map[string]interface{}) { delete(s, "owner") }), "spec.owner"},
+		{"an owner without UID", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5", func(s map[string]interface{}) {
+			s["owner"] = map[string]interface{}{"namespace": "c-m-schema", "name": "r1"}
+		}), "spec.owner.uid"},
+		{"an allocation of no range", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5", func(s map[string]interface{}) { delete(s, "range") }), "spec.range"},
+		{"a retention for nobody", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5", func(s map[string]interface{}) {
+			s["retained"] = map[string]interface{}{"until": "2026-11-25T00:00:00Z", "cluster": map[string]interface{}{"namespace": "fleet-default"}}
+		}), "spec.retained.cluster.name"},
+		{"a retention without an end", "FloatingIPAllocation", "10.214.1.5" + hash, alloc("10.214.1.5", func(s map[string]interface{}) {
+			s["retained"] = map[string]interface{}{"cluster": map[string]interface{}{"namespace": "fleet-default", "name": "demo"}}
+		}), "spec.retained.until"},
+	} {
+		metadata := map[string]interface{}{"name": tc.name}
+		if tc.kind == "FloatingIP" {
+			metadata["namespace"] = "c-m-schema"
+		}
+		obj := map[string]interface{}{"apiVersion": "kubefip.k8s.binbash.org/v1", "kind": tc.kind, "metadata": metadata, "spec": tc.spec}
+		errs := validators["kubefip.k8s.binbash.org/v1/"+tc.kind].validate(obj)
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+			t.Errorf("%s: %v; want a refusal naming %q", tc.why, errs, tc.want)
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package charts
 
 import (
-	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,28 +17,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
-// maxReadmeLines is how long the README may be: what it does, prerequisites, install, a first
-// FloatingIP and links; everything else is a page of docs/.
-const maxReadmeLines = 200
-
-// manualPages are the pages of the manual, by path from the repository root: the README, the
-// CHANGELOG, every page of docs/ and the charts' READMEs (the app's README tab in Rancher).
-func manualPages(t *testing.T) []string {
-	t.Helper()
-	pages := []string{"README.md", "CHANGELOG.md"}
-	for _, glob := range []string{"docs/*.md", "charts/*/README.md"} {
-		found, err := filepath.Glob(filepath.Join(repoRoot, filepath.FromSlash(glob)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range found {
-			rel, _ := filepath.Rel(repoRoot, f)
-			pages = append(pages, filepath.ToSlash(rel))
-		}
-	}
-	return pages
-}
-
 func readPage(t *testing.T, page string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(page)))
@@ -48,125 +24,6 @@ func readPage(t *testing.T, page string) string {
 		t.Fatal(err)
 	}
 	return string(data)
-}
-
-// TestReadmeIsShort: the README stays a first screen, at most maxReadmeLines lines.
-func TestReadmeIsShort(t *testing.T) {
-	lines := strings.Count(readPage(t, "README.md"), "\n")
-	t.Logf("README.md has %d lines", lines)
-	if lines > maxReadmeLines {
-		t.Errorf("README.md has %d lines; at most %d: move a section to a page of docs/ and link it", lines, maxReadmeLines)
-	}
-}
-
-// TestEveryPageLinkedFromReadme: every page of docs/ and the CHANGELOG is the target of a Markdown
-// link of the README, so that nothing of the manual is out of a reader's reach.
-func TestEveryPageLinkedFromReadme(t *testing.T) {
-	linked := map[string]bool{}
-	for _, m := range markdownLinks.FindAllStringSubmatch(readPage(t, "README.md"), -1) {
-		target, _, _ := strings.Cut(m[1], "#")
-		if target != "" && !strings.Contains(target, ":") {
-			linked[path.Clean(target)] = true
-		}
-	}
-	pages := 0
-	for _, page := range manualPages(t) {
-		if page == "README.md" || strings.HasPrefix(page, "charts/") {
-			continue
-		}
-		pages++
-		if !linked[page] {
-			t.Errorf("README.md links no %s", page)
-		}
-	}
-	if pages < 8 {
-		t.Errorf("only %d pages besides the README; the manual is CHANGELOG.md and docs/*.md", pages)
-	}
-}
-
-// tableSeparator is the second row of a Markdown table: | --- | :---: |.
-var tableSeparator = regexp.MustCompile(`^\|(\s*:?-{3,}:?\s*\|)+$`)
-
-// tableRows returns the body rows of the Markdown tables of text, each with its cells trimmed:
-// not a table's header (the row before its separator) nor the separator. Rows in fenced code
-// blocks are no table's.
-func tableRows(text string) []string {
-	var rows []string
-	lines := strings.Split(text, "\n")
-	fenced := false
-	for i, line := range lines {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-		}
-		if fenced || !strings.HasPrefix(line, "|") || tableSeparator.MatchString(line) {
-			continue
-		}
-		if i+1 < len(lines) && tableSeparator.MatchString(strings.TrimSpace(lines[i+1])) {
-			continue // a header
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for j := range cells {
-			cells[j] = strings.Join(strings.Fields(cells[j]), " ")
-		}
-		rows = append(rows, "| "+strings.Join(cells, " | ")+" |")
-	}
-	return rows
-}
-
-// repeatedRows reports every table row of one page that another page has too.
-func repeatedRows(pages map[string]string) []string {
-	first := map[string]string{} // row -> the first page that has it
-	var out []string
-	names := make([]string, 0, len(pages))
-	for name := range pages {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		seen := map[string]bool{}
-		for _, row := range tableRows(pages[name]) {
-			if seen[row] {
-				continue
-			}
-			seen[row] = true
-			if other, ok := first[row]; ok && other != name {
-				out = append(out, fmt.Sprintf("%s repeats a row of %s: %s", name, other, row))
-				continue
-			}
-			first[row] = name
-		}
-	}
-	return out
-}
-
-// TestNoTableRowInTwoPages: each table of the manual lives in one page, and the others link to it:
-// no row of a table, beyond its header and separator, appears in two pages.
-func TestNoTableRowInTwoPages(t *testing.T) {
-	pages := map[string]string{}
-	rows := 0
-	for _, page := range manualPages(t) {
-		pages[page] = readPage(t, page)
-		rows += len(tableRows(pages[page]))
-	}
-	t.Logf("%d table rows in %d pages", rows, len(pages))
-	if rows < 100 {
-		t.Errorf("only %d table rows found; the manual's tables are missed", rows)
-	}
-	for _, r := range repeatedRows(pages) {
-		t.Error(r)
-	}
-}
-
-// TestRepeatedRowsAreFound: the check above finds a row two pages share, whatever their spacing,
-// and leaves alone headers, separators, code blocks and a row repeated in its own page.
-func TestRepeatedRowsAreFound(t *testing.T) {
-	a := "| key | meaning |\n| --- | --- |\n| `x` | one |\n| `x` | one |\n\n```\n| `y` | code |\n```\n"
-	b := "| key | meaning |\n|---|---|\n|  `x`  |   one |\n| `z` | two |\n| `y` | code |\n"
-	got := repeatedRows(map[string]string{"a.md": a, "b.md": b})
-	if len(got) != 1 || !strings.Contains(got[0], "b.md repeats a row of a.md: | `x` | one |") {
-		t.Errorf("repeatedRows: %q; want b.md's | `x` | one | alone", got)
-	}
 }
 
 // TestReadmeSaysWhatChangesInAGuest: the README's one list of what the operator changes in a guest

@@ -2,9 +2,6 @@ package charts
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -72,89 +69,6 @@ func TestGithubAnchor(t *testing.T) {
 	} {
 		if got := githubAnchor(text); got != want {
 			t.Errorf("githubAnchor(%q) = %q, want %q", text, got, want)
-		}
-	}
-}
-
-// TestReadmeTableOfContents: the table of contents (the "## Contents" section) of the project
-// README and of every page of docs/ links every "##" section of its page, in the page's order,
-// under its own title, and nothing else; and every link to an anchor of the same page, in the
-// contents or in the text, names a heading.
-func TestReadmeTableOfContents(t *testing.T) {
-	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append([]string{filepath.Join(repoRoot, "README.md")}, pages...)
-	if len(pages) < 8 {
-		t.Fatalf("found %d pages: %v", len(pages), pages)
-	}
-	for _, page := range pages {
-		data, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, _ := filepath.Rel(repoRoot, page)
-		checkContents(t, name, string(data))
-	}
-}
-
-// checkContents holds one page's "## Contents" to its sections and its local links to its headings.
-func checkContents(t *testing.T, name, text string) {
-	t.Helper()
-	headings := readmeHeadings(text)
-	anchors := map[string]bool{}
-	var sections []readmeHeading
-	for _, h := range headings {
-		anchors[h.anchor] = true
-		if h.level == 2 && h.text != "Contents" {
-			sections = append(sections, h)
-		}
-	}
-
-	_, toc, ok := strings.Cut(text, "\n## Contents\n")
-	if !ok {
-		t.Errorf(`%s has no "## Contents" section`, name)
-		return
-	}
-	if i := strings.Index(toc, "\n#"); i >= 0 {
-		toc = toc[:i]
-	}
-	entry := regexp.MustCompile(`^- \[(.+)\]\(#([^)]+)\)$`)
-	var entries [][]string
-	for _, line := range strings.Split(toc, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		m := entry.FindStringSubmatch(line)
-		if m == nil {
-			t.Errorf("%s contents: %q is not a link to a section", name, line)
-			continue
-		}
-		entries = append(entries, m)
-		if !anchors[m[2]] {
-			t.Errorf("%s contents: %q links #%s, which no heading has", name, m[1], m[2])
-		}
-	}
-	for i, s := range sections {
-		if i >= len(entries) {
-			t.Errorf("%s contents: section %q (#%s) is missing", name, s.text, s.anchor)
-			continue
-		}
-		if entries[i][2] != s.anchor || entries[i][1] != s.text {
-			t.Errorf("%s contents entry %d is [%s](#%s); want [%s](#%s)", name, i+1, entries[i][1], entries[i][2], s.text, s.anchor)
-		}
-	}
-	if len(entries) > len(sections) {
-		for _, e := range entries[len(sections):] {
-			t.Errorf("%s contents: extra entry [%s](#%s)", name, e[1], e[2])
-		}
-	}
-
-	for _, m := range regexp.MustCompile(`\]\(#([^)\s]+)\)`).FindAllStringSubmatch(text, -1) {
-		if !anchors[m[1]] {
-			t.Errorf("%s links #%s, which no heading has", name, m[1])
 		}
 	}
 }

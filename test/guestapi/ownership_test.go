@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 
@@ -23,7 +26,8 @@ import (
 
 // TestForeignReleasesAreLeftAlone: with kubevipReleaseName naming the Harvester cloud provider's
 // release and kubevipUpdate on, the release is not upgraded to kube-vip (which would delete the
-// cloud provider): it holds another chart, so it is left alone, its objects too.
+// cloud provider): it holds another chart, so pass after pass it is left alone — its records, its
+// Deployment and Harvester's kube-vip DaemonSet as they were — and no kube-vip is put beside it.
 func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -31,6 +35,28 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	if err := r.server.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
+	// What the release holds, by resourceVersion: its records and its workloads.
+	state := func() map[string]string {
+		out := map[string]string{}
+		secrets, err := r.direct.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets.Items {
+			out["Secret "+s.Name] = s.ResourceVersion
+		}
+		d, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, controlplane.HarvesterRelease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the Harvester cloud provider's Deployment: %v", err)
+		}
+		ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Harvester's kube-vip DaemonSet: %v", err)
+		}
+		out["Deployment"], out["DaemonSet"] = d.ResourceVersion, ds.ResourceVersion
+		return out
+	}
+	before := state()
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
 	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
 	if err != nil {
@@ -39,20 +65,23 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
 		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
 	var foreign *helminstall.ForeignRelease
-	if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
-		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
+	for pass := 1; pass <= 2; pass++ {
+		if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
+			t.Fatalf("pass %d: Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", pass, out, err)
+		}
 	}
-	if _, err := r.direct.AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{}); err != nil {
-		t.Errorf("the Harvester cloud provider's Deployment: %v", err)
+	if after := state(); !reflect.DeepEqual(after, before) {
+		t.Errorf("the Harvester release and its workloads were %v, now %v", before, after)
 	}
 	if _, err := in.ProviderConfigMap(ctx, c, "kube-system", controlplane.HarvesterRelease); !errors.As(err, &foreign) {
 		t.Errorf("ProviderConfigMap followed a foreign release: %v", err)
 	}
 }
 
-// TestForgedRecordRunsNoHook: a release record stuck in pending-install, forged in the guest with
-// a pre-delete hook and a manifest naming objects of others, is recovered without running the
-// hook or deleting anything its manifest names.
+// TestForgedRecordRunsNoHook: a release record forged in the guest with a pre-delete hook and a
+// manifest naming objects of others is never the base of what the operator does: stuck in
+// pending-install it is recovered, and deployed with Update on it is upgraded, each without
+// running the hook or deleting anything its manifest names.
 func TestForgedRecordRunsNoHook(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -63,40 +92,52 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := r.helm(t)
-	hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-hook-ran\n  namespace: kube-system\n"
-	forged := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 99, Chart: chartrepo.KubevipChart("0.9.9"),
-		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Unix(0, 0)},
-		Hooks: []*release.Hook{{Name: "forged-hook-ran", Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
-			Events: []release.HookEvent{release.HookPreDelete}}}}
-	victims := []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: "kube-system"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "in-default", Namespace: "default"}},
-	}
-	for _, v := range victims {
-		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+	for _, tc := range []struct {
+		name    string
+		version int
+		status  release.Status
+		update  bool
+		want    helminstall.Outcome
+	}{
+		{"kube-vip", 99, release.StatusPendingInstall, false, helminstall.Recovered},
+		{"kube-vip", 101, release.StatusDeployed, true, helminstall.Upgraded}, // over the release the first case made
+	} {
+		hookName := fmt.Sprintf("forged-hook-ran-%d", tc.version)
+		hook := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + hookName + "\n  namespace: kube-system\n"
+		forged := &release.Release{Name: tc.name, Namespace: "kube-system", Version: tc.version, Chart: chartrepo.KubevipChart("0.9.9"),
+			Info: &release.Info{Status: tc.status, LastDeployed: helmtime.Unix(0, 0)},
+			Hooks: []*release.Hook{{Name: hookName, Kind: "ConfigMap", Path: "kube-vip/templates/hook.yaml", Manifest: hook,
+				Events: []release.HookEvent{release.HookPreDelete}}}}
+		victims := []*corev1.ConfigMap{
+			{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("someone-elses-%d", tc.version), Namespace: "kube-system"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("in-default-%d", tc.version), Namespace: "default"}},
+		}
+		for _, v := range victims {
+			if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + v.Name + "\n  namespace: " + v.Namespace + "\n"
+		}
+		if err := cfg.Releases.Create(forged); err != nil {
 			t.Fatal(err)
 		}
-		forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + v.Name + "\n  namespace: " + v.Namespace + "\n"
-	}
-	if err := cfg.Releases.Create(forged); err != nil {
-		t.Fatal(err)
-	}
-	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
-	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != helminstall.Recovered {
-		t.Fatalf("Ensure over a forged pending-install record = %v, %v; want recovered", out, err)
-	}
-	if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "forged-hook-ran", metav1.GetOptions{}); err == nil {
-		t.Error("the forged record's pre-delete hook ran")
-	}
-	for _, v := range victims {
-		if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{}); err != nil {
-			t.Errorf("ConfigMap %s/%s, named in the forged record's manifest: %v; want it left alone", v.Namespace, v.Name, err)
+		rel := helminstall.Release{Namespace: "kube-system", Name: tc.name, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: tc.update,
+			Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != tc.want {
+			t.Fatalf("Ensure over a forged %s record = %v, %v; want %s", tc.status, out, err, tc.want)
 		}
-	}
-	last, err := cfg.Releases.Last("kube-vip")
-	if err != nil || last.Labels[helminstall.OwnerLabel] == "" {
-		t.Errorf("the new release = %v, %v; want it labelled %s", last, err, helminstall.OwnerLabel)
+		if _, err := r.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, hookName, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s: the forged record's pre-delete hook ran", tc.status)
+		}
+		for _, v := range victims {
+			if _, err := r.direct.CoreV1().ConfigMaps(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: ConfigMap %s/%s, named in the forged record's manifest: %v; want it left alone", tc.status, v.Namespace, v.Name, err)
+			}
+		}
+		last, err := cfg.Releases.Last(tc.name)
+		if err != nil || last.Version != tc.version+1 || last.Labels[helminstall.OwnerLabel] == "" {
+			t.Errorf("%s: the new release = %v, %v; want revision %d labelled %s", tc.status, last, err, tc.version+1, helminstall.OwnerLabel)
+		}
 	}
 }
 

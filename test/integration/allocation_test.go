@@ -61,59 +61,6 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.checkRecord("alloc29", 6)
 }
 
-// TestConcurrentCreatesIntoSmallerRange: 50 FloatingIPs created at once against a range of 30
-// addresses: 30 distinct addresses, 20 pending with RangeExhausted, the counts exact.
-func TestConcurrentCreatesIntoSmallerRange(t *testing.T) {
-	shards.Take(t)
-	f := newFixture(t, "c-m-alloc50")
-	f.operator()
-	f.createRange("alloc50", "10.130.0.0/27") // 30 host addresses
-
-	var wg sync.WaitGroup
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if _, err := f.api.FloatingIP().Create(f.fip(fmt.Sprintf("fip-%02d", i), "alloc50", "")); err != nil {
-				t.Errorf("creating fip-%02d: %v", i, err)
-			}
-		}(i)
-	}
-	wg.Wait()
-
-	var held, pending int
-	if !rig.Within(60*time.Second, func() bool {
-		list, err := f.api.FloatingIP().List(f.ns, listAll())
-		if err != nil {
-			t.Fatal(err)
-		}
-		held, pending = 0, 0
-		seen := map[string]string{}
-		for _, x := range list.Items {
-			switch {
-			case suite.Allocated(&x):
-				held++
-				if other, dup := seen[x.Spec.IPAddress]; dup {
-					t.Fatalf("%s is held by both %s and %s", x.Spec.IPAddress, other, x.Name)
-				}
-				seen[x.Spec.IPAddress] = x.Name
-			case reasonIs("RangeExhausted")(&x):
-				pending++
-			}
-		}
-		return held == 30 && pending == 20
-	}) {
-		t.Fatalf("after 60s: %d held, %d RangeExhausted; want 30 and 20", held, pending)
-	}
-	f.waitRange("alloc50", 10*time.Second, "used 30", func(r *v1.FloatingIPRange) bool {
-		return r.Status.Used == 30 && r.Status.Available == "0" && r.Status.Capacity == "30"
-	})
-	if held := f.held("alloc50"); len(held) != 30 {
-		t.Errorf("range holds %d allocations, want 30", len(held))
-	}
-	f.checkRecord("alloc50", 30)
-}
-
 // TestSameStaticAddressAtOnce: two FloatingIPs asking for one address at the same moment: exactly
 // one holds it, the other is IPConflict naming the holder, and gets it once the holder is deleted.
 func TestSameStaticAddressAtOnce(t *testing.T) {
@@ -163,37 +110,6 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 		t.Errorf("%s holds %s, want 10.131.0.9", loser, x.Status.IPAddress)
 	}
 	f.checkRecord("static", 1)
-}
-
-// TestStaticRequestsOutsideTheRange: out-of-range, excluded and reserved addresses are refused
-// with their own reason, and a fix of the spec is picked up.
-func TestStaticRequestsOutsideTheRange(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "c-m-refuse")
-	f.operator()
-	f.createRange("refuse", "10.132.0.0/28", "10.132.0.5")
-
-	for name, tc := range map[string]struct{ ip, reason string }{
-		"outside":   {"10.200.0.1", "OutOfRange"},
-		"excluded":  {"10.132.0.5", "Excluded"},
-		"network":   {"10.132.0.0", "Reserved"},
-		"broadcast": {"10.132.0.15", "Reserved"},
-	} {
-		f.createFIP(name, "refuse", tc.ip)
-		f.waitFIP(name, 30*time.Second, tc.reason, reasonIs(tc.reason))
-	}
-	f.createFIP("norange", "does-not-exist", "")
-	x := f.waitFIP("norange", 30*time.Second, "RangeNotFound", reasonIs("RangeNotFound"))
-	shows(t, "waiting for its range", x, x.Status.Conditions, "RangeNotFound", true)
-	rig.Eventually(t, 10*time.Second, "a Normal RangeNotFound Event", func() bool {
-		return shard.HasEvent(t, f.ns, "norange", corev1.EventTypeNormal, "RangeNotFound", "does-not-exist")
-	})
-
-	f.editFIPIn(f.ns, "outside", func(x *v1.FloatingIP) { x.Spec.IPAddress = "10.132.0.7" })
-	f.waitFIP("outside", 30*time.Second, "10.132.0.7 after the fix", func(x *v1.FloatingIP) bool {
-		return suite.Allocated(x) && x.Status.IPAddress == "10.132.0.7"
-	})
-	f.checkRecord("refuse", 1)
 }
 
 // TestChangeOfAddressClaimsBeforeReleasing: moving a FloatingIP to a taken address leaves it on its

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"net/netip"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
@@ -293,98 +290,5 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	})
 	if x.Status.GuestState != "Disconnected" {
 		t.Errorf("agent lost: guest state %q", x.Status.GuestState)
-	}
-}
-
-// TestGuestTwoFloatingIPsForOneCluster: two FloatingIPs naming one cluster are both written to its
-// guest, in one sorted cidr-global, and both are Configured. A watch on the guest's ConfigMap shows
-// its value never flips while passes run; removing one FloatingIP removes its address, and a key a
-// person added stays throughout.
-func TestGuestTwoFloatingIPsForOneCluster(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "c-m-twofips")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "twofips", "c-m-twofip01", nil, shard.StartGuest(t, "twofips"))
-	f.extraNamespace(gc.id)
-	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
-	_, port := f.operator()
-	f.createRange("twofips", "10.157.0.0/28")
-	f.createFIPIn(gc.id, "twofips-kubevip", "twofips", "10.157.0.9")
-	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
-	mine := map[string]interface{}{"data": map[string]string{"range-team-a": "10.157.1.0-10.157.1.9"}}
-	patch, _ := json.Marshal(mine)
-	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Patch(context.Background(), "kubevip", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := gc.direct.CoreV1().ConfigMaps("kube-system").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubevip"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	seen := make(chan string, 1000)
-	go func() {
-		for ev := range w.ResultChan() {
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
-				seen <- cm.Data["cidr-global"]
-			}
-		}
-		close(seen)
-	}()
-
-	second := f.fip("twofips-second", "twofips", "10.157.0.2")
-	second.Namespace = gc.id
-	second.Annotations[v1.AnnotationClusterName] = "twofips"
-	if _, err := f.api.FloatingIP().Create(second); err != nil {
-		t.Fatal(err)
-	}
-	const both = "10.157.0.2/32,10.157.0.9/32" // sorted, whichever FloatingIP is older
-	gc.waitCIDR(t, both, 30*time.Second)
-	for _, name := range []string{"twofips-kubevip", "twofips-second"} {
-		x := f.waitFIPIn(gc.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
-			c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
-			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == "10.157.0.2,10.157.0.9"
-		})
-		if x.Status.GuestState != "Configured" {
-			t.Errorf("%s: guest state %q", name, x.Status.GuestState)
-		}
-	}
-	// Let at least three more passes of the cluster run (counted by the operator), then look at
-	// every value the ConfigMap had.
-	passes := func() int {
-		_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-		for _, l := range strings.Split(body, "\n") {
-			if strings.HasPrefix(l, `kubefipoperator_guestcluster_events{event="api_connection",guestclustername="twofips"`) &&
-				strings.Contains(l, `status="success"`) {
-				var n int // an unreadable value counts as no pass
-				_, _ = fmt.Sscanf(l[strings.LastIndex(l, " ")+1:], "%d", &n)
-				return n
-			}
-		}
-		return 0
-	}
-	start := passes()
-	rig.Eventually(t, 30*time.Second, "three more passes", func() bool { return passes() >= start+3 })
-
-	// The second one goes: its address leaves the guest.
-	if err := f.api.FloatingIP().Delete(gc.id, "twofips-second", nil); err != nil {
-		t.Fatal(err)
-	}
-	gc.waitCIDR(t, "10.157.0.9/32", 30*time.Second)
-	cancel()
-	var values []string
-	for v := range seen {
-		if len(values) == 0 || values[len(values)-1] != v {
-			values = append(values, v)
-		}
-	}
-	if strings.Join(values, " ") != "10.157.0.9/32 "+both+" 10.157.0.9/32" {
-		t.Errorf("the guest's cidr-global went %q; want one address, both, then one again", values)
-	}
-	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubevip", metav1.GetOptions{})
-	if err != nil || cm.Data["range-team-a"] != "10.157.1.0-10.157.1.9" {
-		t.Errorf("the person's key did not survive: %v, %v", cm.Data, err)
 	}
 }

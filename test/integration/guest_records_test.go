@@ -35,6 +35,26 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
+// adminBindingHook is the manifest of a pre-delete hook binding cluster-admin to user, one the
+// guest would take (a dry run of it passes), so that its absence later is no API server's doing.
+func adminBindingHook(t *testing.T, gc *guestCluster, name, user string) []byte {
+	t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"helm.sh/hook": "pre-delete"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := gc.direct.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("the hook's ClusterRoleBinding would not be created anyway: %v", err)
+	}
+	hook, err := yaml.Marshal(crb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hook
+}
+
 // watchBindings records every ClusterRoleBinding of the guest that binds user or is called name,
 // from now until the test ends.
 func watchBindings(t *testing.T, gc *guestCluster, name, user string) func() []string {
@@ -132,20 +152,7 @@ func TestGuestHostileRecordOfAnotherReleaseIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	crb := &rbacv1.ClusterRoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: binding, Annotations: map[string]string{"helm.sh/hook": "pre-delete"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	// The hook is one the guest would take, so that its absence later is no API server's doing.
-	if _, err := a.direct.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-		t.Fatalf("the hook's ClusterRoleBinding would not be created anyway: %v", err)
-	}
-	hook, err := yaml.Marshal(crb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hook := adminBindingHook(t, a, binding, user)
 	// Inside, revision 1 of victim, holding the kube-vip chart (so that it passes for the
 	// operator's release) and the hook; outside, revision 1 of kube-vip.
 	forged := &release.Release{Name: victim, Namespace: "kube-system", Version: 1,

@@ -107,31 +107,6 @@ func TestRangeEdits(t *testing.T) {
 	f.waitRange("empty", 30*time.Second, "the empty range gone", func(r *v1.FloatingIPRange) bool { return r == nil })
 }
 
-// TestOverlappingRanges: of two ranges sharing addresses the younger is flagged Overlap and hands
-// out nothing; the older works. Fixing the younger makes it Ready.
-func TestOverlappingRanges(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "c-m-overlap")
-	f.operator()
-	old := f.createRange("overlap-old", "10.146.0.0/24")
-	f.waitRange("overlap-old", 30*time.Second, "Ready", rangeReady)
-	shard.WaitPast(t, old.CreationTimestamp)
-	f.createRange("overlap-new", "10.146.0.128/25")
-	r := f.waitRange("overlap-new", 30*time.Second, "Overlap", rangeReason("Overlap"))
-	if !strings.Contains(message(r.Status.Conditions, v1.Ready), "overlap-old") {
-		t.Errorf("the overlap condition does not name the other range: %+v", r.Status.Conditions)
-	}
-	if !rangeReady(f.getRange("overlap-old")) {
-		t.Errorf("the older range was flagged too: %+v", f.getRange("overlap-old").Status.Conditions)
-	}
-	f.createFIP("x", "overlap-new", "")
-	f.waitFIP("x", 30*time.Second, "RangeNotReady", reasonIs("RangeNotReady"))
-
-	f.editRange("overlap-new", func(r *v1.FloatingIPRange) { r.Spec.IPRange = "10.146.1.0/25" })
-	f.waitRange("overlap-new", 30*time.Second, "Ready after the fix", rangeReady)
-	f.waitFIP("x", 30*time.Second, "an address from the fixed range", suite.Allocated)
-}
-
 // TestRangeMetrics: the range gauges carry the original labels and exact values, follow
 // allocations, and disappear with the range.
 func TestRangeMetrics(t *testing.T) {

@@ -1,16 +1,13 @@
 package integration
 
 import (
-	"context"
 	"net/netip"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	kubefipv1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
@@ -111,63 +108,5 @@ func TestSchemaAllocationAcceptsItsAddress(t *testing.T) {
 		if got.Spec != a.Spec {
 			t.Errorf("spec of %s is now %+v, want %+v", a.Name, got.Spec, a.Spec)
 		}
-	}
-}
-
-// TestSchemaAllocationRejects: an allocation whose name is not its address, in any other spelling,
-// or that misses its owner, is refused at the door, so the API server's uniqueness of names stays
-// the uniqueness of addresses.
-func TestSchemaAllocationRejects(t *testing.T) {
-	shard := shards.Take(t)
-	gvr := kubefipv1.SchemeGroupVersion.WithResource("floatingipallocations")
-	dyn := dynamic.NewForConfigOrDie(shard.Env.Config).Resource(gvr)
-	owner := map[string]any{"namespace": "c-m-schema04", "name": "r1", "uid": string(schemaOwner("r1").UID)}
-	const nameRule = "metadata.name must be the address"
-	hash := "." + kubefipv1.AddressSpace{}.Hash()
-	for _, tc := range []struct {
-		why, name string
-		spec      map[string]any
-		want      string
-	}{
-		{"another IPv4 address", "10.214.1.6" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
-		{"a name that is no address", "schema-alloc", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
-		{"the bare address of the releases before address spaces", "10.214.1.5", map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
-		{"a bare IPv6 address", "fd00-0000-0000-0000-0000-0000-0000-0005", map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"a short space hash", "10.214.1.5" + hash[:8], map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, nameRule},
-		{"an upper-case space hash", "10.214.1.5" + strings.ToUpper(hash), map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner}, "metadata.name"},
-		{"a compressed IPv6 name", "fd00--5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"IPv6 groups without leading zeros", "fd00-0-0-0-0-0-0-5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"an upper-case IPv6 name", "FD00-0000-0000-0000-0000-0000-0000-0005" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, "metadata.name"},
-		{"an IPv4 name for an IPv6 address", "10.214.1.5" + hash, map[string]any{"address": "fd00::5", "range": "r", "owner": owner}, nameRule},
-		{"a mapped address", "0000-0000-0000-0000-0000-ffff-0ad6-0105" + hash, map[string]any{"address": "::ffff:10.214.1.5", "range": "r", "owner": owner}, "IPv4-mapped"},
-		{"a leading zero", "010.214.1.5" + hash, map[string]any{"address": "010.214.1.5", "range": "r", "owner": owner}, "spec.address"},
-		{"an upper-case address", "fd00-0000-0000-0000-0000-0000-0000-000a" + hash, map[string]any{"address": "FD00::A", "range": "r", "owner": owner}, "canonical form"},
-		{"a CIDR", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5/32", "range": "r", "owner": owner}, "spec.address"},
-		{"no owner", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r"}, "spec.owner"},
-		{"an owner without UID", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r",
-			"owner": map[string]any{"namespace": "c-m-schema04", "name": "r1"}}, "spec.owner.uid"},
-		{"no range", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "owner": owner}, "spec.range"},
-		{"a retention for nobody", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
-			"retained": map[string]any{"until": "2026-11-25T00:00:00Z", "cluster": map[string]any{"namespace": "fleet-default"}}}, "spec.retained.cluster.name"},
-		{"a retention without an end", "10.214.1.5" + hash, map[string]any{"address": "10.214.1.5", "range": "r", "owner": owner,
-			"retained": map[string]any{"cluster": map[string]any{"namespace": "fleet-default", "name": "demo"}}}, "spec.retained.until"},
-	} {
-		t.Run(tc.why, func(t *testing.T) {
-			obj := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "kubefip.k8s.binbash.org/v1",
-				"kind":       "FloatingIPAllocation",
-				"metadata":   map[string]any{"name": tc.name},
-				"spec":       tc.spec,
-			}}
-			_, err := dyn.Create(context.Background(), obj, metav1.CreateOptions{})
-			if err == nil {
-				_ = dyn.Delete(context.Background(), tc.name, metav1.DeleteOptions{})
-				t.Fatalf("the API server accepted %s with spec %v", tc.name, tc.spec)
-			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v; want Invalid naming %q", err, tc.want)
-			}
-			t.Logf("rejected: %v", err)
-		})
 	}
 }

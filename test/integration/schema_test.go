@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,55 +58,6 @@ func TestSchemaAcceptsValidObjects(t *testing.T) {
 	}
 }
 
-// TestSchemaRejectsMalformedObjects shows the API server itself refusing malformed ranges and
-// addresses, with a message that names the field.
-func TestSchemaRejectsMalformedObjects(t *testing.T) {
-	shard := shards.Take(t)
-	c := shard.Kubefip
-	shard.CreateNamespace(t, "c-m-schema02")
-
-	for _, tc := range []struct {
-		name    string
-		iprange string
-		exclude []string
-		field   string
-	}{
-		{"bad-cidr-text", "not-a-cidr", nil, "spec.iprange"},
-		{"v4-prefix-33", "10.0.0.0/33", nil, "spec.iprange"},
-		{"v4-octet-256", "10.0.0.256/24", nil, "spec.iprange"},
-		{"v6-prefix-129", "fd00::/129", nil, "spec.iprange"},
-		{"no-prefix", "10.0.0.1", nil, "spec.iprange"},
-		{"missing", "", nil, "spec.iprange"},
-		{"bad-exclude", "10.0.0.0/24", []string{"ten.0.0.1"}, "spec.exclude[0]"},
-	} {
-		t.Run("range/"+tc.name, func(t *testing.T) {
-			r := &kubefipv1.FloatingIPRange{
-				ObjectMeta: metav1.ObjectMeta{Name: tc.name},
-				Spec:       kubefipv1.FloatingIPRangeSpec{IPRange: tc.iprange, Exclude: tc.exclude},
-			}
-			_, err := c.FloatingIPRange().Create(r)
-			expectInvalid(t, err, tc.field)
-		})
-	}
-
-	for _, tc := range []struct{ name, ip string }{
-		{"octet-256", "10.0.0.256"},
-		{"cidr-not-address", "10.0.0.1/32"},
-		{"words", "hello"},
-		{"v6-bad", "fd00:::1"},
-		{"three-octets", "10.0.1"},
-	} {
-		t.Run("floatingip/"+tc.name, func(t *testing.T) {
-			f := &kubefipv1.FloatingIP{
-				ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "c-m-schema02"},
-				Spec:       kubefipv1.FloatingIPSpec{IPAddress: tc.ip},
-			}
-			_, err := c.FloatingIP().Create(f)
-			expectInvalid(t, err, "spec.ipaddress")
-		})
-	}
-}
-
 func expectInvalid(t *testing.T, err error, field string) {
 	t.Helper()
 	if err == nil {
@@ -121,35 +70,6 @@ func expectInvalid(t *testing.T, err error, field string) {
 		t.Fatalf("error %q does not name %s", err, field)
 	}
 	t.Logf("rejected: %v", err)
-}
-
-// TestPrinterColumns asks for the table kubectl prints (kubectl get fip,fiprange,fipalloc) and
-// checks its columns: those kubectl shows by default, and those it adds with -o wide.
-func TestPrinterColumns(t *testing.T) {
-	shards.Take(t)
-	for resource, want := range map[string]struct{ columns, wide []string }{
-		"floatingipranges": {columns: []string{"Name", "Harvester", "Network", "CIDR", "Capacity", "Used", "Available", "Used%", "Priority", "Ready", "Age"},
-			wide: []string{"Per-Cluster", "Selector", "Retained", "Exact-Capacity", "Exact-Available"}},
-		"floatingips": {columns: []string{"Name", "IP", "Range", "Cluster", "Guest", "Served", "Ready", "Age"}, wide: []string{"Served-By", "Guest-Addresses"}},
-		"floatingipallocations": {columns: []string{"Name", "Address", "Harvester", "Network", "Range", "Owner", "Retained-For", "Until", "Age"},
-			wide: []string{"Owner-Namespace"}},
-	} {
-		table := tableOf(t, resource, "", "")
-		var got, wide []string
-		for _, c := range table.ColumnDefinitions {
-			if c.Priority == 0 {
-				got = append(got, c.Name)
-			} else {
-				wide = append(wide, c.Name)
-			}
-		}
-		if strings.Join(got, ",") != strings.Join(want.columns, ",") {
-			t.Errorf("%s columns = %v, want %v", resource, got, want.columns)
-		}
-		if strings.Join(wide, ",") != strings.Join(want.wide, ",") {
-			t.Errorf("%s wide columns = %v, want %v", resource, wide, want.wide)
-		}
-	}
 }
 
 // tableOf asks the API server for the table kubectl and the Rancher UI show: of one object when
@@ -182,23 +102,6 @@ func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 	return table
 }
 
-// crdSchemas reads the kubefip CRDs back from the API server and returns their stored schemas by
-// kind.
-func crdSchemas(t *testing.T) map[string]*apiextv1.CustomResourceDefinition {
-	t.Helper()
-	c := apiextclient.NewForConfigOrDie(shardOf(t).Env.Config)
-	out := map[string]*apiextv1.CustomResourceDefinition{}
-	for _, name := range []string{"floatingipranges.kubefip.k8s.binbash.org", "floatingips.kubefip.k8s.binbash.org",
-		"floatingipallocations.kubefip.k8s.binbash.org"} {
-		def, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("reading CRD %s: %v", name, err)
-		}
-		out[def.Spec.Names.Kind] = def
-	}
-	return out
-}
-
 // missingDescriptions walks a schema as JSON (the CRD's openAPIV3Schema or a published OpenAPI
 // document) and returns the path of every property, at any depth, without a description.
 func missingDescriptions(path string, schema map[string]any) []string {
@@ -221,44 +124,9 @@ func missingDescriptions(path string, schema map[string]any) []string {
 	return missing
 }
 
-// TestSchemaDescribesEveryField reads the CRDs back from the API server and walks their schemas:
-// the top level and every field, status included, has a description. kubectl explain and the
-// Rancher UI read these.
-func TestSchemaDescribesEveryField(t *testing.T) {
-	shards.Take(t)
-	for kind, def := range crdSchemas(t) {
-		if len(def.Spec.Versions) != 1 || def.Spec.Versions[0].Schema == nil {
-			t.Fatalf("%s: want one version with a schema", kind)
-		}
-		raw, err := json.Marshal(def.Spec.Versions[0].Schema.OpenAPIV3Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var schema map[string]any
-		if err := json.Unmarshal(raw, &schema); err != nil {
-			t.Fatal(err)
-		}
-		if d, _ := schema["description"].(string); d == "" {
-			t.Errorf("%s: the top-level schema has no description", kind)
-		}
-		props, _ := schema["properties"].(map[string]any)
-		fields := []string{"spec", "status"}
-		if kind == "FloatingIPAllocation" {
-			fields = fields[:1] // no status: the object's existence is the claim
-		}
-		for _, field := range fields {
-			if _, ok := props[field]; !ok {
-				t.Errorf("%s: the schema has no %s", kind, field)
-			}
-		}
-		for _, path := range missingDescriptions(kind, schema) {
-			t.Errorf("%s has no description", path)
-		}
-	}
-}
-
 // TestSchemaDescriptionsArePublished: the descriptions reach the OpenAPI document the API server
-// publishes for the group, which is what kubectl explain reads.
+// publishes for the group, which is what kubectl explain reads. (That the CRDs describe every
+// field is TestEveryFieldIsDescribed, pkg/crds.)
 func TestSchemaDescriptionsArePublished(t *testing.T) {
 	shard := shards.Take(t)
 	dc := discovery.NewDiscoveryClientForConfigOrDie(shard.Env.Config)

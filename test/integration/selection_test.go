@@ -173,38 +173,6 @@ func TestRangePriorityAndSelector(t *testing.T) {
 	f.waitFIPIn(waiting.ID, byHand.Name, time.Minute, "an address of sel-only-prod", inRange("sel-only-prod", "10.173.0.0/24"))
 }
 
-// TestRangeClusterLimit: a range's maxAddressesPerCluster refuses a guest cluster's next address
-// with ClusterLimitReached naming the limit, and the FloatingIP moves to a range of the network
-// created later; another cluster is not counted against it.
-func TestRangeClusterLimit(t *testing.T) {
-	shard := shards.Take(t)
-	f := newFixture(t, "kube-fip-sel-limit")
-	r := shard.Rancher(t)
-	f.operator()
-	f.selectionRange("cap-a", "10.174.0.0/24", "harv-cap", func(s *v1.FloatingIPRangeSpec) { s.MaxAddressesPerCluster = 1 })
-	g, other := harvesterGuest("capg", "harv-cap", nil), harvesterGuest("caph", "harv-cap", nil)
-	rig.Must(t, r.AddGuest(g))
-	rig.Must(t, r.AddGuest(other))
-	for _, x := range []rancher.Guest{g, other} {
-		if got := suite.WaitFIP(t, r.FIPs, x.ID, x.Name+"-kubevip", time.Minute); !inRange("cap-a", "10.174.0.0/24")(got) {
-			t.Fatalf("%s: %s", x.Name, suite.StatusText(got))
-		}
-	}
-	// An extra address of g, as a person adds one.
-	f.extraNamespace(g.ID)
-	extra := f.fip("capg-extra", "cap-a", "")
-	extra.Namespace = g.ID
-	extra.Annotations[v1.AnnotationProvisioningCluster] = rancher.FleetNamespace + "/" + g.Name
-	if _, err := f.api.FloatingIP().Create(extra); err != nil {
-		t.Fatal(err)
-	}
-	f.waitFIPIn(g.ID, "capg-extra", 30*time.Second, "ClusterLimitReached naming the limit", func(x *v1.FloatingIP) bool {
-		return reasonIs(v1.ReasonClusterLimitReached)(x) && strings.Contains(message(x.Status.Conditions, v1.Allocated), "hold 1 addresses of FloatingIPRange cap-a")
-	})
-	f.selectionRange("cap-b", "10.174.1.0/24", "harv-cap", nil)
-	f.waitFIPIn(g.ID, "capg-extra", 30*time.Second, "an address of cap-b", inRange("cap-b", "10.174.1.0/24"))
-}
-
 // TestStaticAddressInSecondRange: a FloatingIP naming the first range and asking for an address of
 // the second range of its network moves to the second and holds that address.
 func TestStaticAddressInSecondRange(t *testing.T) {
@@ -270,64 +238,6 @@ func TestPriorityChangeMovesNothing(t *testing.T) {
 	if n := len(suite.HeldIn(t, f.api, "pc-b")); n != 1 {
 		t.Errorf("pc-b holds %d addresses, want the late guest's only", n)
 	}
-}
-
-// TestOverflowRaceTwoOperators: two operators that both believe they lead give 200 FloatingIPs of
-// one guest namespace, racing into a first range of 14 addresses, distinct addresses: the first
-// range fills (what the race leaves free there goes to the next FloatingIPs), the rest overflow to
-// the second, every FloatingIP holds exactly one allocation in the range it names, and a restart
-// moves nothing.
-func TestOverflowRaceTwoOperators(t *testing.T) {
-	shard := shards.Take(t)
-	const ns = "c-m-selrace"
-	f := newFixture(t, ns)
-	rig.Must(t, shard.Rancher(t).AddManagementCluster(ns, "selrace"))
-	a, _ := f.operator("--leader-election=false")
-	b, _ := f.operator("--leader-election=false")
-	f.selectionRange("race-a", "10.177.0.0/28", "harv-race", nil) // 14 addresses
-	f.selectionRange("race-b", "10.177.1.0/24", "harv-race", nil) // 254
-	f.selectionRange("race-c", "10.177.2.0/24", "harv-race", nil) // 254, not needed
-
-	const n = 200
-	f.createMany("fip", "race-a", 0, n)
-	held := f.waitAllAllocated(n, 5*time.Minute)
-	distinct(t, held)
-	inA := 0
-	for name := range held {
-		x := f.getFIP(name)
-		if x.Annotations[v1.AnnotationFloatingIPRange] != x.Status.Range {
-			t.Errorf("%s names %s but holds in %s", name, x.Annotations[v1.AnnotationFloatingIPRange], x.Status.Range)
-		}
-		if x.Status.Range == "race-a" {
-			inA++
-		}
-	}
-	rig.Eventually(t, time.Minute, "one allocation per FloatingIP, none left in a range it moved from", func() bool {
-		return len(suite.HeldIn(t, f.api, "race-a"))+len(suite.HeldIn(t, f.api, "race-b"))+len(suite.HeldIn(t, f.api, "race-c")) == n
-	})
-	t.Logf("%d of %d FloatingIPs overflowed from race-a", n-inA, n)
-	for name, p := range map[string]interface{ Logs() string }{"first": a, "second": b} {
-		if !strings.Contains(p.Logs(), "holds 10.177.") {
-			t.Errorf("the %s operator recorded no allocation; the test did not exercise two writers", name)
-		}
-	}
-
-	// Restart: both stop, one starts; nothing moves.
-	rig.Must(t, a.Stop(20*time.Second))
-	rig.Must(t, b.Stop(20*time.Second))
-	f.operator() // its repair has run once it logs "controllers running"
-	again := f.waitAllAllocated(n, time.Minute)
-	for name, addr := range held {
-		if again[name] != addr {
-			t.Errorf("%s held %s before the restart, %s after", name, addr, again[name])
-		}
-	}
-
-	// The one writer left fills what the race left free in race-a before race-b.
-	holes := 14 - inA
-	f.createMany("late", "race-a", 0, holes+1)
-	f.waitAllAllocated(n+holes+1, time.Minute)
-	firstRangeFull(t, f.api, "race-a", 14, holes)
 }
 
 // firstRangeFull checks that rangeName, of size addresses, is full. Two writers racing may leave

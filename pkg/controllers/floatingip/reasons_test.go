@@ -16,20 +16,21 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
-// TestEveryReason: each condition reason the FloatingIP handler can set, from the request that
-// leads to it, with the Event it records.
 // in moves f to namespace ns.
 func in(ns string, f *v1.FloatingIP) *v1.FloatingIP {
 	f.Namespace = ns
 	return f
 }
 
+// TestEveryReason: each condition reason the FloatingIP handler can set, from the request that
+// leads to it, with the Event it records.
 func TestEveryReason(t *testing.T) {
 	ranges := fakes.NewRanges(
 		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.0.0.0/29", Exclude: []string{"10.0.0.5"}}},
 		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "full", UID: "full-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.1.0.7/32"}},
 		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "invalid", UID: "invalid-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.2.0.0/33"}},
 		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "team-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.3.0.0/29", AllowedNamespaces: []string{"team-a"}}},
+		&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "capped", UID: "capped-uid"}, Spec: v1.FloatingIPRangeSpec{IPRange: "10.4.0.0/29", MaxAddressesPerCluster: 1}},
 	)
 	fips := fakes.NewFloatingIPs()
 	recorder := record.NewFakeRecorder(100)
@@ -71,6 +72,9 @@ func TestEveryReason(t *testing.T) {
 			"no management cluster c-m-2"},
 		{"namespace of another range", in("team-a", fip("o", "r", "")), v1.ReasonNamespaceNotAllowed, corev1.ConditionFalse, "Warning", "FloatingIPRange r"},
 		{"namespace the range allows", in("team-a", fip("p", "team", "")), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.3.0.1"},
+		{"the cluster's first of a capped range", fip("q", "capped", ""), v1.ReasonAllocated, corev1.ConditionTrue, "Normal", "holds 10.4.0.1"},
+		{"the cluster at the range's cap", fip("s", "capped", ""), v1.ReasonClusterLimitReached, corev1.ConditionFalse, "Warning",
+			"namespace c-m-1 hold 1 addresses of FloatingIPRange capped, its spec.maxAddressesPerCluster"},
 	} {
 		fips.Add(tc.f)
 		before := len(fips.Written)

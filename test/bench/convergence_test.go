@@ -34,56 +34,6 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
-// BenchmarkDiscoveryConvergence creates N complete Harvester guest clusters at once — namespace,
-// provisioning cluster (and its management cluster), cloud credential and HarvesterConfig — against
-// the real API server with the operator running, and reports the time until every one holds its
-// address and the API requests that took. It checks that every cluster got exactly one address and
-// no address was handed out twice; it asserts nothing about time. The operator's flags end with
-// the words of $BENCH_OPERATOR_ARGS (e.g. --kube-api-qps=50), to compare settings.
-//
-//	s-to-converge            first object created → last address held
-//	s-to-create              first object created → every FloatingIP exists (discovery's part)
-//	s-after-last-created     last object created → last address held
-//
-// and, per cluster, the requests the API server counted in that time (see convergence.report):
-// alloc-writes, alloc-reads, events, conflicts, throttled and writes. The writes include the
-// benchmark's own creations (5 objects and 1 status update per cluster); leases are excluded.
-func BenchmarkDiscoveryConvergence(b *testing.B) {
-	r := shared.Rancher(b)
-	p := runningBenchOperator(b, r, "kube-fip-bench")
-	fips := watchFloatingIPs(b)
-	for i, n := range []int{10, 100, 1000} {
-		cidr := fmt.Sprintf("10.%d.0.0/16", 177+i)
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchmarkConvergence(b, r, p, fips, n, cidr) })
-	}
-}
-
-func benchmarkConvergence(b *testing.B, r *rancher.World, p *controlplane.Process, fips *fipWatch, n int, cidr string) {
-	b.StopTimer()
-	harv := fmt.Sprintf("harv-bench%d", n)
-	rangeName := fmt.Sprintf("disc-bench%d", n)
-	if err := addBenchRange(r, rangeName, harv, cidr); err != nil {
-		b.Fatal(err)
-	}
-	defer deleteRange(b, r, rangeName)
-
-	c := newConvergence(n)
-	for iter := 0; iter < b.N; iter++ {
-		guests := newBenchGuests(fmt.Sprintf("bench%d-%d", n, iter), n, harv)
-		t := c.measure(b, r, fips, guests.names, func() *controlplane.Process {
-			if err := addGuests(r, guests); err != nil {
-				b.Fatal(err)
-			}
-			return p
-		}, nil)
-		c.time("s-to-converge", t.done.Sub(t.start))
-		c.time("s-to-create", t.allExist.Sub(t.start))
-		c.time("s-after-last-created", t.done.Sub(t.acted))
-		teardown(b, r, rangeName, guests)
-	}
-	c.report(b)
-}
-
 // startBenchOperator starts the operator with its Lease, Events and kube-fip-config in ns and the
 // words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
 // Its kube-fip-config sets addressRetention to 0, and nothing else: the benchmarks delete their
@@ -320,7 +270,6 @@ func (c *convergence) metric(name string) string { return name + c.suffix }
 // timings are the moments of one measured run.
 type timings struct {
 	start    time.Time // the timer started
-	acted    time.Time // act returned
 	allExist time.Time // every guest's FloatingIP exists
 	done     time.Time // every guest's FloatingIP holds an address
 	settled  time.Time // settle returned (zero without settle)
@@ -339,7 +288,6 @@ func (c *convergence) measure(b *testing.B, r *rancher.World, fips *fipWatch, gu
 	b.StartTimer()
 	t.start = time.Now()
 	p := act()
-	t.acted = time.Now()
 	t.allExist, t.done = waitConverged(b, p, fips, guests, 10*time.Minute)
 	b.StopTimer()
 	if settle != nil {
