@@ -18,7 +18,8 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -50,7 +51,7 @@ func DefaultLimits() Limits {
 		ConnectTimeout:  10 * time.Second,
 		FetchTimeout:    60 * time.Second,
 		MaxIndexBytes:   256 << 10,
-		MaxArchiveBytes: installpolicy.MaxArchiveBytes,
+		MaxArchiveBytes: chartarchive.MaxArchiveBytes,
 		Wait:            5 * time.Second,
 		FailureTTL:      30 * time.Second,
 	}
@@ -172,7 +173,7 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, sc.refusal("the archive", parsed))
 	}
 	creds := rel.Credentials
-	if own, err := url.Parse(raw); err != nil || !installpolicy.SameOrigin(own, parsed) {
+	if own, err := url.Parse(raw); err != nil || !chartsource.SameOrigin(own, parsed) {
 		creds = nil
 	}
 	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes, sc)
@@ -241,7 +242,7 @@ func (f *fetcher) pull(ctx context.Context, rel Release) ([]byte, error) {
 		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes, rel.scope())),
 		registry.ClientOptCredentialsFile(f.credentialsFile),
 	}
-	if u, err := url.Parse(rel.Ref); err == nil && installpolicy.Loopback(u.Hostname()) {
+	if u, err := url.Parse(rel.Ref); err == nil && chartsource.Loopback(u.Hostname()) {
 		options = append(options, registry.ClientOptPlainHTTP())
 	}
 	if rel.Credentials != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -39,7 +39,7 @@ const indexTTL = 5 * time.Second
 // indexCharts are the charts whose entries are read of an index: those the operator installs,
 // and the one asked for.
 func indexCharts(chart string) []string {
-	charts := []string{string(installpolicy.Kubevip), string(installpolicy.CloudProvider)}
+	charts := []string{string(guestchart.Kubevip), string(guestchart.CloudProvider)}
 	if !slices.Contains(charts, chart) {
 		charts = append(charts, chart)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // ManifestDigest is how the management side remembers a release the operator applied:
-// "sha256:<hex>" of its manifest, as installpolicy.Approval.Digest gives it.
+// "sha256:<hex>" of its manifest, as approve.Approval.Digest gives it.
 func ManifestDigest(manifest string) string {
 	sum := sha256.Sum256([]byte(manifest))
 	return "sha256:" + hex.EncodeToString(sum[:])

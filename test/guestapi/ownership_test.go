@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 
@@ -37,7 +37,7 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var foreign *helminstall.ForeignRelease
 	if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
 		t.Fatalf("Ensure over the Harvester cloud provider's release = %v, %v; want ForeignRelease", out, err)
@@ -82,7 +82,7 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9",
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != helminstall.Recovered {
 		t.Fatalf("Ensure over a forged pending-install record = %v, %v; want recovered", out, err)
 	}
@@ -128,7 +128,7 @@ func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
