@@ -8,10 +8,10 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 )
 
 // Settings are the deployment's allow-lists, from the operator's flags (chart values), which take

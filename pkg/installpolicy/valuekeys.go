@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // ValueKeysMarkdown is the table of the value keys a configuration may set, and the list of

@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/kubevipenv"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 )
 
 // Approval is what the policy approved of one install or upgrade: the manifest is all Helm is to

@@ -9,9 +9,9 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 )
 
 // Object is one rendered document as the API server would read it.

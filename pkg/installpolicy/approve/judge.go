@@ -6,9 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/kubevipenv"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 )
 
 // judge holds what one approval judges every rendered object against: the chart, the release,

@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 )
 
 // A render is held to its reference: the same chart, whose digest the deployment allows, rendered
@@ -74,17 +74,25 @@ func Variables(chart guestchart.Chart) []Variable {
 			func(c *corev1.Container) { c.Image = "" },
 			func(j *judge, c, _ *corev1.Container) error { return j.schema.Images.CheckRendered(chart, c.Image) }),
 		container("imagePullPolicy", "Always, IfNotPresent or Never", func(c *corev1.Container) { c.ImagePullPolicy = "" },
-			func(_ *judge, c, _ *corev1.Container) error { return imagepolicy.CheckPullPolicy(string(c.ImagePullPolicy)) }),
+			func(_ *judge, c, _ *corev1.Container) error {
+				return imagepolicy.CheckPullPolicy(string(c.ImagePullPolicy))
+			}),
 		container("resources", "requests and limits of cpu, memory and ephemeral-storage", func(c *corev1.Container) { c.Resources = corev1.ResourceRequirements{} },
-			func(_ *judge, c, _ *corev1.Container) error { return (&chartvalues.Scheduling{Resources: &c.Resources}).Validate() }),
+			func(_ *judge, c, _ *corev1.Container) error {
+				return (&chartvalues.Scheduling{Resources: &c.Resources}).Validate()
+			}),
 		pod("nodeSelector", "label keys and values", func(s *corev1.PodSpec) { s.NodeSelector = nil },
-			func(s *corev1.PodSpec) error { return (&chartvalues.Scheduling{NodeSelector: s.NodeSelector}).Validate() }),
+			func(s *corev1.PodSpec) error {
+				return (&chartvalues.Scheduling{NodeSelector: s.NodeSelector}).Validate()
+			}),
 		pod("tolerations", "Kubernetes tolerations", func(s *corev1.PodSpec) { s.Tolerations = nil },
 			func(s *corev1.PodSpec) error { return (&chartvalues.Scheduling{Tolerations: s.Tolerations}).Validate() }),
 		pod("affinity", "node affinity, pod affinity and anti-affinity", func(s *corev1.PodSpec) { s.Affinity = nil },
 			func(s *corev1.PodSpec) error { return (&chartvalues.Scheduling{Affinity: s.Affinity}).Validate() }),
 		pod("imagePullSecrets", "names of Secrets of the release's namespace", func(s *corev1.PodSpec) { s.ImagePullSecrets = nil },
-			func(s *corev1.PodSpec) error { return (&chartvalues.Scheduling{ImagePullSecrets: s.ImagePullSecrets}).Validate() }),
+			func(s *corev1.PodSpec) error {
+				return (&chartvalues.Scheduling{ImagePullSecrets: s.ImagePullSecrets}).Validate()
+			}),
 	}
 	env := func(takes string) Variable {
 		return container("env", takes, func(c *corev1.Container) { c.Env = nil },

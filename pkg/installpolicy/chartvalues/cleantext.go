@@ -65,4 +65,3 @@ func join(at, key string) string {
 	}
 	return at + "." + key
 }
-

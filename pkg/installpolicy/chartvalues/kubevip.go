@@ -20,7 +20,7 @@ const KubevipNameOverride = "kube-fip-kube-vip"
 // kubevipValues is the typed schema of the kube-vip chart's values (kube-vip/helm-charts kube-vip
 // 0.4.1 and later, which read the environment from the env map; read from 0.9.9).
 type kubevipValues struct {
-	Image        *imagepolicy.Value                   `json:"image,omitempty"`
+	Image        *imagepolicy.Value              `json:"image,omitempty"`
 	Env          map[string]envValue             `json:"env,omitempty"`
 	EnvValueFrom map[string]envFieldRef          `json:"envValueFrom,omitempty"`
 	Config       *kubevipConfig                  `json:"config,omitempty"`

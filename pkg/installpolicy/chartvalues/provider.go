@@ -18,9 +18,9 @@ const ProviderConfigMapName = "kubevip"
 // (kube-vip/helm-charts kube-vip-cloud-provider 0.2.x; read from 0.2.10).
 type providerValues struct {
 	Image         *imagepolicy.Value `json:"image,omitempty"`
-	ConfigMapName string `json:"configMapName,omitempty"`
-	Replicas      *int32 `json:"replicasCount,omitempty"`
-	LBClass       *bool  `json:"enableloadbalancerClass,omitempty"`
+	ConfigMapName string             `json:"configMapName,omitempty"`
+	Replicas      *int32             `json:"replicasCount,omitempty"`
+	LBClass       *bool              `json:"enableloadbalancerClass,omitempty"`
 	Scheduling
 }
 
