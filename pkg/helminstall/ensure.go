@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubectl/pkg/validation"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -92,7 +93,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		if err != nil {
 			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
-		if last.Info.Status == release.StatusDeployed && view.trusts(last) && ManifestDigest(last.Manifest) == approval.Digest {
+		if last.Info.Status == release.StatusDeployed && view.trusts(last) && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
 			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
 		}
 		if !view.trusts(base) {
@@ -120,29 +121,22 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 // (approvedManifest), whatever Helm's engine would have made of them.
 func apply(ctx context.Context, cfg *action.Configuration, rel Release, ch *chart.Chart, approval *approve.Approval, install bool) error {
 	bare := &chart.Chart{Metadata: ch.Metadata}
-	post := approvedManifest(approval.Manifest)
+	// No hook runs, no CRD is installed, nor is the guest's OpenAPI read: the policy decoded every
+	// object strictly, and the values were judged by its schema.
 	if install {
 		a := action.NewInstall(cfg)
-		a.Namespace, a.ReleaseName = rel.Namespace, rel.Name
-		a.CreateNamespace = true
-		a.Timeout = InstallTimeout
-		// No hook runs, no CRD is installed, nor is the guest's OpenAPI read: the policy decoded
-		// every object strictly, and the values were judged by its schema.
+		a.Namespace, a.ReleaseName, a.CreateNamespace, a.Timeout = rel.Namespace, rel.Name, true, InstallTimeout
 		a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
-		a.PostRenderer = post
-		a.Labels = ownedLabels()
+		a.PostRenderer, a.Labels = approvedManifest(approval.Manifest), ownedLabels()
 		if _, err := a.RunWithContext(ctx, bare, rel.Plan.Values.Map); err != nil {
 			return fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
 		}
 		return nil
 	}
 	a := action.NewUpgrade(cfg)
-	a.Namespace = rel.Namespace
-	a.MaxHistory = 5
-	a.Timeout = InstallTimeout
+	a.Namespace, a.MaxHistory, a.Timeout = rel.Namespace, 5, InstallTimeout
 	a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
-	a.PostRenderer = post
-	a.Labels = ownedLabels()
+	a.PostRenderer, a.Labels = approvedManifest(approval.Manifest), ownedLabels()
 	if _, err := a.RunWithContext(ctx, rel.Name, bare, rel.Plan.Values.Map); err != nil {
 		return fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
 	}

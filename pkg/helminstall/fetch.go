@@ -2,8 +2,6 @@ package helminstall
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -181,8 +180,7 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), shown, err)
 	}
 	if want := strings.TrimPrefix(cv.Digest, "sha256:"); want != "" {
-		sum := sha256.Sum256(data)
-		if !strings.EqualFold(hex.EncodeToString(sum[:]), want) {
+		if !strings.EqualFold(guestchart.Digest(data), "sha256:"+want) {
 			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), shown)
 		}
 	}

@@ -29,7 +29,7 @@ type Release struct {
 	Plan *installpolicy.Plan
 	// Update lets an installed release be upgraded when what it would apply differs.
 	Update bool
-	// Trusted are the digests (ManifestDigest) of the manifests the operator applied to this
+	// Trusted are the digests (approve.Approval.Digest) of the manifests the operator applied to this
 	// release, as the management side remembers them: only a record in the guest with one of these
 	// manifests (or the one about to be applied) is used as the base of an upgrade.
 	Trusted []string

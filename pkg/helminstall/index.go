@@ -2,8 +2,6 @@ package helminstall
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,8 +91,7 @@ func credentialsKey(c *Credentials) string {
 	if c == nil {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(c.Username + "\x00" + c.Password))
-	return hex.EncodeToString(sum[:])
+	return guestchart.Digest([]byte(c.Username + "\x00" + c.Password))
 }
 
 // indexEntry is what the operator reads of one chart version an index lists.

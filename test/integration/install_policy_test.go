@@ -22,7 +22,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
-	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -230,8 +230,8 @@ func TestInstallPolicyForgedRecords(t *testing.T) {
 			return len(x.Status.KubevipReleases) == 2
 		})
 		for _, r := range x.Status.KubevipReleases {
-			if r.Name == "kube-vip" && (r.Revision != 2 || r.ManifestDigest != helminstall.ManifestDigest(last.Manifest)) {
-				t.Errorf("%s: remembered %+v; the guest's record is revision %d with digest %s", c.name, r, last.Version, helminstall.ManifestDigest(last.Manifest))
+			if r.Name == "kube-vip" && (r.Revision != 2 || r.ManifestDigest != guestchart.Digest([]byte(last.Manifest))) {
+				t.Errorf("%s: remembered %+v; the guest's record is revision %d with digest %s", c.name, r, last.Version, guestchart.Digest([]byte(last.Manifest)))
 			}
 		}
 	}

@@ -164,11 +164,6 @@ func (c *packageCache) put(p *Package) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, q := range c.pkgs {
-		if q.Digest == p.Digest {
-			return
-		}
-	}
 	if len(c.pkgs) >= packageCacheSize {
 		c.pkgs = append(c.pkgs[:0:0], c.pkgs[1:]...)
 	}

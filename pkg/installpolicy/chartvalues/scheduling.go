@@ -137,11 +137,9 @@ func affinityProblem(a *corev1.Affinity) error {
 			}
 		}
 	}
-	for name, pa := range map[string]*corev1.PodAffinity{"podAffinity": a.PodAffinity} {
-		if pa != nil {
-			if err := podTermsProblem("affinity."+name, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
-				return err
-			}
+	if pa := a.PodAffinity; pa != nil {
+		if err := podTermsProblem("affinity.podAffinity", pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			return err
 		}
 	}
 	if pa := a.PodAntiAffinity; pa != nil {

@@ -69,7 +69,6 @@ type Renderer struct {
 
 	mu      sync.Mutex
 	overran map[string]*overrun
-	order   []string
 }
 
 // New is a Renderer within budget (zero: DefaultBudget). command, when set, renders every chart
@@ -218,13 +217,18 @@ func (r *Renderer) remember(key, why string) time.Time {
 	defer r.mu.Unlock()
 	o, ok := r.overran[key]
 	if !ok {
-		if len(r.order) >= maxOverrun {
-			delete(r.overran, r.order[0])
-			r.order = r.order[1:]
+		if len(r.overran) >= maxOverrun {
+			// The one refused for the shortest time left goes.
+			var first string
+			for k, other := range r.overran {
+				if first == "" || other.until.Before(r.overran[first].until) {
+					first = k
+				}
+			}
+			delete(r.overran, first)
 		}
 		o = &overrun{}
 		r.overran[key] = o
-		r.order = append(r.order, key)
 	}
 	o.why = why
 	o.until = r.now().Add(r.budget.Retry << min(o.strikes, maxRetryDoublings))
@@ -236,14 +240,5 @@ func (r *Renderer) remember(key, why string) time.Time {
 func (r *Renderer) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.overran[key]; !ok {
-		return
-	}
 	delete(r.overran, key)
-	for i, k := range r.order {
-		if k == key {
-			r.order = append(r.order[:i], r.order[i+1:]...)
-			break
-		}
-	}
 }
