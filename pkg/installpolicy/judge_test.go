@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	helmchart "helm.sh/helm/v3/pkg/chart"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // withTemplate is the stand-in of chart with the template name's text replaced (or added).

@@ -1,6 +1,7 @@
 package approve
 
 import (
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,14 +61,7 @@ func kindOf(gvk schema.GroupVersionKind) (Kind, bool) {
 }
 
 // createdBy reports whether the pinned upstream chart creates objects of the kind.
-func (k Kind) createdBy(chart guestchart.Chart) bool {
-	for _, c := range k.charts {
-		if c == chart {
-			return true
-		}
-	}
-	return false
-}
+func (k Kind) createdBy(chart guestchart.Chart) bool { return slices.Contains(k.charts, chart) }
 
 // ObjectRef names an object in the guest as its API path does.
 type ObjectRef struct {

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"sigs.k8s.io/yaml"
 )
 
 // referenceWorld is one chart's reference render: the plan of the product's defaults (with the

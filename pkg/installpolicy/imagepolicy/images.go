@@ -96,7 +96,7 @@ func normalizeImage(repo string) string {
 	return first + "/" + rest
 }
 
-// imageAllowed reports whether repo, as a chart renders or values name it, is exactly one of the
+// allowed reports whether repo, as a chart renders or values name it, is exactly one of the
 // chart's allowed repositories.
 func (p Policy) allowed(chart guestchart.Chart, repo string) bool {
 	if !imageRepository.MatchString(repo) {

@@ -104,7 +104,7 @@ func (r *Renderer) Render(chart guestchart.Chart, ch *helmchart.Chart, values ma
 	}
 	var request []byte
 	if digest == "" || len(r.command) > 0 {
-		if len(r.command) > 0 && (!jsonTyped(values) || !jsonTyped(ch.Values)) {
+		if len(r.command) > 0 && (!travels(values) || !travels(ch.Values)) {
 			return nil, fmt.Errorf("the %s chart cannot be rendered: its values do not travel to the render process unchanged", chart)
 		}
 		var err error

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -19,16 +20,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
-// A render in a process of its own: the operator starts its own binary's render-chart command
-// (Serve), hands it the chart, the values and the budget on stdin, and reads the documents
-// from its stdout. The process limits its own data (RLIMIT_DATA) to what it holds before it
-// renders plus the budget's memory (see dataLimit), so a template that builds without end fails to
-// allocate and the process ends; one that runs too long is killed. Either way what it held goes with it, and the operator's memory never
-// sees it.
-
 // renderRequest is what the render process is given. The chart travels as Helm stores it in a
 // release record (JSON), and the values as JSON too: both are JSON-typed (Helm's loader and the
-// values schema make them so), which jsonTyped checks, so nothing changes on the way.
+// values schema make them so), which travels checks, so nothing changes on the way.
 type renderRequest struct {
 	Chart   guestchart.Chart       `json:"chart"`
 	Archive *helmchart.Chart       `json:"archive"`
@@ -185,26 +179,9 @@ func Serve(in io.Reader, out io.Writer) error {
 	return json.NewEncoder(out).Encode(resp)
 }
 
-// jsonTyped reports whether v holds only what JSON decodes to, so that it reaches the render
-// process unchanged.
-func jsonTyped(v interface{}) bool {
-	switch t := v.(type) {
-	case nil, string, float64, bool:
-		return true
-	case []interface{}:
-		for _, x := range t {
-			if !jsonTyped(x) {
-				return false
-			}
-		}
-		return true
-	case map[string]interface{}:
-		for _, x := range t {
-			if !jsonTyped(x) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+// travels reports whether v reaches the render process unchanged: JSON gives it back as it is.
+func travels(v map[string]interface{}) bool {
+	data, err := json.Marshal(v)
+	var back map[string]interface{}
+	return err == nil && json.Unmarshal(data, &back) == nil && reflect.DeepEqual(v, back)
 }
