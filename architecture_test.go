@@ -197,25 +197,30 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 }
 
 // TestInstallPolicyHasOneHome: what may reach a guest (chart sources, images, values, rendered
-// objects) is decided in pkg/installpolicy alone. No other production package renders a chart's
-// templates or decodes what it rendered, and every Helm action that applies to a guest hands Helm
+// objects) is decided under pkg/installpolicy alone: only its render package runs a chart's
+// templates, and only its approve and chartvalues packages decode strictly what a chart rendered
+// or a configuration gives. No other production package renders or decodes charts, and every Helm action that applies to a guest hands Helm
 // only the approved manifest (helminstall's approvedManifest as its post-renderer) with hooks and CRDs
 // off. package/charts, which renders the operator's own chart offline for packaging, applies nothing.
 func TestInstallPolicyHasOneHome(t *testing.T) {
 	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo|packages.NeedImports)
-	judging := []string{"helm.sh/helm/v3/pkg/engine", "sigs.k8s.io/json", "k8s.io/apimachinery/pkg/runtime/serializer/json"}
 	const policy = modulePath + "/pkg/installpolicy"
+	judging := map[string][]string{
+		"helm.sh/helm/v3/pkg/engine":                      {policy + "/render"},
+		"sigs.k8s.io/json":                                {policy + "/approve", policy + "/chartvalues"},
+		"k8s.io/apimachinery/pkg/runtime/serializer/json": {policy + "/approve"},
+	}
 	found := false
 	for _, pkg := range pkgs {
 		if pkg.PkgPath == policy {
 			found = true
 		}
-		if pkg.PkgPath == policy || !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") {
+		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") || strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/generated") {
 			continue
 		}
-		for _, imp := range judging {
-			if _, ok := pkg.Imports[imp]; ok {
-				t.Errorf("%s imports %s: rendering and judging charts belongs to pkg/installpolicy", pkg.PkgPath, imp)
+		for imp, homes := range judging {
+			if _, ok := pkg.Imports[imp]; ok && !slices.Contains(homes, pkg.PkgPath) {
+				t.Errorf("%s imports %s: rendering and judging charts belongs to %s", pkg.PkgPath, imp, strings.Join(homes, " and "))
 			}
 		}
 		if pkg.PkgPath == modulePath+"/package/charts" {
@@ -263,6 +268,55 @@ func TestInstallPolicyHasOneHome(t *testing.T) {
 	}
 	if !found {
 		t.Error("pkg/installpolicy was not found")
+	}
+}
+
+// TestInstallPolicyLayers: the packages of pkg/installpolicy depend on each other one way, each on
+// those below it only: guestchart (the charts and Refusal) at the bottom; chart sources, chart
+// archives, the render and kube-vip's environment on it; images on kube-vip's releases; the values
+// schema on images; approval on the values and the render; and the package itself, which composes
+// the Policy and its Plans, on all of them. None of them imports helminstall, which applies what
+// they approved.
+func TestInstallPolicyLayers(t *testing.T) {
+	const policy = modulePath + "/pkg/installpolicy"
+	below := map[string][]string{
+		"guestchart":   nil,
+		"chartsource":  {"guestchart"},
+		"chartarchive": {"guestchart"},
+		"render":       {"guestchart"},
+		"kubevipenv":   {"guestchart"},
+		"imagepolicy":  {"guestchart", "kubevipenv"},
+		"chartvalues":  {"guestchart", "imagepolicy"},
+		"approve":      {"guestchart", "kubevipenv", "imagepolicy", "chartvalues", "render"},
+	}
+	for name := range below {
+		below[""] = append(below[""], name)
+	}
+	found := 0
+	for _, pkg := range loadPackages(t, packages.NeedName|packages.NeedImports) {
+		name, ok := strings.CutPrefix(pkg.PkgPath, policy)
+		if !ok || (name != "" && !strings.HasPrefix(name, "/")) {
+			continue
+		}
+		name = strings.TrimPrefix(name, "/")
+		allowed, known := below[name]
+		if !known {
+			t.Errorf("%s has no place in the layers of pkg/installpolicy: add it to TestInstallPolicyLayers", pkg.PkgPath)
+			continue
+		}
+		found++
+		for imp := range pkg.Imports {
+			if imp == modulePath+"/pkg/helminstall" {
+				t.Errorf("%s imports %s, which applies what the install policy approved", pkg.PkgPath, imp)
+			}
+			dep, ok := strings.CutPrefix(imp, policy+"/")
+			if imp == policy || (ok && !slices.Contains(allowed, dep)) {
+				t.Errorf("%s imports %s: the packages of pkg/installpolicy depend only on those below them", pkg.PkgPath, imp)
+			}
+		}
+	}
+	if found != len(below) {
+		t.Errorf("found %d of the %d packages of pkg/installpolicy", found, len(below))
 	}
 }
 

@@ -24,6 +24,10 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/pkg/memlimit"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/pkg/profiling"
@@ -93,7 +97,7 @@ func newApp() *cli.App {
 			Name:   renderCommand,
 			Usage:  "render one guest chart as the operator asks on stdin, within the memory it names",
 			Hidden: true,
-			Action: func(*cli.Context) error { return installpolicy.ServeRender(os.Stdin, os.Stdout) },
+			Action: func(*cli.Context) error { return render.Serve(os.Stdin, os.Stdout) },
 		}},
 	}
 }
@@ -135,13 +139,13 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "how long kube-vip has to start and to bind an address a guest asks for before the FloatingIP says it is not served"},
 		&cli.StringFlag{Name: "helm-cache-dir", EnvVars: []string{"HELM_CACHE_HOME"}, Value: o.HelmCacheDir, Destination: &o.HelmCacheDir,
 			Usage: "writable directory for Helm's repository and registry caches"},
-		&cli.StringFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: strings.Join(installpolicy.DefaultChartSources(), ","), Destination: &s.chartSources,
+		&cli.StringFlag{Name: "allowed-chart-sources", EnvVars: []string{"ALLOWED_CHART_SOURCES"}, Value: strings.Join(chartsource.DefaultChartSources(), ","), Destination: &s.chartSources,
 			Usage: "chart repository URLs and oci:// prefixes that kube-fip-config may install from, comma-separated; a port of * matches any port"},
 		&cli.BoolFlag{Name: "allow-http-chart-sources", EnvVars: []string{"ALLOW_HTTP_CHART_SOURCES"}, Destination: &s.allowHTTP,
 			Usage: "allow plain http chart repositories and loopback OCI registries"},
-		&cli.StringFlag{Name: "allowed-kubevip-images", EnvVars: []string{"ALLOWED_KUBEVIP_IMAGES"}, Value: strings.Join(installpolicy.DefaultKubevipImages(), ","), Destination: &s.kubevipImages,
+		&cli.StringFlag{Name: "allowed-kubevip-images", EnvVars: []string{"ALLOWED_KUBEVIP_IMAGES"}, Value: strings.Join(imagepolicy.DefaultKubevipImages(), ","), Destination: &s.kubevipImages,
 			Usage: "the exact image repositories (registry/path, no tag) kube-vip's DaemonSet may run, comma-separated"},
-		&cli.StringFlag{Name: "allowed-cloud-provider-images", EnvVars: []string{"ALLOWED_CLOUD_PROVIDER_IMAGES"}, Value: strings.Join(installpolicy.DefaultCloudProviderImages(), ","), Destination: &s.providerImages,
+		&cli.StringFlag{Name: "allowed-cloud-provider-images", EnvVars: []string{"ALLOWED_CLOUD_PROVIDER_IMAGES"}, Value: strings.Join(imagepolicy.DefaultCloudProviderImages(), ","), Destination: &s.providerImages,
 			Usage: "the exact image repositories kube-vip-cloud-provider's Deployment may run, comma-separated"},
 		&cli.StringFlag{Name: "allowed-kubevip-modes", EnvVars: []string{"ALLOWED_KUBEVIP_MODES"}, Destination: &s.kubevipModes,
 			Usage: "kube-vip modes beyond ARP for Services whose variables kube-fip-config may set, comma-separated: bgp, routingtable, dhcp, controlplane"},
@@ -149,11 +153,11 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "guest namespaces kubevipNamespace may name, comma-separated: kube-vip runs there host-networked with NET_ADMIN"},
 		&cli.StringFlag{Name: "allowed-chart-digests", EnvVars: []string{"ALLOWED_CHART_DIGESTS"}, Destination: &s.chartDigests,
 			Usage: "chart archives, beyond the pinned ones, that may be installed: <chart>@sha256:<hex>, comma-separated"},
-		&cli.DurationFlag{Name: "render-time", EnvVars: []string{"RENDER_TIME"}, Value: installpolicy.DefaultRenderBudget().Time, Destination: &s.renderTime,
+		&cli.DurationFlag{Name: "render-time", EnvVars: []string{"RENDER_TIME"}, Value: render.DefaultBudget().Time, Destination: &s.renderTime,
 			Usage: "how long the render of a guest chart may take before its process is ended and the chart refused for those values"},
-		&cli.DurationFlag{Name: "render-retry", EnvVars: []string{"RENDER_RETRY"}, Value: installpolicy.DefaultRenderBudget().Retry, Destination: &s.renderRetry,
+		&cli.DurationFlag{Name: "render-retry", EnvVars: []string{"RENDER_RETRY"}, Value: render.DefaultBudget().Retry, Destination: &s.renderRetry,
 			Usage: "how long a guest chart whose render overran its budget is refused for the same values before it is rendered again; doubles while it keeps overrunning"},
-		&cli.StringFlag{Name: "guest-charts-dir", EnvVars: []string{"GUEST_CHARTS_DIR"}, Value: installpolicy.DefaultGuestChartsDir, Destination: &s.guestCharts,
+		&cli.StringFlag{Name: "guest-charts-dir", EnvVars: []string{"GUEST_CHARTS_DIR"}, Value: chartarchive.DefaultGuestChartsDir, Destination: &s.guestCharts,
 			Usage: "directory of the pinned chart archives the image ships, installed without fetching; missing: they are fetched"},
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
 			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
@@ -166,7 +170,7 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "refuse a guest image not pinned by a digest, and check at the registry, before anything reaches a guest, that its tag still names that digest"},
 		&cli.StringFlag{Name: "guest-image-pull-secret", EnvVars: []string{"GUEST_IMAGE_PULL_SECRET"}, Destination: &o.ImagePullSecret,
 			Usage: "kubernetes.io/dockerconfigjson Secret in --namespace the guests pull the charts' images with: copied into each guest's release namespace as " +
-				installpolicy.GuestPullSecretName + ", and used to check digests"},
+				imagepolicy.GuestPullSecretName + ", and used to check digests"},
 		&cli.BoolFlag{Name: "guest-image-registry-plain-http", EnvVars: []string{"GUEST_IMAGE_REGISTRY_PLAIN_HTTP"}, Destination: &o.ImageRegistryPlainHTTP,
 			Usage: "reach the guest image registry over plain http when checking digests (the guests' container runtime must be told so too)"},
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
@@ -197,8 +201,8 @@ func (s *settings) flags() []cli.Flag {
 }
 
 // renderBudget is the default render budget with renders of limit at most, retried after retry.
-func renderBudget(limit, retry time.Duration) installpolicy.RenderBudget {
-	b := installpolicy.DefaultRenderBudget()
+func renderBudget(limit, retry time.Duration) render.Budget {
+	b := render.DefaultBudget()
 	if limit > 0 {
 		b.Time = limit
 	}
@@ -279,7 +283,7 @@ func (s *settings) run(*cli.Context) error {
 	logrus.Infof("Go runtime memory limit: %s", limit)
 	logrus.Infof("Go garbage collector: %s", memlimit.GCPercent(os.Getenv))
 	logrus.Infof("guest chart policy: %s; %s", opts.ChartPolicy, opts.ChartPolicy.Renders())
-	bundle, notes, err := opts.ChartPolicy.LoadBundle(opts.GuestChartsDir)
+	bundle, notes, err := opts.ChartPolicy.Archives().LoadBundle(opts.GuestChartsDir)
 	if err != nil {
 		return fmt.Errorf("--guest-charts-dir: %w", err)
 	}

@@ -141,7 +141,7 @@ func TestGuestImageFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := opts.ChartPolicy
-	if p.Registry() != "registry.corp.example:5000" || !p.RequireDigest() || !p.PullSecret() || opts.ImagePullSecret != "registry-pull" || !opts.ImageRegistryPlainHTTP {
+	if p.Images().Registry() != "registry.corp.example:5000" || !p.Images().RequireDigest() || !p.Images().PullSecret() || opts.ImagePullSecret != "registry-pull" || !opts.ImageRegistryPlainHTTP {
 		t.Errorf("options %+v, policy %s: want the registry, digests required and the pull Secret", opts, p)
 	}
 	if s := p.String(); !strings.Contains(s, "kube-vip images [registry.corp.example:5000/kube-vip/kube-vip]") {
@@ -156,7 +156,7 @@ func TestGuestImageFlags(t *testing.T) {
 
 func TestGuestImageDefaults(t *testing.T) {
 	opts, err := parse(t, nil)
-	if err != nil || opts.ChartPolicy.Registry() != "" || opts.ChartPolicy.RequireDigest() || opts.ChartPolicy.PullSecret() {
+	if err != nil || opts.ChartPolicy.Images().Registry() != "" || opts.ChartPolicy.Images().RequireDigest() || opts.ChartPolicy.Images().PullSecret() {
 		t.Errorf("defaults: %v, %s; want the upstream registries, no digests required, no pull Secret", err, opts.ChartPolicy)
 	}
 }

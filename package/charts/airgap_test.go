@@ -16,6 +16,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -134,10 +137,10 @@ func guestImages(t *testing.T, objs []*unstructured.Unstructured) (map[string]st
 			t.Fatalf("the operator refuses kube-fip-config as the chart renders it: %v", err)
 		}
 		ch := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-		if plan.Chart == installpolicy.CloudProvider {
+		if plan.Chart == guestchart.CloudProvider {
 			ch = chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 		}
-		a, err := plan.Approve(ch, installpolicy.Target{Name: string(plan.Chart), Namespace: cfg.KubevipNamespace, Revision: 1})
+		a, err := plan.Approve(ch, render.Target{Name: string(plan.Chart), Namespace: cfg.KubevipNamespace, Revision: 1})
 		if err != nil {
 			t.Fatalf("%s: %v", plan.Chart, err)
 		}
@@ -194,7 +197,7 @@ func TestEveryImageCarriesTheRegistry(t *testing.T) {
 			for where, image := range sent {
 				want := map[bool]string{true: "ghcr.io/kube-vip/kube-vip:", false: "kubevip/kube-vip-cloud-provider:"}[strings.HasPrefix(where, "kube-vip:")]
 				if c.guestPx != "" {
-					want = c.guestPx + strings.TrimPrefix(strings.TrimPrefix(installpolicy.PinnedRepository(chartOf(where)), "ghcr.io/"), "docker.io/") + ":"
+					want = c.guestPx + strings.TrimPrefix(strings.TrimPrefix(imagepolicy.PinnedRepository(chartOf(where)), "ghcr.io/"), "docker.io/") + ":"
 				}
 				if !strings.HasPrefix(image, want) || !strings.Contains(image, "@sha256:") {
 					t.Errorf("%s: the operator sends %s; want %s<tag>@sha256:<digest>", where, image, want)
@@ -205,21 +208,21 @@ func TestEveryImageCarriesTheRegistry(t *testing.T) {
 					}
 				}
 			}
-			if c.guestPx != "" && !policy.RequireDigest() {
+			if c.guestPx != "" && !policy.Images().RequireDigest() {
 				t.Error("with a registry the chart does not require digests")
 			}
-			if c.guestPx == "" && policy.RequireDigest() {
+			if c.guestPx == "" && policy.Images().RequireDigest() {
 				t.Error("without a registry the chart requires digests")
 			}
 		})
 	}
 }
 
-func chartOf(where string) installpolicy.Chart {
+func chartOf(where string) guestchart.Chart {
 	if strings.HasPrefix(where, "kube-vip:") {
-		return installpolicy.Kubevip
+		return guestchart.Kubevip
 	}
-	return installpolicy.CloudProvider
+	return guestchart.CloudProvider
 }
 
 // TestAirGapRecipeNamesThePinnedPair: the air-gap recipe names the images the operator sends, by

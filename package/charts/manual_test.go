@@ -13,6 +13,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
@@ -37,7 +38,7 @@ func TestReadmeSaysWhatChangesInAGuest(t *testing.T) {
 	defaults := config.Default()
 	for _, want := range []string{
 		kubevipconfig.DefaultConfigMap().String(),
-		"<kubevipNamespace>/" + installpolicy.ProviderConfigMapName,
+		"<kubevipNamespace>/" + chartvalues.ProviderConfigMapName,
 		kubevipconfig.GlobalCIDRKey,
 		kubevipconfig.CIDRKeyPrefix + "<namespace>",
 		kubevipconfig.OwnedKeysAnnotation,
@@ -46,7 +47,7 @@ func TestReadmeSaysWhatChangesInAGuest(t *testing.T) {
 		config.ClusterLabel + "=true",
 		"`" + defaults.Kubevip.ReleaseName + "`",
 		"`" + defaults.KubevipCloudProvider.ReleaseName + "`",
-		installpolicy.KubevipNameOverride,
+		chartvalues.KubevipNameOverride,
 		"`" + installpolicy.DefaultNamespaces()[0] + "`",
 		kubevipconfig.HarvesterDaemonSetNamespace + "/" + kubevipconfig.HarvesterDaemonSetName,
 		kubevipconfig.HarvesterReleaseName,

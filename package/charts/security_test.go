@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 )
 
 // flagValues returns the container's --name=value arguments.
@@ -27,13 +29,13 @@ func flagValues(args []string) map[string]string {
 func TestChartSecurityFlags(t *testing.T) {
 	_, c := renderDeployment(t, nil)
 	flags := flagValues(c.Args)
-	if got, want := flags["allowed-chart-sources"], strings.Join(installpolicy.DefaultChartSources(), ","); got != want {
+	if got, want := flags["allowed-chart-sources"], strings.Join(chartsource.DefaultChartSources(), ","); got != want {
 		t.Errorf("--allowed-chart-sources=%q; want %q", got, want)
 	}
-	if got, want := flags["allowed-kubevip-images"], strings.Join(installpolicy.DefaultKubevipImages(), ","); got != want {
+	if got, want := flags["allowed-kubevip-images"], strings.Join(imagepolicy.DefaultKubevipImages(), ","); got != want {
 		t.Errorf("--allowed-kubevip-images=%q; want %q", got, want)
 	}
-	if got, want := flags["allowed-cloud-provider-images"], strings.Join(installpolicy.DefaultCloudProviderImages(), ","); got != want {
+	if got, want := flags["allowed-cloud-provider-images"], strings.Join(imagepolicy.DefaultCloudProviderImages(), ","); got != want {
 		t.Errorf("--allowed-cloud-provider-images=%q; want %q", got, want)
 	}
 	if _, ok := flags["allowed-image-prefixes"]; ok {
@@ -82,7 +84,7 @@ func TestChartSecurityFlags(t *testing.T) {
 		t.Errorf("a non-default allowedImagePrefixes renders: %v", err)
 	}
 	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedImagePrefixes": "ghcr.io/kube-vip,docker.io/plndr,docker.io/kubevip"}})
-	if flagValues(c.Args)["allowed-kubevip-images"] != strings.Join(installpolicy.DefaultKubevipImages(), ",") {
+	if flagValues(c.Args)["allowed-kubevip-images"] != strings.Join(imagepolicy.DefaultKubevipImages(), ",") {
 		t.Error("the old default allowedImagePrefixes changes the images")
 	}
 	// An empty list allows nothing; it does not fall back to the defaults.

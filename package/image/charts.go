@@ -10,15 +10,16 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // guestChartsLayer is the layer of the pinned guest chart archives in dir, at
-// installpolicy.DefaultGuestChartsDir, where the operator installs them from without fetching. Each
+// chartarchive.DefaultGuestChartsDir, where the operator installs them from without fetching. Each
 // file of dir must be the archive of one of pinned (by its upstream file name) with its pinned
 // digest, and every one of pinned must be there: an image carries the upstream archives it was
 // reviewed with, or none. It returns a nil layer and no error when dir is "".
-func guestChartsLayer(dir string, pinned []installpolicy.PinnedChart) (v1.Layer, []string, error) {
+func guestChartsLayer(dir string, pinned []chartarchive.PinnedChart) (v1.Layer, []string, error) {
 	if dir == "" {
 		return nil, nil, nil
 	}
@@ -26,11 +27,11 @@ func guestChartsLayer(dir string, pinned []installpolicy.PinnedChart) (v1.Layer,
 	if err != nil {
 		return nil, nil, fmt.Errorf("image: the guest charts: %w", err)
 	}
-	byFile := map[string]installpolicy.PinnedChart{}
+	byFile := map[string]chartarchive.PinnedChart{}
 	for _, pc := range pinned {
 		byFile[pc.File()] = pc
 	}
-	root := strings.TrimPrefix(installpolicy.DefaultGuestChartsDir, "/")
+	root := strings.TrimPrefix(chartarchive.DefaultGuestChartsDir, "/")
 	entries := []entry{}
 	for p := root; p != "."; p = path.Dir(p) {
 		entries = append([]entry{{name: p + "/", mode: 0o755, dir: true}}, entries...)
@@ -45,7 +46,7 @@ func guestChartsLayer(dir string, pinned []installpolicy.PinnedChart) (v1.Layer,
 		if err != nil {
 			return nil, nil, fmt.Errorf("image: the guest charts: %w", err)
 		}
-		if got := installpolicy.Digest(data); got != pc.Digest {
+		if got := guestchart.Digest(data); got != pc.Digest {
 			return nil, nil, fmt.Errorf("image: the guest charts: %s has digest %s, not the pinned %s (%s)", f.Name(), got, pc.Digest, pc.URL)
 		}
 		entries = append(entries, entry{name: root + "/" + f.Name(), mode: 0o644, data: data})
@@ -59,7 +60,7 @@ func guestChartsLayer(dir string, pinned []installpolicy.PinnedChart) (v1.Layer,
 	return l, names, err
 }
 
-func pinnedFiles(pinned []installpolicy.PinnedChart) string {
+func pinnedFiles(pinned []chartarchive.PinnedChart) string {
 	out := make([]string, len(pinned))
 	for i, pc := range pinned {
 		out[i] = pc.File()
@@ -67,7 +68,7 @@ func pinnedFiles(pinned []installpolicy.PinnedChart) string {
 	return strings.Join(out, ", ")
 }
 
-func sortedKeys(m map[string]installpolicy.PinnedChart) []string {
+func sortedKeys(m map[string]chartarchive.PinnedChart) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 )
 
 const (
@@ -45,12 +45,12 @@ type Options struct {
 	BinDir string
 	// Architectures are the GOARCH values to package, all for linux.
 	Architectures []string
-	// GuestChartsDir, when set, holds the pinned guest chart archives (installpolicy.PinnedCharts,
-	// by their upstream file names) to ship at installpolicy.DefaultGuestChartsDir; each must have
+	// GuestChartsDir, when set, holds the pinned guest chart archives (chartarchive.PinnedCharts,
+	// by their upstream file names) to ship at chartarchive.DefaultGuestChartsDir; each must have
 	// its pinned digest. Empty: the image ships none, and the operator fetches them.
 	GuestChartsDir string
-	// GuestCharts are the archives GuestChartsDir may hold; nil is installpolicy.PinnedCharts.
-	GuestCharts []installpolicy.PinnedChart
+	// GuestCharts are the archives GuestChartsDir may hold; nil is chartarchive.PinnedCharts.
+	GuestCharts []chartarchive.PinnedChart
 }
 
 // GuestCharts are the file names of the guest chart archives an image of o ships, or an error
@@ -60,9 +60,9 @@ func GuestCharts(o Options) ([]string, error) {
 	return names, err
 }
 
-func (o Options) guestCharts() []installpolicy.PinnedChart {
+func (o Options) guestCharts() []chartarchive.PinnedChart {
 	if o.GuestCharts == nil {
-		return installpolicy.PinnedCharts()
+		return chartarchive.PinnedCharts()
 	}
 	return o.GuestCharts
 }

@@ -24,7 +24,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -339,7 +340,7 @@ func TestGuestChartsInTheImage(t *testing.T) {
 	standIns := []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
 	dir := t.TempDir()
-	var pinned []installpolicy.PinnedChart
+	var pinned []chartarchive.PinnedChart
 	want := map[string][]byte{}
 	for i, c := range standIns {
 		path, err := chartrepo.WriteArchive(c, dir)
@@ -350,10 +351,10 @@ func TestGuestChartsInTheImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pc := installpolicy.PinnedCharts()[i]
-		pc.Digest = installpolicy.Digest(data)
+		pc := chartarchive.PinnedCharts()[i]
+		pc.Digest = guestchart.Digest(data)
 		pinned = append(pinned, pc)
-		want[filepath.Join(strings.TrimPrefix(installpolicy.DefaultGuestChartsDir, "/"), pc.File())] = data
+		want[filepath.Join(strings.TrimPrefix(chartarchive.DefaultGuestChartsDir, "/"), pc.File())] = data
 	}
 	opts := Options{Version: testVersion, Revision: testRevision, Created: time.Unix(1, 0), BinDir: binDir, Architectures: archs,
 		GuestChartsDir: dir, GuestCharts: pinned}
@@ -382,10 +383,10 @@ func TestGuestChartsInTheImage(t *testing.T) {
 
 	for name, tc := range map[string]struct {
 		edit func(dir string)
-		pins []installpolicy.PinnedChart
+		pins []chartarchive.PinnedChart
 		says string
 	}{
-		"the real pins":   {func(string) {}, nil, "not the pinned " + installpolicy.PinnedCharts()[0].Digest},
+		"the real pins":   {func(string) {}, nil, "not the pinned " + chartarchive.PinnedCharts()[0].Digest},
 		"another file":    {func(d string) { _ = os.WriteFile(filepath.Join(d, "nginx-1.0.0.tgz"), []byte("x"), 0o644) }, pinned, "nginx-1.0.0.tgz is not the archive of a pinned chart"},
 		"one missing":     {func(d string) { _ = os.Remove(filepath.Join(d, "kube-vip-cloud-provider-0.2.10.tgz")) }, pinned, "holds no kube-vip-cloud-provider-0.2.10.tgz"},
 		"another archive": {func(d string) { _ = os.WriteFile(filepath.Join(d, "kube-vip-0.9.9.tgz"), []byte("x"), 0o644) }, pinned, "kube-vip-0.9.9.tgz has digest"},
@@ -419,7 +420,7 @@ func TestGuestChartsInTheImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name := range flatten(t, bareImg) {
-		if strings.HasPrefix(name, strings.TrimPrefix(installpolicy.DefaultGuestChartsDir, "/")) {
+		if strings.HasPrefix(name, strings.TrimPrefix(chartarchive.DefaultGuestChartsDir, "/")) {
 			t.Errorf("without a directory the image holds %s", name)
 		}
 	}

@@ -22,7 +22,9 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
@@ -164,7 +166,7 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	releases := slices.Clone(w.releases)
 	// kube-vip before the provider: the addresses stop being announced first.
 	sort.SliceStable(releases, func(i, j int) bool {
-		return chartOf(releases[i]) == installpolicy.Kubevip && chartOf(releases[j]) != installpolicy.Kubevip
+		return chartOf(releases[i]) == guestchart.Kubevip && chartOf(releases[j]) != guestchart.Kubevip
 	})
 	refs := []kubevipconfig.ConfigMapRef{kubevipconfig.DefaultConfigMap()}
 	for _, r := range releases {
@@ -175,7 +177,7 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 		case removed == helminstall.RemovedRelease:
 			o.Done = append(o.Done, fmt.Sprintf("release %s/%s uninstalled", r.Namespace, r.Name))
 		}
-		for _, ref := range []kubevipconfig.ConfigMapRef{{Namespace: r.Namespace, Name: installpolicy.ProviderConfigMapName},
+		for _, ref := range []kubevipconfig.ConfigMapRef{{Namespace: r.Namespace, Name: chartvalues.ProviderConfigMapName},
 			{Namespace: r.Namespace, Name: helminstall.ProviderChart + "-cm"}} {
 			if !slices.Contains(refs, ref) {
 				refs = append(refs, ref)
@@ -184,11 +186,11 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	}
 	// The operator's copy of the image pull Secret, in each namespace its releases went into.
 	for _, ns := range releaseNamespaces(releases) {
-		switch removed, err := kubevipconfig.RemovePullSecret(ctx, client.Core, ns, installpolicy.GuestPullSecretName); {
+		switch removed, err := kubevipconfig.RemovePullSecret(ctx, client.Core, ns, imagepolicy.GuestPullSecretName); {
 		case err != nil:
 			problems = append(problems, client.Redact(err.Error()))
 		case removed:
-			o.Done = append(o.Done, fmt.Sprintf("image pull Secret %s/%s removed", ns, installpolicy.GuestPullSecretName))
+			o.Done = append(o.Done, fmt.Sprintf("image pull Secret %s/%s removed", ns, imagepolicy.GuestPullSecretName))
 		}
 	}
 	for _, ref := range refs {
@@ -222,11 +224,11 @@ func releaseNamespaces(releases []v1.GuestRelease) []string {
 }
 
 // chartOf is the chart of a remembered release, by the chart name it was applied with.
-func chartOf(r v1.GuestRelease) installpolicy.Chart {
-	if strings.HasPrefix(r.Chart, string(installpolicy.CloudProvider)) {
-		return installpolicy.CloudProvider
+func chartOf(r v1.GuestRelease) guestchart.Chart {
+	if strings.HasPrefix(r.Chart, string(guestchart.CloudProvider)) {
+		return guestchart.CloudProvider
 	}
-	return installpolicy.Kubevip
+	return guestchart.Kubevip
 }
 
 // connect builds a guest client from the cluster's provisioning cluster and kubeconfig Secret.

@@ -21,6 +21,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
@@ -95,7 +96,7 @@ type GuestOptions struct {
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
 	ChartPolicy installpolicy.Policy
 	// GuestCharts are the pinned charts the image ships, installed without a fetch.
-	GuestCharts installpolicy.Bundle
+	GuestCharts chartarchive.Bundle
 	// ChartCredentialsSecret, when set, names the Secret in Namespace (keys username, password
 	// and source) that authenticates to the one chart source its key source names.
 	ChartCredentialsSecret string
@@ -104,7 +105,7 @@ type GuestOptions struct {
 	ServeGracePeriod time.Duration
 	// ImagePullSecret, when set, names the kubernetes.io/dockerconfigjson Secret in Namespace the
 	// guests pull the charts' images with: the operator copies it into the releases' namespace of
-	// every guest (installpolicy.GuestPullSecretName) and checks digests with it.
+	// every guest (imagepolicy.GuestPullSecretName) and checks digests with it.
 	ImagePullSecret string
 	// Images checks images pinned by digest at their registry, where ChartPolicy requires digests.
 	Images *imagedigest.Checker

@@ -28,6 +28,8 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
@@ -74,8 +76,8 @@ func TestAdvisoryArchiveBombIsRefused(t *testing.T) {
 	} {
 		in := newTestInstaller(t, DefaultLimits())
 		_, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: tc.plan})
-		var refused *installpolicy.Refusal
-		if !errors.As(err, &refused) || refused.Reason != installpolicy.ReasonChartRefused || !strings.Contains(err.Error(), tc.want) {
+		var refused *guestchart.Refusal
+		if !errors.As(err, &refused) || refused.Reason != guestchart.ReasonChartRefused || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("a %d-byte archive of 512 MiB = %v; want ChartRefused saying %q", len(data), err, tc.want)
 		}
 		t.Logf("a %d KiB archive decompressing to 512 MiB: %v", len(data)/1024, err)
@@ -149,7 +151,7 @@ func TestHelmRunsNoTemplateOfTheChart(t *testing.T) {
 	}
 	cfg := &action.Configuration{Releases: storage.Init(driver.NewMemory()), KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
 		Capabilities: chartutil.DefaultCapabilities, Log: t.Logf}
-	approval := &installpolicy.Approval{Manifest: "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: approved\n  namespace: kube-system\n"}
+	approval := &approve.Approval{Manifest: "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: approved\n  namespace: kube-system\n"}
 	rel := Release{Namespace: "kube-system", Name: "demo", Plan: &installpolicy.Plan{}}
 	for _, install := range []bool{true, false} {
 		if err := apply(context.Background(), cfg, rel, ch, approval, install); err != nil {
@@ -216,7 +218,7 @@ func digestOf(data []byte) string {
 // defaultPlan is the install policy's plan of kube-vip's chart at version with the default values.
 func defaultPlan(t *testing.T, version string) *installpolicy.Plan {
 	t.Helper()
-	p, err := installpolicy.Default().NewPlan(installpolicy.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
+	p, err := installpolicy.Default().NewPlan(guestchart.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -29,7 +30,7 @@ func TestOnlyAllowedDigestsAreLoaded(t *testing.T) {
 		}{{"0.9.10", newer}, {"0.9.9", allowed}} {
 			fmt.Fprintf(&b, "  - name: kube-vip\n    version: %s\n    urls: [kube-vip-%s.tgz]\n", e.version, e.version)
 			if digests {
-				fmt.Fprintf(&b, "    digest: %s\n", strings.TrimPrefix(installpolicy.Digest(e.data), "sha256:"))
+				fmt.Fprintf(&b, "    digest: %s\n", strings.TrimPrefix(guestchart.Digest(e.data), "sha256:"))
 			}
 		}
 		return []byte(b.String())
@@ -65,11 +66,11 @@ func TestOnlyAllowedDigestsAreLoaded(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("= %v; want the allowed chart", err)
-			case tc.want == "" && pkg.Digest != installpolicy.Digest(allowed):
+			case tc.want == "" && pkg.Digest != guestchart.Digest(allowed):
 				t.Errorf("= %s; want the allowed archive", pkg.Digest)
 			case tc.want != "":
-				var refused *installpolicy.Refusal
-				if !errors.As(err, &refused) || refused.Reason != installpolicy.ReasonChartRefused || !strings.Contains(err.Error(), tc.want) {
+				var refused *guestchart.Refusal
+				if !errors.As(err, &refused) || refused.Reason != guestchart.ReasonChartRefused || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("= %v; want ChartRefused saying %q", err, tc.want)
 				}
 			}
@@ -96,7 +97,7 @@ func TestBundledChartIsInstalledWithoutAFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, notes, err := policy.LoadBundle(dir)
+	bundle, notes, err := policy.Archives().LoadBundle(dir)
 	if err != nil || bundle.Len() != 1 {
 		t.Fatalf("LoadBundle = %d charts, %v, %v; want the kube-vip stand-in", bundle.Len(), notes, err)
 	}
@@ -104,12 +105,12 @@ func TestBundledChartIsInstalledWithoutAFetch(t *testing.T) {
 	in := memoryInstaller(t, hosts)
 	in.UseBundle(bundle)
 	for _, version := range []string{config.DefaultKubevipChartVersion, ""} {
-		plan, err := policy.NewPlan(installpolicy.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
+		plan, err := policy.NewPlan(guestchart.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, source := range []string{config.Default().Kubevip.RepoURL, "https://kube-vip.github.io/helm-charts/"} {
-			pkg, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: source, Version: version, Plan: plan, Sources: policy})
+			pkg, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: source, Version: version, Plan: plan, Sources: policy.Sources()})
 			if err != nil || pkg.Digest != chartrepo.Digest(standIn) {
 				t.Errorf("%s at %q = %v, %v; want the bundled stand-in", source, version, pkg, err)
 			}
@@ -119,12 +120,12 @@ func TestBundledChartIsInstalledWithoutAFetch(t *testing.T) {
 		t.Errorf("the bundled chart cost requests: %v", got)
 	}
 	// Another version is fetched (and here, from nowhere, fails).
-	plan, err := policy.NewPlan(installpolicy.Kubevip, "values", "0.9.8", nil, config.Default().Kubevip.Values)
+	plan, err := policy.NewPlan(guestchart.Kubevip, "values", "0.9.8", nil, config.Default().Kubevip.Values)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := in.fetcher.fetch(context.Background(), Release{Chart: "kube-vip", RepoURL: config.Default().Kubevip.RepoURL, Version: "0.9.8",
-		Plan: plan, Sources: policy}); err == nil {
+		Plan: plan, Sources: policy.Sources()}); err == nil {
 		t.Error("kube-vip 0.9.8 was found without a fetch")
 	}
 	if got := hosts.all(); len(got) == 0 {

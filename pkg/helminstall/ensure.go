@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/validation"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 )
@@ -34,7 +36,7 @@ type Result struct {
 	// upgrade, because its manifest is none the operator applied; "" when there was none.
 	Untrusted string
 	// Approval is what the policy approved, when Ensure rendered the chart.
-	Approval *installpolicy.Approval
+	Approval *approve.Approval
 }
 
 // Applied is one release the operator applied: its revision and the digest of its manifest.
@@ -74,7 +76,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if err != nil {
 		return Result{}, err
 	}
-	target := installpolicy.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1}
+	target := render.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1}
 	if last != nil {
 		target.Revision, target.Upgrade = last.Version+1, true
 	}
@@ -91,7 +93,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		if err != nil {
 			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
-		if last.Info.Status == release.StatusDeployed && view.trusts(last) && ManifestDigest(last.Manifest) == approval.Digest {
+		if last.Info.Status == release.StatusDeployed && view.trusts(last) && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
 			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
 		}
 		if !view.trusts(base) {
@@ -117,31 +119,24 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 // metadata and nothing of its templates, which the render process executed within its budget: no
 // template runs in the operator's process, and what Helm applies is the approved manifest
 // (approvedManifest), whatever Helm's engine would have made of them.
-func apply(ctx context.Context, cfg *action.Configuration, rel Release, ch *chart.Chart, approval *installpolicy.Approval, install bool) error {
+func apply(ctx context.Context, cfg *action.Configuration, rel Release, ch *chart.Chart, approval *approve.Approval, install bool) error {
 	bare := &chart.Chart{Metadata: ch.Metadata}
-	post := approvedManifest(approval.Manifest)
+	// No hook runs, no CRD is installed, nor is the guest's OpenAPI read: the policy decoded every
+	// object strictly, and the values were judged by its schema.
 	if install {
 		a := action.NewInstall(cfg)
-		a.Namespace, a.ReleaseName = rel.Namespace, rel.Name
-		a.CreateNamespace = true
-		a.Timeout = InstallTimeout
-		// No hook runs, no CRD is installed, nor is the guest's OpenAPI read: the policy decoded
-		// every object strictly, and the values were judged by its schema.
+		a.Namespace, a.ReleaseName, a.CreateNamespace, a.Timeout = rel.Namespace, rel.Name, true, InstallTimeout
 		a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
-		a.PostRenderer = post
-		a.Labels = ownedLabels()
+		a.PostRenderer, a.Labels = approvedManifest(approval.Manifest), ownedLabels()
 		if _, err := a.RunWithContext(ctx, bare, rel.Plan.Values.Map); err != nil {
 			return fmt.Errorf("installing %s from %s: %w", rel.Name, rel.source(), err)
 		}
 		return nil
 	}
 	a := action.NewUpgrade(cfg)
-	a.Namespace = rel.Namespace
-	a.MaxHistory = 5
-	a.Timeout = InstallTimeout
+	a.Namespace, a.MaxHistory, a.Timeout = rel.Namespace, 5, InstallTimeout
 	a.DisableHooks, a.SkipCRDs, a.SkipSchemaValidation, a.DisableOpenAPIValidation = true, true, true, true
-	a.PostRenderer = post
-	a.Labels = ownedLabels()
+	a.PostRenderer, a.Labels = approvedManifest(approval.Manifest), ownedLabels()
 	if _, err := a.RunWithContext(ctx, rel.Name, bare, rel.Plan.Values.Map); err != nil {
 		return fmt.Errorf("upgrading %s to %s %s: %w", rel.Name, rel.source(), ch.Metadata.Version, err)
 	}
@@ -176,7 +171,7 @@ func upgradeBase(records driver.Driver, name string, last *release.Release) (*re
 // configuration is a Helm action configuration for namespace of the guest: releases read and
 // written through view, the Kubernetes client under the write guard of approval, the capabilities
 // the policy renders with, and templates that cannot read the guest (lookup).
-func (in *Installer) configuration(c *guest.Client, namespace string, view driver.Driver, approval *installpolicy.Approval) (*action.Configuration, error) {
+func (in *Installer) configuration(c *guest.Client, namespace string, view driver.Driver, approval *approve.Approval) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	debug := func(format string, v ...interface{}) {
 		logrus.Debugf("helm in %s/%s: %s", c.Name, namespace, c.Redact(fmt.Sprintf(format, v...)))
@@ -193,7 +188,7 @@ func (in *Installer) configuration(c *guest.Client, namespace string, view drive
 	store := storage.Init(view)
 	store.Log = debug
 	cfg.Releases = store
-	cfg.Capabilities = installpolicy.Capabilities()
+	cfg.Capabilities = render.Capabilities()
 	kc, ok := cfg.KubeClient.(*kube.Client)
 	if !ok {
 		return nil, fmt.Errorf("preparing Helm for %s: unexpected Kubernetes client %T", c.Name, cfg.KubeClient)

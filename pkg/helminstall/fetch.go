@@ -2,8 +2,6 @@ package helminstall
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +16,9 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -50,7 +50,7 @@ func DefaultLimits() Limits {
 		ConnectTimeout:  10 * time.Second,
 		FetchTimeout:    60 * time.Second,
 		MaxIndexBytes:   256 << 10,
-		MaxArchiveBytes: installpolicy.MaxArchiveBytes,
+		MaxArchiveBytes: chartarchive.MaxArchiveBytes,
 		Wait:            5 * time.Second,
 		FailureTTL:      30 * time.Second,
 	}
@@ -172,7 +172,7 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, sc.refusal("the archive", parsed))
 	}
 	creds := rel.Credentials
-	if own, err := url.Parse(raw); err != nil || !installpolicy.SameOrigin(own, parsed) {
+	if own, err := url.Parse(raw); err != nil || !chartsource.SameOrigin(own, parsed) {
 		creds = nil
 	}
 	data, err := f.get(ctx, archiveURL, creds, f.limits.MaxArchiveBytes, sc)
@@ -180,8 +180,7 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), shown, err)
 	}
 	if want := strings.TrimPrefix(cv.Digest, "sha256:"); want != "" {
-		sum := sha256.Sum256(data)
-		if !strings.EqualFold(hex.EncodeToString(sum[:]), want) {
+		if !strings.EqualFold(guestchart.Digest(data), "sha256:"+want) {
 			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), shown)
 		}
 	}
@@ -241,7 +240,7 @@ func (f *fetcher) pull(ctx context.Context, rel Release) ([]byte, error) {
 		registry.ClientOptHTTPClient(f.client(ctx, f.limits.MaxArchiveBytes, rel.scope())),
 		registry.ClientOptCredentialsFile(f.credentialsFile),
 	}
-	if u, err := url.Parse(rel.Ref); err == nil && installpolicy.Loopback(u.Hostname()) {
+	if u, err := url.Parse(rel.Ref); err == nil && chartsource.Loopback(u.Hostname()) {
 		options = append(options, registry.ClientOptPlainHTTP())
 	}
 	if rel.Credentials != nil {

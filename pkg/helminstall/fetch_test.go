@@ -14,6 +14,8 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -91,7 +93,7 @@ func planAllowing(t testing.TB, version string, archives ...[]byte) *installpoli
 	t.Helper()
 	var digests []string
 	for _, a := range archives {
-		digests = append(digests, installpolicy.Digest(a))
+		digests = append(digests, guestchart.Digest(a))
 	}
 	return planAllowingDigests(t, version, digests...)
 }
@@ -100,7 +102,7 @@ func planAllowing(t testing.TB, version string, archives ...[]byte) *installpoli
 func planAllowingDigests(t testing.TB, version string, digests ...string) *installpolicy.Plan {
 	t.Helper()
 	for i, d := range digests {
-		digests[i] = installpolicy.DigestEntry(installpolicy.Kubevip, d)
+		digests[i] = chartarchive.DigestEntry(guestchart.Kubevip, d)
 	}
 	s := installpolicy.DefaultSettings()
 	s.ChartDigests = digests
@@ -108,7 +110,7 @@ func planAllowingDigests(t testing.TB, version string, digests ...string) *insta
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.NewPlan(installpolicy.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
+	plan, err := p.NewPlan(guestchart.Kubevip, "values", version, nil, config.Default().Kubevip.Values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func TestFetchChecksTheDigest(t *testing.T) {
 	repo := startRepo(t, index, data)
 	in := newTestInstaller(t, DefaultLimits())
 	// Even with both digests allowed, the archive must be the one the index lists.
-	plan := planAllowingDigests(t, "1.0.0", "sha256:"+listed, installpolicy.Digest(data))
+	plan := planAllowingDigests(t, "1.0.0", "sha256:"+listed, guestchart.Digest(data))
 	_, err := in.chart(context.Background(), Release{Chart: "kube-vip", RepoURL: repo.URL, Version: "1.0.0", Plan: plan})
 	if err == nil || !strings.Contains(err.Error(), "does not match the digest its repository lists") {
 		t.Errorf("archive not matching its digest = %v; want refused", err)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
 )
 
 // NewRESTClientGetter gives the Helm SDK a guest cluster: its config with namespace set
@@ -66,8 +66,8 @@ func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 // any other kind has no mapping (a *meta.NoKindMatchError). Release records are read and written
 // by the release driver with a typed client, not through this mapping.
 func fixedRESTMapper() meta.RESTMapper {
-	kinds := installpolicy.Kinds()
-	kinds = append(kinds, installpolicy.Kind{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Namespace"), Resource: "namespaces", ClusterScoped: true})
+	kinds := approve.Kinds()
+	kinds = append(kinds, approve.Kind{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Namespace"), Resource: "namespaces", ClusterScoped: true})
 	var versions []schema.GroupVersion
 	for _, k := range kinds {
 		versions = append(versions, k.GroupVersion())

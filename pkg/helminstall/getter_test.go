@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
 )
 
 // TestHelmsRESTMapperMapsTheChartsKindsOnly: the REST mapper Helm is given for a guest maps every
@@ -43,7 +43,7 @@ func TestHelmsRESTMapperMapsTheChartsKindsOnly(t *testing.T) {
 		{schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}, "podmonitors", meta.RESTScopeNameNamespace},
 		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "namespaces", meta.RESTScopeNameRoot},
 	}
-	if got, want := len(installpolicy.Kinds())+1, len(mapped); got != want {
+	if got, want := len(approve.Kinds())+1, len(mapped); got != want {
 		t.Errorf("the policy has %d kinds and the Namespace; the table checks %d", got-1, want-1)
 	}
 	for _, c := range mapped {
@@ -136,7 +136,7 @@ func TestHelmIsGivenNoDiscovery(t *testing.T) {
 
 	in := newTestInstaller(t, DefaultLimits())
 	c := &guest.Client{Name: "guest001", Config: &rest.Config{Host: srv.URL}}
-	approval := &installpolicy.Approval{}
+	approval := &approve.Approval{}
 	cfg, err := in.configuration(c, "kube-system", newTrustView(driver.NewMemory(), "kube-vip", nil), approval)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -41,7 +41,7 @@ type writeGuard struct {
 
 // guardFor is the guard of one approved install or upgrade in namespace, for a guest whose API
 // lies under prefix.
-func guardFor(a *installpolicy.Approval, namespace, prefix string) func(http.RoundTripper) http.RoundTripper {
+func guardFor(a *approve.Approval, namespace, prefix string) func(http.RoundTripper) http.RoundTripper {
 	write, remove := map[string]bool{}, map[string]bool{}
 	for _, o := range a.Objects {
 		write[refKey(o.Group, o.Resource, o.Namespace, o.Name)] = true

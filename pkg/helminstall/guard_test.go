@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
 )
 
 // passed records what reached the guest through the guard.
@@ -28,12 +28,12 @@ func (p *passed) RoundTrip(req *http.Request) (*http.Response, error) {
 // pass; everything else is refused before it reaches the guest.
 func TestWriteGuard(t *testing.T) {
 	t.Parallel()
-	approval := &installpolicy.Approval{
-		Objects: []installpolicy.ObjectRef{
+	approval := &approve.Approval{
+		Objects: []approve.ObjectRef{
 			{Group: "apps", Version: "v1", Resource: "daemonsets", Namespace: "kube-system", Name: "kube-fip-kube-vip"},
 			{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "kube-fip-kube-vip"},
 		},
-		Owned: []installpolicy.ObjectRef{
+		Owned: []approve.ObjectRef{
 			{Group: "apps", Version: "v1", Resource: "daemonsets", Namespace: "kube-system", Name: "kube-fip-kube-vip"},
 			{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors", Namespace: "kube-system", Name: "kube-fip-kube-vip"},
 		},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -28,7 +29,7 @@ type Release struct {
 	Plan *installpolicy.Plan
 	// Update lets an installed release be upgraded when what it would apply differs.
 	Update bool
-	// Trusted are the digests (ManifestDigest) of the manifests the operator applied to this
+	// Trusted are the digests (approve.Approval.Digest) of the manifests the operator applied to this
 	// release, as the management side remembers them: only a record in the guest with one of these
 	// manifests (or the one about to be applied) is used as the base of an upgrade.
 	Trusted []string
@@ -77,7 +78,7 @@ type Installer struct {
 	chartTTL time.Duration
 	fetcher  *fetcher
 	// bundle holds the pinned charts the image ships, installed without a fetch.
-	bundle installpolicy.Bundle
+	bundle chartarchive.Bundle
 	// charts are the chart archives as fetched: the install policy loads one, once per digest,
 	// only when its digest is allowed.
 	charts *cache[[]byte]
@@ -105,7 +106,7 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 
 // UseBundle installs the pinned charts of b, where kube-fip-config asks for them from upstream,
 // without fetching anything. Call it before the first install.
-func (in *Installer) UseBundle(b installpolicy.Bundle) { in.bundle = b }
+func (in *Installer) UseBundle(b chartarchive.Bundle) { in.bundle = b }
 
 // InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
 const InstallTimeout = 2 * time.Minute
@@ -125,7 +126,7 @@ var ErrChartPending = errors.New("the chart is still being fetched")
 // Limits.Wait or until ctx ends; the fetch itself goes on within its own timeout, so a stalled
 // source holds up only the installs that need it, and those only briefly. A failed fetch is
 // remembered for Limits.FailureTTL.
-func (in *Installer) chart(ctx context.Context, rel Release) (*installpolicy.Package, error) {
+func (in *Installer) chart(ctx context.Context, rel Release) (*chartarchive.Package, error) {
 	if rel.Plan == nil {
 		return nil, errors.New("no install plan: nothing is fetched")
 	}

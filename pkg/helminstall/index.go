@@ -2,8 +2,6 @@ package helminstall
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +11,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -39,7 +37,7 @@ const indexTTL = 5 * time.Second
 // indexCharts are the charts whose entries are read of an index: those the operator installs,
 // and the one asked for.
 func indexCharts(chart string) []string {
-	charts := []string{string(installpolicy.Kubevip), string(installpolicy.CloudProvider)}
+	charts := []string{string(guestchart.Kubevip), string(guestchart.CloudProvider)}
 	if !slices.Contains(charts, chart) {
 		charts = append(charts, chart)
 	}
@@ -93,8 +91,7 @@ func credentialsKey(c *Credentials) string {
 	if c == nil {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(c.Username + "\x00" + c.Password))
-	return hex.EncodeToString(sum[:])
+	return guestchart.Digest([]byte(c.Username + "\x00" + c.Password))
 }
 
 // indexEntry is what the operator reads of one chart version an index lists.

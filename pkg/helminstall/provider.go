@@ -99,13 +99,15 @@ func providerConfigMapOf(d *appsv1.Deployment, namespace string) (kubevipconfig.
 			}
 		}
 	}
+	var names []string
 	for _, ok := range providerConfigMaps(namespace) {
 		if ref == ok {
 			return ref, nil
 		}
+		names = append(names, ok.String())
 	}
 	return kubevipconfig.ConfigMapRef{}, fmt.Errorf("the provider Deployment %s/%s reads %s, which is none of the ConfigMaps the operator writes (%s): %w",
-		d.Namespace, d.Name, redact.Shorten(ref.String(), 2*maxChartName), providerConfigMapsText(namespace), ErrProviderNotFound)
+		d.Namespace, d.Name, redact.Shorten(ref.String(), 2*maxChartName), strings.Join(names, ", "), ErrProviderNotFound)
 }
 
 // providerConfigMaps are the ConfigMaps a provider the operator installed into namespace reads,
@@ -116,12 +118,4 @@ func providerConfigMaps(namespace string) []kubevipconfig.ConfigMapRef {
 		{Namespace: namespace, Name: kubevipconfig.KubevipConfigMap},
 		{Namespace: namespace, Name: ProviderChart + "-cm"},
 	}
-}
-
-func providerConfigMapsText(namespace string) string {
-	var names []string
-	for _, r := range providerConfigMaps(namespace) {
-		names = append(names, r.String())
-	}
-	return strings.Join(names, ", ")
 }

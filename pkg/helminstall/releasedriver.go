@@ -96,7 +96,7 @@ func (s *boundedSecrets) get(key string) (*corev1.Secret, *release.Release, erro
 	if obj.Name != key {
 		return nil, nil, s.refused(key, "the guest answered with Secret "+shortName(obj.Name))
 	}
-	r, err := s.decode(obj, newReadBudget(MaxReleaseJSON, MaxReleaseValues))
+	r, err := s.decode(obj, &readBudget{json: MaxReleaseJSON, values: MaxReleaseValues})
 	return obj, r, err
 }
 
@@ -134,7 +134,7 @@ func (s *boundedSecrets) query(set labels.Set) ([]*release.Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
-	budget := newReadBudget(MaxReleaseQueryJSON, MaxReleaseQueryValues)
+	budget := &readBudget{json: MaxReleaseQueryJSON, values: MaxReleaseQueryValues}
 	opts := metav1.ListOptions{LabelSelector: selector.String(), Limit: ReleaseRecordPage}
 	var out []*release.Release
 	for page := 0; ; page++ {
@@ -206,10 +206,6 @@ func (s *boundedSecrets) Delete(key string) (*release.Release, error) {
 type readBudget struct {
 	json   int64
 	values int
-}
-
-func newReadBudget(json int64, values int) *readBudget {
-	return &readBudget{json: json, values: values}
 }
 
 // decode reads a release record as Helm stores it (base64 of gzip of JSON, or of JSON) within

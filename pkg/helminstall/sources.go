@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -47,11 +47,11 @@ func (s scope) allows(target *url.URL) bool {
 	if own.Scheme == "oci" {
 		// The registry client speaks https, or plain http to a loopback registry.
 		own.Scheme = "https"
-		if installpolicy.Loopback(own.Hostname()) {
+		if chartsource.Loopback(own.Hostname()) {
 			own.Scheme = "http"
 		}
 	}
-	return installpolicy.SameOrigin(own, target)
+	return chartsource.SameOrigin(own, target)
 }
 
 // refusal says that target is outside the fetch's scope, naming where it points without
@@ -79,7 +79,7 @@ func (s scope) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !s.allows(req.URL) {
 		return s.refusal("a redirect to", req.URL)
 	}
-	if !installpolicy.SameOrigin(first, req.URL) {
+	if !chartsource.SameOrigin(first, req.URL) {
 		req.Header.Del("Authorization")
 	}
 	return nil

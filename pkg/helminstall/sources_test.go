@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 )
 
 // webHosts serves named origins from memory, so that a test reaches real host names, default
@@ -92,9 +93,9 @@ func memoryInstaller(t *testing.T, hosts *webHosts) *Installer {
 	return in
 }
 
-func testPolicy(t *testing.T, allowHTTP bool, sources ...string) installpolicy.Policy {
+func testPolicy(t *testing.T, allowHTTP bool, sources ...string) chartsource.Sources {
 	t.Helper()
-	p, err := installpolicy.New(installpolicy.Settings{ChartSources: sources, AllowHTTP: allowHTTP})
+	p, err := chartsource.New(sources, allowHTTP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestUpstreamDownloadsAreFollowed(t *testing.T) {
 		hosts.handle([]string{"https://github.com"}, redirectTo(assets+"/github-production-release-asset/1/a"+signedQuery))
 		hosts.handle([]string{assets}, serve(data))
 		in := memoryInstaller(t, hosts)
-		rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default(),
+		rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default().Sources(),
 			Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 		if _, err := in.fetcher.fetch(context.Background(), rel); err != nil {
 			t.Fatalf("upstream chain through %s: %v", assets, err)
@@ -167,7 +168,7 @@ func TestUpstreamRegistryBlobRedirectIsFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := memoryInstaller(t, hosts)
-	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "~0.9", Sources: installpolicy.Default(),
+	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "~0.9", Sources: installpolicy.Default().Sources(),
 		Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 	if got, err := in.fetcher.fetch(context.Background(), rel); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("pull through the blob redirect: %v", err)
@@ -208,7 +209,7 @@ func TestRedirectOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 			target, _ := url.Parse(tc.to)
 			hosts.handle([]string{"https://" + target.Host}, serve([]byte("apiVersion: v1\nentries: {}\n")))
 			in := memoryInstaller(t, hosts)
-			rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.github.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default()}
+			rel := Release{Chart: "kube-vip", RepoURL: "https://kube-vip.github.io/helm-charts", Version: "0.9.9", Sources: installpolicy.Default().Sources()}
 			_, err := in.fetcher.fetch(context.Background(), rel)
 			shown := "https://" + target.Host + target.Path
 			if err == nil || !strings.Contains(err.Error(), "refused a redirect to "+shown) || strings.Contains(err.Error(), "s1gnatur3") {
@@ -222,7 +223,7 @@ func TestRedirectOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 }
 
 // TestRedirectCredentialsStayWithTheirOrigin: the credentials follow a redirect only to the same
-// origin (installpolicy.SameOrigin).
+// origin (chartsource.SameOrigin).
 func TestRedirectCredentialsStayWithTheirOrigin(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -265,11 +266,11 @@ func TestIndexArchiveOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 	custom := testPolicy(t, false, "https://charts.example.com")
 	for _, tc := range []struct {
 		name, repo, archive string
-		policy              installpolicy.Policy
+		policy              chartsource.Sources
 	}{
-		{"another host", "https://kube-vip.github.io/helm-charts", "https://evil.example.com/kube-vip-0.9.9.tgz" + signedQuery, installpolicy.Default()},
+		{"another host", "https://kube-vip.github.io/helm-charts", "https://evil.example.com/kube-vip-0.9.9.tgz" + signedQuery, installpolicy.Default().Sources()},
 		{"another repository's releases", "https://kube-vip.github.io/helm-charts",
-			"https://github.com/someone/charts/releases/download/x/kube-vip-0.9.9.tgz", installpolicy.Default()},
+			"https://github.com/someone/charts/releases/download/x/kube-vip-0.9.9.tgz", installpolicy.Default().Sources()},
 		{"upstream's download host for another source", "https://charts.example.com",
 			"https://release-assets.githubusercontent.com/github-production-release-asset/1/a" + signedQuery, custom},
 	} {
@@ -295,7 +296,7 @@ func TestIndexArchiveOutsideTheAllowedSourcesIsRefused(t *testing.T) {
 
 // TestIndexArchiveCredentialsStayWithTheirOrigin: the index is read with the repository's
 // credentials, and an archive it lists gets them only on the repository's origin
-// (installpolicy.SameOrigin).
+// (chartsource.SameOrigin).
 func TestIndexArchiveCredentialsStayWithTheirOrigin(t *testing.T) {
 	t.Parallel()
 	data := archive(t, "demo", map[string][]byte{"Chart.yaml": chartYAML("demo", "1.0.0")})
@@ -339,7 +340,7 @@ func TestRegistryTokenServiceOutsideTheSourcesIsRefused(t *testing.T) {
 		_, _ = w.Write([]byte(`{"token":"t"}`))
 	})
 	in := memoryInstaller(t, hosts)
-	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: installpolicy.Default(),
+	rel := Release{Ref: "oci://ghcr.io/kube-vip/kube-vip", Version: "0.9.9", Sources: installpolicy.Default().Sources(),
 		Credentials: &Credentials{Username: "u", Password: "S3CRET"}}
 	_, err := in.fetcher.fetch(context.Background(), rel)
 	if err == nil || !strings.Contains(err.Error(), "tokens.evil.example") {

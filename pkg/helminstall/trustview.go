@@ -1,19 +1,11 @@
 package helminstall
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-)
 
-// ManifestDigest is how the management side remembers a release the operator applied:
-// "sha256:<hex>" of its manifest, as installpolicy.Approval.Digest gives it.
-func ManifestDigest(manifest string) string {
-	sum := sha256.Sum256([]byte(manifest))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+)
 
 // trustView is the guest's release storage as Helm is shown it. A guest is untrusted, and so are
 // the release records it stores: a record whose manifest is not one the operator applied (its
@@ -39,7 +31,7 @@ func newTrustView(d driver.Driver, name string, trusted []string) *trustView {
 
 // trusts reports whether r's manifest is one the operator applied (an empty one lists nothing).
 func (v *trustView) trusts(r *release.Release) bool {
-	return r.Manifest == "" || v.trusted[ManifestDigest(r.Manifest)]
+	return r.Manifest == "" || v.trusted[guestchart.Digest([]byte(r.Manifest))]
 }
 
 // show is r as Helm sees it.

@@ -7,6 +7,8 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // TestTrustViewShowsOnlyTheOperatorsManifests: Helm, reading the guest's records through the
@@ -29,7 +31,7 @@ func TestTrustViewShowsOnlyTheOperatorsManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	view := storage.Init(newTrustView(mem, "kube-vip", []string{ManifestDigest(ours)}))
+	view := storage.Init(newTrustView(mem, "kube-vip", []string{guestchart.Digest([]byte(ours))}))
 	last, err := view.Last("kube-vip")
 	if err != nil || last.Version != 2 || last.Manifest != "" || last.Hooks != nil || last.Info.Status != release.StatusFailed {
 		t.Errorf("the planted newest record as shown: %+v, %v; want revision 2, failed, without manifest or hooks", last, err)

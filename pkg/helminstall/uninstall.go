@@ -8,7 +8,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // ErrNotTrusted means a release's newest record is none the operator applied, as the management
@@ -32,7 +33,7 @@ const (
 // under its client lets no delete through but of the objects the chart may own in namespace. A
 // record the operator did not write is left alone (ErrNotTrusted), as is a release of another
 // chart (*ForeignRelease).
-func (in *Installer) Uninstall(ctx context.Context, c *guest.Client, chart installpolicy.Chart, namespace, name string, trusted []string) (Removed, error) {
+func (in *Installer) Uninstall(ctx context.Context, c *guest.Client, chart guestchart.Chart, namespace, name string, trusted []string) (Removed, error) {
 	records := newBoundedSecrets(c.Core.Secrets(namespace), namespace, name)
 	last, err := lastRecord(records, name)
 	switch {
@@ -48,7 +49,7 @@ func (in *Installer) Uninstall(ctx context.Context, c *guest.Client, chart insta
 	if last.Manifest == "" || !view.trusts(last) {
 		return "", fmt.Errorf("release %s/%s is left in place: %w", namespace, name, ErrNotTrusted)
 	}
-	cfg, err := in.configuration(c, namespace, view, &installpolicy.Approval{Owned: installpolicy.Owned(chart, namespace)})
+	cfg, err := in.configuration(c, namespace, view, &approve.Approval{Owned: approve.Owned(chart, namespace)})
 	if err != nil {
 		return "", err
 	}

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -22,26 +24,28 @@ func values(t testing.TB, text string) map[string]interface{} {
 }
 
 // plan is the plan of chart with the given values and the operator's defaults.
-func plan(t testing.TB, chart Chart, v map[string]interface{}) (*Plan, error) {
+func plan(t testing.TB, chart guestchart.Chart, v map[string]interface{}) (*Plan, error) {
 	t.Helper()
 	defaults := config.Default().Kubevip.Values
-	if chart == CloudProvider {
+	if chart == guestchart.CloudProvider {
 		defaults = config.Default().KubevipCloudProvider.Values
 	}
 	return Default().NewPlan(chart, "kubevipChartValues", "", v, defaults)
 }
 
-func standIn(chart Chart) *helmchart.Chart {
-	if chart == Kubevip {
+func standIn(chart guestchart.Chart) *helmchart.Chart {
+	if chart == guestchart.Kubevip {
 		return chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
 	}
 	return chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 }
 
-func release() Target { return Target{Name: "kube-vip", Namespace: "kube-system", Revision: 1} }
+func release() render.Target {
+	return render.Target{Name: "kube-vip", Namespace: "kube-system", Revision: 1}
+}
 
 func reasonOf(err error) string {
-	var r *Refusal
+	var r *guestchart.Refusal
 	if errors.As(err, &r) {
 		return r.Reason
 	}
@@ -52,9 +56,9 @@ func reasonOf(err error) string {
 // manifest is what Helm is handed: the objects the chart renders, in the release's namespace.
 func TestDefaultsAreApproved(t *testing.T) {
 	t.Parallel()
-	for _, chart := range []Chart{Kubevip, CloudProvider} {
+	for _, chart := range []guestchart.Chart{guestchart.Kubevip, guestchart.CloudProvider} {
 		defaults := config.Default().Kubevip.Values
-		if chart == CloudProvider {
+		if chart == guestchart.CloudProvider {
 			defaults = config.Default().KubevipCloudProvider.Values
 		}
 		p, err := plan(t, chart, defaults)
@@ -103,9 +107,9 @@ func TestValuesOutsideTheSchemaAreRefused(t *testing.T) {
 		{"a twin key", "tolerations: [{key: a, Key: b}]", "tolerations"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := plan(t, Kubevip, values(t, tt.values))
-			if reasonOf(err) != ReasonValuesNotAllowed || !strings.Contains(err.Error(), tt.key) {
-				t.Fatalf("got %v; want %s naming %s", err, ReasonValuesNotAllowed, tt.key)
+			_, err := plan(t, guestchart.Kubevip, values(t, tt.values))
+			if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("got %v; want %s naming %s", err, guestchart.ReasonValuesNotAllowed, tt.key)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,9 @@ import (
 	helmchart "helm.sh/helm/v3/pkg/chart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 )
 
 // renderChildArg makes this test binary the render process, as the operator's render-chart
@@ -24,7 +28,7 @@ func TestMain(m *testing.M) {
 		if len(os.Args) == 3 {
 			startThreads(os.Args[2])
 		}
-		if err := ServeRender(os.Stdin, os.Stdout); err != nil {
+		if err := render.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -54,7 +58,7 @@ func startThreads(arg string) {
 
 // budgeted is a policy that renders within budget, in a process of its own when own is set,
 // which runs on threads more threads than it needs.
-func budgeted(t testing.TB, own bool, budget RenderBudget, threads ...int) Policy {
+func budgeted(t testing.TB, own bool, budget render.Budget, threads ...int) Policy {
 	t.Helper()
 	s := DefaultSettings()
 	s.RenderBudget = budget
@@ -86,8 +90,8 @@ const (
 // what the template built.
 func TestRenderInItsOwnProcess(t *testing.T) {
 	defaults := config.Default().Kubevip.Values
-	approve := func(p Policy, ch *helmchart.Chart) (*Approval, error) {
-		pl, err := p.NewPlan(Kubevip, "kubevipChartValues", "", defaults, defaults)
+	approve := func(p Policy, ch *helmchart.Chart) (*approve.Approval, error) {
+		pl, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", defaults, defaults)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,15 +99,15 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 	}
 	// The memory and output budgets are held to a time budget no loaded machine reaches first;
 	// the time budget to one of 3 s.
-	own := budgeted(t, true, RenderBudget{Time: time.Minute, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
-	timed := budgeted(t, true, RenderBudget{Time: 3 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
+	own := budgeted(t, true, render.Budget{Time: time.Minute, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
+	timed := budgeted(t, true, render.Budget{Time: 3 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
 	start := time.Now()
-	a, err := approve(own, standIn(Kubevip))
+	a, err := approve(own, standIn(guestchart.Kubevip))
 	if err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	b, err := approve(Default(), standIn(Kubevip))
+	b, err := approve(Default(), standIn(guestchart.Kubevip))
 	if err != nil || a.Digest != b.Digest {
 		t.Errorf("in its own process the approval is %s; in this one %s (%v)", a.Digest, b.Digest, err)
 	}
@@ -119,11 +123,11 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 		{"a loop of a hundred million steps", looping, "was still rendering after 3s", timed},
 		{"a ConfigMap of 2 MiB", large, "more than the 1024 KiB a render may", own},
 	} {
-		ch := withTemplate(Kubevip, "templates/overrun.yaml", tc.template)
+		ch := withTemplate(guestchart.Kubevip, "templates/overrun.yaml", tc.template)
 		start := time.Now()
 		_, err := approve(tc.policy, ch)
 		took := time.Since(start)
-		if reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
+		if reasonOf(err) != guestchart.ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want RenderedObjectRefused saying %q", tc.name, err, tc.want)
 			continue
 		}
@@ -153,13 +157,13 @@ func TestRenderInThisProcess(t *testing.T) {
 		{"a loop of nine million steps", `{{- range until 3000 }}{{- range until 3000 }}{{- end }}{{- end }}`, "was still rendering after 200ms", 200 * time.Millisecond},
 		{"a ConfigMap of 2 MiB", large, "more than the 1024 KiB a render may", 10 * time.Second},
 	} {
-		p := budgeted(t, false, RenderBudget{Time: tc.time, Output: 1 << 20, Memory: 128 << 20, Parallel: 2, Retry: time.Hour})
-		pl, err := p.NewPlan(Kubevip, "kubevipChartValues", "", defaults, defaults)
+		p := budgeted(t, false, render.Budget{Time: tc.time, Output: 1 << 20, Memory: 128 << 20, Parallel: 2, Retry: time.Hour})
+		pl, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", defaults, defaults)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch := withTemplate(Kubevip, "templates/overrun.yaml", tc.template)
-		if _, err := pl.Approve(ch, release()); reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
+		ch := withTemplate(guestchart.Kubevip, "templates/overrun.yaml", tc.template)
+		if _, err := pl.Approve(ch, release()); reasonOf(err) != guestchart.ReasonRenderRefused || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want RenderedObjectRefused saying %q", tc.name, err, tc.want)
 		}
 		if _, err := pl.Approve(ch, release()); !strings.Contains(fmt.Sprint(err), "earlier: with these values it is rendered again after") {
@@ -174,12 +178,12 @@ func TestRenderInThisProcess(t *testing.T) {
 // or without; a template that builds without end is still ended at the budget. scripts/test runs
 // it both ways.
 func TestRenderBudgetHoldsOnALoadedMachine(t *testing.T) {
-	budget := DefaultRenderBudget()
+	budget := render.DefaultBudget()
 	budget.Time = time.Minute // no loaded machine reaches it before the memory budget
 	loaded := budgeted(t, true, budget, 24)
-	for _, chart := range []Chart{Kubevip, CloudProvider} {
+	for _, chart := range []guestchart.Chart{guestchart.Kubevip, guestchart.CloudProvider} {
 		defaults, key := config.Default().Kubevip.Values, "kubevipChartValues"
-		if chart == CloudProvider {
+		if chart == guestchart.CloudProvider {
 			defaults, key = config.Default().KubevipCloudProvider.Values, "kubevipCloudProviderChartValues"
 		}
 		pl, err := loaded.NewPlan(chart, key, "", defaults, defaults)
@@ -187,40 +191,23 @@ func TestRenderBudgetHoldsOnALoadedMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := pl.Approve(standIn(chart), release()); err != nil {
-			t.Errorf("the %s chart in a render process on 24 more threads (cgo %t): %v; want it approved", chart, builtWithCgo, err)
+			t.Errorf("the %s chart in a render process on 24 more threads (CGO_ENABLED=%s): %v; want it approved", chart, cgoEnabled(), err)
 		}
 		_, err = pl.Approve(withTemplate(chart, "templates/overrun.yaml", doubling), release())
-		if reasonOf(err) != ReasonRenderRefused || !strings.Contains(err.Error(), "needed more than the 128 MiB") {
-			t.Errorf("the %s chart with a string doubled without end (cgo %t): %v; want refused at the memory budget", chart, builtWithCgo, err)
+		if reasonOf(err) != guestchart.ReasonRenderRefused || !strings.Contains(err.Error(), "needed more than the 128 MiB") {
+			t.Errorf("the %s chart with a string doubled without end (CGO_ENABLED=%s): %v; want refused at the memory budget", chart, cgoEnabled(), err)
 		}
 	}
 }
 
-// TestRenderThatOverranIsTriedAgain: a render that overran is refused for its values until its
-// back-off ends, not for good: the same chart renders at once with other values, renders again
-// with the same values once the back-off is over, and a second overrun in a row doubles the
-// back-off.
-func TestRenderThatOverranIsTriedAgain(t *testing.T) {
-	r := newRenderer([]string{os.Args[0], renderChildArg}, RenderBudget{Time: time.Minute, Output: 1 << 20, Memory: 64 << 20, Parallel: 1, Retry: time.Minute})
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r.now = func() time.Time { return now }
-	// A template that overruns only when its values ask for it: as values in kube-fip-config can.
-	ch := withTemplate(Kubevip, "templates/overrun.yaml", `{{- if .Values.overrun }}`+doubling+`{{- end }}`)
-	render := func(overrun bool) error {
-		_, err := r.render(Kubevip, ch, map[string]interface{}{"overrun": overrun}, release(), "sha256:test")
-		return err
+// cgoEnabled says whether this test binary was built with cgo, as its build settings say.
+func cgoEnabled() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "CGO_ENABLED" {
+				return s.Value
+			}
+		}
 	}
-	if err := render(true); !strings.Contains(fmt.Sprint(err), "needed more than the 64 MiB") {
-		t.Fatalf("first render: %v; want it to overrun the memory budget", err)
-	}
-	if err := render(true); !strings.Contains(fmt.Sprint(err), "earlier: with these values it is rendered again after 2026-01-01T00:01:00Z") {
-		t.Errorf("the same values at once: %v; want refused until the back-off ends", err)
-	}
-	if err := render(false); err != nil {
-		t.Errorf("other values: %v; want the chart rendered", err)
-	}
-	now = now.Add(time.Minute)
-	if err := render(true); !strings.Contains(fmt.Sprint(err), "needed more than the 64 MiB") || !strings.Contains(err.Error(), "rendered again after 2026-01-01T00:03:00Z") {
-		t.Errorf("the same values after the back-off: %v; want rendered again, overrunning, and refused for twice as long", err)
-	}
+	return "unknown"
 }

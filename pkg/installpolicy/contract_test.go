@@ -13,6 +13,9 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -93,11 +96,11 @@ func (c imageContract) check(objs []*unstructured.Unstructured) []string {
 		for _, raw := range containers {
 			ctr, _ := raw.(map[string]interface{})
 			image, _ := ctr["image"].(string)
-			if repo, _, _ := splitImage(image); !strings.HasSuffix(repo, "/kube-vip") {
+			if repo, _ := splitRef(image); !strings.HasSuffix(repo, "/kube-vip") {
 				continue
 			}
 			found = true
-			if _, tag, _ := splitImage(image); tag != c.tag {
+			if _, tag := splitRef(image); tag != c.tag {
 				problems = append(problems, fmt.Sprintf("the rendered image is %s, not %s", image, c.tag))
 			}
 			env, _ := ctr["env"].([]interface{})
@@ -139,7 +142,7 @@ func renderKubevip(t *testing.T, values string, judged bool) ([]*unstructured.Un
 		return nil, err
 	}
 	ch := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	rel := Target{Name: cfg.Kubevip.ReleaseName, Namespace: cfg.KubevipNamespace, Revision: 1}
+	rel := render.Target{Name: cfg.Kubevip.ReleaseName, Namespace: cfg.KubevipNamespace, Revision: 1}
 	if !judged {
 		return charts.Render(ch, charts.RenderOptions{ReleaseName: rel.Name, Namespace: rel.Namespace, Values: plan.Values.Map})
 	}
@@ -206,25 +209,34 @@ func TestKubevipImageContracts(t *testing.T) {
 func TestKubevipRefusedBeforeInstall(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, values, reason, want string }{
-		{"a bool that is not one", "env:\n  svc_election: 'yes please'\n", ReasonValuesNotAllowed, "env.svc_election must be true or false"},
-		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", ReasonKubevipRefused, "appends vip_subnet"},
-		{"a variable of a mode the deployment does not allow", "env:\n  lb_port: '6443'\n", ReasonValuesNotAllowed, "controlplane mode"},
-		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", ReasonValuesNotAllowed, "image.tag must be a release tag"},
-		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", ReasonValuesNotAllowed, "older than v0.6.0"},
+		{"a bool that is not one", "env:\n  svc_election: 'yes please'\n", guestchart.ReasonValuesNotAllowed, "env.svc_election must be true or false"},
+		{"a subnet v0.6.4 would append", "image:\n  repository: plndr/kube-vip\n  tag: v0.6.4\nenv:\n  vip_subnet: '24'\n", guestchart.ReasonKubevipRefused, "appends vip_subnet"},
+		{"a variable of a mode the deployment does not allow", "env:\n  lb_port: '6443'\n", guestchart.ReasonValuesNotAllowed, "controlplane mode"},
+		{"a tag that is no release", "image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: latest\n", guestchart.ReasonValuesNotAllowed, "image.tag must be a release tag"},
+		{"a release older than any read", "image:\n  repository: plndr/kube-vip\n  tag: v0.5.12\n", guestchart.ReasonValuesNotAllowed, "older than v0.6.0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := renderKubevip(t, c.values, true)
-			var refused *Refusal
+			var refused *guestchart.Refusal
 			if !errors.As(err, &refused) || refused.Reason != c.reason {
 				t.Fatalf("rendered with %q: %v; want a refusal %s", c.values, err, c.reason)
 			}
 			if !strings.Contains(refused.Message, c.want) {
 				t.Errorf("refusal %q; want it to say %q", refused.Message, c.want)
 			}
-			if c.reason == ReasonKubevipRefused && !strings.Contains(refused.Message, "DaemonSet kube-system/"+KubevipNameOverride) {
+			if c.reason == guestchart.ReasonKubevipRefused && !strings.Contains(refused.Message, "DaemonSet kube-system/"+chartvalues.KubevipNameOverride) {
 				t.Errorf("refusal %q; want it to name the DaemonSet", refused.Message)
 			}
 		})
 	}
+}
+
+// splitRef splits an image reference, as a pod spec holds it, into repository and tag.
+func splitRef(ref string) (repo, tag string) {
+	name, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		return name[:i], name[i+1:]
+	}
+	return name, ""
 }

@@ -60,7 +60,7 @@ func TestAllowsFetch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := tc.policy.AllowsFetch(tc.from, target); got != tc.allowed {
+		if got := tc.policy.Sources().AllowsFetch(tc.from, target); got != tc.allowed {
 			t.Errorf("fetch of %s to %s allowed %v; want %v", tc.from, tc.target, got, tc.allowed)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // FuzzWhatWouldBeSent: whatever values a configuration gives, those the schema accepts render,
@@ -41,9 +42,9 @@ func FuzzWhatWouldBeSent(f *testing.F) {
 		if yaml.Unmarshal([]byte(doc), &raw) != nil {
 			return
 		}
-		chart := CloudProvider
+		chart := guestchart.CloudProvider
 		if kubevip {
-			chart = Kubevip
+			chart = guestchart.Kubevip
 		}
 		p, err := plan(t, chart, raw)
 		if err != nil {
@@ -65,7 +66,7 @@ func FuzzWhatWouldBeSent(f *testing.F) {
 }
 
 // neverSent fails when obj holds what no approved object may hold.
-func neverSent(t *testing.T, chart Chart, obj *unstructured.Unstructured) {
+func neverSent(t *testing.T, chart guestchart.Chart, obj *unstructured.Unstructured) {
 	t.Helper()
 	for k := range obj.GetAnnotations() {
 		if strings.HasPrefix(k, "helm.sh/") {
@@ -84,7 +85,7 @@ func neverSent(t *testing.T, chart Chart, obj *unstructured.Unstructured) {
 			t.Fatalf("%s %s sets spec.template.spec.%s", obj.GetKind(), obj.GetName(), field)
 		}
 	}
-	if net, _ := spec["hostNetwork"].(bool); net && chart != Kubevip {
+	if net, _ := spec["hostNetwork"].(bool); net && chart != guestchart.Kubevip {
 		t.Fatalf("%s %s uses the host's network", obj.GetKind(), obj.GetName())
 	}
 	containers, _ := spec["containers"].([]interface{})
@@ -97,10 +98,10 @@ func neverSent(t *testing.T, chart Chart, obj *unstructured.Unstructured) {
 			t.Fatalf("the container sets %s", field)
 		}
 	}
-	if _, set := c["command"]; set && chart == Kubevip {
+	if _, set := c["command"]; set && chart == guestchart.Kubevip {
 		t.Fatal("kube-vip's container sets a command")
 	}
-	if args, _ := c["args"].([]interface{}); chart == Kubevip && (len(args) != 1 || args[0] != "manager") {
+	if args, _ := c["args"].([]interface{}); chart == guestchart.Kubevip && (len(args) != 1 || args[0] != "manager") {
 		t.Fatalf("kube-vip's container has the arguments %v", args)
 	}
 	ports, _ := c["ports"].([]interface{})
@@ -111,8 +112,8 @@ func neverSent(t *testing.T, chart Chart, obj *unstructured.Unstructured) {
 	}
 	image, _ := c["image"].(string)
 	repo, _, _ := strings.Cut(image, ":")
-	allowed := map[Chart][]string{Kubevip: {"ghcr.io/kube-vip/kube-vip", "plndr/kube-vip", "docker.io/plndr/kube-vip"},
-		CloudProvider: {"kubevip/kube-vip-cloud-provider", "docker.io/kubevip/kube-vip-cloud-provider", "ghcr.io/kube-vip/kube-vip-cloud-provider"}}
+	allowed := map[guestchart.Chart][]string{guestchart.Kubevip: {"ghcr.io/kube-vip/kube-vip", "plndr/kube-vip", "docker.io/plndr/kube-vip"},
+		guestchart.CloudProvider: {"kubevip/kube-vip-cloud-provider", "docker.io/kubevip/kube-vip-cloud-provider", "ghcr.io/kube-vip/kube-vip-cloud-provider"}}
 	ok := false
 	for _, a := range allowed[chart] {
 		ok = ok || repo == a
@@ -127,7 +128,7 @@ func neverSent(t *testing.T, chart Chart, obj *unstructured.Unstructured) {
 		caps, _ := sc["capabilities"].(map[string]interface{})
 		add, _ := caps["add"].([]interface{})
 		for _, capability := range add {
-			if chart != Kubevip || (capability != "NET_ADMIN" && capability != "NET_RAW") {
+			if chart != guestchart.Kubevip || (capability != "NET_ADMIN" && capability != "NET_RAW") {
 				t.Fatalf("the container adds the capability %v", capability)
 			}
 		}

@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
+
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // withTemplate is the stand-in of chart with the template name's text replaced (or added).
-func withTemplate(chart Chart, name, text string) *helmchart.Chart {
+func withTemplate(chart guestchart.Chart, name, text string) *helmchart.Chart {
 	ch := standIn(chart)
 	for _, t := range ch.Templates {
 		if t.Name == name {
@@ -22,7 +24,7 @@ func withTemplate(chart Chart, name, text string) *helmchart.Chart {
 
 // edited is the stand-in of chart with old replaced by new in template name: a chart source
 // serving the upstream chart with one change.
-func edited(t *testing.T, chart Chart, name, old, new string) *helmchart.Chart {
+func edited(t *testing.T, chart guestchart.Chart, name, old, new string) *helmchart.Chart {
 	t.Helper()
 	ch := standIn(chart)
 	for _, f := range ch.Templates {
@@ -54,48 +56,48 @@ func TestChartsFromASourceAreJudged(t *testing.T) {
 		says   string
 	}{
 		{"a hook template", func(t *testing.T) *helmchart.Chart {
-			return withTemplate(Kubevip, "templates/hook.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: x\n  annotations:\n    helm.sh/hook: pre-install\n")
-		}, ReasonChartRefused, "template templates/hook.yaml names helm.sh/hook"},
+			return withTemplate(guestchart.Kubevip, "templates/hook.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: x\n  annotations:\n    helm.sh/hook: pre-install\n")
+		}, guestchart.ReasonChartRefused, "template templates/hook.yaml names helm.sh/hook"},
 		{"a crds/ folder", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(Kubevip)
+			ch := standIn(guestchart.Kubevip)
 			ch.Files = append(ch.Files, &helmchart.File{Name: "crds/evil.yaml", Data: []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n")})
 			return ch
-		}, ReasonChartRefused, "holds crds/evil.yaml"},
+		}, guestchart.ReasonChartRefused, "holds crds/evil.yaml"},
 		{"a dependency", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(Kubevip)
-			ch.AddDependency(standIn(CloudProvider))
+			ch := standIn(guestchart.Kubevip)
+			ch.AddDependency(standIn(guestchart.CloudProvider))
 			return ch
-		}, ReasonChartRefused, "has dependencies"},
+		}, guestchart.ReasonChartRefused, "has dependencies"},
 		{"another chart under the name asked for", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(Kubevip)
+			ch := standIn(guestchart.Kubevip)
 			ch.Metadata.Name = "kube-vip-extra"
 			return ch
-		}, ReasonChartRefused, `named "kube-vip-extra"`},
+		}, guestchart.ReasonChartRefused, `named "kube-vip-extra"`},
 		{"twin keys that differ in case", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "      hostNetwork: true\n", "      hostNetwork: true\n      hostPID: true\n      hostpid: false\n")
-		}, ReasonRenderRefused, `unknown field "spec.template.spec.hostpid"`},
+			return edited(t, guestchart.Kubevip, ds, "      hostNetwork: true\n", "      hostNetwork: true\n      hostPID: true\n      hostpid: false\n")
+		}, guestchart.ReasonRenderRefused, `unknown field "spec.template.spec.hostpid"`},
 		{"a key given twice", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "      hostNetwork: true\n", "      hostNetwork: true\n      hostPID: false\n      hostPID: true\n")
-		}, ReasonRenderRefused, "would not read as written"},
+			return edited(t, guestchart.Kubevip, ds, "      hostNetwork: true\n", "      hostNetwork: true\n      hostPID: false\n      hostPID: true\n")
+		}, guestchart.ReasonRenderRefused, "would not read as written"},
 		{"a host port", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "        name: kube-vip\n", "        name: kube-vip\n        ports: [{name: monitoring, containerPort: 22, hostPort: 22}]\n")
-		}, ReasonRenderRefused, "may only be the monitoring port"},
+			return edited(t, guestchart.Kubevip, ds, "        name: kube-vip\n", "        name: kube-vip\n        ports: [{name: monitoring, containerPort: 22, hostPort: 22}]\n")
+		}, guestchart.ReasonRenderRefused, "may only be the monitoring port"},
 		{"an image of another repository", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "{{ .Values.image.repository }}:", "docker.io/library/alpine:")
-		}, ReasonRenderRefused, "docker.io/library/alpine"},
+			return edited(t, guestchart.Kubevip, ds, "{{ .Values.image.repository }}:", "docker.io/library/alpine:")
+		}, guestchart.ReasonRenderRefused, "docker.io/library/alpine"},
 		{"an object of another namespace", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, rbac, "  namespace: {{ include \"kube-vip.namespace\" . }}\n  labels:", "  namespace: cattle-system\n  labels:")
-		}, ReasonRenderRefused, "namespace cattle-system is not the release's"},
+			return edited(t, guestchart.Kubevip, rbac, "  namespace: {{ include \"kube-vip.namespace\" . }}\n  labels:", "  namespace: cattle-system\n  labels:")
+		}, guestchart.ReasonRenderRefused, "namespace cattle-system is not the release's"},
 		{"a kind the chart does not create", func(t *testing.T) *helmchart.Chart {
-			return withTemplate(Kubevip, "templates/pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-fip-kube-vip\n")
-		}, ReasonRenderRefused, "a Pod (v1), which is not a kind the kube-vip chart creates"},
+			return withTemplate(guestchart.Kubevip, "templates/pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-fip-kube-vip\n")
+		}, guestchart.ReasonRenderRefused, "a Pod (v1), which is not a kind the kube-vip chart creates"},
 		{"a template reading the guest", func(t *testing.T) *helmchart.Chart {
-			return edited(t, Kubevip, ds, "        name: kube-vip\n", "        name: kube-vip\n        {{- if lookup \"v1\" \"Secret\" \"kube-system\" \"\" }}\n        workingDir: /\n        {{- end }}\n")
+			return edited(t, guestchart.Kubevip, ds, "        name: kube-vip\n", "        name: kube-vip\n        {{- if lookup \"v1\" \"Secret\" \"kube-system\" \"\" }}\n        workingDir: /\n        {{- end }}\n")
 		}, "", "lookup"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := plan(t, Kubevip, nil)
+			p, err := plan(t, guestchart.Kubevip, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

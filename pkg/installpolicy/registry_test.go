@@ -4,17 +4,22 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 )
 
 const testRegistry = "registry.corp.example:5000"
 
 // defaultsOf are the operator's default values of chart.
-func defaultsOf(chart Chart) map[string]interface{} {
-	if chart == CloudProvider {
+func defaultsOf(chart guestchart.Chart) map[string]interface{} {
+	if chart == guestchart.CloudProvider {
 		return config.Default().KubevipCloudProvider.Values
 	}
 	return config.Default().Kubevip.Values
@@ -57,22 +62,22 @@ func TestGuestImagesUnderTheRegistry(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		settings Settings
-		want     map[Chart]string
+		want     map[guestchart.Chart]string
 		pull     []string
 	}{
-		{"no registry", DefaultSettings(), map[Chart]string{
-			Kubevip:       "ghcr.io/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			CloudProvider: "kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
-		{"a registry", Settings{Registry: testRegistry, RequireDigest: true, PullSecret: true}, map[Chart]string{
-			Kubevip:       testRegistry + "/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			CloudProvider: testRegistry + "/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, []string{GuestPullSecretName}},
-		{"a registry with a path", Settings{Registry: "registry.corp.example/mirror/"}, map[Chart]string{
-			Kubevip:       "registry.corp.example/mirror/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			CloudProvider: "registry.corp.example/mirror/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
+		{"no registry", DefaultSettings(), map[guestchart.Chart]string{
+			guestchart.Kubevip:       "ghcr.io/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
+			guestchart.CloudProvider: "kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
+		{"a registry", Settings{Registry: testRegistry, RequireDigest: true, PullSecret: true}, map[guestchart.Chart]string{
+			guestchart.Kubevip:       testRegistry + "/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
+			guestchart.CloudProvider: testRegistry + "/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, []string{imagepolicy.GuestPullSecretName}},
+		{"a registry with a path", Settings{Registry: "registry.corp.example/mirror/"}, map[guestchart.Chart]string{
+			guestchart.Kubevip:       "registry.corp.example/mirror/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
+			guestchart.CloudProvider: "registry.corp.example/mirror/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := mustPolicy(t, c.settings)
-			for _, chart := range []Chart{Kubevip, CloudProvider} {
+			for _, chart := range []guestchart.Chart{guestchart.Kubevip, guestchart.CloudProvider} {
 				pl, err := p.NewPlan(chart, "values", "", defaultsOf(chart), defaultsOf(chart))
 				if err != nil {
 					t.Fatalf("%s: %v", chart, err)
@@ -91,13 +96,19 @@ func TestGuestImagesUnderTheRegistry(t *testing.T) {
 					t.Errorf("%s: imagePullSecrets %v; want %v", chart, pull, c.pull)
 				}
 				// The reference render, the chart with the product's defaults, holds the same image.
-				base, err := pl.objects(standIn(chart), pl.baseline, release())
+				docs, err := pl.policy.renders.Render(chart, standIn(chart), pl.baseline, release(), "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, o := range base {
-					if tpl := podTemplate(o.obj); tpl != nil && c.settings.Registry != "" && tpl.Spec.Containers[0].Image != c.want[chart] {
-						t.Errorf("%s: the reference render runs %q; want %q", chart, tpl.Spec.Containers[0].Image, c.want[chart])
+				for _, d := range docs {
+					var w struct {
+						Spec struct{ Template corev1.PodTemplateSpec }
+					}
+					if err := yaml.Unmarshal([]byte(d.Content), &w); err != nil {
+						t.Fatal(err)
+					}
+					if cs := w.Spec.Template.Spec.Containers; len(cs) > 0 && c.settings.Registry != "" && cs[0].Image != c.want[chart] {
+						t.Errorf("%s: the reference render runs %q; want %q", chart, cs[0].Image, c.want[chart])
 					}
 				}
 			}
@@ -111,8 +122,8 @@ func TestGuestImagesUnderTheRegistry(t *testing.T) {
 func TestRegistryIsTheAllowList(t *testing.T) {
 	t.Parallel()
 	p := mustPolicy(t, Settings{Registry: testRegistry, KubevipImages: []string{"ghcr.io/kube-vip/kube-vip", "evil.example/kube-vip"}})
-	if got := strings.Join(p.images[Kubevip], " ") + " " + strings.Join(p.images[CloudProvider], " "); got !=
-		testRegistry+"/kube-vip/kube-vip "+testRegistry+"/kubevip/kube-vip-cloud-provider" {
+	if got := p.Images().String(); !strings.HasPrefix(got, "kube-vip images ["+testRegistry+"/kube-vip/kube-vip], "+
+		"kube-vip-cloud-provider images ["+testRegistry+"/kubevip/kube-vip-cloud-provider], ") {
 		t.Errorf("allowed images %q; want the pinned ones under the registry only", got)
 	}
 	tag := "  tag: " + config.DefaultKubevipImageTag + "\n"
@@ -127,16 +138,16 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 		{testRegistry + "/plndr/kube-vip", ""},
 		{"registry.corp.example/kube-vip/kube-vip", ""},
 	} {
-		pl, err := p.NewPlan(Kubevip, "kubevipChartValues", "", values(t, "image:\n  repository: "+c.repo+"\n"+tag), defaultsOf(Kubevip))
+		pl, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, "image:\n  repository: "+c.repo+"\n"+tag), defaultsOf(guestchart.Kubevip))
 		switch {
-		case c.want == "" && (reasonOf(err) != ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.repository")):
+		case c.want == "" && (reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.repository")):
 			t.Errorf("%s: %v; want refused naming image.repository", c.repo, err)
 		case c.want != "" && (err != nil || pl.Values.Image != c.want):
 			t.Errorf("%s: %v, %+v; want %s", c.repo, err, pl, c.want)
 		}
 	}
 	// The chart's default repository (values without one) is the pinned one, moved too.
-	pl, err := p.NewPlan(CloudProvider, "kubevipCloudProviderChartValues", "", values(t, "replicasCount: 2\n"), defaultsOf(CloudProvider))
+	pl, err := p.NewPlan(guestchart.CloudProvider, "kubevipCloudProviderChartValues", "", values(t, "replicasCount: 2\n"), defaultsOf(guestchart.CloudProvider))
 	if err != nil || pl.Values.Image != testRegistry+"/kubevip/kube-vip-cloud-provider" {
 		t.Errorf("values without an image: %v, %+v; want the pinned repository under the registry", err, pl)
 	}
@@ -149,29 +160,29 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 // key, the chart's default tag included; a pinned one is sent as tag@digest.
 func TestDigestsRequired(t *testing.T) {
 	t.Parallel()
-	p := mustPolicy(t, Settings{ChartSources: DefaultChartSources(), Registry: testRegistry, RequireDigest: true})
+	p := mustPolicy(t, Settings{ChartSources: chartsource.DefaultChartSources(), Registry: testRegistry, RequireDigest: true})
 	for _, v := range []string{
 		"image:\n  repository: ghcr.io/kube-vip/kube-vip\n  tag: v1.0.0\n",
 		"image:\n  repository: ghcr.io/kube-vip/kube-vip\n",
 		"nodeSelector: {a: b}\n",
 	} {
-		_, err := p.NewPlan(Kubevip, "kubevipChartValues", "", values(t, v), defaultsOf(Kubevip))
-		if reasonOf(err) != ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.tag must be pinned by a digest") {
+		_, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, v), defaultsOf(guestchart.Kubevip))
+		if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.tag must be pinned by a digest") {
 			t.Errorf("%q: %v; want refused for want of a digest", v, err)
 		}
 	}
 	if problems := p.Check(config.Default()); len(problems) != 0 {
 		t.Errorf("the defaults, pinned by digest, are refused: %v", problems)
 	}
-	if err := p.checkImage(Kubevip, testRegistry+"/kube-vip/kube-vip:v1.0.0"); err == nil || !strings.Contains(err.Error(), "digest") {
+	if err := p.Images().CheckRendered(guestchart.Kubevip, testRegistry+"/kube-vip/kube-vip:v1.0.0"); err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Errorf("a rendered image without a digest: %v; want refused", err)
 	}
-	if err := p.checkImage(Kubevip, testRegistry+"/kube-vip/kube-vip:"+config.DefaultKubevipImageTag); err != nil {
+	if err := p.Images().CheckRendered(guestchart.Kubevip, testRegistry+"/kube-vip/kube-vip:"+config.DefaultKubevipImageTag); err != nil {
 		t.Errorf("a rendered image with its digest: %v", err)
 	}
 	// Not required: a tag alone is sent.
 	loose := mustPolicy(t, Settings{Registry: testRegistry})
-	pl, err := loose.NewPlan(Kubevip, "kubevipChartValues", "", values(t, "image:\n  tag: v1.0.0\n"), defaultsOf(Kubevip))
+	pl, err := loose.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, "image:\n  tag: v1.0.0\n"), defaultsOf(guestchart.Kubevip))
 	if err != nil || pl.Values.Ref != testRegistry+"/kube-vip/kube-vip:v1.0.0" {
 		t.Errorf("a tag without digests required: %v, %+v", err, pl)
 	}
@@ -191,8 +202,8 @@ func TestRegistrySetting(t *testing.T) {
 		" registry.corp.example ":      "registry.corp.example",
 	} {
 		p, err := New(Settings{Registry: raw})
-		if err != nil || p.Registry() != want {
-			t.Errorf("%q: %v, %q; want %q", raw, err, p.Registry(), want)
+		if err != nil || p.Images().Registry() != want {
+			t.Errorf("%q: %v, %q; want %q", raw, err, p.Images().Registry(), want)
 		}
 	}
 	for _, raw := range []string{"https://registry.corp.example", "mirror", "mirror/kube-vip", "Registry.Corp.Example", "registry.corp.example/Mirror",

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 )
 
 func chartFrom(t *testing.T, repo, ref, values string) config.Config {
@@ -28,9 +31,9 @@ func chartFrom(t *testing.T, repo, ref, values string) config.Config {
 	return c
 }
 
-func refusal(t *testing.T, err error) *Refusal {
+func refusal(t *testing.T, err error) *guestchart.Refusal {
 	t.Helper()
-	var r *Refusal
+	var r *guestchart.Refusal
 	if err != nil && !errors.As(err, &r) {
 		t.Fatalf("not a *Refusal: %v", err)
 	}
@@ -81,7 +84,7 @@ func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
 		if tt.ref != "" {
 			wantKey = config.KeyKubevipChartRef
 		}
-		if r.Reason != ReasonSourceNotAllowed || r.Key != wantKey || !strings.Contains(r.Error(), "allowed chart sources") {
+		if r.Reason != guestchart.ReasonSourceNotAllowed || r.Key != wantKey || !strings.Contains(r.Error(), "allowed chart sources") {
 			t.Errorf("%s%s: refusal %+v", tt.repo, tt.ref, r)
 		}
 		// The repository URL is shared: the cloud provider is refused as well.
@@ -89,7 +92,7 @@ func TestPolicyRefusesSourcesOutsideTheAllowList(t *testing.T) {
 			t.Errorf("%s: the cloud provider chart is allowed", tt.repo)
 		}
 		problems := p.Check(c)
-		if len(problems) == 0 || !problems[0].Warning || problems[0].Reason != ReasonSourceNotAllowed ||
+		if len(problems) == 0 || !problems[0].Warning || problems[0].Reason != guestchart.ReasonSourceNotAllowed ||
 			!strings.Contains(problems[0].Error(), "nothing is installed") {
 			t.Errorf("%s%s: Check = %v", tt.repo, tt.ref, problems)
 		}
@@ -104,11 +107,11 @@ func TestPolicyHTTPOnlyWithTheFlag(t *testing.T) {
 	if _, err := New(Settings{ChartSources: sources}); err == nil {
 		t.Error("an http allow-list entry without allow-http is accepted")
 	}
-	strict, err := New(Settings{ChartSources: []string{"https://charts.lab.example", "https://kube-vip.io"}, KubevipImages: DefaultKubevipImages()})
+	strict, err := New(Settings{ChartSources: []string{"https://charts.lab.example", "https://kube-vip.io"}, KubevipImages: imagepolicy.DefaultKubevipImages()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	loose, err := New(Settings{ChartSources: sources, AllowHTTP: true, KubevipImages: DefaultKubevipImages()})
+	loose, err := New(Settings{ChartSources: sources, AllowHTTP: true, KubevipImages: imagepolicy.DefaultKubevipImages()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +120,7 @@ func TestPolicyHTTPOnlyWithTheFlag(t *testing.T) {
 		chartFrom(t, "http://kube-vip.io/helm-charts", "", ""),
 	} {
 		r := refusal(t, checkKubevip(strict, c))
-		if r == nil || r.Reason != ReasonSourceNotAllowed || !strings.Contains(r.Message, "plain http") {
+		if r == nil || r.Reason != guestchart.ReasonSourceNotAllowed || !strings.Contains(r.Message, "plain http") {
 			t.Errorf("%s: want a plain-http refusal, got %v", c.Kubevip.RepoURL, r)
 		}
 	}
@@ -213,13 +216,13 @@ func TestOrigins(t *testing.T) {
 	} {
 		a, _ := url.Parse(tc.a)
 		b, _ := url.Parse(tc.b)
-		if got := SameOrigin(a, b); got != tc.same {
+		if got := chartsource.SameOrigin(a, b); got != tc.same {
 			t.Errorf("SameOrigin(%q, %q) = %v", tc.a, tc.b, got)
 		}
 	}
 	for host, want := range map[string]bool{"localhost": true, "LocalHost": true, "127.0.0.2": true, "::1": true, "[::1]": true,
 		"127.0.0.1.example.com": false, "registry.example.com": false, "10.0.0.1": false, "": false} {
-		if got := Loopback(host); got != want {
+		if got := chartsource.Loopback(host); got != want {
 			t.Errorf("Loopback(%q) = %v", host, got)
 		}
 	}

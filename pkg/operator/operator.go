@@ -36,6 +36,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/metawrite"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -78,7 +79,7 @@ type Options struct {
 	// GuestChartsDir holds the pinned chart archives the image ships; GuestCharts are those of
 	// them loaded and checked at start (installpolicy.Policy.LoadBundle).
 	GuestChartsDir string
-	GuestCharts    installpolicy.Bundle
+	GuestCharts    chartarchive.Bundle
 	// ChartCredentialsSecret, when set, names a Secret in Namespace whose username and password
 	// authenticate to the one chart source its key source names.
 	ChartCredentialsSecret string
@@ -150,7 +151,7 @@ func DefaultOptions() Options {
 		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
 		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
 		ChartPolicy:         installpolicy.Default(),
-		GuestChartsDir:      installpolicy.DefaultGuestChartsDir,
+		GuestChartsDir:      chartarchive.DefaultGuestChartsDir,
 		Webhook: WebhookOptions{
 			Service:       "kube-fip-operator-webhook",
 			Secret:        "kube-fip-operator-webhook-tls",

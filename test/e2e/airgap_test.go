@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
@@ -56,7 +56,7 @@ func (s *suite) waitKubevipInstalled(t *testing.T, timeout time.Duration, status
 // guest, as the operator installed them; "" for one not there.
 func (s *suite) guestWorkloadImages() (kubevip, provider string) {
 	ctx := context.Background()
-	ds, err := s.guestKube.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{})
+	ds, err := s.guestKube.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err == nil && len(ds.Spec.Template.Spec.Containers) > 0 {
 		kubevip = ds.Spec.Template.Spec.Containers[0].Image
 	}
@@ -230,7 +230,7 @@ func TestMissingImageIsNotReady(t *testing.T) {
 func (s *suite) kubevipPods(t *testing.T) []corev1.Pod {
 	t.Helper()
 	list, err := s.guestKube.CoreV1().Pods("kube-system").List(context.Background(),
-		metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + installpolicy.KubevipNameOverride})
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + chartvalues.KubevipNameOverride})
 	rig.Must(t, err)
 	return list.Items
 }

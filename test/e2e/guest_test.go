@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 )
@@ -49,7 +49,7 @@ func (s *suite) kubevipPod(t *testing.T, not string) corev1.Pod {
 	var pod corev1.Pod
 	rig.Eventually(t, 2*time.Minute, "kube-vip's DaemonSet pod Running and Ready on the guest node", func() bool {
 		list, err := s.guestKube.CoreV1().Pods("kube-system").List(context.Background(),
-			metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + installpolicy.KubevipNameOverride})
+			metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + chartvalues.KubevipNameOverride})
 		if err != nil {
 			return false
 		}

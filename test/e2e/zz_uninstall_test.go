@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
@@ -93,7 +93,7 @@ func TestUninstallRunsTheCleanupJob(t *testing.T) {
 			t.Errorf("release record %s/%s left in the guest", r.Namespace, r.Name)
 		}
 	}
-	if _, err := s.guestKube.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := s.guestKube.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the operator's kube-vip DaemonSet after the uninstall: %v; want it gone", err)
 	}
 	if cm, err := s.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, kubevipconfig.KubevipConfigMap, metav1.GetOptions{}); err == nil && cm.Data[kubevipconfig.GlobalCIDRKey] != "" {

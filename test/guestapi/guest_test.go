@@ -19,6 +19,8 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -218,11 +220,11 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	}
 
 	values := map[string]interface{}{"env": map[string]interface{}{"vip_interface": "enp1s0"}}
-	kubevip := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", values)}
+	kubevip := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, guestchart.Kubevip, "", values)}
 	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Installed {
 		t.Fatalf("install from the HTTP repository = %v, %v", out, err)
 	}
-	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, installpolicy.KubevipNameOverride, metav1.GetOptions{})
+	ds, err := r.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,16 +243,16 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubevip.Version = "0.1.1"
-	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", values)
+	kubevip.Plan = testPlan(t, guestchart.Kubevip, "0.1.1", values)
 	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Upgraded {
 		t.Errorf("new version = %v, %v; want upgraded", out, err)
 	}
-	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}})
+	kubevip.Plan = testPlan(t, guestchart.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth1"}})
 	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Upgraded {
 		t.Errorf("new values = %v, %v; want upgraded", out, err)
 	}
 	kubevip.Update = false
-	kubevip.Plan = testPlan(t, installpolicy.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}})
+	kubevip.Plan = testPlan(t, guestchart.Kubevip, "0.1.1", map[string]interface{}{"env": map[string]interface{}{"vip_interface": "eth2"}})
 	if out, err := ensureRelease(in, ctx, c, kubevip); err != nil || out != helminstall.Unchanged {
 		t.Errorf("new values without update = %v, %v; want unchanged", out, err)
 	}
@@ -259,7 +261,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 		t.Errorf("ProviderConfigMap before the install = %v; want ErrProviderNotFound", err)
 	}
 	provider := helminstall.Release{Namespace: "kube-system", Name: "kube-vip-cloud-provider", Ref: ref, Version: "0.2.10",
-		Plan: testPlan(t, installpolicy.CloudProvider, "0.2.10", nil)}
+		Plan: testPlan(t, guestchart.CloudProvider, "0.2.10", nil)}
 	if out, err := ensureRelease(in, ctx, c, provider); err != nil || out != helminstall.Installed {
 		t.Fatalf("install from the OCI registry = %v, %v", out, err)
 	}
@@ -282,10 +284,10 @@ func (r *rig) helm(t *testing.T) *action.Configuration {
 
 // testPlan is the install policy's plan of chart at version with values, under the default policy
 // but for the stand-ins these tests install, which it allows by digest as a deployment would.
-func testPlan(t *testing.T, chart installpolicy.Chart, version string, values map[string]interface{}) *installpolicy.Plan {
+func testPlan(t *testing.T, chart guestchart.Chart, version string, values map[string]interface{}) *installpolicy.Plan {
 	t.Helper()
 	defaults := config.Default().Kubevip.Values
-	if chart == installpolicy.CloudProvider {
+	if chart == guestchart.CloudProvider {
 		defaults = config.Default().KubevipCloudProvider.Values
 	}
 	s := installpolicy.DefaultSettings()
@@ -335,7 +337,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	if err := cfg.Releases.Create(stuck); err != nil {
 		t.Fatal(err)
 	}
-	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, installpolicy.Kubevip, "", nil)}
+	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, guestchart.Kubevip, "", nil)}
 	if out, err := ensureRelease(in, ctx, c, rel); !errors.Is(err, helminstall.ErrReleaseBusy) {
 		t.Fatalf("Ensure on a release pending since just now = %v, %v; want ErrReleaseBusy", out, err)
 	}

@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -63,7 +63,7 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var foreign *helminstall.ForeignRelease
 	for pass := 1; pass <= 2; pass++ {
 		if out, err := ensureRelease(in, ctx, c, rel); !errors.As(err, &foreign) || foreign.Chart != controlplane.HarvesterRelease {
@@ -122,7 +122,7 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel := helminstall.Release{Namespace: "kube-system", Name: tc.name, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: tc.update,
-			Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+			Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 		if out, err := ensureRelease(in, ctx, c, rel); err != nil || out != tc.want {
 			t.Fatalf("Ensure over a forged %s record = %v, %v; want %s", tc.status, out, err, tc.want)
 		}
@@ -169,7 +169,7 @@ func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
-		Plan: testPlan(t, installpolicy.Kubevip, "0.9.9", nil)}
+		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

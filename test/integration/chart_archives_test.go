@@ -16,7 +16,8 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -211,7 +212,7 @@ func TestChartVariantIsRefusedByDigest(t *testing.T) {
 		}
 	}
 	msg := message(x.Status.Conditions, v1.KubevipInstalled)
-	entry := installpolicy.DigestEntry(installpolicy.Kubevip, chartrepo.Digest(variant))
+	entry := chartarchive.DigestEntry(guestchart.Kubevip, chartrepo.Digest(variant))
 	if !kubevipReason(v1.ReasonChartRefused)(x) || !strings.Contains(msg, entry) || !strings.Contains(msg, "security.allowedChartDigests") {
 		t.Errorf("KubevipInstalled %q; want ChartRefused naming %s and security.allowedChartDigests", msg, entry)
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
@@ -46,7 +46,7 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 		return v1.KubevipInstalled.IsTrue(x) && len(x.Status.KubevipReleases) == 2
 	})
 	gc.waitCIDR(t, "10.192.0.2/32", 30*time.Second)
-	gc.setDaemonSetStatus(t, "kube-system", installpolicy.KubevipNameOverride, 1, 1)
+	gc.setDaemonSetStatus(t, "kube-system", chartvalues.KubevipNameOverride, 1, 1)
 	harvester := func() map[string]string {
 		ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{})
 		if err != nil {
@@ -104,7 +104,7 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 			t.Errorf("release record %s/%s left in the guest", r.Namespace, r.Name)
 		}
 	}
-	for _, obj := range []struct{ kind, name string }{{"DaemonSet", installpolicy.KubevipNameOverride}, {"Deployment", "kube-vip-cloud-provider"}} {
+	for _, obj := range []struct{ kind, name string }{{"DaemonSet", chartvalues.KubevipNameOverride}, {"Deployment", "kube-vip-cloud-provider"}} {
 		var err error
 		if obj.kind == "DaemonSet" {
 			_, err = gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, obj.name, metav1.GetOptions{})

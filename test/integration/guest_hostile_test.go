@@ -30,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -503,8 +504,8 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 		return len(x.Status.KubevipReleases) == 2
 	})
 	for _, r := range x.Status.KubevipReleases {
-		if r.Name == "kube-vip" && (r.Revision != 100 || r.ManifestDigest != helminstall.ManifestDigest(last.Manifest)) {
-			t.Errorf("remembered %+v; the guest's record is revision 100 with digest %s", r, helminstall.ManifestDigest(last.Manifest))
+		if r.Name == "kube-vip" && (r.Revision != 100 || r.ManifestDigest != guestchart.Digest([]byte(last.Manifest))) {
+			t.Errorf("remembered %+v; the guest's record is revision 100 with digest %s", r, guestchart.Digest([]byte(last.Manifest)))
 		}
 	}
 

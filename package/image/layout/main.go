@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/package/image"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 )
 
 func main() {
@@ -48,7 +48,7 @@ func main() {
 	if len(charts) == 0 {
 		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones (set GUEST_CHARTS_DIR to a directory holding them to ship them)")
 	} else {
-		fmt.Fprintf(os.Stderr, "layout: the image ships the guest charts %s at %s\n", strings.Join(charts, ", "), installpolicy.DefaultGuestChartsDir)
+		fmt.Fprintf(os.Stderr, "layout: the image ships the guest charts %s at %s\n", strings.Join(charts, ", "), chartarchive.DefaultGuestChartsDir)
 	}
 	fmt.Printf("%s %s\n", *dest, digest)
 }

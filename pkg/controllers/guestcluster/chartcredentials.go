@@ -13,7 +13,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
@@ -111,7 +111,7 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 		from = rel.RepoURL
 	}
 	own, _ := url.Parse(s.source)
-	if at, err := url.Parse(from); err == nil && installpolicy.SameOrigin(own, at) {
+	if at, err := url.Parse(from); err == nil && chartsource.SameOrigin(own, at) {
 		c := s.credentials
 		return &c, ""
 	}

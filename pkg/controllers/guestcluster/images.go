@@ -10,6 +10,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
@@ -55,7 +56,7 @@ func (c *controller) imagePullSecret(p *pass) (*pullSecret, *outcome) {
 // checkImages holds every image of plans pinned by a digest to its registry's tag, when the
 // deployment requires digests. A refusal is a Warning Event too.
 func (c *controller) checkImages(ctx context.Context, p *pass, plans []*installpolicy.Plan, pull *pullSecret) *outcome {
-	if !c.opts.ChartPolicy.RequireDigest() {
+	if !c.opts.ChartPolicy.Images().RequireDigest() {
 		return nil
 	}
 	var creds imagedigest.DockerConfig
@@ -87,12 +88,12 @@ func (c *controller) checkImages(ctx context.Context, p *pass, plans []*installp
 // guest, the one Secret the charts' pods name; nothing when the deployment has none.
 func (c *controller) writePullSecret(ctx context.Context, client guestAPI, p *pass, namespace string, pull *pullSecret) *outcome {
 	if pull == nil {
-		if c.opts.ChartPolicy.PullSecret() {
+		if c.opts.ChartPolicy.Images().PullSecret() {
 			return &outcome{reason: v1.ReasonImagePullSecret, message: "the deployment's image pull Secret is not set; nothing is installed"}
 		}
 		return nil
 	}
-	res, err := client.EnsurePullSecret(ctx, namespace, installpolicy.GuestPullSecretName, pull.data)
+	res, err := client.EnsurePullSecret(ctx, namespace, imagepolicy.GuestPullSecretName, pull.data)
 	if err != nil {
 		o := &outcome{reason: v1.ReasonImagePullSecret, message: p.redact(fmt.Sprintf("the copy of %s in the guest: %v; nothing is installed", pull.where, err))}
 		c.Recorder.Event(p.fip, v1.EventType(o.reason), o.reason, "guest cluster "+p.cluster+": "+o.message)
@@ -100,7 +101,7 @@ func (c *controller) writePullSecret(ctx context.Context, client guestAPI, p *pa
 	}
 	if res != kubevipconfig.PullSecretUnchanged {
 		c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonPullSecretWritten), v1.ReasonPullSecretWritten, "guest cluster %s: image pull Secret %s/%s %s from %s",
-			p.cluster, namespace, installpolicy.GuestPullSecretName, res, pull.where)
+			p.cluster, namespace, imagepolicy.GuestPullSecretName, res, pull.where)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/registry"
 )
@@ -51,7 +53,7 @@ func airGapped(t *testing.T, w *world) (host string, push func(repo, tag string)
 		return d.String()
 	}
 	kv, cp := push("kube-vip/kube-vip", "v1.0.0"), push("kubevip/kube-vip-cloud-provider", "v0.0.12")
-	policy, err := installpolicy.New(installpolicy.Settings{ChartSources: installpolicy.DefaultChartSources(), Registry: host, RequireDigest: true, PullSecret: true})
+	policy, err := installpolicy.New(installpolicy.Settings{ChartSources: chartsource.DefaultChartSources(), Registry: host, RequireDigest: true, PullSecret: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +95,12 @@ func TestAirGappedInstall(t *testing.T) {
 			t.Errorf("%s: sent %+v; want %s%s...", chart, plan, host, repo)
 			continue
 		}
-		if pull := fmt.Sprint(plan.Values.Map["imagePullSecrets"]); !strings.Contains(pull, installpolicy.GuestPullSecretName) {
-			t.Errorf("%s: imagePullSecrets %s; want %s", chart, pull, installpolicy.GuestPullSecretName)
+		if pull := fmt.Sprint(plan.Values.Map["imagePullSecrets"]); !strings.Contains(pull, imagepolicy.GuestPullSecretName) {
+			t.Errorf("%s: imagePullSecrets %s; want %s", chart, pull, imagepolicy.GuestPullSecretName)
 		}
 	}
-	if len(*wrote) != 1 || !strings.HasPrefix((*wrote)[0], "kube-system/"+installpolicy.GuestPullSecretName+" {\"auths\"") {
-		t.Errorf("pull Secrets written: %q; want one, kube-system/%s", *wrote, installpolicy.GuestPullSecretName)
+	if len(*wrote) != 1 || !strings.HasPrefix((*wrote)[0], "kube-system/"+imagepolicy.GuestPullSecretName+" {\"auths\"") {
+		t.Errorf("pull Secrets written: %q; want one, kube-system/%s", *wrote, imagepolicy.GuestPullSecretName)
 	}
 	if !hasEvent(events, "Normal "+v1.ReasonPullSecretWritten) {
 		t.Errorf("Events %q; want %s", events, v1.ReasonPullSecretWritten)

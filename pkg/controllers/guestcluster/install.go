@@ -11,6 +11,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
@@ -18,8 +21,8 @@ import (
 // KubevipNameOverride and ProviderConfigMapName are what the install policy sets in the values of
 // the two charts: see pkg/installpolicy.
 const (
-	KubevipNameOverride   = installpolicy.KubevipNameOverride
-	ProviderConfigMapName = installpolicy.ProviderConfigMapName
+	KubevipNameOverride   = chartvalues.KubevipNameOverride
+	ProviderConfigMapName = chartvalues.ProviderConfigMapName
 )
 
 // step is one chart of the install.
@@ -66,7 +69,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 	var failed *outcome
 	for i, s := range steps {
 		rel := release(cfg, s.chart, s.name, plans[i])
-		rel.Sources = policy
+		rel.Sources = policy.Sources()
 		rel.Trusted = p.trusted(rel)
 		var note string
 		if rel.Credentials, note = credentials.forRelease(s.name, rel); note != "" {
@@ -117,7 +120,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 
 // refused reports a chart the policy refused before anything was fetched, with a Warning Event.
 func (c *controller) refused(p *pass, chart string, err error) *outcome {
-	var r *installpolicy.Refusal
+	var r *guestchart.Refusal
 	if !errors.As(err, &r) {
 		return &outcome{reason: v1.ReasonChartValuesNotAllowed, message: p.redact(fmt.Sprintf("%s: %v; nothing is installed", chart, err))}
 	}
@@ -187,7 +190,7 @@ func (p *pass) remember(rel helminstall.Release, chart string, applied *helminst
 }
 
 // images names the images in use, as rendered.
-func images(a *installpolicy.Approval, chart config.Chart) string {
+func images(a *approve.Approval, chart config.Chart) string {
 	if a == nil {
 		return ""
 	}
@@ -202,7 +205,7 @@ func images(a *installpolicy.Approval, chart config.Chart) string {
 }
 
 // recordDecisions makes an Event of each translation and of variables the image ignores.
-func (c *controller) recordDecisions(p *pass, a *installpolicy.Approval) {
+func (c *controller) recordDecisions(p *pass, a *approve.Approval) {
 	if a == nil {
 		return
 	}
@@ -229,7 +232,7 @@ type failure struct {
 // installFailure says why chart (at version) was not installed. A refusal before install names
 // what was refused; a chart still being fetched is no failure (the pass comes back).
 func installFailure(chart, version string, err error) failure {
-	var refused *installpolicy.Refusal
+	var refused *guestchart.Refusal
 	var foreign *helminstall.ForeignRelease
 	var guarded *helminstall.ErrWriteRefused
 	var record *helminstall.RecordRefused

@@ -30,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
@@ -609,7 +610,7 @@ func rendered(extra *helmchart.File) func(helminstall.Release) (helminstall.Resu
 				ch.Templates = append(ch.Templates, extra)
 			}
 		}
-		a, err := rel.Plan.Approve(ch, installpolicy.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
+		a, err := rel.Plan.Approve(ch, render.Target{Name: rel.Name, Namespace: rel.Namespace, Revision: 1})
 		if err != nil {
 			return helminstall.Result{}, fmt.Errorf("installing %s: %w", rel.Chart, err)
 		}

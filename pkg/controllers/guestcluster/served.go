@@ -9,7 +9,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
@@ -30,7 +30,7 @@ type served struct {
 func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, namespace string) {
 	name := ""
 	if p.installs {
-		name = installpolicy.KubevipNameOverride
+		name = chartvalues.KubevipNameOverride
 	}
 	addrs := slices.Clone(p.want.Global)
 	for _, ns := range p.want.Namespaced {

@@ -17,7 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
@@ -45,7 +45,7 @@ func BuildOperator(dir string) (string, error) {
 // stand-ins of the pinned pair by digest (StandInDigestsArg): the upstream archives cannot be
 // fetched here.
 func LoopbackChartSourceArgs() []string {
-	sources := append(installpolicy.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
+	sources := append(chartsource.DefaultChartSources(), "http://127.0.0.1:*", "oci://127.0.0.1:*")
 	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources", StandInDigestsArg()}
 }
 

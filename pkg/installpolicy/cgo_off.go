@@ -1,6 +1,0 @@
-//go:build !cgo
-
-package installpolicy
-
-// builtWithCgo says that the binary starts its threads with the C library (see dataLimit).
-const builtWithCgo = false
