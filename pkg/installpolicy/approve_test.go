@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	helmchart "helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -33,13 +32,6 @@ func plan(t testing.TB, chart guestchart.Chart, v map[string]interface{}) (*Plan
 	return Default().NewPlan(chart, "kubevipChartValues", "", v, defaults)
 }
 
-func standIn(chart guestchart.Chart) *helmchart.Chart {
-	if chart == guestchart.Kubevip {
-		return chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	}
-	return chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
-}
-
 func release() render.Target {
 	return render.Target{Name: "kube-vip", Namespace: "kube-system", Revision: 1}
 }
@@ -65,7 +57,7 @@ func TestDefaultsAreApproved(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", chart, err)
 		}
-		a, err := p.Approve(standIn(chart), release())
+		a, err := p.Approve(chartrepo.DefaultChart(chart), release())
 		if err != nil {
 			t.Fatalf("%s: %v", chart, err)
 		}
@@ -77,7 +69,7 @@ func TestDefaultsAreApproved(t *testing.T) {
 				t.Errorf("%s: %s outside the release namespace", chart, o)
 			}
 		}
-		again, err := p.Approve(standIn(chart), release())
+		again, err := p.Approve(chartrepo.DefaultChart(chart), release())
 		if err != nil || again.Digest != a.Digest {
 			t.Errorf("%s: the approval is not deterministic: %v", chart, err)
 		}

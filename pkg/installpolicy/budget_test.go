@@ -17,6 +17,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // renderChildArg makes this test binary the render process, as the operator's render-chart
@@ -102,12 +103,12 @@ func TestRenderInItsOwnProcess(t *testing.T) {
 	own := budgeted(t, true, render.Budget{Time: time.Minute, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
 	timed := budgeted(t, true, render.Budget{Time: 3 * time.Second, Output: 1 << 20, Memory: 128 << 20, Parallel: 1, Retry: time.Hour})
 	start := time.Now()
-	a, err := approve(own, standIn(guestchart.Kubevip))
+	a, err := approve(own, chartrepo.DefaultChart(guestchart.Kubevip))
 	if err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	b, err := approve(Default(), standIn(guestchart.Kubevip))
+	b, err := approve(Default(), chartrepo.DefaultChart(guestchart.Kubevip))
 	if err != nil || a.Digest != b.Digest {
 		t.Errorf("in its own process the approval is %s; in this one %s (%v)", a.Digest, b.Digest, err)
 	}
@@ -190,7 +191,7 @@ func TestRenderBudgetHoldsOnALoadedMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pl.Approve(standIn(chart), release()); err != nil {
+		if _, err := pl.Approve(chartrepo.DefaultChart(chart), release()); err != nil {
 			t.Errorf("the %s chart in a render process on 24 more threads (CGO_ENABLED=%s): %v; want it approved", chart, cgoEnabled(), err)
 		}
 		_, err = pl.Approve(withTemplate(chart, "templates/overrun.yaml", doubling), release())

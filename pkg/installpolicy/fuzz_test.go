@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // FuzzWhatWouldBeSent: whatever values a configuration gives, those the schema accepts render,
@@ -51,7 +52,7 @@ func FuzzWhatWouldBeSent(f *testing.F) {
 			return // refused by the schema: nothing is sent
 		}
 		// What the schema accepts renders into what the judge approves: the two never disagree.
-		a, err := p.Approve(standIn(chart), release())
+		a, err := p.Approve(chartrepo.DefaultChart(chart), release())
 		if err != nil {
 			t.Fatalf("values the schema accepts are refused when rendered: %v", err)
 		}

@@ -7,11 +7,12 @@ import (
 	helmchart "helm.sh/helm/v3/pkg/chart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // withTemplate is the stand-in of chart with the template name's text replaced (or added).
 func withTemplate(chart guestchart.Chart, name, text string) *helmchart.Chart {
-	ch := standIn(chart)
+	ch := chartrepo.DefaultChart(chart)
 	for _, t := range ch.Templates {
 		if t.Name == name {
 			t.Data = []byte(text)
@@ -26,7 +27,7 @@ func withTemplate(chart guestchart.Chart, name, text string) *helmchart.Chart {
 // serving the upstream chart with one change.
 func edited(t *testing.T, chart guestchart.Chart, name, old, new string) *helmchart.Chart {
 	t.Helper()
-	ch := standIn(chart)
+	ch := chartrepo.DefaultChart(chart)
 	for _, f := range ch.Templates {
 		if f.Name == name {
 			if !strings.Contains(string(f.Data), old) {
@@ -59,17 +60,17 @@ func TestChartsFromASourceAreJudged(t *testing.T) {
 			return withTemplate(guestchart.Kubevip, "templates/hook.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: x\n  annotations:\n    helm.sh/hook: pre-install\n")
 		}, guestchart.ReasonChartRefused, "template templates/hook.yaml names helm.sh/hook"},
 		{"a crds/ folder", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(guestchart.Kubevip)
+			ch := chartrepo.DefaultChart(guestchart.Kubevip)
 			ch.Files = append(ch.Files, &helmchart.File{Name: "crds/evil.yaml", Data: []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n")})
 			return ch
 		}, guestchart.ReasonChartRefused, "holds crds/evil.yaml"},
 		{"a dependency", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(guestchart.Kubevip)
-			ch.AddDependency(standIn(guestchart.CloudProvider))
+			ch := chartrepo.DefaultChart(guestchart.Kubevip)
+			ch.AddDependency(chartrepo.DefaultChart(guestchart.CloudProvider))
 			return ch
 		}, guestchart.ReasonChartRefused, "has dependencies"},
 		{"another chart under the name asked for", func(t *testing.T) *helmchart.Chart {
-			ch := standIn(guestchart.Kubevip)
+			ch := chartrepo.DefaultChart(guestchart.Kubevip)
 			ch.Metadata.Name = "kube-vip-extra"
 			return ch
 		}, guestchart.ReasonChartRefused, `named "kube-vip-extra"`},

@@ -13,6 +13,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 const testRegistry = "registry.corp.example:5000"
@@ -29,7 +30,7 @@ func defaultsOf(chart guestchart.Chart) map[string]interface{} {
 // as the approved manifest holds it.
 func renderedWorkload(t *testing.T, pl *Plan) (image string, pullSecrets []string) {
 	t.Helper()
-	a, err := pl.Approve(standIn(pl.Chart), release())
+	a, err := pl.Approve(chartrepo.DefaultChart(pl.Chart), release())
 	if err != nil {
 		t.Fatalf("%s: %v", pl.Chart, err)
 	}
@@ -96,7 +97,7 @@ func TestGuestImagesUnderTheRegistry(t *testing.T) {
 					t.Errorf("%s: imagePullSecrets %v; want %v", chart, pull, c.pull)
 				}
 				// The reference render, the chart with the product's defaults, holds the same image.
-				docs, err := pl.policy.renders.Render(chart, standIn(chart), pl.baseline, release(), "")
+				docs, err := pl.policy.renders.Render(chart, chartrepo.DefaultChart(chart), pl.baseline, release(), "")
 				if err != nil {
 					t.Fatal(err)
 				}

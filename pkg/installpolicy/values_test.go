@@ -9,6 +9,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
 // TestValuesTheSchemaAccepts: what administrators write (the original's defaults, the images of
@@ -84,7 +85,7 @@ func TestImagesAreExactRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the mirror's image: %v", err)
 	}
-	a, err := p.Approve(standIn(guestchart.Kubevip), release())
+	a, err := p.Approve(chartrepo.DefaultChart(guestchart.Kubevip), release())
 	if err != nil || !strings.Contains(a.Manifest, "image: registry.corp.example:5000/mirror/kube-vip:v1.0.0") {
 		t.Errorf("the mirror's image as rendered: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	helmchart "helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -71,7 +70,7 @@ func reference(schema chartvalues.Schema, chart guestchart.Chart, given map[stri
 	if err != nil {
 		return nil, "", err
 	}
-	docs, err := render.New(nil, render.Budget{}).Render(chart, standIn(chart), baseline, release(), "")
+	docs, err := render.New(nil, render.Budget{}).Render(chart, chartrepo.DefaultChart(chart), baseline, release(), "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -92,13 +91,6 @@ func values(t testing.TB, text string) map[string]interface{} {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func standIn(chart guestchart.Chart) *helmchart.Chart {
-	if chart == guestchart.Kubevip {
-		return chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
-	}
-	return chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 }
 
 func release() render.Target {

@@ -10,6 +10,9 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // The stand-in charts: see charts/README.md for the upstream version each one mirrors. Each keeps
@@ -84,6 +87,14 @@ func KubevipCloudProviderChart(version string) *chart.Chart {
 	default:
 		return mustStandIn("kube-vip-cloud-provider-0.2.10", version)
 	}
+}
+
+// DefaultChart is the stand-in of guest chart c at the version the operator installs by default.
+func DefaultChart(c guestchart.Chart) *chart.Chart {
+	if c == guestchart.Kubevip {
+		return KubevipChart(config.DefaultKubevipChartVersion)
+	}
+	return KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)
 }
 
 // HarvesterCloudProviderChart is the stand-in of the Harvester cloud provider chart that Rancher
