@@ -69,16 +69,9 @@ func podAddress(ref *corev1.ObjectFieldSelector) bool {
 
 func (s Schema) kubevipValues(raw map[string]interface{}) (Values, error) {
 	var v kubevipValues
-	if err := decodeKeys(raw, target{"image", &v.Image}, target{"env", &v.Env}, target{"envValueFrom", &v.EnvValueFrom},
+	if err := s.decode(raw, guestchart.Kubevip, &v.Image, &v.Scheduling, target{"env", &v.Env}, target{"envValueFrom", &v.EnvValueFrom},
 		target{"config", &v.Config}, target{"nameOverride", &v.NameOverride},
 		target{"updateStrategy", &v.Update}, target{"podMonitor", &v.PodMonitor}); err != nil {
-		return Values{}, err
-	}
-	if err := decodeScheduling(raw, &v.Scheduling); err != nil {
-		return Values{}, err
-	}
-	v.Image = s.Images.AtRegistry(guestchart.Kubevip, v.Image)
-	if err := s.Images.CheckValue(guestchart.Kubevip, v.Image); err != nil {
 		return Values{}, err
 	}
 	if err := s.checkKubevip(&v); err != nil {

@@ -35,15 +35,8 @@ func providerKeys() []KeyDoc {
 
 func (s Schema) providerValues(raw map[string]interface{}) (Values, error) {
 	var v providerValues
-	if err := decodeKeys(raw, target{"image", &v.Image}, target{"configMapName", &v.ConfigMapName},
+	if err := s.decode(raw, guestchart.CloudProvider, &v.Image, &v.Scheduling, target{"configMapName", &v.ConfigMapName},
 		target{"replicasCount", &v.Replicas}, target{"enableloadbalancerClass", &v.LBClass}); err != nil {
-		return Values{}, err
-	}
-	if err := decodeScheduling(raw, &v.Scheduling); err != nil {
-		return Values{}, err
-	}
-	v.Image = s.Images.AtRegistry(guestchart.CloudProvider, v.Image)
-	if err := s.Images.CheckValue(guestchart.CloudProvider, v.Image); err != nil {
 		return Values{}, err
 	}
 	switch {

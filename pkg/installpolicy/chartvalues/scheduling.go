@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 )
 
 // Scheduling are the value keys both charts print into their pod spec to place it: decoded into
@@ -36,14 +37,22 @@ func schedulingKeys() []KeyDoc {
 	}
 }
 
-// decodeScheduling reads the scheduling keys of raw into s.
-func decodeScheduling(raw map[string]interface{}, s *Scheduling) error {
-	if err := decodeKeys(raw, target{"nodeSelector", &s.NodeSelector}, target{"tolerations", &s.Tolerations},
-		target{"affinity", &s.Affinity}, target{"resources", &s.Resources},
-		target{"imagePullSecrets", &s.ImagePullSecrets}); err != nil {
+// decode reads chart's image key, then targets, then the scheduling keys of raw, validates the
+// scheduling keys, and puts the image at the registry, judged.
+func (s Schema) decode(raw map[string]interface{}, chart guestchart.Chart, image **imagepolicy.Value, sched *Scheduling, targets ...target) error {
+	if err := decodeKeys(raw, append([]target{{"image", image}}, targets...)...); err != nil {
 		return err
 	}
-	return s.Validate()
+	if err := decodeKeys(raw, target{"nodeSelector", &sched.NodeSelector}, target{"tolerations", &sched.Tolerations},
+		target{"affinity", &sched.Affinity}, target{"resources", &sched.Resources},
+		target{"imagePullSecrets", &sched.ImagePullSecrets}); err != nil {
+		return err
+	}
+	if err := sched.Validate(); err != nil {
+		return err
+	}
+	*image = s.Images.AtRegistry(chart, *image)
+	return s.Images.CheckValue(chart, *image)
 }
 
 // Validate validates the keys as the API server validates them.
