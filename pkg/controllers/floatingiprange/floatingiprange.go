@@ -140,7 +140,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if notReady == nil {
 		notReady = h.harvesters.unknown(r)
 	}
-	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: selectorText(r.Spec.ClusterSelector)}
+	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: allocation.ClusterSelectorOf(r).String()}
 	want := r.Status.DeepCopy()
 	readyChanged, warningChanged := v.apply(want)
 	specChanged := r.Status.ObservedGeneration != r.Generation

@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
-	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // selectors tells how many of Rancher's provisioning clusters each range's clusterSelector
@@ -29,11 +28,8 @@ type selectors struct {
 // noneSelected is the Warning of a range whose valid selector matches no provisioning cluster,
 // or nil. An invalid selector is the range's InvalidRange, said by its Ready condition.
 func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
-	if s == nil || s.clusters == nil || r.Spec.ClusterSelector == nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(r.Spec.ClusterSelector)
-	if err != nil {
+	sel := allocation.ClusterSelectorOf(r)
+	if s == nil || s.clusters == nil || !sel.Set() || sel.Err() != nil {
 		return nil
 	}
 	all, err := s.clusters.Cache().List(s.fleet, labels.Everything())
@@ -41,7 +37,7 @@ func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
 		return nil
 	}
 	for _, c := range all {
-		if c.DeletionTimestamp == nil && sel.Matches(labels.Set(c.Labels)) {
+		if c.DeletionTimestamp == nil && sel.Selects(c.Labels) {
 			return nil
 		}
 	}
@@ -85,20 +81,4 @@ func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluste
 		}
 	}
 	return c, nil
-}
-
-// selectorText is sel as Kubernetes writes a label selector, for the range's list view: empty
-// without one, "<invalid>" when it does not parse (the range's Ready says why).
-func selectorText(sel *metav1.LabelSelector) string {
-	if sel == nil {
-		return ""
-	}
-	parsed, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return "<invalid>"
-	}
-	if parsed.Empty() {
-		return "<every cluster>"
-	}
-	return redact.Shorten(parsed.String(), redact.MaxValue)
 }
