@@ -123,14 +123,11 @@ const namedRanges = 3
 
 // onNetworks names ranges with their networks: "a on vlan20, b on default/vlan30 and 2 more".
 func onNetworks(ranges []Range) string {
-	parts := make([]string, 0, namedRanges)
+	parts := make([]string, len(ranges))
 	for i, r := range ranges {
-		if i == namedRanges {
-			return strings.Join(parts, ", ") + fmt.Sprintf(" and %d more", len(ranges)-i)
-		}
-		parts = append(parts, r.Name+" on "+redact.Shorten(strings.TrimSpace(r.HarvesterNetwork), MaxQuoted))
+		parts[i] = r.Name + " on " + redact.Shorten(strings.TrimSpace(r.HarvesterNetwork), MaxQuoted)
 	}
-	return strings.Join(parts, ", ")
+	return redact.Names(parts, namedRanges)
 }
 
 func plural(n int, word string) string {
