@@ -139,9 +139,13 @@ func (m *Manager) Choose(w Want) Choice {
 	if key != "" {
 		freed = m.g.freedIn(w.Spaces[0].Hash())
 		start = m.cursors.start(key, order.version, freed)
-		out.Skipped = start
-		if start > 0 {
-			out.FirstSkipped = order.ranges[0].r.Name
+		// The skipped ranges count only when one of them could have served w: not when all are
+		// of another family or being deleted, which must not make w wait in one of them.
+		for _, o := range order.ranges[:start] {
+			if o.r.DeletionTimestamp == nil && (w.Family == 0 || o.family == w.Family) {
+				out.Skipped, out.FirstSkipped = start, o.r.Name
+				break
+			}
 		}
 	}
 	// full is how far the ranges from start on are known to be full (or of no use to anyone

@@ -404,3 +404,28 @@ func TestClusterSelectorReading(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseSkipsNoOtherFamily: the ranges a selection of one family skipped as of no use to it
+// (another family) never become where a FloatingIP of that family waits: with no IPv6 range a
+// second IPv6 selection is as empty as the first, and a full IPv6 range behind an IPv4 one is where
+// it waits.
+func TestChooseSkipsNoOtherFamily(t *testing.T) {
+	t.Parallel()
+	old := time.Now().Add(-time.Hour)
+	who := guestOf("g", "kubevip", nil)
+	v4only := benchManager([]*v1.FloatingIPRange{siteRange("a4", "10.1.0.0/24", "harvester1", old)})
+	for i := 0; i < 2; i++ {
+		if ch := v4only.Choose(Want{Spaces: vlan10, Family: harvester.IPv6, Claimant: who}); ch.Range != "" || ch.First != "" || len(ch.Passed) > 0 || ch.Skipped > 0 {
+			t.Fatalf("IPv6 selection %d among IPv4 ranges = %+v, want none", i+1, ch)
+		}
+	}
+	m := benchManager([]*v1.FloatingIPRange{siteRange("a4", "10.1.0.0/24", "harvester1", old), siteRange("b6", "fd00:10::1/128", "harvester1", old)})
+	if _, _, err := m.Claim(context.Background(), "b6", guestOf("h", "kubevip", nil), netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if ch := m.Choose(Want{Spaces: vlan10, Family: harvester.IPv6, Claimant: who}); ch.Range != "" || ch.First != "b6" {
+			t.Fatalf("IPv6 selection %d with b6 full = %+v, want to wait in b6", i+1, ch)
+		}
+	}
+}
