@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -242,7 +243,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 	var released []string
 	idx := indexRecord(r.Status.Allocations)
 	hash := v1.SpaceOf(r).Hash()
-	keys := sortedKeys(r.Status.Allocations)
+	keys := slices.Sorted(maps.Keys(r.Status.Allocations))
 	// One engine step looks up every readable key's slot; the record is judged outside the lock.
 	var slots []slot
 	for _, key := range keys {
@@ -413,13 +414,4 @@ func ClaimantOf(f *v1.FloatingIP) Claimant {
 	c := Claimant{Owner: OwnerOf(f)}
 	c.Cluster, _ = v1.ProvisioningClusterOf(f)
 	return c
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

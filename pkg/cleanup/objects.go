@@ -3,6 +3,7 @@ package cleanup
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +78,7 @@ func removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, name
 			}
 			current = got
 		}
-		keep := without(current.GetFinalizers(), finalizer)
+		keep := slices.DeleteFunc(slices.Clone(current.GetFinalizers()), func(f string) bool { return f == finalizer })
 		left = keep
 		if len(keep) == len(current.GetFinalizers()) {
 			return nil
@@ -96,16 +97,6 @@ func removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, name
 		return nil, removed, nil
 	}
 	return left, removed, err
-}
-
-func without(list []string, s string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // describe names an object for a person: "FloatingIP c-m-abc/demo-kubevip (10.0.0.5)".
