@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,14 +129,8 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 // heldWithoutObject reads the address f holds, if any and if no allocation object records it:
 // its status's, else its spec's (objects of the original operator carry only that).
 func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
-	rng := f.Annotations[v1.AnnotationFloatingIPRange]
-	address := f.Status.IPAddress
-	if f.Status.Range != "" {
-		rng = f.Status.Range
-	}
-	if address == "" {
-		address = f.Spec.IPAddress
-	}
+	rng := cmp.Or(f.Status.Range, f.Annotations[v1.AnnotationFloatingIPRange])
+	address := cmp.Or(f.Status.IPAddress, f.Spec.IPAddress)
 	if f.DeletionTimestamp != nil || rng == "" || address == "" {
 		return candidate{}, false
 	}

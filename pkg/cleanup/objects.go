@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -105,10 +106,7 @@ func describe(k kind, obj *unstructured.Unstructured) string {
 	if ns := obj.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
-	kindName := obj.GetKind()
-	if kindName == "" {
-		kindName = k.resource.Resource
-	}
+	kindName := cmp.Or(obj.GetKind(), k.resource.Resource)
 	if addr, _, _ := unstructured.NestedString(obj.Object, "status", "ipaddress"); addr != "" {
 		return fmt.Sprintf("%s %s (%s)", kindName, name, addr)
 	}
