@@ -10,7 +10,6 @@ package admission
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/rancher/wrangler/v2/pkg/webhook"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -142,11 +141,3 @@ func decodeAs[T any, P interface {
 
 // maxNamed is how many other objects a message names before it counts the rest.
 const maxNamed = 3
-
-// listed joins items for a message: at most maxNamed of them, then how many more.
-func listed(items []string) string {
-	if len(items) <= maxNamed {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxNamed], ", "), len(items)-maxNamed)
-}

@@ -55,10 +55,10 @@ func (v *Validator) ranges(req *webhook.Request) (verdict, error) {
 	}
 	if r.Annotations[AnnotationAllowOrphans] == "true" {
 		return allow(fmt.Sprintf("%s is set: %s stay held outside the range and FloatingIPRange %s reports OrphanedAllocations until they are released",
-			AnnotationAllowOrphans, listed(held), r.Name)), nil
+			AnnotationAllowOrphans, redact.Names(held, maxNamed), r.Name)), nil
 	}
 	return refuse("this edit of FloatingIPRange %s takes away addresses FloatingIPs hold (%s); keep them in spec.iprange and out of spec.exclude, or set the annotation %s: \"true\" to force it",
-		r.Name, listed(held), AnnotationAllowOrphans), nil
+		r.Name, redact.Names(held, maxNamed), AnnotationAllowOrphans), nil
 }
 
 // rangeDelete refuses to delete a range whose addresses FloatingIPs hold, unless the range
@@ -72,7 +72,7 @@ func (v *Validator) rangeDelete(old *v1.FloatingIPRange) (verdict, error) {
 		return allow(), err
 	}
 	return refuse("FloatingIPRange %s cannot be deleted while FloatingIPs hold its addresses (%s); delete those FloatingIPs or their guest clusters first, or set the annotation %s: \"true\" on the range to force it",
-		old.Name, listed(held), AnnotationAllowOrphans), nil
+		old.Name, redact.Names(held, maxNamed), AnnotationAllowOrphans), nil
 }
 
 // sameDefinition reports whether what the rules judge is unchanged: the addresses and the space.

@@ -160,7 +160,7 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 		}
 		// The selector judges new addresses only: a change of it, or of the cluster's labels,
 		// takes nothing away.
-		if !selectorOf(r).admits(c) {
+		if !ClusterSelectorOf(r).admits(c) {
 			return netip.Addr{}, nil, &NotSelectedError{Range: rangeName, Cluster: c.Cluster}
 		}
 	}
@@ -242,7 +242,7 @@ func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem
 // legacy record's), a pending space change (from v), and overlap with an older range (of v's
 // outline).
 func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
-	if sel := selectorOf(r); sel.err != nil {
+	if sel := ClusterSelectorOf(r); sel.err != nil {
 		return &problem.Problem{Reason: v1.ReasonInvalidRange,
 			Message: "spec.clusterSelector is not a label selector: " + redact.Shorten(sel.err.Error(), redact.MaxValue)}
 	}

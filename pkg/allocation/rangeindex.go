@@ -50,7 +50,7 @@ type indexedRange struct {
 	// space is the hash of the range's space, under which bySpace lists it; selector is its
 	// clusterSelector, parsed when it changes.
 	space    string
-	selector clusterSelector
+	selector ClusterSelector
 	family   harvester.Family
 }
 

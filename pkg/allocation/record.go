@@ -1,7 +1,9 @@
 package allocation
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
@@ -39,7 +41,7 @@ type recordIndex struct {
 
 func indexRecord(record map[string]v1.Allocation) recordIndex {
 	idx := recordIndex{holder: make(map[netip.Addr]string, len(record))}
-	keys := sortedKeys(record)
+	keys := slices.Sorted(maps.Keys(record))
 	// Canonical keys first, so that they win over any other spelling of their address.
 	var later []string
 	for _, key := range keys {
@@ -76,7 +78,7 @@ func keysOf(record map[string]v1.Allocation, uid string, addrs []netip.Addr) []s
 		wanted[a.WithZone("").Unmap()] = true
 	}
 	var out []string
-	for _, key := range sortedKeys(record) {
+	for _, key := range slices.Sorted(maps.Keys(record)) {
 		if string(record[key].UID) != uid {
 			continue
 		}

@@ -1,9 +1,11 @@
 package allocation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -127,14 +129,8 @@ func (m *Manager) Repair(ctx context.Context) (RepairReport, error) {
 // heldWithoutObject reads the address f holds, if any and if no allocation object records it:
 // its status's, else its spec's (objects of the original operator carry only that).
 func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
-	rng := f.Annotations[v1.AnnotationFloatingIPRange]
-	address := f.Status.IPAddress
-	if f.Status.Range != "" {
-		rng = f.Status.Range
-	}
-	if address == "" {
-		address = f.Spec.IPAddress
-	}
+	rng := cmp.Or(f.Status.Range, f.Annotations[v1.AnnotationFloatingIPRange])
+	address := cmp.Or(f.Status.IPAddress, f.Spec.IPAddress)
 	if f.DeletionTimestamp != nil || rng == "" || address == "" {
 		return candidate{}, false
 	}
@@ -242,7 +238,7 @@ func (m *Manager) shrinkLegacy(r *v1.FloatingIPRange, byUID map[string]*v1.Float
 	var released []string
 	idx := indexRecord(r.Status.Allocations)
 	hash := v1.SpaceOf(r).Hash()
-	keys := sortedKeys(r.Status.Allocations)
+	keys := slices.Sorted(maps.Keys(r.Status.Allocations))
 	// One engine step looks up every readable key's slot; the record is judged outside the lock.
 	var slots []slot
 	for _, key := range keys {
@@ -413,13 +409,4 @@ func ClaimantOf(f *v1.FloatingIP) Claimant {
 	c := Claimant{Owner: OwnerOf(f)}
 	c.Cluster, _ = v1.ProvisioningClusterOf(f)
 	return c
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // rangeOrder is selection order: the higher spec.priority first, then by name. Ranges without a
@@ -25,43 +26,67 @@ func rangeOrder(a, b *v1.FloatingIPRange) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// clusterSelector is a range's spec.clusterSelector, parsed: none (every FloatingIP may take
-// addresses), a selector, or an error that keeps the range from handing out anything.
-type clusterSelector struct {
+// ClusterSelector is a range's spec.clusterSelector, parsed: none (every FloatingIP may take
+// addresses), a selector, or an error that keeps the range from handing out anything. It is the
+// one reading of the field: selection (Choose), claims, and the range's own status all go by it.
+type ClusterSelector struct {
 	spec     *metav1.LabelSelector
 	selector labels.Selector
 	err      error
 }
 
 // update returns s for spec, parsed again only when spec changed.
-func (s clusterSelector) update(spec *metav1.LabelSelector) clusterSelector {
+func (s ClusterSelector) update(spec *metav1.LabelSelector) ClusterSelector {
 	if reflect.DeepEqual(s.spec, spec) && (s.selector != nil || s.err != nil || spec == nil) {
 		return s
 	}
-	out := clusterSelector{spec: spec.DeepCopy()}
+	out := ClusterSelector{spec: spec.DeepCopy()}
 	if spec != nil {
 		out.selector, out.err = metav1.LabelSelectorAsSelector(spec)
 	}
 	return out
 }
 
-func selectorOf(r *v1.FloatingIPRange) clusterSelector {
-	return clusterSelector{}.update(r.Spec.ClusterSelector)
+// ClusterSelectorOf is r's spec.clusterSelector, parsed.
+func ClusterSelectorOf(r *v1.FloatingIPRange) ClusterSelector {
+	return ClusterSelector{}.update(r.Spec.ClusterSelector)
+}
+
+// Set reports whether the range has a clusterSelector.
+func (s ClusterSelector) Set() bool { return s.spec != nil }
+
+// Err is why the selector does not parse; nil without one or when it does.
+func (s ClusterSelector) Err() error { return s.err }
+
+// Selects reports whether a valid selector matches a provisioning cluster's labels.
+func (s ClusterSelector) Selects(clusterLabels map[string]string) bool {
+	return s.spec != nil && s.err == nil && s.selector.Matches(labels.Set(clusterLabels))
 }
 
 // admits reports whether the selector lets a FloatingIP of c take a new address: always without a
 // selector; with one, only a FloatingIP of a provisioning cluster whose labels it matches.
-func (s clusterSelector) admits(c Claimant) bool {
-	if s.spec == nil {
-		return true
+func (s ClusterSelector) admits(c Claimant) bool {
+	return s.spec == nil || (c.Cluster.Name != "" && s.Selects(c.Labels))
+}
+
+// String is the selector as Kubernetes writes a label selector, for the range's list view and
+// messages: empty without one, "<invalid>" when it does not parse (the range's Ready says why).
+func (s ClusterSelector) String() string {
+	switch {
+	case s.spec == nil:
+		return ""
+	case s.err != nil:
+		return "<invalid>"
+	case s.selector.Empty():
+		return "<every cluster>"
 	}
-	return s.err == nil && c.Cluster.Name != "" && s.selector.Matches(labels.Set(c.Labels))
+	return redact.Shorten(s.selector.String(), redact.MaxValue)
 }
 
 // orderedRange is a range in selection order, with its parsed selector.
 type orderedRange struct {
 	r        *v1.FloatingIPRange
-	selector clusterSelector
+	selector ClusterSelector
 	family   harvester.Family
 }
 
@@ -114,9 +139,13 @@ func (m *Manager) Choose(w Want) Choice {
 	if key != "" {
 		freed = m.g.freedIn(w.Spaces[0].Hash())
 		start = m.cursors.start(key, order.version, freed)
-		out.Skipped = start
-		if start > 0 {
-			out.FirstSkipped = order.ranges[0].r.Name
+		// The skipped ranges count only when one of them could have served w: not when all are
+		// of another family or being deleted, which must not make w wait in one of them.
+		for _, o := range order.ranges[:start] {
+			if o.r.DeletionTimestamp == nil && (w.Family == 0 || o.family == w.Family) {
+				out.Skipped, out.FirstSkipped = start, o.r.Name
+				break
+			}
 		}
 	}
 	// full is how far the ranges from start on are known to be full (or of no use to anyone

@@ -328,3 +328,104 @@ func BenchmarkSelectAndClaim(b *testing.B) {
 			perClaim[0], perClaim[1], perClaim[1]/perClaim[0], perClaim[2], perClaim[2]/perClaim[0])
 	}
 }
+
+// TestChooseFamily: a dual-stack cluster's second address comes from the ranges of its family on
+// its network, whichever of the network's two names (bare, namespace/name) they carry; none of
+// another network, Harvester cluster or family, and no range naming no network. With no range of
+// the family the choice is empty and passes nothing over: discovery's NoRangeForFamily.
+func TestChooseFamily(t *testing.T) {
+	t.Parallel()
+	old := time.Now().Add(-time.Hour)
+	on := func(name, cidr, cluster, network string) *v1.FloatingIPRange {
+		r := siteRange(name, cidr, cluster, old)
+		r.Annotations[v1.AnnotationHarvesterNetworkName] = network
+		return r
+	}
+	m := benchManager([]*v1.FloatingIPRange{
+		on("v4-b", "10.1.0.0/24", "harvester1", "vlan10"),
+		on("v4-a", "10.2.0.0/24", "harvester1", "default/vlan10"),
+		on("v6", "fd00:1::/120", " harvester1 ", "vlan10"),
+		on("a-v6-other-network", "fd00:2::/120", "harvester1", "vlan20"),
+		on("a-v6-other-cluster", "fd00:3::/120", "harvester2", "vlan10"),
+		on("a-v6-unannotated", "fd00:4::/120", "harvester3", ""),
+		on("a-v4-harvester3", "10.3.0.0/24", "harvester3", "vlan10"),
+	})
+	both := func(cluster string) []v1.AddressSpace {
+		return []v1.AddressSpace{{HarvesterClusterName: cluster, HarvesterNetworkName: "vlan10"},
+			{HarvesterClusterName: cluster, HarvesterNetworkName: "default/vlan10"}}
+	}
+	who := guestOf("g", "kubevip", nil)
+	for _, tc := range []struct {
+		name   string
+		spaces []v1.AddressSpace
+		family harvester.Family
+		want   string
+	}{
+		{"IPv4 on either name of the network: first by name", both("harvester1"), harvester.IPv4, "v4-a"},
+		{"IPv6 on the network", both("harvester1"), harvester.IPv6, "v6"},
+		{"IPv6 on another network", []v1.AddressSpace{{HarvesterClusterName: "harvester1", HarvesterNetworkName: "vlan20"}}, harvester.IPv6, "a-v6-other-network"},
+		{"no IPv4 range on that network", []v1.AddressSpace{{HarvesterClusterName: "harvester1", HarvesterNetworkName: "vlan20"}}, harvester.IPv4, ""},
+		{"no fallback to a range naming no network", both("harvester3"), harvester.IPv6, ""},
+		{"the other Harvester cluster", both("harvester2"), harvester.IPv6, "a-v6-other-cluster"},
+	} {
+		ch := m.Choose(Want{Spaces: tc.spaces, Family: tc.family, Claimant: who})
+		if ch.Range != tc.want || (tc.want == "" && (ch.First != "" || len(ch.Passed) > 0)) {
+			t.Errorf("%s: Choose = %+v, want %q", tc.name, ch, tc.want)
+		}
+	}
+}
+
+// TestClusterSelectorReading: the one reading of spec.clusterSelector, as selection, the range's list
+// view and its NoClusterSelected check use it.
+func TestClusterSelectorReading(t *testing.T) {
+	t.Parallel()
+	prod := map[string]string{"env": "prod"}
+	for _, tc := range []struct {
+		name     string
+		spec     *metav1.LabelSelector
+		text     string
+		selects  bool
+		admitsNo bool // admits a FloatingIP of no provisioning cluster
+	}{
+		{"none", nil, "", false, true},
+		{"empty", &metav1.LabelSelector{}, "<every cluster>", true, false},
+		{"matching", &metav1.LabelSelector{MatchLabels: prod}, "env=prod", true, false},
+		{"other", &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, "env=dev", false, false},
+		{"invalid", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Bogus"}}}, "<invalid>", false, false},
+	} {
+		r := rangeOf("r", "10.1.0.0/24", time.Now(), nil)
+		r.Spec.ClusterSelector = tc.spec
+		sel := ClusterSelectorOf(r)
+		if sel.String() != tc.text || sel.Selects(prod) != tc.selects || sel.Set() != (tc.spec != nil) || (sel.Err() != nil) != (tc.name == "invalid") {
+			t.Errorf("%s: String %q, Selects %v, Set %v, Err %v", tc.name, sel, sel.Selects(prod), sel.Set(), sel.Err())
+		}
+		if sel.admits(Claimant{Labels: prod}) != tc.admitsNo || sel.admits(guestOf("x", "kubevip", prod)) != (tc.spec == nil || tc.selects) {
+			t.Errorf("%s: admits differs", tc.name)
+		}
+	}
+}
+
+// TestChooseSkipsNoOtherFamily: the ranges a selection of one family skipped as of no use to it
+// (another family) never become where a FloatingIP of that family waits: with no IPv6 range a
+// second IPv6 selection is as empty as the first, and a full IPv6 range behind an IPv4 one is where
+// it waits.
+func TestChooseSkipsNoOtherFamily(t *testing.T) {
+	t.Parallel()
+	old := time.Now().Add(-time.Hour)
+	who := guestOf("g", "kubevip", nil)
+	v4only := benchManager([]*v1.FloatingIPRange{siteRange("a4", "10.1.0.0/24", "harvester1", old)})
+	for i := 0; i < 2; i++ {
+		if ch := v4only.Choose(Want{Spaces: vlan10, Family: harvester.IPv6, Claimant: who}); ch.Range != "" || ch.First != "" || len(ch.Passed) > 0 || ch.Skipped > 0 {
+			t.Fatalf("IPv6 selection %d among IPv4 ranges = %+v, want none", i+1, ch)
+		}
+	}
+	m := benchManager([]*v1.FloatingIPRange{siteRange("a4", "10.1.0.0/24", "harvester1", old), siteRange("b6", "fd00:10::1/128", "harvester1", old)})
+	if _, _, err := m.Claim(context.Background(), "b6", guestOf("h", "kubevip", nil), netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if ch := m.Choose(Want{Spaces: vlan10, Family: harvester.IPv6, Claimant: who}); ch.Range != "" || ch.First != "b6" {
+			t.Fatalf("IPv6 selection %d with b6 full = %+v, want to wait in b6", i+1, ch)
+		}
+	}
+}

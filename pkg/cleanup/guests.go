@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -239,9 +240,7 @@ func connect(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interfa
 	}
 	id, _, _ := unstructured.NestedString(prov.Object, "status", "clusterName")
 	secretName, _, _ := unstructured.NestedString(prov.Object, "status", "clientSecretName")
-	if secretName == "" {
-		secretName = cluster + "-kubeconfig"
-	}
+	secretName = cmp.Or(secretName, cluster+"-kubeconfig")
 	secret, err := kube.CoreV1().Secrets(opts.FleetNamespace).Get(ctx, secretName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", opts.FleetNamespace, secretName, err)

@@ -1,8 +1,10 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +79,7 @@ func removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, name
 			}
 			current = got
 		}
-		keep := without(current.GetFinalizers(), finalizer)
+		keep := slices.DeleteFunc(slices.Clone(current.GetFinalizers()), func(f string) bool { return f == finalizer })
 		left = keep
 		if len(keep) == len(current.GetFinalizers()) {
 			return nil
@@ -98,26 +100,13 @@ func removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, name
 	return left, removed, err
 }
 
-func without(list []string, s string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // describe names an object for a person: "FloatingIP c-m-abc/demo-kubevip (10.0.0.5)".
 func describe(k kind, obj *unstructured.Unstructured) string {
 	name := obj.GetName()
 	if ns := obj.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
-	kindName := obj.GetKind()
-	if kindName == "" {
-		kindName = k.resource.Resource
-	}
+	kindName := cmp.Or(obj.GetKind(), k.resource.Resource)
 	if addr, _, _ := unstructured.NestedString(obj.Object, "status", "ipaddress"); addr != "" {
 		return fmt.Sprintf("%s %s (%s)", kindName, name, addr)
 	}

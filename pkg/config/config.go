@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,11 +179,7 @@ func (c Config) String() string {
 
 // String renders the chart without its values; see Config.String.
 func (ch Chart) String() string {
-	keys := make([]string, 0, len(ch.Values))
-	for k := range ch.Values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(ch.Values))
 	return fmt.Sprintf("releaseName=%q repoUrl=%q ref=%q version=%q values=<%d bytes, keys %q>",
 		ch.ReleaseName, redactURL(ch.RepoURL), redactURL(ch.Ref), ch.Version,
 		len(ch.ValuesYAML), strings.Join(keys, ","))

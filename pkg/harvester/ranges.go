@@ -24,13 +24,15 @@ func (r Range) of(harvesterCluster string) bool {
 	return harvesterCluster != "" && strings.TrimSpace(r.HarvesterCluster) == harvesterCluster
 }
 
-// Selection is the range a guest cluster's FloatingIP is allocated from.
+// Selection is where a guest cluster's FloatingIP is allocated from.
 type Selection struct {
-	// Range is the range chosen; empty when none may be.
-	Range string
-	// NetworkMatched is false when no range of the Harvester cluster names the network and the
-	// first by name of those that name no network (or may name it) was taken instead.
+	// NetworkMatched is true when ranges of the Harvester cluster name the network: which of them
+	// the FloatingIP takes is the allocation's to choose (allocation.Manager.Choose), by priority,
+	// clusterSelector and room, as for every range of a network. Range is then empty.
 	NetworkMatched bool
+	// Range is, when the network did not match, the range taken instead: the first by name of
+	// those that name no network (or may name it); empty when none may be.
+	Range string
 	// Candidates is how many ranges belong to the Harvester cluster.
 	Candidates int
 	// Named is, when the network did not match, the network the range taken names, if any.
@@ -40,15 +42,15 @@ type Selection struct {
 	Elsewhere []Range
 }
 
-// SelectRange picks the range as the original operator did: among the ranges of the Harvester
-// cluster, the one whose network matches; failing that, the first by name of those that name no
-// network (the original's ranges had no network annotation), or that name one a network given
-// bare may be (Differs). A range that surely names another network is never taken: its addresses
-// are of no use to kube-vip on the guest's network. Name order makes the answer the same on every
+// SelectRange finds where a guest cluster's FloatingIP comes from, as the original operator did:
+// among the ranges of the Harvester cluster, those whose network matches (NetworkMatched; the
+// allocation chooses among them); failing that, the first by name of those that name no network
+// (the original's ranges had no network annotation), or that name one a network given bare may
+// be (Differs). A range that surely names another network is never taken: its addresses are of
+// no use to kube-vip on the guest's network. Name order makes the answer the same on every
 // replica and after every restart. ok is false when no range may be taken: none belongs to the
 // Harvester cluster (Candidates 0), or all of them name other networks (Elsewhere lists them).
 func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel Selection, ok bool) {
-	matching := ""
 	var unnamed Range
 	var elsewhere []Range
 	for _, r := range ranges {
@@ -58,9 +60,7 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 		sel.Candidates++
 		switch {
 		case network.Matches(r.HarvesterNetwork):
-			if matching == "" || r.Name < matching {
-				matching = r.Name
-			}
+			sel.NetworkMatched = true
 		case !network.Differs(r.HarvesterNetwork):
 			// Names no network, or names one the network given bare may be.
 			if unnamed.Name == "" || r.Name < unnamed.Name {
@@ -71,8 +71,7 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 		}
 	}
 	switch {
-	case matching != "":
-		sel.Range, sel.NetworkMatched = matching, true
+	case sel.NetworkMatched:
 	case unnamed.Name != "":
 		sel.Range, sel.Named = unnamed.Name, strings.TrimSpace(unnamed.HarvesterNetwork)
 	default:
@@ -81,21 +80,6 @@ func SelectRange(ranges []Range, harvesterCluster string, network Network) (sel 
 		return sel, false
 	}
 	return sel, true
-}
-
-// SelectFamilyRange picks the range of the second address of a dual-stack guest cluster, of
-// family f: among the ranges of the Harvester cluster that name the network and whose iprange is
-// of that family, the first by name. Unlike SelectRange it takes no range of another network: the
-// first-by-name fallback is there for the original operator's ranges, which named no network and
-// had no dual-stack, and an address off the guest's network is of no use to kube-vip.
-func SelectFamilyRange(ranges []Range, harvesterCluster string, network Network, f Family) (string, bool) {
-	best := ""
-	for _, r := range ranges {
-		if f != 0 && r.Family == f && r.of(harvesterCluster) && network.Matches(r.HarvesterNetwork) && (best == "" || r.Name < best) {
-			best = r.Name
-		}
-	}
-	return best, best != ""
 }
 
 // NoRangeForFamily is the problem of a dual-stack guest cluster whose network has no range of
@@ -139,14 +123,11 @@ const namedRanges = 3
 
 // onNetworks names ranges with their networks: "a on vlan20, b on default/vlan30 and 2 more".
 func onNetworks(ranges []Range) string {
-	parts := make([]string, 0, namedRanges)
+	parts := make([]string, len(ranges))
 	for i, r := range ranges {
-		if i == namedRanges {
-			return strings.Join(parts, ", ") + fmt.Sprintf(" and %d more", len(ranges)-i)
-		}
-		parts = append(parts, r.Name+" on "+redact.Shorten(strings.TrimSpace(r.HarvesterNetwork), MaxQuoted))
+		parts[i] = r.Name + " on " + redact.Shorten(strings.TrimSpace(r.HarvesterNetwork), MaxQuoted)
 	}
-	return strings.Join(parts, ", ")
+	return redact.Names(parts, namedRanges)
 }
 
 func plural(n int, word string) string {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // What the operator reads back from a guest to say whether its addresses are served. Anyone who
@@ -165,11 +167,8 @@ func (r *serviceRead) message() string {
 		parts = append(parts, r.limited)
 	}
 	if n := len(r.oversized); n > 0 {
-		named := strings.Join(r.oversized[:min(n, maxNamed)], ", ")
-		if n > maxNamed {
-			named += fmt.Sprintf(" and %d more", n-maxNamed)
-		}
-		parts = append(parts, fmt.Sprintf("%d Services name more than %d addresses each, and their addresses were not read: %s", n, MaxServiceAddresses, named))
+		parts = append(parts, fmt.Sprintf("%d Services name more than %d addresses each, and their addresses were not read: %s",
+			n, MaxServiceAddresses, redact.Names(r.oversized, maxNamed)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,31 +166,23 @@ func DefaultOptions() Options {
 // fallback here: an operator started from code must name it.
 func (opts Options) withDefaults() Options {
 	d := DefaultOptions()
-	if opts.Threads < 1 {
-		opts.Threads = d.Threads
-	}
-	if opts.FleetNamespace == "" {
-		opts.FleetNamespace = d.FleetNamespace
-	}
-	if opts.GlobalDataNamespace == "" {
-		opts.GlobalDataNamespace = d.GlobalDataNamespace
-	}
-	if opts.GuestWorkers < 1 {
-		opts.GuestWorkers = d.GuestWorkers
-	}
-	if opts.ServeGracePeriod <= 0 {
-		opts.ServeGracePeriod = d.ServeGracePeriod
-	}
-	if opts.GuestTimeout <= 0 {
-		opts.GuestTimeout = d.GuestTimeout
-	}
-	if opts.OrphanGracePeriod <= 0 {
-		opts.OrphanGracePeriod = d.OrphanGracePeriod
-	}
-	if opts.HelmCacheDir == "" {
-		opts.HelmCacheDir = d.HelmCacheDir
-	}
+	opts.Threads = positiveOr(opts.Threads, d.Threads)
+	opts.FleetNamespace = cmp.Or(opts.FleetNamespace, d.FleetNamespace)
+	opts.GlobalDataNamespace = cmp.Or(opts.GlobalDataNamespace, d.GlobalDataNamespace)
+	opts.GuestWorkers = positiveOr(opts.GuestWorkers, d.GuestWorkers)
+	opts.ServeGracePeriod = positiveOr(opts.ServeGracePeriod, d.ServeGracePeriod)
+	opts.GuestTimeout = positiveOr(opts.GuestTimeout, d.GuestTimeout)
+	opts.OrphanGracePeriod = positiveOr(opts.OrphanGracePeriod, d.OrphanGracePeriod)
+	opts.HelmCacheDir = cmp.Or(opts.HelmCacheDir, d.HelmCacheDir)
 	return opts
+}
+
+// positiveOr is v when it is above zero, else def: a negative count or duration is no setting.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // New prepares an operator for the cluster behind restConfig.

@@ -179,6 +179,14 @@ func Shorten(s string, n int) string {
 	return cut(s, n) + Ellipsis
 }
 
+// Names joins items for a message, at most n of them and then how many more: "a, b, c and 2 more".
+func Names(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + " and " + strconv.Itoa(len(items)-n) + " more"
+}
+
 // Quote quotes s for a message, Go-quoted, with at most n bytes of it inside the quotes and
 // Ellipsis after them when it was cut.
 func Quote(s string, n int) string {

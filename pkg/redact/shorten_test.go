@@ -30,3 +30,20 @@ func TestShortenAndQuoteMarkACutWithTheEllipsis(t *testing.T) {
 		t.Errorf("Cap = %q (%d bytes)", got, len(got))
 	}
 }
+
+func TestNamesCountsWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		items []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c"}, "a, b, c"},
+		{[]string{"a", "b", "c", "d", "e"}, "a, b, c and 2 more"},
+	} {
+		if got := Names(tc.items, 3); got != tc.want {
+			t.Errorf("Names(%q, 3) = %q, want %q", tc.items, got, tc.want)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func (h *handler) decide(key string, c *provv1.Cluster) (decision string, err er
 }
 
 // createDualStack creates what a dual-stack cluster lacks. With no FloatingIP yet it gets
-// <cluster>-kubevip from the range SelectRange picks, as every cluster does, whatever that range's
+// <cluster>-kubevip from the range resolve picks, as every cluster does, whatever that range's
 // family; then, for the family it holds no address of, <cluster>-kubevip-ipv4 or -ipv6 from a range
 // of that family on its network. So a cluster that was single-stack, or was not seen as dual-stack,
 // keeps its address and gains the other. A family without such a range is a Warning Event; the
@@ -159,20 +159,16 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 		if held.byFamily[f] != "" {
 			continue
 		}
-		rng, ok := harvester.SelectFamilyRange(p.ranges, p.harvester, p.network.Network, f)
-		if ok {
-			chosen, refused := h.choose(c, p, f)
-			if refused != nil {
-				h.report(key, c, refused)
-				done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange that selects the cluster (%s)", f, v1.ReasonClusterNotSelected))
-				continue
-			}
-			rng = chosen
-		}
-		if !ok {
-			h.report(key, c, harvester.NoRangeForFamily(p.harvester, p.network.Network, f))
+		rng, refused := h.choose(c, p, f)
+		switch {
+		case refused != nil && refused.Reason == v1.ReasonNoRangeForFamily:
+			h.report(key, c, refused)
 			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
 				f, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, v1.ReasonNoRangeForFamily))
+			continue
+		case refused != nil:
+			h.report(key, c, refused)
+			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange that selects the cluster (%s)", f, v1.ReasonClusterNotSelected))
 			continue
 		}
 		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
@@ -331,8 +327,9 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 // choose picks, among the ranges of p's Harvester cluster that name its network (of family f when
 // set), the range of the cluster's new FloatingIP: the first in selection order with room for it,
 // else the first that selects the cluster, where the FloatingIP waits and from which it moves on
-// once another range has room. No range selecting the cluster is a problem; the waiter on the
-// Harvester cluster's ranges, or a change of the cluster's labels, brings the cluster back.
+// once another range has room. No range of family f there is NoRangeForFamily, no range
+// selecting the cluster ClusterNotSelected; the waiter on the Harvester cluster's ranges, or a
+// change of the cluster's labels, brings the cluster back.
 func (h *handler) choose(c *provv1.Cluster, p *resolvedCluster, f harvester.Family) (string, *problem.Problem) {
 	n := p.network.Network
 	spaces := []v1.AddressSpace{{HarvesterClusterName: p.harvester, HarvesterNetworkName: n.Name}}
@@ -352,6 +349,8 @@ func (h *handler) choose(c *provv1.Cluster, p *resolvedCluster, f harvester.Fami
 		return choice.Range, nil
 	case choice.First != "":
 		return choice.First, nil
+	case f != 0 && len(choice.Passed) == 0:
+		return "", harvester.NoRangeForFamily(p.harvester, n, f)
 	}
 	return "", problem.New(v1.ReasonClusterNotSelected,
 		"no FloatingIPRange of Harvester cluster %s annotated harvesterNetworkName=%s selects the cluster: %s; the FloatingIP is created as soon as one does",

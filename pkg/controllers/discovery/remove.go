@@ -3,7 +3,8 @@ package discovery
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
@@ -39,11 +40,7 @@ func (h *handler) remove(key string, c *provv1.Cluster) error {
 		return err
 	}
 
-	names := make([]string, 0, len(targets))
-	for name := range targets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(targets))
 	var errs []error
 	retention := h.store.Get().AddressRetention
 	for _, name := range names {

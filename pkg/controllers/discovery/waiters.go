@@ -1,7 +1,8 @@
 package discovery
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,12 +54,8 @@ func (w *waiters) forget(key string) {
 // of returns the clusters waiting for dep, in a stable order.
 func (w *waiters) of(dep string) []relatedresource.Key {
 	w.mu.Lock()
-	keys := make([]string, 0, len(w.byDep[dep]))
-	for key := range w.byDep[dep] {
-		keys = append(keys, key)
-	}
+	keys := slices.Sorted(maps.Keys(w.byDep[dep]))
 	w.mu.Unlock()
-	sort.Strings(keys)
 	out := make([]relatedresource.Key, 0, len(keys))
 	for _, key := range keys {
 		out = append(out, relatedresource.NewKey(kv.RSplit(key, "/")))

@@ -74,7 +74,7 @@ const StatusInterval = time.Second
 func Register(ctx context.Context, c *controllers.Context) error {
 	h := &handler{ctx: ctx, ranges: c.Ranges, fips: c.FloatingIPs, alloc: c.Alloc, metrics: c.Metrics, recorder: c.Recorder,
 		labels: map[string]metrics.RangeLabels{}, due: map[string]time.Time{}, written: map[string]time.Time{},
-		selectors: &selectors{clusters: c.ProvisioningClusters, fleet: c.FleetNamespace, seen: map[string]string{}}}
+		selectors: &selectors{clusters: c.ProvisioningClusters, fleet: c.FleetNamespace}}
 	c.FloatingIPs.Cache().AddIndexer(WaitingByRangeIndex, func(f *v1.FloatingIP) ([]string, error) {
 		if name := f.Annotations[v1.AnnotationFloatingIPRange]; name != "" && waiting(f, name) {
 			return []string{name}, nil
@@ -93,7 +93,9 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
 	c.Ranges.OnChange(ctx, HandlerName, h.OnRangeChange)
 	if c.ProvisioningClusters != nil {
-		c.ProvisioningClusters.OnChange(ctx, HandlerName, h.OnClusterChange)
+		if err := h.watchProvisioningClusters(c.ProvisioningClusters); err != nil {
+			return fmt.Errorf("watching provisioning clusters: %w", err)
+		}
 	}
 	return nil
 }
@@ -140,7 +142,7 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	if notReady == nil {
 		notReady = h.harvesters.unknown(r)
 	}
-	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: selectorText(r.Spec.ClusterSelector)}
+	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: allocation.ClusterSelectorOf(r).String()}
 	want := r.Status.DeepCopy()
 	readyChanged, warningChanged := v.apply(want)
 	specChanged := r.Status.ObservedGeneration != r.Generation

@@ -2,38 +2,30 @@ package floatingiprange
 
 import (
 	"fmt"
-	"sync"
+	"maps"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
-	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // selectors tells how many of Rancher's provisioning clusters each range's clusterSelector
-// matches, and wakes the ranges with a selector when a cluster's labels change.
+// matches.
 type selectors struct {
 	clusters provcontrollers.ClusterController
 	fleet    string
-
-	mu sync.Mutex
-	// seen are the labels each provisioning cluster had when last seen, so that only a change
-	// of labels (or a cluster coming or going), not each status update, wakes the ranges.
-	seen map[string]string
 }
 
 // noneSelected is the Warning of a range whose valid selector matches no provisioning cluster,
 // or nil. An invalid selector is the range's InvalidRange, said by its Ready condition.
 func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
-	if s == nil || s.clusters == nil || r.Spec.ClusterSelector == nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(r.Spec.ClusterSelector)
-	if err != nil {
+	sel := allocation.ClusterSelectorOf(r)
+	if s == nil || s.clusters == nil || !sel.Set() || sel.Err() != nil {
 		return nil
 	}
 	all, err := s.clusters.Cache().List(s.fleet, labels.Everything())
@@ -41,7 +33,7 @@ func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
 		return nil
 	}
 	for _, c := range all {
-		if c.DeletionTimestamp == nil && sel.Matches(labels.Set(c.Labels)) {
+		if c.DeletionTimestamp == nil && sel.Selects(c.Labels) {
 			return nil
 		}
 	}
@@ -50,55 +42,33 @@ func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
 		sel, len(all), s.fleet)}
 }
 
-// labelsChanged records c's labels and reports whether they differ from those last seen.
-func (s *selectors) labelsChanged(key string, c *provv1.Cluster) bool {
-	now := ""
-	if c != nil && c.DeletionTimestamp == nil {
-		now = "+" + labels.Set(c.Labels).String()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seen[key] == now {
-		return false
-	}
-	if now == "" {
-		delete(s.seen, key)
-	} else {
-		s.seen[key] = now
-	}
-	return true
+// watchProvisioningClusters runs the ranges with a clusterSelector again when a provisioning
+// cluster comes or goes, or its labels or its deletion change: informer events only, the old
+// object against the new, so that a status update of a cluster wakes no range.
+func (h *handler) watchProvisioningClusters(clusters provcontrollers.ClusterController) error {
+	_, err := clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { h.wakeSelecting() },
+		UpdateFunc: func(old, obj interface{}) {
+			a, okA := old.(*provv1.Cluster)
+			b, okB := obj.(*provv1.Cluster)
+			if !okA || !okB || !maps.Equal(a.Labels, b.Labels) || (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) {
+				h.wakeSelecting()
+			}
+		},
+		DeleteFunc: func(interface{}) { h.wakeSelecting() },
+	})
+	return err
 }
 
-// OnClusterChange runs the ranges with a clusterSelector again when a provisioning cluster's labels
-// change, or a cluster comes or goes.
-func (h *handler) OnClusterChange(key string, c *provv1.Cluster) (*provv1.Cluster, error) {
-	if !h.selectors.labelsChanged(key, c) {
-		return c, nil
-	}
+// wakeSelecting queues the ranges with a clusterSelector.
+func (h *handler) wakeSelecting() {
 	all, err := h.ranges.Cache().List(labels.Everything())
 	if err != nil {
-		return c, err
+		return
 	}
 	for _, r := range all {
 		if r.Spec.ClusterSelector != nil {
 			h.ranges.Enqueue(r.Name)
 		}
 	}
-	return c, nil
-}
-
-// selectorText is sel as Kubernetes writes a label selector, for the range's list view: empty
-// without one, "<invalid>" when it does not parse (the range's Ready says why).
-func selectorText(sel *metav1.LabelSelector) string {
-	if sel == nil {
-		return ""
-	}
-	parsed, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return "<invalid>"
-	}
-	if parsed.Empty() {
-		return "<every cluster>"
-	}
-	return redact.Shorten(parsed.String(), redact.MaxValue)
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // maxServedBy is how many Services a FloatingIP's servedBy and messages name.
@@ -94,7 +94,7 @@ func judgeServed(s kubevipconfig.Serving, addr netip.Addr, pendingSince string, 
 	}
 	switch {
 	case len(holding) > 0:
-		by := nameList(holding)
+		by := redact.Names(holding, maxServedBy)
 		return served{outcome: outcome{ok: true, reason: v1.ReasonServed, message: fmt.Sprintf("%s is served: the status of %s holds it%s", addr, by, kubevip)}, by: by}
 	case s.Limited != "":
 		// A Service the read did not reach may hold the address, or ask for it.
@@ -102,15 +102,7 @@ func judgeServed(s kubevipconfig.Serving, addr netip.Addr, pendingSince string, 
 	case len(asking) == 0:
 		return served{outcome: outcome{ok: true, reason: v1.ReasonIdle, message: fmt.Sprintf("no LoadBalancer Service asks for %s yet%s", addr, kubevip)}}
 	}
-	return notYet(v1.ReasonNotServed, fmt.Sprintf("%s asks for %s and no Service's status holds it: no kube-vip announced it%s", nameList(asking), addr, kubevip))
-}
-
-// nameList names at most maxServedBy of names, then how many more.
-func nameList(names []string) string {
-	if len(names) <= maxServedBy {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxServedBy], ", "), len(names)-maxServedBy)
+	return notYet(v1.ReasonNotServed, fmt.Sprintf("%s asks for %s and no Service's status holds it: no kube-vip announced it%s", redact.Names(asking, maxServedBy), addr, kubevip))
 }
 
 // servedOf judges m's address from what the pass read, or nil when the pass did not get that far.

@@ -3,7 +3,8 @@ package guestcluster
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -119,11 +120,7 @@ func (s *startedInputs) forget(key string) {
 }
 
 func labelState(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(l))
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(k + "=" + l[k] + ",")

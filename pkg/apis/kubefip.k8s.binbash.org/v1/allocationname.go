@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
@@ -40,14 +41,7 @@ func (s AddressSpace) Hash() string {
 
 // String names the space for messages: "harvester1/vlan10", with "-" for a name not set.
 func (s AddressSpace) String() string {
-	c, n := s.HarvesterClusterName, s.HarvesterNetworkName
-	if c == "" {
-		c = "-"
-	}
-	if n == "" {
-		n = "-"
-	}
-	return c + "/" + n
+	return cmp.Or(s.HarvesterClusterName, "-") + "/" + cmp.Or(s.HarvesterNetworkName, "-")
 }
 
 // AllocationAddressText writes addr as an allocation's name and LabelAddress do. An IPv4 address is
