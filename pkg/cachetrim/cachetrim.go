@@ -86,7 +86,9 @@ func sharedType(t metav1.TypeMeta) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: share(t.APIVersion), Kind: share(t.Kind)}
 }
 
-// share returns the one copy of s that every cached object uses.
+// share returns the one copy of s that the objects cached since the last garbage collection use:
+// unique's table forgets a string once no Handle holds it, so an object cached after a collection
+// may hold a copy of its own.
 func share(s string) string {
 	if s == "" {
 		return s

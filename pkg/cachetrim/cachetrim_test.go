@@ -3,6 +3,7 @@ package cachetrim
 import (
 	"encoding/json"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -284,8 +285,10 @@ func TestManagedFieldsOnlyKeepsAllButManagedFields(t *testing.T) {
 
 // Two objects decoded apart share the strings that repeat between them once cached: the keys of
 // their labels and annotations, their namespace and apiVersion, the type and reason of their
-// conditions; what is one object's own (its name, an annotation's value) stays its own.
+// conditions; what is one object's own (its name, an annotation's value) stays its own. The two
+// are decoded with no garbage collection between them, which would let unique forget a string.
 func TestRepeatingStringsAreShared(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	decode := func(name string) *v1.FloatingIP {
 		data := []byte(`{"apiVersion":"kubefip.k8s.binbash.org/v1","kind":"FloatingIP","metadata":{"name":"` + name + `","namespace":"c-m-abc",` +
 			`"labels":{"team":"a"},"annotations":{"clusterName":"` + name + `"},"finalizers":["kubefip.k8s.binbash.org/release"]},` +
