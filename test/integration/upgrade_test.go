@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -159,13 +160,8 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	final := u.listAllocations()
 	allocEvents := allocWatch.caughtUp(t, final)
 
-	everyone := map[types.UID]heldFIP{}
-	for uid, h := range held {
-		everyone[uid] = h
-	}
-	for uid, h := range legacy {
-		everyone[uid] = h
-	}
+	everyone := maps.Clone(held)
+	maps.Copy(everyone, legacy)
 	u.checkState(everyone, nil)
 	u.checkAllocationHistory("the upgrade", before, allocEvents, held, legacy, nil)
 	for _, r := range upgradeRanges {
@@ -217,7 +213,8 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 			newcomers[uid] = h
 		}
 	}
-	allocEvents = allocWatch.stopWhenCaughtUp(t, u.listAllocations())
+	allocWatch.caughtUp(t, u.listAllocations())
+	allocEvents = allocWatch.stop(t)
 	u.checkAllocationHistory("the upgrade and the new FloatingIPs", before, allocEvents, held, legacy, newcomers)
 	u.checkFloatingIPHistory(fipWatch.stop(t), everyone)
 	t.Logf("the upgrade test took %s", time.Since(began).Round(time.Millisecond))
@@ -570,13 +567,6 @@ func (u *upgradeWorld) watchAllocations() *allocationRecorder {
 		return u.api.FloatingIPAllocation().Watch(metav1.ListOptions{ResourceVersion: rv})
 	})
 	return &allocationRecorder{recorder: r, initial: list.Items}
-}
-
-// stopWhenCaughtUp is caughtUp, and then stops the watch.
-func (a *allocationRecorder) stopWhenCaughtUp(t *testing.T, final []v1.FloatingIPAllocation) []event {
-	t.Helper()
-	a.caughtUp(t, final)
-	return a.stop(t)
 }
 
 // caughtUp waits until the watch has brought the initial list to final (same names and UIDs), so
