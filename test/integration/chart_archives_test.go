@@ -94,7 +94,7 @@ func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
 	// kube-vip's repository.
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled"})
 	port := rig.FreePort(t)
-	p := startOperatorWith(t, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, port,
+	p := startOperatorWith(t, shard.Operator, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, port,
 		append(controlplane.LoopbackChartSourceArgs(), "--guest-charts-dir="+dir)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
 
 	// Without the bundle: the pinned charts are fetched from kube-vip's repository.
 	missing := filepath.Join(t.TempDir(), "none")
-	p = startOperatorWith(t, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, rig.FreePort(t),
+	p = startOperatorWith(t, shard.Operator, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, rig.FreePort(t),
 		append(controlplane.LoopbackChartSourceArgs(), "--guest-charts-dir="+missing)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		t.Fatal(err)

@@ -51,10 +51,18 @@ func newFixture(t *testing.T, ns string) *fixture {
 // after, so a test can set its own allow-list.
 func (f *fixture) operator(extra ...string) (*controlplane.Process, int) {
 	f.t.Helper()
+	return f.operatorFrom(f.shard.Operator, append(controlplane.LoopbackChartSourceArgs(), extra...)...)
+}
+
+// operatorFrom starts the operator build binary (another release's, say) for this fixture's
+// namespace on its shard with extra flags, and returns it and its metrics port once its
+// controllers run.
+func (f *fixture) operatorFrom(binary string, extra ...string) (*controlplane.Process, int) {
+	f.t.Helper()
 	port := rig.FreePort(f.t)
-	p := startOperator(f.t, f.ns, port, append(controlplane.LoopbackChartSourceArgs(), extra...)...)
-	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
-		f.t.Fatal(err)
+	p := startOperatorWith(f.t, binary, f.shard.Env.Kubeconfig, nil, f.ns, port, extra...)
+	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
+		f.t.Fatalf("%s: %v\n%s", binary, err, rig.LastLines(p.Logs(), 60))
 	}
 	return p, port
 }
@@ -71,12 +79,23 @@ func (f *fixture) debugOperator() (*controlplane.Process, int) {
 // its network vlan10, that the fixture's namespaces may take addresses of.
 func (f *fixture) createRange(name, cidr string, exclude ...string) *v1.FloatingIPRange {
 	f.t.Helper()
-	f.knownHarvester("harvester-" + f.ns)
+	return f.createRangeIn(v1.AddressSpace{HarvesterClusterName: "harvester-" + f.ns, HarvesterNetworkName: "vlan10"}, name, cidr, exclude...)
+}
+
+// createRangeIn is createRange in address space space: a Harvester cluster Rancher knows and its
+// network, or none (the range has neither annotation).
+func (f *fixture) createRangeIn(space v1.AddressSpace, name, cidr string, exclude ...string) *v1.FloatingIPRange {
+	f.t.Helper()
+	var annotations map[string]string
+	if space != (v1.AddressSpace{}) {
+		f.knownHarvester(space.HarvesterClusterName)
+		annotations = map[string]string{
+			v1.AnnotationHarvesterClusterName: space.HarvesterClusterName,
+			v1.AnnotationHarvesterNetworkName: space.HarvesterNetworkName,
+		}
+	}
 	r, err := f.api.FloatingIPRange().Create(&v1.FloatingIPRange{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			v1.AnnotationHarvesterClusterName: "harvester-" + f.ns,
-			v1.AnnotationHarvesterNetworkName: "vlan10",
-		}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 		// The test's FloatingIPs live in its own namespaces (extra ones registered before the
 		// range), which no Rancher guest cluster owns.
 		Spec: v1.FloatingIPRangeSpec{IPRange: cidr, Exclude: exclude, AllowedNamespaces: append([]string{f.ns}, f.extra...)},

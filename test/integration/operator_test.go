@@ -29,11 +29,12 @@ func startOperator(t *testing.T, namespace string, metricsPort int, extra ...str
 // startOperatorAs is startOperator with the identity of kubeconfig.
 func startOperatorAs(t *testing.T, kubeconfig, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
-	return startOperatorWith(t, kubeconfig, nil, namespace, metricsPort, extra...)
+	return startOperatorWith(t, shardOf(t).Operator, kubeconfig, nil, namespace, metricsPort, extra...)
 }
 
-// startOperatorWith is startOperatorAs with env added to the process's environment.
-func startOperatorWith(t *testing.T, kubeconfig string, env []string, namespace string, metricsPort int, extra ...string) *controlplane.Process {
+// startOperatorWith is startOperatorAs with the operator build binary and env added to the
+// process's environment.
+func startOperatorWith(t *testing.T, binary, kubeconfig string, env []string, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
 	args := append([]string{
 		"--kubeconfig", kubeconfig,
@@ -43,7 +44,7 @@ func startOperatorWith(t *testing.T, kubeconfig string, env []string, namespace 
 		// Allocations of FloatingIPs removed behind the operator's back are released in seconds.
 		"--orphan-grace-period", "2s",
 	}, extra...)
-	p, err := controlplane.StartOperator(shardOf(t).Operator, nil, env, args...)
+	p, err := controlplane.StartOperator(binary, nil, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func startOperatorWith(t *testing.T, kubeconfig string, env []string, namespace 
 			t.Errorf("stopping the operator: %v", err)
 		}
 		if t.Failed() {
-			fmt.Fprintf(os.Stderr, "---- operator output (%s) ----\n%s\n", t.Name(), p.Logs())
+			fmt.Fprintf(os.Stderr, "---- operator output (%s, %s) ----\n%s\n", t.Name(), binary, p.Logs())
 		}
 	})
 	return p

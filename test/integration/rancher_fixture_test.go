@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,7 +44,12 @@ type guestCluster struct {
 // guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
 func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
 	t.Helper()
-	shard := shardOf(t)
+	return rancherClusterOn(t, shardOf(t), proxy, name, id, labels, g)
+}
+
+// rancherClusterOn is rancherCluster on the control plane of shard, one the test took or started.
+func rancherClusterOn(t *testing.T, shard *suite.Suite, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
+	t.Helper()
 	shard.CreateNamespace(t, id)
 	gc := &guestCluster{name: name, id: id, token: "token-" + name + "-1", guest: g, world: shard.Rancher(t), system: "kube-system"}
 	if g != nil {
@@ -156,19 +162,31 @@ func guestPasses(t *testing.T, port int, name string) float64 {
 // guestPassesIn is how many passes over guest cluster name left it in state (any state when "").
 func guestPassesIn(t *testing.T, port int, name, state string) float64 {
 	t.Helper()
-	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	n := 0.0
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "kubefipoperator_guestcluster_passes_total{") && strings.Contains(line, `guestclustername="`+name+`"`) &&
-			(state == "" || strings.Contains(line, `state="`+state+`"`)) {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err != nil {
-				t.Fatalf("metrics line %q: %v", line, err)
-			}
-			n += v
-		}
+	match := []string{`guestclustername="` + name + `"`}
+	if state != "" {
+		match = append(match, `state="`+state+`"`)
 	}
-	return n
+	return metricSum(t, port, "kubefipoperator_guestcluster_passes_total", match...)
+}
+
+// metricSum sums the samples of metric name served on port whose labels contain every one of
+// match.
+func metricSum(t *testing.T, port int, name string, match ...string) float64 {
+	t.Helper()
+	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if !strings.HasPrefix(line, name+"{") || i < 0 || slices.ContainsFunc(match, func(m string) bool { return !strings.Contains(line[:i], m) }) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
 }
 
 // waitGuestPasses waits until two more passes over each of the guest clusters have finished. The

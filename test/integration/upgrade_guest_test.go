@@ -8,41 +8,30 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
-	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
-	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // ugRange is the range the guest upgrade test's FloatingIPs hold their addresses in.
 const ugRange = "upgrade-guest"
 
-// ugGuest is one guest cluster of the guest upgrade test: its Rancher objects on the upgrade
-// test's own API server, a guest API server of that control plane behind the test cluster proxy,
+// ugGuest is one guest cluster of the guest upgrade test, on the upgrade test's own control plane,
 // and the one FloatingIP naming it.
 type ugGuest struct {
-	name, id, token string
-	guest           *controlplane.Guest
-	direct          kubernetes.Interface
-	// fip and addr are the cluster's FloatingIP and the address it asks for.
+	*guestCluster
+	// fip and addr are the cluster's FloatingIP, <name>-kubevip, and the address it asks for.
 	fip, addr string
 }
 
@@ -110,22 +99,11 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	shard := shards.Take(t)
 	began := time.Now()
 	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
-	env := u.env
-	u.createNamespace(upgradeOperatorNamespace)
-	u.createNamespace(rancher.FleetNamespace)
-
-	proxy, err := guests.StartClusterProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	if _, err := rancher.PublishRancherAddress(env.Config, proxy.URL); err != nil {
-		t.Fatal(err)
-	}
+	proxy := u.shard.StartClusterProxy(t)
 	// Guest A's FloatingIP holds .12 and the second one added after the upgrade .9: sorted
 	// numerically they are 9, 12, in creation order and as strings 12, 9.
-	a := u.ugRancherGuest(proxy, "upgg-a", "c-m-upgga001", "upgg-a-kubevip", "10.173.0.12")
-	b := u.ugRancherGuest(proxy, "upgg-b", "c-m-upggb001", "upgg-b-kubevip", "10.173.0.5")
+	a := u.ugRancherGuest(proxy, "upgg-a", "c-m-upgga001", "10.173.0.12")
+	b := u.ugRancherGuest(proxy, "upgg-b", "c-m-upggb001", "10.173.0.5")
 	guests := []*ugGuest{a, b}
 
 	// Guest B's ConfigMap is a person's before any operator runs.
@@ -140,38 +118,25 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = u.kube.CoreV1().ConfigMaps(upgradeOperatorNamespace).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: upgradeOperatorNamespace},
-		Data:       map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
 
 	// The previous release writes both guests.
-	old, oldPort := u.startOperator(oldBinary, "previous release")
-	_, err = u.api.FloatingIPRange().Create(&v1.FloatingIPRange{
-		ObjectMeta: metav1.ObjectMeta{Name: ugRange, Annotations: map[string]string{
-			v1.AnnotationHarvesterClusterName: "harvester-upgg", v1.AnnotationHarvesterNetworkName: "vlan10"}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: "10.173.0.0/28", AllowedNamespaces: []string{a.id, b.id}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	old, oldPort := u.operatorFrom(oldBinary)
+	u.createRangeIn(v1.AddressSpace{HarvesterClusterName: "harvester-upgg", HarvesterNetworkName: "vlan10"}, ugRange, "10.173.0.0/28")
 	uids := map[string]types.UID{}
 	for _, g := range guests {
-		uids[g.name] = u.ugCreateFIP(g, g.fip, g.addr).UID
+		uids[g.name] = u.createFIPIn(g.id, g.fip, ugRange, g.addr).UID
 	}
 	for _, g := range guests {
-		g.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(g.addr)), time.Minute, old)
-		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
+		g.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(g.addr)), time.Minute)
+		u.waitFIPIn(g.id, g.fip, time.Minute, "Configured by the previous release", func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && guestReason("Configured")(x)
-		}, old)
+		})
 	}
 	// Two more passes over each guest, so that the previous release is done with every one.
-	ugWaitPasses(t, oldPort, 2, old, guests...)
+	ugWaitPasses(t, oldPort, 2, guests...)
 	recorded := map[string]ugRecorded{}
-	watches := map[string]*ugWatch{}
+	watches := map[string]*recorder{}
 	for _, g := range guests {
 		cm := g.configMap(t)
 		recorded[g.name] = ugRecorded{text: ugSerialize(t, cm), rv: cm.ResourceVersion, cm: cm}
@@ -181,30 +146,37 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	if got := recorded[b.name].cm; got.Data["range-team-a"] != "10.173.1.0-10.173.1.9" || got.Data[kubevipconfig.GlobalCIDRKey] != "10.173.0.5/32" {
 		t.Fatalf("the previous release did not patch cidr-global into the person's ConfigMap as expected: %s", recorded[b.name].text)
 	}
+	// configured sums the counts of the Configured Events of g's FloatingIP: one for each write of
+	// the guest's ConfigMap the operators reported.
+	configured := func(g *ugGuest) (n int32) {
+		for _, e := range u.shard.Events(t, g.id, g.fip) {
+			if e.Reason == "Configured" {
+				n += max(e.Count, 1)
+			}
+		}
+		return n
+	}
 	configuredBefore := map[string]int32{}
 	for _, g := range guests {
-		configuredBefore[g.name] = u.ugConfiguredEvents(g.id, g.fip)
+		configuredBefore[g.name] = configured(g)
 	}
 	t.Logf("the previous release configured both guests %s after the start", time.Since(began).Round(time.Millisecond))
 	if err := old.Stop(20 * time.Second); err != nil {
 		t.Fatalf("stopping the previous release: %v", err)
 	}
 
-	if err := controlplane.UpgradeCRDs(env.Config, newCRDs); err != nil {
-		t.Fatal(err)
-	}
-	u.waitNewSchema()
+	u.upgradeCRDs(newCRDs)
 
 	upgradeStart := time.Now()
-	next, port := u.startOperator(shard.Operator, "new release")
+	_, port := u.operatorFrom(shard.Operator)
 	for _, g := range guests {
-		u.waitFIP(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
+		u.waitFIPIn(g.id, g.fip, time.Minute, "Configured by the new release, guestAddresses "+g.addr, func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && guestReason("Configured")(x) && x.Status.GuestAddresses == g.addr
-		}, next)
+		})
 	}
 	// At least three passes of the new operator reached each guest (the first and two more, all
 	// of them after the status above was written), counted by the operator itself.
-	ugWaitPasses(t, port, 3, next, guests...)
+	ugWaitPasses(t, port, 3, guests...)
 	t.Logf("the new operator made its passes %s after its start", time.Since(upgradeStart).Round(time.Millisecond))
 
 	for _, g := range guests {
@@ -220,11 +192,11 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 			t.Errorf("guest %s: kube-system/kubevip was written after the upgrade (resourceVersion %s, was %s); written by: %s",
 				g.name, cm.ResourceVersion, before.rv, ugWriters(cm))
 		}
-		if n := ugMetric(t, port, "kubefipoperator_guestcluster_events", `guestclustername="`+g.name+`"`,
+		if n := metricSum(t, port, "kubefipoperator_guestcluster_events", `guestclustername="`+g.name+`"`,
 			`event="`+ugEventConfigMap+`"`, `status="success"`); n != 0 {
 			t.Errorf("guest %s: the new operator counted %v ConfigMap writes", g.name, n)
 		}
-		if n := u.ugConfiguredEvents(g.id, g.fip); n != configuredBefore[g.name] {
+		if n := configured(g); n != configuredBefore[g.name] {
 			t.Errorf("guest %s: %d Configured Events after the upgrade, %d before: the new operator reported a write", g.name, n, configuredBefore[g.name])
 		}
 		if events := ugCaughtUp(t, watches[g.name], g.configMap(t).ResourceVersion); len(events) != 0 {
@@ -233,9 +205,9 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 				t.Errorf("guest %s: watch event %s at resourceVersion %d during the upgrade: %s; written by: %s", g.name, e.typ, e.rv, ugSerialize(t, cm), ugWriters(cm))
 			}
 		}
-		x := u.waitFIP(g.id, g.fip, 10*time.Second, "its address, Configured", func(x *v1.FloatingIP) bool {
+		x := u.waitFIPIn(g.id, g.fip, 10*time.Second, "its address, Configured", func(x *v1.FloatingIP) bool {
 			return suite.Allocated(x) && x.Status.IPAddress == g.addr && x.Spec.IPAddress == g.addr && guestReason("Configured")(x)
-		}, next)
+		})
 		if x.UID != uids[g.name] {
 			t.Errorf("FloatingIP %s/%s was replaced (UID %s, was %s)", g.id, g.fip, x.UID, uids[g.name])
 		}
@@ -252,13 +224,16 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	seenA := len(ugCaughtUp(t, watches[a.name], a.configMap(t).ResourceVersion))
 	const second, secondAddr = "upgg-a-second", "10.173.0.9"
 	const both = "10.173.0.9/32,10.173.0.12/32"
-	u.ugCreateFIP(a, second, secondAddr)
-	a.waitCIDR(t, both, time.Minute, next)
+	x := u.fip(second, ugRange, secondAddr)
+	x.Namespace, x.Annotations[v1.AnnotationClusterName] = a.id, a.name
+	_, err := u.api.FloatingIP().Create(x)
+	rig.Must(t, err)
+	a.waitCIDR(t, both, time.Minute)
 	for _, name := range []string{a.fip, second} {
-		u.waitFIP(a.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
+		u.waitFIPIn(a.id, name, 30*time.Second, "Configured with both addresses", func(x *v1.FloatingIP) bool {
 			c, _ := v1.GetCondition(x.Status.Conditions, v1.GuestConfigured)
 			return c.Reason == "Configured" && strings.Contains(c.Message, both) && x.Status.GuestAddresses == secondAddr+","+a.addr
-		}, next)
+		})
 	}
 	if cm := a.configMap(t); cm.Annotations[kubevipconfig.OwnedKeysAnnotation] != "" {
 		t.Errorf("guest %s: two global addresses brought annotation %s=%q", a.name, kubevipconfig.OwnedKeysAnnotation, cm.Annotations[kubevipconfig.OwnedKeysAnnotation])
@@ -266,16 +241,16 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	if err := u.api.FloatingIP().Delete(a.id, second, &metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(a.addr)), time.Minute, next)
+	a.waitCIDR(t, kubevipconfig.CIDR(netip.MustParseAddr(a.addr)), time.Minute)
 	if !rig.Within(30*time.Second, func() bool {
 		_, err := u.api.FloatingIP().Get(a.id, second, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}) {
 		t.Errorf("FloatingIP %s/%s is still there 30s after its deletion", a.id, second)
 	}
-	u.waitFIP(a.id, a.fip, 30*time.Second, "guestAddresses "+a.addr+" again", func(x *v1.FloatingIP) bool {
+	u.waitFIPIn(a.id, a.fip, 30*time.Second, "guestAddresses "+a.addr+" again", func(x *v1.FloatingIP) bool {
 		return guestReason("Configured")(x) && x.Status.GuestAddresses == a.addr
-	}, next)
+	})
 	cm := a.configMap(t)
 	if text := ugSerialize(t, cm); text != recorded[a.name].text {
 		t.Errorf("guest %s: after the second FloatingIP went, kube-system/kubevip is\n%s\nnot as recorded\n%s", a.name, text, recorded[a.name].text)
@@ -301,9 +276,6 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 	if events := ugCaughtUp(t, watches[b.name], b.configMap(t).ResourceVersion); len(events) != 0 {
 		t.Errorf("guest %s: %d watch events on kube-system/kubevip, want none", b.name, len(events))
 	}
-	for _, w := range watches {
-		w.end()
-	}
 	t.Logf("the guest upgrade test took %s", time.Since(began).Round(time.Millisecond))
 }
 
@@ -312,140 +284,34 @@ func TestUpgradeKeepsTheGuestConfigMapByteForByte(t *testing.T) {
 const ugEventConfigMap = "configmap_management"
 
 // ugRancherGuest starts guest API server name of the upgrade test's control plane and creates on
-// that control plane, as rancherCluster does on the shared one, the Rancher objects of a guest
-// cluster reachable through proxy: its namespace id, the management cluster (Connected), the
-// provisioning cluster in fleet-default and the kubeconfig Secret.
-func (u *upgradeWorld) ugRancherGuest(proxy *guests.ClusterProxy, name, id, fip, addr string) *ugGuest {
-	t := u.t
-	t.Helper()
-	g, err := u.env.StartGuest(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gc := &ugGuest{name: name, id: id, token: "token-" + name + "-1", guest: g, direct: kubernetes.NewForConfigOrDie(g.Config), fip: fip, addr: addr}
-	if err := proxy.Register(id, g, gc.token); err != nil {
-		t.Fatal(err)
-	}
-	u.createNamespace(id)
-	mgmt := management.NewFactoryFromConfigOrDie(u.env.Config).Management().V3().Cluster()
-	prov := provisioning.NewFactoryFromConfigOrDie(u.env.Config).Provisioning().V1().Cluster()
-	m, err := mgmt.Create(&mgmtv3.Cluster{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: mgmtv3.ClusterSpec{DisplayName: name}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Status.Conditions = []mgmtv3.ClusterCondition{{Type: "Connected", Status: corev1.ConditionTrue}}
-	if _, err := mgmt.UpdateStatus(m); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := proxy.Kubeconfig(id, gc.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = u.kube.CoreV1().Secrets(rancher.FleetNamespace).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: rancher.FleetNamespace},
-		Data:       map[string][]byte{"value": kc},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := prov.Create(&provv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rancher.FleetNamespace}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Status.ClusterName = id
-	p.Status.ClientSecretName = name + "-kubeconfig"
-	if _, err := prov.UpdateStatus(p); err != nil {
-		t.Fatal(err)
-	}
-	return gc
-}
-
-// ugCreateFIP creates FloatingIP name naming guest g's cluster, with updateConfigMap true, asking
-// for addr in the test's range.
-func (u *upgradeWorld) ugCreateFIP(g *ugGuest, name, addr string) *v1.FloatingIP {
+// that control plane, as rancherCluster does on a shard, the Rancher objects of guest cluster
+// name, id, reachable through proxy, whose FloatingIP asks for addr.
+func (u *upgradeWorld) ugRancherGuest(proxy *guests.ClusterProxy, name, id, addr string) *ugGuest {
 	u.t.Helper()
-	x, err := u.api.FloatingIP().Create(&v1.FloatingIP{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: g.id, Annotations: map[string]string{
-			v1.AnnotationClusterName:     g.name,
-			v1.AnnotationFloatingIPRange: ugRange,
-			v1.AnnotationUpdateConfigMap: "true",
-		}},
-		Spec: v1.FloatingIPSpec{IPAddress: addr},
-	})
-	if err != nil {
-		u.t.Fatalf("creating FloatingIP %s/%s: %v", g.id, name, err)
-	}
-	return x
+	gc := rancherClusterOn(u.t, u.shard, proxy, name, id, nil, u.shard.StartGuest(u.t, name))
+	u.extraNamespace(id)
+	return &ugGuest{guestCluster: gc, fip: name + "-kubevip", addr: addr}
 }
 
-// ugConfiguredEvents sums the counts of the Configured Events of FloatingIP ns/name: one for each
-// write of the guest's ConfigMap the operators reported.
-func (u *upgradeWorld) ugConfiguredEvents(ns, name string) int32 {
-	u.t.Helper()
-	list, err := u.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	var n int32
-	for _, e := range list.Items {
-		if e.Reason == "Configured" {
-			n += max(e.Count, 1)
-		}
-	}
-	return n
-}
-
-// ugMetric sums the samples of metric name served on port whose labels contain every one of
-// match.
-func ugMetric(t *testing.T, port int, name string, match ...string) float64 {
+// ugWaitPasses waits until n more passes of the operator on port have reached each guest (its
+// probe succeeded, and the ConfigMap step followed in the same pass).
+func ugWaitPasses(t *testing.T, port, n int, guests ...*ugGuest) {
 	t.Helper()
-	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	sum := 0.0
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		labels := line[:strings.LastIndexByte(line, ' ')]
-		ok := true
-		for _, m := range match {
-			ok = ok && strings.Contains(labels, m)
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		sum += v
+	reached := func(g *ugGuest) float64 {
+		return metricSum(t, port, "kubefipoperator_guestcluster_events", `guestclustername="`+g.name+`"`, `event="api_connection"`, `status="success"`)
 	}
-	return sum
-}
-
-// ugConnections is how many passes of the operator serving metrics on port reached guest name
-// (its probe succeeded, and the ConfigMap step followed in the same pass).
-func ugConnections(t *testing.T, port int, name string) float64 {
-	t.Helper()
-	return ugMetric(t, port, "kubefipoperator_guestcluster_events", `guestclustername="`+name+`"`, `event="api_connection"`, `status="success"`)
-}
-
-// ugWaitPasses waits until n more passes of the operator on port have reached each guest.
-func ugWaitPasses(t *testing.T, port, n int, p *controlplane.Process, guests ...*ugGuest) {
-	t.Helper()
 	want := make([]float64, len(guests))
 	for i, g := range guests {
-		want[i] = ugConnections(t, port, g.name) + float64(n)
+		want[i] = reached(g) + float64(n)
 	}
-	if !rig.Within(time.Minute, func() bool {
+	rig.Eventually(t, time.Minute, fmt.Sprintf("%d more passes of the operator reaching each of %d guests", n, len(guests)), func() bool {
 		for i, g := range guests {
-			if ugConnections(t, port, g.name) < want[i] {
+			if reached(g) < want[i] {
 				return false
 			}
 		}
 		return true
-	}) {
-		t.Fatalf("the operator did not reach each of %d guests %d more times within a minute\noperator output ends:\n%s", len(guests), n, rig.LastLines(p.Logs(), 60))
-	}
+	})
 }
 
 func (g *ugGuest) configMap(t *testing.T) *corev1.ConfigMap {
@@ -457,53 +323,19 @@ func (g *ugGuest) configMap(t *testing.T) *corev1.ConfigMap {
 	return cm
 }
 
-func (g *ugGuest) waitCIDR(t *testing.T, want string, timeout time.Duration, p *controlplane.Process) {
-	t.Helper()
-	var last string
-	if !rig.Within(timeout, func() bool {
-		cm, err := g.direct.CoreV1().ConfigMaps(kubevipconfig.KubevipConfigMapNamespace).Get(context.Background(), kubevipconfig.KubevipConfigMap, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		last = cm.Data[kubevipconfig.GlobalCIDRKey]
-		return last == want
-	}) {
-		t.Fatalf("guest %s: cidr-global is %q after %s, want %q\noperator output ends:\n%s", g.name, last, timeout, want, rig.LastLines(p.Logs(), 60))
-	}
-}
-
-// ugWatch is a watch of a guest's kube-system/kubevip from resourceVersion from on.
-type ugWatch struct {
-	*recorder
-	from string
-	once sync.Once
-}
-
-// end stops the watch, once; a guest API server with a watch still open stops slowly.
-func (w *ugWatch) end() {
-	w.once.Do(func() {
-		close(w.quit)
-		<-w.done
-	})
-}
-
 // watchConfigMap follows the guest's kube-system/kubevip from resourceVersion rv.
-func (g *ugGuest) watchConfigMap(t *testing.T, rv string) *ugWatch {
+func (g *ugGuest) watchConfigMap(t *testing.T, rv string) *recorder {
 	t.Helper()
 	cms := g.direct.CoreV1().ConfigMaps(kubevipconfig.KubevipConfigMapNamespace)
-	r := newRecorder(t, rv, func(rv string) (watch.Interface, error) {
+	return newRecorder(t, rv, func(rv string) (watch.Interface, error) {
 		return cms.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + kubevipconfig.KubevipConfigMap, ResourceVersion: rv})
 	})
-	w := &ugWatch{recorder: r, from: rv}
-	t.Cleanup(w.end)
-	return w
 }
 
 // ugCaughtUp waits until the watch has seen the ConfigMap at resourceVersion rv, read from the
 // API server (at once when rv is where the watch started: nothing happened), and returns its
 // events so far.
-func ugCaughtUp(t *testing.T, w *ugWatch, rv string) []event {
+func ugCaughtUp(t *testing.T, w *recorder, rv string) []event {
 	t.Helper()
 	want, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {

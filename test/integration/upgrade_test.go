@@ -3,8 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
-	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,12 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
@@ -85,7 +82,8 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 //     its address, written in compressed IPv6 form). They are written while no operator runs, so
 //     that the operator being tested, not the previous release, adopts them.
 //   - The new CRDs are applied over the old ones, as an upgrade of the CRD chart does, and the API
-//     server is seen to enforce them before the new operator starts.
+//     server is seen to enforce them before the new operator starts: it refuses a bare-name
+//     allocation, IPv4 or IPv6.
 //   - Watches of allocations and FloatingIPs start before the new operator; it renames every
 //     allocation for its space and adopts the legacy records.
 //   - Afterwards: every FloatingIP (same UID) shows exactly its address in spec and status;
@@ -95,8 +93,8 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 //     held before the upgrade had an allocation object at every moment (each successor was added
 //     before its predecessor was deleted), no object ever named another holder, and no
 //     FloatingIP ever showed another address.
-//   - A bare-name allocation is refused by the API server now; new FloatingIPs get fresh
-//     addresses, and one asking for a migrated address is told it is taken. The watches run on
+//   - New FloatingIPs get fresh addresses, and one asking for a migrated address is told it is
+//     taken. The watches run on
 //     through this, past twice the orphan grace period, and the same holds at the end: no
 //     allocation named for its space was deleted and no FloatingIP lost its address.
 //
@@ -106,16 +104,12 @@ func (h heldFIP) String() string { return fmt.Sprintf("%s/%s (%s in %s)", h.ns, 
 func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	shard := shards.Take(t)
 	began := time.Now()
-	u, oldBinary, newCRDs := newPreviousReleaseWorld(t)
-	env := u.env
-	for _, ns := range append([]string{upgradeOperatorNamespace}, upgradeNamespaces...) {
-		u.createNamespace(ns)
-	}
+	u, oldBinary, newCRDs := newPreviousReleaseWorld(t, upgradeNamespaces...)
 
 	// The previous release hands out the addresses.
-	old, _ := u.startOperator(oldBinary, "previous release", "--orphan-grace-period", "2s")
+	old, _ := u.operatorFrom(oldBinary)
 	for _, r := range upgradeRanges {
-		u.createRange(r)
+		u.createRangeIn(r.space, r.name, r.cidr)
 	}
 	var names []string
 	for _, r := range upgradeRanges {
@@ -126,9 +120,9 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 			names = append(names, u.createFIP(len(names), fmt.Sprintf("%s-dynamic-%d", r.name, i), r.name, ""))
 		}
 	}
-	held := u.waitAllocated(len(names), 2*time.Minute, old)
+	held := u.waitAllocated(names)
 	for _, r := range upgradeRanges {
-		u.waitRangeCounts(r, countIn(held, r.name), old)
+		u.waitRangeCounts(r, countIn(held, r.name))
 	}
 	before := u.listAllocations()
 	if len(before) != len(held) {
@@ -155,49 +149,23 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	legacy := map[types.UID]heldFIP{legacyV4.uid: legacyV4, legacyV6.uid: legacyV6}
 
 	// The CRD chart is upgraded first; the new schema must be in force before the operator runs.
-	if err := controlplane.UpgradeCRDs(env.Config, newCRDs); err != nil {
-		t.Fatal(err)
-	}
-	u.waitNewSchema()
+	u.upgradeCRDs(newCRDs)
 
 	allocWatch := u.watchAllocations()
 	fipWatch := u.watchFloatingIPs()
 	upgradeStart := time.Now()
-	next, _ := u.startOperator(shard.Operator, "new release", "--orphan-grace-period", "2s")
-	u.waitMigrated(len(held)+len(legacy), 2*time.Minute, next)
+	u.operatorFrom(shard.Operator)
+	u.waitMigrated(len(held)+len(legacy), 2*time.Minute)
 	t.Logf("the new operator renamed and adopted every allocation %s after its start", time.Since(upgradeStart).Round(time.Millisecond))
 	final := u.listAllocations()
 	allocEvents := allocWatch.caughtUp(t, final)
 
-	everyone := map[types.UID]heldFIP{}
-	for uid, h := range held {
-		everyone[uid] = h
-	}
-	for uid, h := range legacy {
-		everyone[uid] = h
-	}
+	everyone := maps.Clone(held)
+	maps.Copy(everyone, legacy)
 	u.checkState(everyone, nil)
 	u.checkAllocationHistory("the upgrade", before, allocEvents, held, legacy, nil)
 	for _, r := range upgradeRanges {
-		u.waitRangeCounts(r, countIn(everyone, r.name), next)
-	}
-
-	// The new schema refuses an allocation of the releases before address spaces.
-	for _, text := range []string{"10.71.0.30", "fd71::fe"} {
-		addr := netip.MustParseAddr(text)
-		a := &v1.FloatingIPAllocation{
-			ObjectMeta: metav1.ObjectMeta{Name: v1.AllocationAddressText(addr), Labels: map[string]string{v1.LabelRange: "upgrade-one-v4"}},
-			Spec: v1.FloatingIPAllocationSpec{Address: addr.String(), Range: "upgrade-one-v4",
-				Owner: v1.FloatingIPReference{Namespace: upgradeNamespaces[0], Name: "someone", UID: "uid-of-someone"}},
-		}
-		created, err := u.api.FloatingIPAllocation().Create(a)
-		switch {
-		case err == nil:
-			t.Errorf("the API server took a new bare-name allocation %s after the upgrade", created.Name)
-			_ = u.api.FloatingIPAllocation().Delete(created.Name, &metav1.DeleteOptions{})
-		case !apierrors.IsInvalid(err):
-			t.Errorf("creating bare-name allocation %s: %v, want it refused as invalid", a.Name, err)
-		}
+		u.waitRangeCounts(r, countIn(everyone, r.name))
 	}
 
 	// New FloatingIPs get fresh addresses; one asking for a migrated address is refused.
@@ -217,7 +185,7 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 	thief := u.createFIP(1, "upgrade-thief", "upgrade-one-v4", taken.addr.String())
 	for key := range fresh {
 		ns, name, _ := strings.Cut(key, "/")
-		x := u.waitFIP(ns, name, time.Minute, "allocated", suite.Allocated, next)
+		x := u.waitFIPIn(ns, name, time.Minute, "allocated", suite.Allocated)
 		addr := netip.MustParseAddr(x.Status.IPAddress)
 		for _, h := range everyone {
 			if h.rng == x.Status.Range && h.addr == addr {
@@ -226,18 +194,18 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 		}
 	}
 	tns, tname, _ := strings.Cut(thief, "/")
-	x := u.waitFIP(tns, tname, time.Minute, "IPConflict", reasonIs("IPConflict"), next)
+	x := u.waitFIPIn(tns, tname, time.Minute, "IPConflict", reasonIs("IPConflict"))
 	if msg := message(x.Status.Conditions, v1.Ready); !strings.Contains(msg, taken.ns+"/"+taken.name) {
 		t.Errorf("%s's IPConflict does not name the holder %s: %q", thief, taken, msg)
 	}
 	// The reaper has looked at every successor, past the orphan grace period, more than once.
-	u.waitReapPasses(2, next)
+	u.waitReapPasses(2)
 	after := u.checkState(everyone, fresh)
 	if len(after) != len(everyone)+len(fresh) {
 		t.Errorf("%d FloatingIPs hold an address at the end, want %d", len(after), len(everyone)+len(fresh))
 	}
 	for _, r := range upgradeRanges {
-		u.waitRangeCounts(r, countIn(everyone, r.name)+2, next)
+		u.waitRangeCounts(r, countIn(everyone, r.name)+2)
 	}
 	newcomers := map[types.UID]heldFIP{}
 	for uid, h := range after {
@@ -245,182 +213,77 @@ func TestUpgradeFromPreviousReleaseKeepsEveryAddress(t *testing.T) {
 			newcomers[uid] = h
 		}
 	}
-	allocEvents = allocWatch.stopWhenCaughtUp(t, u.listAllocations())
+	allocWatch.caughtUp(t, u.listAllocations())
+	allocEvents = allocWatch.stop(t)
 	u.checkAllocationHistory("the upgrade and the new FloatingIPs", before, allocEvents, held, legacy, newcomers)
 	u.checkFloatingIPHistory(fipWatch.stop(t), everyone)
 	t.Logf("the upgrade test took %s", time.Since(began).Round(time.Millisecond))
 }
 
-// upgradeWorld is the upgrade test's own API server and its clients.
+// upgradeWorld is a fixture on the upgrade test's own control plane, its operator namespace
+// upgradeOperatorNamespace.
 type upgradeWorld struct {
-	t    *testing.T
-	env  *controlplane.Environment
-	api  kubefipAPI
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
+	*fixture
 	// reported are the findings of checkAllocationHistory so far.
 	reported map[string]bool
 }
 
 // newPreviousReleaseWorld builds the previous release and starts a control plane of the test's own
-// with that release's CRDs, stopped when the test ends. It returns the world on that control plane,
-// the release's binary and the working tree's CRDs, to upgrade to.
-func newPreviousReleaseWorld(t *testing.T) (u *upgradeWorld, oldBinary string, newCRDs []*apiextv1.CustomResourceDefinition) {
+// with that release's CRDs, stopped when the test ends, with the operator's namespace and
+// namespaces, whose FloatingIPs the world's ranges allow. It returns the world on that control
+// plane, the release's binary and the working tree's CRDs, to upgrade to.
+func newPreviousReleaseWorld(t *testing.T, namespaces ...string) (u *upgradeWorld, oldBinary string, newCRDs []*apiextv1.CustomResourceDefinition) {
 	t.Helper()
 	buildStart := time.Now()
 	oldBinary, err := controlplane.BuildRelease(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig.Must(t, err)
 	t.Logf("previous release %s: %s (ready in %s)", controlplane.PreviousRelease[:12], oldBinary, time.Since(buildStart).Round(time.Millisecond))
 	oldCRDs, err := controlplane.ReleaseCRDs(controlplane.PreviousRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if newCRDs, err = controlplane.ChartCRDs(); err != nil {
-		t.Fatal(err)
-	}
+	rig.Must(t, err)
+	newCRDs, err = controlplane.ChartCRDs()
+	rig.Must(t, err)
 	env, err := controlplane.StartWithCRDs(oldCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig.Must(t, err)
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping the control plane of %s: %v", t.Name(), err)
 		}
 	})
-	return newUpgradeWorld(t, env), oldBinary, newCRDs
-}
-
-func newUpgradeWorld(t *testing.T, env *controlplane.Environment) *upgradeWorld {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	f, err := kubefip.NewFactoryFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
+	plane, err := suite.New(env, shardOf(t).Operator)
+	rig.Must(t, err)
+	for _, ns := range append([]string{upgradeOperatorNamespace}, namespaces...) {
+		plane.CreateNamespace(t, ns)
 	}
-	return &upgradeWorld{t: t, env: env, api: f.Kubefip().V1(), kube: kubernetes.NewForConfigOrDie(cfg),
-		dyn: dynamic.NewForConfigOrDie(cfg), reported: map[string]bool{}}
+	f := &fixture{t: t, ns: upgradeOperatorNamespace, api: plane.Kubefip, shard: plane, extra: namespaces}
+	return &upgradeWorld{fixture: f, reported: map[string]bool{}}, oldBinary, newCRDs
 }
 
-func (u *upgradeWorld) createNamespace(name string) {
+// upgradeCRDs applies crds over the previous release's, as an upgrade of the CRD chart does, and
+// waits until the API server validates allocations with them.
+func (u *upgradeWorld) upgradeCRDs(crds []*apiextv1.CustomResourceDefinition) {
 	u.t.Helper()
-	_, err := u.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		u.t.Fatal(err)
-	}
+	rig.Must(u.t, controlplane.UpgradeCRDs(u.shard.Env.Config, crds))
+	u.waitNewSchema()
 }
 
-// startOperator runs binary against the upgrade test's API server with the flags the fixtures'
-// operators get and extra, and waits until its controllers run. It returns the process and its
-// metrics port. It is stopped when the test ends, and its output printed if the test failed.
-func (u *upgradeWorld) startOperator(binary, what string, extra ...string) (*controlplane.Process, int) {
-	u.t.Helper()
-	port := rig.FreePort(u.t)
-	p, err := controlplane.StartOperator(binary, nil, nil, append([]string{
-		"--kubeconfig", u.env.Kubeconfig,
-		"--namespace", upgradeOperatorNamespace,
-		"--metrics-bind-address", "127.0.0.1",
-		"--metrics-port", fmt.Sprint(port),
-	}, extra...)...)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	u.t.Cleanup(func() {
-		if err := p.Stop(20 * time.Second); err != nil {
-			u.t.Errorf("stopping the %s: %v", what, err)
-		}
-		if u.t.Failed() {
-			fmt.Fprintf(os.Stderr, "---- %s operator output (%s) ----\n%s\n", what, u.t.Name(), p.Logs())
-		}
-	})
-	if err := p.WaitForLog(context.Background(), "controllers running", 2*time.Minute); err != nil {
-		u.t.Fatalf("the %s: %v\n%s", what, err, rig.LastLines(p.Logs(), 60))
-	}
-	return p, port
-}
-
-func (u *upgradeWorld) createRange(r upgradeRange) {
-	u.t.Helper()
-	var annotations map[string]string
-	if r.space != (v1.AddressSpace{}) {
-		annotations = map[string]string{
-			v1.AnnotationHarvesterClusterName: r.space.HarvesterClusterName,
-			v1.AnnotationHarvesterNetworkName: r.space.HarvesterNetworkName,
-		}
-		u.knownHarvester(r.space.HarvesterClusterName)
-	}
-	_, err := u.api.FloatingIPRange().Create(&v1.FloatingIPRange{
-		ObjectMeta: metav1.ObjectMeta{Name: r.name, Annotations: annotations},
-		Spec:       v1.FloatingIPRangeSpec{IPRange: r.cidr, AllowedNamespaces: upgradeNamespaces},
-	})
-	if err != nil {
-		u.t.Fatalf("creating range %s: %v", r.name, err)
-	}
-}
-
-// knownHarvester creates the management cluster of Harvester cluster display, as importing it
-// into Rancher does, so that its ranges are Ready; one that exists is left as it is.
-func (u *upgradeWorld) knownHarvester(display string) {
-	u.t.Helper()
-	clusters := u.dyn.Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"})
-	m := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
-		"metadata": map[string]interface{}{"name": "c-m-" + display},
-		"spec":     map[string]interface{}{"displayName": display},
-	}}
-	if _, err := clusters.Create(context.Background(), m, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		u.t.Fatalf("creating the management cluster of %s: %v", display, err)
-	}
-}
-
-// createFIP creates a FloatingIP in the i-th namespace (round robin) and returns "namespace/name".
+// createFIP creates a FloatingIP in the i-th of upgradeNamespaces (round robin) and returns
+// "namespace/name".
 func (u *upgradeWorld) createFIP(i int, name, rangeName, ip string) string {
 	u.t.Helper()
 	ns := upgradeNamespaces[i%len(upgradeNamespaces)]
-	_, err := u.api.FloatingIP().Create(&v1.FloatingIP{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{
-			v1.AnnotationClusterName:     name,
-			v1.AnnotationFloatingIPRange: rangeName,
-			v1.AnnotationUpdateConfigMap: "true",
-		}},
-		Spec: v1.FloatingIPSpec{IPAddress: ip},
-	})
-	if err != nil {
-		u.t.Fatalf("creating FloatingIP %s/%s: %v", ns, name, err)
-	}
+	u.createFIPIn(ns, name, rangeName, ip)
 	return ns + "/" + name
 }
 
-// waitAllocated waits until want FloatingIPs exist and every one holds its address, and returns
-// them by UID.
-func (u *upgradeWorld) waitAllocated(want int, timeout time.Duration, p *controlplane.Process) map[types.UID]heldFIP {
+// waitAllocated waits until each FloatingIP of keys ("namespace/name") holds its address, and
+// returns them by UID.
+func (u *upgradeWorld) waitAllocated(keys []string) map[types.UID]heldFIP {
 	u.t.Helper()
-	var last []v1.FloatingIP
-	ok := rig.Within(timeout, func() bool {
-		list, err := u.api.FloatingIP().List("", metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		last = list.Items
-		n := 0
-		for i := range list.Items {
-			if suite.Allocated(&list.Items[i]) {
-				n++
-			}
-		}
-		return n == want && len(list.Items) == want
-	})
-	if !ok {
-		var b strings.Builder
-		for i := range last {
-			fmt.Fprintf(&b, "%s/%s: %s\n", last[i].Namespace, last[i].Name, suite.StatusText(&last[i]))
-		}
-		u.t.Fatalf("not all %d FloatingIPs allocated within %s:\n%soperator output ends:\n%s", want, timeout, b.String(), rig.LastLines(p.Logs(), 60))
-	}
 	out := map[types.UID]heldFIP{}
-	for _, x := range last {
-		out[x.UID] = heldOf(&x)
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		x := u.waitFIPIn(ns, name, 2*time.Minute, "an address", suite.Allocated)
+		out[x.UID] = heldOf(x)
 	}
 	return out
 }
@@ -438,12 +301,10 @@ const canaryLabel = "test.kubefip.k8s.binbash.org/canary"
 // creates an allocation whose FloatingIP never existed, in a range of its own, and waits until
 // the reaper deletes it. The pass that does ran once that allocation was past the grace period,
 // so it judged every allocation made before it.
-func (u *upgradeWorld) waitReapPasses(n int, p *controlplane.Process) {
+func (u *upgradeWorld) waitReapPasses(n int) {
 	u.t.Helper()
-	const rangeName, cidr = "upgrade-canary", "10.179.0.0/29"
-	if _, err := u.api.FloatingIPRange().Get(rangeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		u.createRange(upgradeRange{name: rangeName, cidr: cidr})
-	}
+	const rangeName = "upgrade-canary"
+	u.createRangeIn(v1.AddressSpace{}, rangeName, "10.179.0.0/29")
 	for i := range n {
 		addr := netip.AddrFrom4([4]byte{10, 179, 0, byte(3 + i)})
 		var space v1.AddressSpace
@@ -470,32 +331,9 @@ func (u *upgradeWorld) waitReapPasses(n int, p *controlplane.Process) {
 			_, err = u.api.FloatingIPAllocation().Get(a.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}) {
-			u.t.Fatalf("the reaper did not release the canary allocation %s within a minute (%v)\noperator output ends:\n%s", a.Name, err, rig.LastLines(p.Logs(), 60))
+			u.t.Fatalf("the reaper did not release the canary allocation %s within a minute (%v)", a.Name, err)
 		}
 	}
-}
-
-// waitFIP waits until the FloatingIP ns/name satisfies cond; on timeout it reports the FloatingIP's
-// last status, its guest fields included, and the end of p's output.
-func (u *upgradeWorld) waitFIP(ns, name string, timeout time.Duration, what string, cond func(*v1.FloatingIP) bool, p *controlplane.Process) *v1.FloatingIP {
-	u.t.Helper()
-	var last *v1.FloatingIP
-	if rig.Within(timeout, func() bool {
-		x, err := u.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		last = x
-		return cond(x)
-	}) {
-		return last
-	}
-	desc := suite.StatusText(last)
-	if last != nil {
-		desc += fmt.Sprintf(" guestState=%q guestAddresses=%q", last.Status.GuestState, last.Status.GuestAddresses)
-	}
-	u.t.Fatalf("FloatingIP %s/%s: timed out after %s waiting for %s; last: %s\noperator output ends:\n%s", ns, name, timeout, what, desc, rig.LastLines(p.Logs(), 60))
-	return nil
 }
 
 func countIn(fips map[types.UID]heldFIP, rangeName string) int {
@@ -510,28 +348,13 @@ func countIn(fips map[types.UID]heldFIP, rangeName string) int {
 
 // waitRangeCounts waits until range r is Ready and counts used addresses, with capacity and
 // available right and no legacy record.
-func (u *upgradeWorld) waitRangeCounts(r upgradeRange, used int, p *controlplane.Process) {
+func (u *upgradeWorld) waitRangeCounts(r upgradeRange, used int) {
 	u.t.Helper()
-	var last *v1.FloatingIPRange
-	ok := rig.Within(30*time.Second, func() bool {
-		x, err := u.api.FloatingIPRange().Get(r.name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		last = x
-		c, _ := v1.GetCondition(x.Status.Conditions, v1.Ready)
-		return c.Status == corev1.ConditionTrue && x.Status.Used == int64(used) &&
-			x.Status.Capacity == strconv.Itoa(r.capacity) && x.Status.Available == strconv.Itoa(r.capacity-used) &&
-			x.Status.Retained == 0 && len(x.Status.Allocations) == 0
+	what := fmt.Sprintf("Ready, used %d, capacity %d, available %d, no retained and no legacy record", used, r.capacity, r.capacity-used)
+	u.waitRange(r.name, 30*time.Second, what, func(x *v1.FloatingIPRange) bool {
+		return x != nil && v1.Ready.IsTrue(x) && x.Status.Used == int64(used) && x.Status.Capacity == strconv.Itoa(r.capacity) &&
+			x.Status.Available == strconv.Itoa(r.capacity-used) && x.Status.Retained == 0 && len(x.Status.Allocations) == 0
 	})
-	if !ok {
-		desc := "not found"
-		if last != nil {
-			desc = fmt.Sprintf("%+v", last.Status)
-		}
-		u.t.Errorf("range %s: want Ready, used %d, capacity %d, available %d, no retained and no legacy record; last status %s\noperator output ends:\n%s",
-			r.name, used, r.capacity, r.capacity-used, desc, rig.LastLines(p.Logs(), 40))
-	}
 }
 
 func (u *upgradeWorld) listAllocations() []v1.FloatingIPAllocation {
@@ -559,41 +382,32 @@ func (u *upgradeWorld) addLegacy(rangeName, name, addr string, shown bool, held 
 	if shown {
 		spec = want.String()
 	}
-	key := u.createFIP(0, name, rangeName, spec)
-	ns, _, _ := strings.Cut(key, "/")
-	x, err := u.api.FloatingIP().Get(ns, name, metav1.GetOptions{})
-	if err != nil {
-		u.t.Fatal(err)
-	}
+	ns, _, _ := strings.Cut(u.createFIP(0, name, rangeName, spec), "/")
+	x := u.getFIPIn(ns, name)
 	if shown {
 		x.Status.IPAddress, x.Status.Range = want.String(), rangeName
-		if x, err = u.api.FloatingIP().UpdateStatus(x); err != nil {
-			u.t.Fatal(err)
-		}
+		_, err := u.api.FloatingIP().UpdateStatus(x)
+		rig.Must(u.t, err)
 	}
-	r, err := u.api.FloatingIPRange().Get(rangeName, metav1.GetOptions{})
-	if err != nil {
-		u.t.Fatal(err)
-	}
+	r := u.getRange(rangeName)
 	if len(r.Status.Allocations) != 0 {
 		u.t.Fatalf("range %s already has a legacy record: %v", rangeName, r.Status.Allocations)
 	}
 	r.Status.Allocations = map[string]v1.Allocation{addr: {Namespace: ns, Name: name, UID: x.UID}}
-	if _, err := u.api.FloatingIPRange().UpdateStatus(r); err != nil {
-		u.t.Fatal(err)
-	}
+	_, err := u.api.FloatingIPRange().UpdateStatus(r)
+	rig.Must(u.t, err)
 	return heldFIP{ns: ns, name: name, rng: rangeName, uid: x.UID, addr: want, spec: want.String(), status: want.String()}
 }
 
 var allocationGVR = schema.GroupVersionResource{Group: "kubefip.k8s.binbash.org", Version: "v1", Resource: "floatingipallocations"}
 
 // waitNewSchema waits until the API server validates allocations with the new CRD: a dry run of
-// an allocation named for its space is taken and one of a bare name refused.
+// an allocation named for its space is taken, and those of a bare name, IPv4 and IPv6, as the
+// releases before address spaces named them, are refused.
 func (u *upgradeWorld) waitNewSchema() {
 	u.t.Helper()
 	r := upgradeRanges[0]
-	addr := netip.MustParseAddr("10.71.0.30")
-	dry := func(name string, space *v1.AddressSpace) error {
+	dry := func(name string, addr netip.Addr, space *v1.AddressSpace) error {
 		spec := map[string]interface{}{
 			"address": addr.String(), "range": r.name,
 			"owner": map[string]interface{}{"namespace": upgradeNamespaces[0], "name": "probe", "uid": "uid-of-a-probe"},
@@ -605,16 +419,17 @@ func (u *upgradeWorld) waitNewSchema() {
 			"apiVersion": "kubefip.k8s.binbash.org/v1", "kind": "FloatingIPAllocation",
 			"metadata": map[string]interface{}{"name": name}, "spec": spec,
 		}}
-		_, err := u.dyn.Resource(allocationGVR).Create(context.Background(), obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := dynamic.NewForConfigOrDie(u.shard.Env.Config).Resource(allocationGVR).Create(context.Background(), obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	var newErr, oldErr error
+	v4, v6 := netip.MustParseAddr("10.71.0.30"), netip.MustParseAddr("fd71::fe")
+	var newErr, v4Err, v6Err error
 	if !rig.Within(30*time.Second, func() bool {
-		newErr = dry(v1.AllocationName(r.space, addr), &r.space)
-		oldErr = dry(v1.AllocationAddressText(addr), nil)
-		return newErr == nil && apierrors.IsInvalid(oldErr)
+		newErr = dry(v1.AllocationName(r.space, v4), v4, &r.space)
+		v4Err, v6Err = dry(v1.AllocationAddressText(v4), v4, nil), dry(v1.AllocationAddressText(v6), v6, nil)
+		return newErr == nil && apierrors.IsInvalid(v4Err) && apierrors.IsInvalid(v6Err)
 	}) {
-		u.t.Fatalf("the new CRD is not in force 30s after the upgrade: an allocation named for its space: %v; a bare-name one: %v (want refused)", newErr, oldErr)
+		u.t.Fatalf("the new CRD is not in force 30s after the upgrade: an allocation named for its space: %v; bare-name ones: %v, %v (want refused as invalid)", newErr, v4Err, v6Err)
 	}
 }
 
@@ -625,14 +440,16 @@ type event struct {
 	obj runtime.Object
 }
 
-// recorder keeps every event of a watch, re-watching from the last resourceVersion if the API
-// server ends it.
+// recorder keeps every event of a watch from resourceVersion from on, re-watching from the last
+// resourceVersion if the API server ends it.
 type recorder struct {
+	from   string
 	mu     sync.Mutex
 	events []event
 	err    error
 	quit   chan struct{}
 	done   chan struct{}
+	once   sync.Once
 }
 
 func newRecorder(t *testing.T, rv string, open func(rv string) (watch.Interface, error)) *recorder {
@@ -641,7 +458,9 @@ func newRecorder(t *testing.T, rv string, open func(rv string) (watch.Interface,
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{quit: make(chan struct{}), done: make(chan struct{})}
+	r := &recorder{from: rv, quit: make(chan struct{}), done: make(chan struct{})}
+	// A guest API server with a watch still open stops slowly.
+	t.Cleanup(r.end)
 	go func() {
 		defer close(r.done)
 		defer func() { w.Stop() }()
@@ -696,6 +515,12 @@ func (r *recorder) fail(err error) {
 	}
 }
 
+// end ends the watch, once.
+func (r *recorder) end() {
+	r.once.Do(func() { close(r.quit) })
+	<-r.done
+}
+
 func (r *recorder) snapshot() ([]event, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -706,8 +531,7 @@ func (r *recorder) snapshot() ([]event, error) {
 // resourceVersion order.
 func (r *recorder) stop(t *testing.T) []event {
 	t.Helper()
-	close(r.quit)
-	<-r.done
+	r.end()
 	events, err := r.snapshot()
 	if err != nil {
 		t.Fatalf("the watch broke, so the upgrade cannot be followed: %v", err)
@@ -743,13 +567,6 @@ func (u *upgradeWorld) watchAllocations() *allocationRecorder {
 		return u.api.FloatingIPAllocation().Watch(metav1.ListOptions{ResourceVersion: rv})
 	})
 	return &allocationRecorder{recorder: r, initial: list.Items}
-}
-
-// stopWhenCaughtUp is caughtUp, and then stops the watch.
-func (a *allocationRecorder) stopWhenCaughtUp(t *testing.T, final []v1.FloatingIPAllocation) []event {
-	t.Helper()
-	a.caughtUp(t, final)
-	return a.stop(t)
 }
 
 // caughtUp waits until the watch has brought the initial list to final (same names and UIDs), so
@@ -801,7 +618,7 @@ func (u *upgradeWorld) watchFloatingIPs() *recorder {
 
 // waitMigrated waits until no allocation has a bare name, want allocations are named for their
 // space, and every FloatingIP holds its address.
-func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *controlplane.Process) {
+func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration) {
 	u.t.Helper()
 	var bare, spaced []string
 	var notAllocated []string
@@ -832,18 +649,23 @@ func (u *upgradeWorld) waitMigrated(want int, timeout time.Duration, p *controlp
 	}) {
 		return
 	}
-	u.t.Fatalf("the upgrade did not finish within %s: %d allocations still named by the bare address %v, %d named for their space (want %d), FloatingIPs not allocated: %v\nnew operator's output ends:\n%s",
-		timeout, len(bare), bare, len(spaced), want, notAllocated, rig.LastLines(p.Logs(), 80))
+	u.t.Fatalf("the upgrade did not finish within %s: %d allocations still named by the bare address %v, %d named for their space (want %d), FloatingIPs not allocated: %v",
+		timeout, len(bare), bare, len(spaced), want, notAllocated)
 }
 
 // spaceOfRange is the space of one of the upgrade test's ranges.
 func spaceOfRange(name string) (v1.AddressSpace, bool) {
-	for _, r := range upgradeRanges {
-		if r.name == name {
-			return r.space, true
-		}
+	r, ok := rangeNamed(name)
+	return r.space, ok
+}
+
+// rangeNamed is the upgrade test's range name.
+func rangeNamed(name string) (upgradeRange, bool) {
+	i := slices.IndexFunc(upgradeRanges, func(r upgradeRange) bool { return r.name == name })
+	if i < 0 {
+		return upgradeRange{}, false
 	}
-	return v1.AddressSpace{}, false
+	return upgradeRanges[i], true
 }
 
 // slotKey is "<space hash>/<address>" of an allocation: the space from its name, or for a bare
@@ -899,7 +721,8 @@ func (u *upgradeWorld) checkState(kept map[types.UID]heldFIP, fresh map[string]s
 				t.Errorf("FloatingIP %s is not Allocated after the upgrade: %s", key, suite.StatusText(x))
 			}
 		} else if rng, ok := fresh[key]; ok {
-			pfx := netip.MustParsePrefix(cidrOf(rng))
+			r, _ := rangeNamed(rng)
+			pfx := netip.MustParsePrefix(r.cidr)
 			if !suite.Allocated(x) || x.Status.Range != rng || !pfx.Contains(h.addr) {
 				t.Errorf("new FloatingIP %s: %s, want an address of %s", key, suite.StatusText(x), rng)
 			}
@@ -971,15 +794,6 @@ func (u *upgradeWorld) checkState(kept map[types.UID]heldFIP, fresh map[string]s
 		t.Errorf("%d allocations for %d FloatingIPs holding an address", len(allocs), len(holding))
 	}
 	return holding
-}
-
-func cidrOf(rangeName string) string {
-	for _, r := range upgradeRanges {
-		if r.name == rangeName {
-			return r.cidr
-		}
-	}
-	return ""
 }
 
 // checkAllocationHistory replays the allocation watch from the list taken before the new operator

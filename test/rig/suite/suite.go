@@ -103,7 +103,7 @@ func runOn(m *testing.M, n int, use func([]*Suite), startPlane func() (*controlp
 	suites := make([]*Suite, n)
 	for i, e := range envs {
 		if errs[i] == nil {
-			suites[i], errs[i] = newSuite(e, binary)
+			suites[i], errs[i] = New(e, binary)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -114,8 +114,9 @@ func runOn(m *testing.M, n int, use func([]*Suite), startPlane func() (*controlp
 	return m.Run()
 }
 
-// newSuite is the Suite of the control plane env and the operator binary.
-func newSuite(env *controlplane.Environment, binary string) (*Suite, error) {
+// New is the Suite of the control plane env and the operator binary: a package's own, or one a
+// test starts for itself, such as a control plane with another release's CRDs.
+func New(env *controlplane.Environment, binary string) (*Suite, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	s := &Suite{Env: env, Operator: binary}
