@@ -5,22 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
-
-func values(t testing.TB, text string) map[string]interface{} {
-	t.Helper()
-	out := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // plan is the plan of chart with the given values and the operator's defaults.
 func plan(t testing.TB, chart guestchart.Chart, v map[string]interface{}) (*Plan, error) {
@@ -99,7 +88,7 @@ func TestValuesOutsideTheSchemaAreRefused(t *testing.T) {
 		{"a twin key", "tolerations: [{key: a, Key: b}]", "tolerations"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := plan(t, guestchart.Kubevip, values(t, tt.values))
+			_, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, tt.values))
 			if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), tt.key) {
 				t.Fatalf("got %v; want %s naming %s", err, guestchart.ReasonValuesNotAllowed, tt.key)
 			}

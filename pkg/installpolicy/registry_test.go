@@ -139,7 +139,7 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 		{testRegistry + "/plndr/kube-vip", ""},
 		{"registry.corp.example/kube-vip/kube-vip", ""},
 	} {
-		pl, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, "image:\n  repository: "+c.repo+"\n"+tag), defaultsOf(guestchart.Kubevip))
+		pl, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", chartrepo.Values(t, "image:\n  repository: "+c.repo+"\n"+tag), defaultsOf(guestchart.Kubevip))
 		switch {
 		case c.want == "" && (reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.repository")):
 			t.Errorf("%s: %v; want refused naming image.repository", c.repo, err)
@@ -148,7 +148,7 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 		}
 	}
 	// The chart's default repository (values without one) is the pinned one, moved too.
-	pl, err := p.NewPlan(guestchart.CloudProvider, "kubevipCloudProviderChartValues", "", values(t, "replicasCount: 2\n"), defaultsOf(guestchart.CloudProvider))
+	pl, err := p.NewPlan(guestchart.CloudProvider, "kubevipCloudProviderChartValues", "", chartrepo.Values(t, "replicasCount: 2\n"), defaultsOf(guestchart.CloudProvider))
 	if err != nil || pl.Values.Image != testRegistry+"/kubevip/kube-vip-cloud-provider" {
 		t.Errorf("values without an image: %v, %+v; want the pinned repository under the registry", err, pl)
 	}
@@ -167,7 +167,7 @@ func TestDigestsRequired(t *testing.T) {
 		"image:\n  repository: ghcr.io/kube-vip/kube-vip\n",
 		"nodeSelector: {a: b}\n",
 	} {
-		_, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, v), defaultsOf(guestchart.Kubevip))
+		_, err := p.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", chartrepo.Values(t, v), defaultsOf(guestchart.Kubevip))
 		if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.tag must be pinned by a digest") {
 			t.Errorf("%q: %v; want refused for want of a digest", v, err)
 		}
@@ -183,7 +183,7 @@ func TestDigestsRequired(t *testing.T) {
 	}
 	// Not required: a tag alone is sent.
 	loose := mustPolicy(t, Settings{Registry: testRegistry})
-	pl, err := loose.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, "image:\n  tag: v1.0.0\n"), defaultsOf(guestchart.Kubevip))
+	pl, err := loose.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", chartrepo.Values(t, "image:\n  tag: v1.0.0\n"), defaultsOf(guestchart.Kubevip))
 	if err != nil || pl.Values.Ref != testRegistry+"/kube-vip/kube-vip:v1.0.0" {
 		t.Errorf("a tag without digests required: %v, %+v", err, pl)
 	}

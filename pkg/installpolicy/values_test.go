@@ -25,7 +25,7 @@ func TestValuesTheSchemaAccepts(t *testing.T) {
 		"env:\n  vip_arp: true\n  svc_election: 'true'\n  vip_leaseduration: 15\n  vip_loglevel: 4\n",
 		"tolerations: []\naffinity: {}\nresources: {requests: {cpu: 10m}}\n",
 	} {
-		if _, err := plan(t, guestchart.Kubevip, values(t, v)); err != nil {
+		if _, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, v)); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
@@ -35,14 +35,14 @@ func TestValuesTheSchemaAccepts(t *testing.T) {
 		"env:\n  vip_arp: true\n  bgp_enable: 'true'\n  bgp_as: 65000\n  bgp_peers: '10.0.0.1:65001::false,[fd00::1]:65001:pass:true'\n",
 		"envValueFrom:\n  bgp_routerid:\n    fieldRef:\n      fieldPath: status.podIP\n",
 	} {
-		if _, err := plan(t, guestchart.Kubevip, values(t, v)); reasonOf(err) != guestchart.ReasonValuesNotAllowed {
+		if _, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, v)); reasonOf(err) != guestchart.ReasonValuesNotAllowed {
 			t.Errorf("%q without BGP allowed: %v; want %s", v, err, guestchart.ReasonValuesNotAllowed)
 		}
-		if _, err := bgp.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", values(t, v), config.Default().Kubevip.Values); err != nil {
+		if _, err := bgp.NewPlan(guestchart.Kubevip, "kubevipChartValues", "", chartrepo.Values(t, v), config.Default().Kubevip.Values); err != nil {
 			t.Errorf("%q with BGP allowed: %v", v, err)
 		}
 	}
-	p, err := plan(t, guestchart.Kubevip, values(t, "config:\n  vip_interface: enp1s0\n"))
+	p, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, "config:\n  vip_interface: enp1s0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestValuesTheSchemaAccepts(t *testing.T) {
 	if _, stays := p.Values.Map["config"].(map[string]interface{})["vip_interface"]; stays {
 		t.Error("config.vip_interface is passed on as it was, which no chart since 0.4.1 reads")
 	}
-	prov, err := plan(t, guestchart.CloudProvider, values(t, "replicasCount: 2\n"))
+	prov, err := plan(t, guestchart.CloudProvider, chartrepo.Values(t, "replicasCount: 2\n"))
 	if err != nil || prov.Values.Map["configMapName"] != chartvalues.ProviderConfigMapName {
 		t.Errorf("provider values %v, %v; want configMapName %s", prov, err, chartvalues.ProviderConfigMapName)
 	}
@@ -65,12 +65,12 @@ func TestImagesAreExactRepositories(t *testing.T) {
 	t.Parallel()
 	for _, repo := range []string{"ghcr.io/kube-vip/kube-vip-iptables", "ghcr.io/kube-vip", "docker.io/plndr/kube-vip-extra",
 		"ghcr.io/kube-vip-evil/kube-vip", "ghcr.io.attacker.example/kube-vip/kube-vip", "kubevip/kube-vip-cloud-provider"} {
-		_, err := plan(t, guestchart.Kubevip, values(t, "image:\n  repository: "+repo+"\n  tag: v1.0.0\n"))
+		_, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, "image:\n  repository: "+repo+"\n  tag: v1.0.0\n"))
 		if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), "image.repository") {
 			t.Errorf("%s: %v; want a refusal naming image.repository", repo, err)
 		}
 	}
-	_, err := plan(t, guestchart.Kubevip, values(t, "image:\n  repository: docker.io/attacker/kv\n  tag: S3CRETTAG\n"))
+	_, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, "image:\n  repository: docker.io/attacker/kv\n  tag: S3CRETTAG\n"))
 	if err == nil || strings.Contains(err.Error(), "S3CRETTAG") {
 		t.Errorf("refusal %v; want one that does not repeat the tag", err)
 	}
@@ -80,7 +80,7 @@ func TestImagesAreExactRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := mirror.NewPlan(guestchart.Kubevip, "k", "", values(t, "image:\n  repository: registry.corp.example:5000/mirror/kube-vip\n  tag: v1.0.0\n"),
+	p, err := mirror.NewPlan(guestchart.Kubevip, "k", "", chartrepo.Values(t, "image:\n  repository: registry.corp.example:5000/mirror/kube-vip\n  tag: v1.0.0\n"),
 		config.Default().Kubevip.Values)
 	if err != nil {
 		t.Fatalf("the mirror's image: %v", err)
@@ -107,7 +107,7 @@ func TestValuesRefusalsNameTheKeyNotTheValue(t *testing.T) {
 		"image:\n  pullPolicy: Sometimes\n":        "image.pullPolicy",
 		"replicas: 3\n":                            "replicas",
 	} {
-		_, err := plan(t, guestchart.Kubevip, values(t, v))
+		_, err := plan(t, guestchart.Kubevip, chartrepo.Values(t, v))
 		if reasonOf(err) != guestchart.ReasonValuesNotAllowed || !strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "S3CRET") {
 			t.Errorf("%q: %v; want %s naming %s without the value", v, err, guestchart.ReasonValuesNotAllowed, key)
 		}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"strings"
 	"testing"
 	"time"
@@ -30,15 +31,20 @@ type meaningCase struct {
 	effect func(t *testing.T, gc *guestCluster) string
 }
 
-// kubevipEnvIn describes every variable of the guest's DaemonSets whose name is one of names.
-func kubevipEnvIn(t *testing.T, gc *guestCluster, names ...string) string {
+// guestDaemonSets are the DaemonSets of every namespace of the guest.
+func guestDaemonSets(t *testing.T, gc *guestCluster) []appsv1.DaemonSet {
 	t.Helper()
 	dss, err := gc.direct.AppsV1().DaemonSets("").List(context.Background(), listAll())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dss.Items
+}
+
+// kubevipEnvIn describes every variable of the guest's DaemonSets whose name is one of names.
+func kubevipEnvIn(t *testing.T, gc *guestCluster, names ...string) string {
 	var out []string
-	for _, ds := range dss.Items {
+	for _, ds := range guestDaemonSets(t, gc) {
 		for _, c := range ds.Spec.Template.Spec.Containers {
 			for _, e := range c.Env {
 				for _, n := range names {
@@ -55,13 +61,8 @@ func kubevipEnvIn(t *testing.T, gc *guestCluster, names ...string) string {
 // podSpecsIn describes what of the guest's DaemonSets' pods the values would have set: a priority
 // class, labels beyond the selector's.
 func podSpecsIn(t *testing.T, gc *guestCluster) string {
-	t.Helper()
-	dss, err := gc.direct.AppsV1().DaemonSets("").List(context.Background(), listAll())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, ds := range dss.Items {
+	for _, ds := range guestDaemonSets(t, gc) {
 		if p := ds.Spec.Template.Spec.PriorityClassName; p != "" {
 			out = append(out, fmt.Sprintf("DaemonSet %s/%s has priority class %s", ds.Namespace, ds.Name, p))
 		}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
@@ -46,7 +44,7 @@ func referenceWorlds(t *testing.T) []referenceWorld {
 		{"kube-vip with its PodMonitor", guestchart.Kubevip, config.DefaultKubevipChartValues + "podMonitor: {enabled: true}\n"},
 		{"kube-vip-cloud-provider", guestchart.CloudProvider, config.DefaultKubevipCloudProviderChartValues},
 	} {
-		base, name, err := reference(schema, c.chart, values(t, c.values))
+		base, name, err := reference(schema, c.chart, chartrepo.Values(t, c.values))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -82,15 +80,6 @@ func reference(schema chartvalues.Schema, chart guestchart.Chart, given map[stri
 func (w referenceWorld) approved(got []*Object) error {
 	_, err := Judge(w.schema, w.chart, w.objects, release(), got, w.base)
 	return err
-}
-
-func values(t testing.TB, text string) map[string]interface{} {
-	t.Helper()
-	out := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func release() render.Target {

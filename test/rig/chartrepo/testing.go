@@ -9,7 +9,18 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"sigs.k8s.io/yaml"
 )
+
+// Values are chart values written as YAML.
+func Values(t testing.TB, text string) map[string]interface{} {
+	t.Helper()
+	out := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 // TarGzForTest packs files, a path and a content each, as a gzip'd tar: an archive of any shape,
 // checked by nothing.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // isDiscovery reports whether path, a guest API path without its leading slash, asks for API
@@ -50,13 +49,7 @@ func floodGroup(i int) string { return fmt.Sprintf("g%06d.flood.example.com", i)
 // A real API server holds that many APIServices badly (each is watched and probed); what the
 // operator reads is the same.
 func (p *ClusterProxy) SetDiscoveryFlood(id string, groups, versions int) error {
-	p.mu.Lock()
-	c, ok := p.clusters[id]
-	p.mu.Unlock()
-	if !ok || c.config == nil {
-		return fmt.Errorf("cluster %s has no guest", id)
-	}
-	kube, err := kubernetes.NewForConfig(c.config)
+	c, kube, err := p.guestClient(id)
 	if err != nil {
 		return err
 	}

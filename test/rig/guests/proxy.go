@@ -293,18 +293,24 @@ func waitAuthorized(ctx context.Context, kube kubernetes.Interface, guest, user 
 	})
 }
 
+// guestClient is cluster id's guest entry and a client of its API server.
+func (p *ClusterProxy) guestClient(id string) (*proxied, kubernetes.Interface, error) {
+	p.mu.Lock()
+	c, ok := p.clusters[id]
+	p.mu.Unlock()
+	if !ok || c.config == nil {
+		return nil, nil, fmt.Errorf("cluster %s has no guest", id)
+	}
+	kube, err := kubernetes.NewForConfig(c.config)
+	return c, kube, err
+}
+
 func clusterOwnerBinding(user string) string { return "cluster-owner-" + user }
 
 // RevokeClusterOwner removes the cluster-owner binding of cluster id's Rancher user in its guest,
 // as happens when the cluster's owner is removed from it in Rancher.
 func (p *ClusterProxy) RevokeClusterOwner(id string) error {
-	p.mu.Lock()
-	c, ok := p.clusters[id]
-	p.mu.Unlock()
-	if !ok || c.config == nil {
-		return fmt.Errorf("cluster %s has no guest", id)
-	}
-	kube, err := kubernetes.NewForConfig(c.config)
+	c, kube, err := p.guestClient(id)
 	if err != nil {
 		return err
 	}
