@@ -3,7 +3,8 @@ package approve
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,12 +133,7 @@ type place struct {
 func places(v interface{}, at string, out *[]place) {
 	switch x := v.(type) {
 	case map[string]interface{}:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := join(at, k)
 			*out = append(*out, place{path: p, parent: x, key: k, index: -1})
 			places(x[k], p, out)

@@ -2,7 +2,8 @@ package chartvalues
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -35,12 +36,7 @@ func dirtyString(v interface{}, at string) string {
 			return at
 		}
 	case map[string]interface{}:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if !cleanString(k) {
 				return join(at, "<a key>")
 			}

@@ -89,7 +89,9 @@ func KubevipCloudProviderChart(version string) *chart.Chart {
 	}
 }
 
-// DefaultChart is the stand-in of guest chart c at the version the operator installs by default.
+// DefaultChart is the stand-in of guest chart c at the version the operator installs by default:
+// it mirrors kube-vip/helm-charts' kube-vip 0.9.9 or kube-vip-cloud-provider 0.2.10 (the tags
+// kube-vip-0.9.9 and kube-vip-cloud-provider-0.2.10), as charts/README.md records.
 func DefaultChart(c guestchart.Chart) *chart.Chart {
 	if c == guestchart.Kubevip {
 		return KubevipChart(config.DefaultKubevipChartVersion)

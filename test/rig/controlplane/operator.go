@@ -16,8 +16,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
@@ -53,8 +53,7 @@ func LoopbackChartSourceArgs() []string {
 // kube-vip/helm-charts' kube-vip 0.9.9 and kube-vip-cloud-provider 0.2.10 (the tags
 // kube-vip-0.9.9 and kube-vip-cloud-provider-0.2.10), as test/rig/chartrepo/charts/README.md records.
 func PinnedStandIns() []*chart.Chart {
-	return []*chart.Chart{chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
-		chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion)}
+	return []*chart.Chart{chartrepo.DefaultChart(guestchart.Kubevip), chartrepo.DefaultChart(guestchart.CloudProvider)}
 }
 
 // StandInDigestsArg is --allowed-chart-digests for the stand-ins of the pinned pair and charts: the
