@@ -30,7 +30,6 @@ import (
 // accepted; the override annotation lets the shrink through, and the controller then reports the
 // held address as orphaned and keeps it.
 func TestAdmissionRanges(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-ranges")
 	w := f.newWebhookEnv(nil)
 	w.start(true)
@@ -84,7 +83,6 @@ func TestAdmissionRanges(t *testing.T) {
 // cluster, and one in no range of the FloatingIP's address space are refused with the reason and
 // the fix; a free one is accepted and allocated.
 func TestAdmissionFloatingIPs(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-fips")
 	w := f.newWebhookEnv(nil)
 	w.start(true)
@@ -138,11 +136,10 @@ func TestAdmissionFloatingIPs(t *testing.T) {
 // value and a chart source the install policy refuses are refused when applied, naming the key; a
 // valid configuration is accepted; a ConfigMap of another name is never sent to the webhook.
 func TestAdmissionConfig(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-config")
 	w := f.newWebhookEnv(nil)
 	w.start(true)
-	cms := shard.Kube.CoreV1().ConfigMaps(f.ns)
+	cms := f.shard.Kube.CoreV1().ConfigMaps(f.ns)
 	write := func(name string, data map[string]string) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Data: data}
 		_, err := cms.Create(context.Background(), cm, metav1.CreateOptions{})
@@ -171,7 +168,6 @@ func TestAdmissionConfig(t *testing.T) {
 // closed), a person's FloatingIP is let through (FloatingIPs fail open), and the controller still
 // gives no address to two FloatingIPs.
 func TestAdmissionWebhookDown(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-down")
 	w := f.newWebhookEnv(nil)
 	serving := w.start(true)
@@ -195,7 +191,7 @@ func TestAdmissionWebhookDown(t *testing.T) {
 	}
 
 	// Every rule fails closed now: the operator's own writes still go through.
-	vwcs := shard.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vwcs := f.shard.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	vwc, err := vwcs.Get(context.Background(), w.name, metav1.GetOptions{})
 	rig.Must(t, err)
 	fail := admissionregistrationv1.Fail
@@ -208,7 +204,7 @@ func TestAdmissionWebhookDown(t *testing.T) {
 		_, err := f.api.FloatingIP().Create(f.fip("down-refused", "down-a", ""))
 		return err != nil && strings.Contains(err.Error(), "failed calling webhook")
 	})
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	g := harvesterGuest("admdown", "harv-down", nil)
 	rig.Must(t, r.AddGuest(g))
 	x := suite.WaitFIP(t, r.FIPs, g.ID, g.Name+"-kubevip", time.Minute)
@@ -221,12 +217,11 @@ func TestAdmissionWebhookDown(t *testing.T) {
 // holds it, renewed a moment ago) serves the webhook all the same, so admission does not wait for
 // a leader.
 func TestAdmissionStandbyServes(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-standby")
 	w := f.newWebhookEnv(nil)
 	now := metav1.NewMicroTime(time.Now())
 	holder, seconds := "kube-fip-operator-5d9c7b-other", int32(3600)
-	_, err := shard.Kube.CoordinationV1().Leases(f.ns).Create(context.Background(), &coordinationv1.Lease{
+	_, err := f.shard.Kube.CoordinationV1().Leases(f.ns).Create(context.Background(), &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: operator.LeaseName, Namespace: f.ns},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
 	}, metav1.CreateOptions{})
@@ -234,7 +229,7 @@ func TestAdmissionStandbyServes(t *testing.T) {
 	standby := w.launch(true)
 	w.waitServing()
 	f.selectionRange("sb-a", "10.185.0.0/28", "harv-sb", nil)
-	err = shard.DryRunCreateRange(rangeObject("sb-b", "10.185.0.8/29", "harv-sb"))
+	err = f.shard.DryRunCreateRange(rangeObject("sb-b", "10.185.0.8/29", "harv-sb"))
 	if !suite.RefusedBecause(err, "overlaps FloatingIPRange sb-a") {
 		t.Errorf("an overlapping range, with only a standby serving: %v; want refused", err)
 	}
@@ -248,12 +243,11 @@ func TestAdmissionStandbyServes(t *testing.T) {
 // replica renews it again and again; admission goes on answering throughout (no call fails), and
 // the CA the API server trusts stays the same.
 func TestAdmissionCertificateRotation(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-adm-rotation")
 	w := f.newWebhookEnv(nil)
 	w.start(true, "--webhook-cert-lifetime", "6s")
 	f.selectionRange("rot-a", "10.184.0.0/28", "harv-rot", nil)
-	vwcs := shard.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vwcs := f.shard.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	caBundle := func() string {
 		vwc, err := vwcs.Get(context.Background(), w.name, metav1.GetOptions{})
 		rig.Must(t, err)
@@ -271,7 +265,7 @@ func TestAdmissionCertificateRotation(t *testing.T) {
 		if err := w.judged(); err != nil {
 			t.Fatalf("after %d calls and %d certificates: an accepted write failed: %v", calls, len(serials), err)
 		}
-		err := shard.DryRunCreateRange(rangeObject("rot-b", "10.184.0.8/29", "harv-rot"))
+		err := f.shard.DryRunCreateRange(rangeObject("rot-b", "10.184.0.8/29", "harv-rot"))
 		if !suite.RefusedBecause(err, "overlaps FloatingIPRange rot-a") {
 			t.Fatalf("after %d calls and %d certificates: an overlapping range: %v", calls, len(serials), err)
 		}

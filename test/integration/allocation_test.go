@@ -18,7 +18,6 @@ import (
 // network or broadcast address; the 7th FloatingIP is RangeExhausted and gets an address by itself
 // when one is deleted.
 func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-alloc29")
 	f.operator()
 	f.createRange("alloc29", "10.129.0.0/29")
@@ -45,7 +44,7 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 	f.waitRange("alloc29", 10*time.Second, "used 6, available 0", func(r *v1.FloatingIPRange) bool {
 		return r.Status.Capacity == "6" && r.Status.Used == 6 && r.Status.Available == "0"
 	})
-	if !eventSoon(t, shard, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
+	if !eventSoon(t, f.shard, f.ns, "fip-7", corev1.EventTypeWarning, "RangeExhausted", "alloc29") {
 		t.Error("no RangeExhausted Warning Event on fip-7")
 	}
 	shows(t, "an exhausted range", x, x.Status.Conditions, "RangeExhausted", false)
@@ -64,7 +63,6 @@ func TestSlash29HandsOutSixAndTheSeventhWaits(t *testing.T) {
 // TestSameStaticAddressAtOnce: two FloatingIPs asking for one address at the same moment: exactly
 // one holds it, the other is IPConflict naming the holder, and gets it once the holder is deleted.
 func TestSameStaticAddressAtOnce(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-static")
 	f.operator()
 	f.createRange("static", "10.131.0.0/28")
@@ -115,7 +113,6 @@ func TestSameStaticAddressAtOnce(t *testing.T) {
 // TestChangeOfAddressClaimsBeforeReleasing: moving a FloatingIP to a taken address leaves it on its
 // old address with IPConflict; moving it to a free one takes the new and frees the old.
 func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-move")
 	f.operator()
 	f.createRange("move", "10.133.0.0/28")
@@ -144,7 +141,7 @@ func TestChangeOfAddressClaimsBeforeReleasing(t *testing.T) {
 		_, old := held["10.133.0.2"]
 		return !old && len(held) == 2
 	})
-	if !eventSoon(t, shard, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
+	if !eventSoon(t, f.shard, f.ns, "mover", corev1.EventTypeNormal, "Released", "10.133.0.2") {
 		t.Error("no Released Event for the old address")
 	}
 	f.checkRecord("move", 2)

@@ -44,11 +44,10 @@ func (h held) key() string { return h.ns + "/" + h.name }
 // hand out (a freed address below them, a static one above), so a restore that lost them would
 // not pass by luck.
 func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	f := newFixture(t, "c-m-backup1")
 	const ns2 = "c-m-backup2"
-	shard.CreateNamespace(t, ns2)
+	f.shard.CreateNamespace(t, ns2)
 	f.extraNamespace(ns2)
 	p, _ := f.operator()
 
@@ -78,7 +77,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 
 	set := installChartResourceSet(t, f.ns)
 	dir := t.TempDir()
-	files, err := backup.BackupResourceSet(ctx, shard.Env.Config, set, dir)
+	files, err := backup.BackupResourceSet(ctx, f.shard.Env.Config, set, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +129,7 @@ func TestRancherBackupRestoreKeepsAddresses(t *testing.T) {
 	w := f.newWebhookEnv(nil)
 	deployment := operatorDeploymentStandIn(t, f.ns, set)
 	p = w.start(true)
-	restorer, err := backup.ServiceAccountConfig(ctx, shard.Env.Config)
+	restorer, err := backup.ServiceAccountConfig(ctx, f.shard.Env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

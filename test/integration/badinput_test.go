@@ -60,7 +60,6 @@ func TestBadInputMappedAddressesRefusedAtTheDoor(t *testing.T) {
 // address, the address moves from the record to its allocation object in canonical form, and
 // deleting the holder releases the address rather than leaking the odd key.
 func TestBadInputNonCanonicalRecord(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-badin01")
 	const rangeName = "badinput-keys"
 	holder := f.recordedByHand(rangeName, "fd00:79::/120", "FD00:79:0::1")
@@ -111,7 +110,6 @@ func TestBadInputNonCanonicalRecord(t *testing.T) {
 // eight?) is never guessed at: the range says so, hands out nothing until it is fixed, and the
 // key goes with its FloatingIP.
 func TestBadInputAmbiguousRecordKey(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-badin02")
 	const rangeName = "badinput-ambiguous"
 	f.recordedByHand(rangeName, "10.79.0.0/29", "010.79.0.1")
@@ -144,7 +142,6 @@ func TestBadInputAmbiguousRecordKey(t *testing.T) {
 // nothing, are accepted but carry a Warning condition with a reason and a Warning Event; fixing
 // the range takes the warning away.
 func TestBadInputRangeWarnings(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-badin03")
 	f.createRange("badinput-all-v4", "0.0.0.0/0")
 	f.createRange("badinput-all-v6", "::/0")
@@ -166,7 +163,7 @@ func TestBadInputRangeWarnings(t *testing.T) {
 	} {
 		f.waitRange(name, 30*time.Second, "Warning "+reason, warned(reason))
 		rig.Eventually(t, 10*time.Second, "range "+name+": a Warning Event "+reason, func() bool {
-			return shard.HasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
+			return f.shard.HasEvent(t, "", name, corev1.EventTypeWarning, reason, "")
 		})
 	}
 

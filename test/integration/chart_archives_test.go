@@ -80,21 +80,20 @@ func bundleDir(t *testing.T, charts ...*chart.Chart) string {
 // so the count above could have seen something), and says once that it does. A bundled archive
 // whose digest is not allowed stops the operator with a message naming the file.
 func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
-	shard := shards.Take(t)
 	start := time.Now()
 	proxy := startCountingProxy(t)
 	dir := bundleDir(t, controlplane.PinnedStandIns()...)
 	f := newFixture(t, "kube-fip-bundled")
-	cproxy := shard.StartClusterProxy(t)
-	a := rancherCluster(t, cproxy, "bundled-a", "c-m-bundleda", nil, shard.StartGuest(t, "bundled-a"))
-	b := rancherCluster(t, cproxy, "bundled-b", "c-m-bundledb", nil, shard.StartGuest(t, "bundled-b"))
+	cproxy := f.shard.StartClusterProxy(t)
+	a := rancherCluster(t, cproxy, "bundled-a", "c-m-bundleda", nil, f.shard.StartGuest(t, "bundled-a"))
+	b := rancherCluster(t, cproxy, "bundled-b", "c-m-bundledb", nil, f.shard.StartGuest(t, "bundled-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 	// The default configuration, but for the interval and the install mode: the pinned charts from
 	// kube-vip's repository.
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled"})
 	port := rig.FreePort(t)
-	p := startOperatorWith(t, shard.Operator, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, port,
+	p := startOperatorWith(t, f.shard.Operator, f.shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, port,
 		append(controlplane.LoopbackChartSourceArgs(), "--guest-charts-dir="+dir)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		t.Fatal(err)
@@ -126,7 +125,7 @@ func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
 
 	// Without the bundle: the pinned charts are fetched from kube-vip's repository.
 	missing := filepath.Join(t.TempDir(), "none")
-	p = startOperatorWith(t, shard.Operator, shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, rig.FreePort(t),
+	p = startOperatorWith(t, f.shard.Operator, f.shard.Env.Kubeconfig, proxyEnv(proxy), f.ns, rig.FreePort(t),
 		append(controlplane.LoopbackChartSourceArgs(), "--guest-charts-dir="+missing)...)
 	if err := p.WaitForLog(context.Background(), "controllers running", time.Minute); err != nil {
 		t.Fatal(err)
@@ -152,7 +151,7 @@ func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
 	tampered := chartrepo.KubevipChart(config.DefaultKubevipChartVersion)
 	tampered.Templates = append(tampered.Templates, &chart.File{Name: "templates/extra.yaml", Data: []byte("# not upstream's\n")})
 	bad := bundleDir(t, tampered)
-	stopped, err := controlplane.StartOperator(shard.Operator, nil, nil, append([]string{"--kubeconfig", shard.Env.Kubeconfig, "--namespace", f.ns,
+	stopped, err := controlplane.StartOperator(f.shard.Operator, nil, nil, append([]string{"--kubeconfig", f.shard.Env.Kubeconfig, "--namespace", f.ns,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", itoa(rig.FreePort(t)), "--guest-charts-dir=" + bad}, controlplane.LoopbackChartSourceArgs()...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +176,6 @@ func TestBundledChartsInstallWithoutAFetch(t *testing.T) {
 // nothing reaches the guest — no release record, no ClusterRole. The pinned version from the same
 // source then installs in the same guest.
 func TestChartVariantIsRefusedByDigest(t *testing.T) {
-	shard := shards.Take(t)
 	variant := chartrepo.KubevipChart("0.9.10")
 	for _, tpl := range variant.Templates {
 		if tpl.Name == "templates/rbac.yaml" {
@@ -188,7 +186,7 @@ func TestChartVariantIsRefusedByDigest(t *testing.T) {
 	}
 	repo := startPathCountingRepo(t, append(controlplane.PinnedStandIns(), variant)...)
 	f := newFixture(t, "kube-fip-variant")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	f.createRange("variant", "10.191.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	withVariant := map[string]string{"kubevipChartVersion": "0.9.10"}
@@ -217,7 +215,7 @@ func TestChartVariantIsRefusedByDigest(t *testing.T) {
 		t.Errorf("KubevipInstalled %q; want ChartRefused naming %s and security.allowedChartDigests", msg, entry)
 	}
 	rig.Eventually(t, 30*time.Second, "a Warning Event ChartRefused", func() bool {
-		return shard.HasEvent(t, gc.id, "variant1", corev1.EventTypeWarning, v1.ReasonChartRefused, chartrepo.Digest(variant))
+		return f.shard.HasEvent(t, gc.id, "variant1", corev1.EventTypeWarning, v1.ReasonChartRefused, chartrepo.Digest(variant))
 	})
 	if n := repo.count("/kube-vip-0.9.10.tgz"); n != 0 {
 		t.Errorf("the variant's archive was downloaded %d times; its listed digest should have refused it first", n)

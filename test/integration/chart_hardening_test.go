@@ -94,12 +94,11 @@ func unhardened(t *testing.T, gc *guestCluster) []string {
 // pair then installs in the same guest. (A deployment that allows another archive's digest vouches
 // for what it renders outside the value keys: docs/security.md, What Helm applies.)
 func TestUnhardenedChartIsRefused(t *testing.T) {
-	shard := shards.Take(t)
 	kubevip := withoutHardening(t, chartrepo.KubevipChart("0.9.9"), "0.9.10", "templates/daemonset.yaml")
 	provider := withoutHardening(t, chartrepo.KubevipCloudProviderChart("0.2.10"), "0.2.11", "templates/deployment.yaml")
 	repo := startPathCountingRepo(t, append(controlplane.PinnedStandIns(), kubevip, provider)...)
 	f := newFixture(t, "kube-fip-hardening")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	f.createRange("hardening", "10.193.0.0/28")
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL}
 	unpinned := map[string]string{"kubevipChartVersion": "0.9.10", "kubevipCloudProviderChartVersion": "0.2.11"}

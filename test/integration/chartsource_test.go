@@ -42,7 +42,6 @@ func helmReleases(t *testing.T, gc *guestCluster) int {
 // prefixes (ChartValuesNotAllowed). Once the ConfigMap names an allowed source and image, the
 // same guest gets its releases.
 func TestChartSourceAllowList(t *testing.T) {
-	shard := shards.Take(t)
 	var requests atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
@@ -52,8 +51,8 @@ func TestChartSourceAllowList(t *testing.T) {
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 
 	f := newFixture(t, "kube-fip-chartsrc")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, shard.StartGuest(t, "chartsrc"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "chartsrc", "c-m-chartsrc", nil, f.shard.StartGuest(t, "chartsrc"))
 	f.extraNamespace(gc.id)
 
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled"}
@@ -79,10 +78,10 @@ func TestChartSourceAllowList(t *testing.T) {
 		t.Errorf("condition message %q does not say which key and why", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on kube-fip-config", func() bool {
-		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
+		return f.shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartSourceNotAllowed", "kubevipChartRepoUrl")
 	})
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartSourceNotAllowed on the FloatingIP", func() bool {
-		return shard.HasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
+		return f.shard.HasEvent(t, gc.id, "chartsrc-kubevip", corev1.EventTypeWarning, "ChartSourceNotAllowed", "")
 	})
 	waitGuestPasses(t, port, gc)
 	if n := requests.Load(); n != 0 {
@@ -101,7 +100,7 @@ func TestChartSourceAllowList(t *testing.T) {
 		t.Errorf("condition message %q does not name the key", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event ChartValuesNotAllowed on kube-fip-config", func() bool {
-		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
+		return f.shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "ChartValuesNotAllowed", "image.repository")
 	})
 	if n := helmReleases(t, gc); n != 0 {
 		t.Errorf("%d Helm releases in the guest with refused values", n)
@@ -125,11 +124,10 @@ func TestChartSourceAllowList(t *testing.T) {
 // nothing, not even into a cluster labelled kube-vip=true (the default, clusterlabel, would), and
 // says so on kube-fip-config.
 func TestInstallModeTypoAtStartUp(t *testing.T) {
-	shard := shards.Take(t)
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart(config.DefaultKubevipChartVersion), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-typo")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, shard.StartGuest(t, "typo"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "typo", "c-m-typo0001", map[string]string{"kube-vip": "true"}, f.shard.StartGuest(t, "typo"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "disable"})
@@ -142,7 +140,7 @@ func TestInstallModeTypoAtStartUp(t *testing.T) {
 		t.Errorf("KubevipInstalled message %q does not say disabled", c.Message)
 	}
 	rig.Eventually(t, 15*time.Second, "a Warning Event naming kubevipGuestInstall on kube-fip-config", func() bool {
-		return shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
+		return f.shard.HasEvent(t, f.ns, "kube-fip-config", corev1.EventTypeWarning, "InvalidValue", "kubevipGuestInstall is disabled until it is fixed")
 	})
 	f.waitGuestAddress(gc, "typo-kubevip", 15*time.Second)
 	waitGuestPasses(t, port, gc)

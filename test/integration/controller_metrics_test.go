@@ -22,9 +22,8 @@ import (
 // controller factory serves, and the guest queue. The binary is started as a deployment would
 // start it, with no environment variable asking for them.
 func TestOperatorServesControllerMetrics(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-ctrl-metrics")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	// An object of every kind a handler watches: kube-fip-config, a range, a FloatingIP, and a
 	// Rancher guest cluster (provisioning and management clusters, namespace).
 	f.operatorConfig(map[string]string{"logLevel": "info"})

@@ -213,13 +213,12 @@ func (s *servedGuest) bound(addr netip.Addr, timeout time.Duration) bool {
 // value as the chart renders it, the same kube-vip fails to parse the address and serves nothing:
 // the test sees a value kube-vip cannot parse.
 func TestDataPlaneServesTheFloatingIP(t *testing.T) {
-	shard := shards.Take(t)
 	dp := realDataplane(t)
 	repo := chartrepo.ChartRepoForTest(t,
 		chartrepo.KubevipChart("0.9.7"), chartrepo.KubevipChart(config.DefaultKubevipChartVersion),
 		chartrepo.KubevipCloudProviderChart("0.2.4"), chartrepo.KubevipCloudProviderChart(config.DefaultKubevipCloudProviderChartVersion))
 	f := newFixture(t, "kube-fip-dataplane")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	// The default kube-fip-config but for the repository: kube-vip goes into clusters labelled
 	// kube-vip=true.
 	base := map[string]string{config.KeyKubevipChartRepoURL: repo.URL}
@@ -250,7 +249,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 			}
 			f.operatorConfig(cfg)
 			name := fmt.Sprintf("dataplane%d", i)
-			g := shard.StartGuest(t, name)
+			g := f.shard.StartGuest(t, name)
 			if c.harvester {
 				if err := g.InstallHarvesterCloudProvider(); err != nil {
 					t.Fatal(err)
@@ -275,10 +274,10 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 					t.Errorf("the Harvester cloud provider's DaemonSet: %v", err)
 				}
 			}
-			translated := shard.HasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, v1.ReasonKubevipTranslated, "vip_subnet")
+			translated := f.shard.HasEvent(t, id, name+"-kubevip", corev1.EventTypeNormal, v1.ReasonKubevipTranslated, "vip_subnet")
 			if translated != c.translate {
 				var seen []string
-				for _, e := range shard.Events(t, id, name+"-kubevip") {
+				for _, e := range f.shard.Events(t, id, name+"-kubevip") {
 					seen = append(seen, e.Reason+": "+e.Message)
 				}
 				t.Errorf("an Event %s about vip_subnet: %v; want %v; the Events: %q", v1.ReasonKubevipTranslated, translated, c.translate, seen)

@@ -66,9 +66,8 @@ func fipCount(t testing.TB, r *rancher.World, namespace string, n int) {
 // keeps its address and gains the other; a removed cluster loses both, and gets both back when it
 // is created again.
 func TestDiscoveryDualStack(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-dual")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	for _, rg := range [][4]string{ // name, CIDR, Harvester cluster, network
 		{"disc-dual-v4", "10.167.0.0/24", "harv-dual", "vlan10"},
@@ -113,7 +112,7 @@ func TestDiscoveryDualStack(t *testing.T) {
 	// No IPv6 range on vlan20: the IPv4 FloatingIP, and an Event once, also when handled again.
 	waitFamilyFIP(t, r, v4only, "dual-v4only-kubevip", "disc-dual-vlan20", harvester.IPv4)
 	rig.Eventually(t, quick, "a NoRangeForFamily Event", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, v4only.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForFamily,
+		return f.shard.HasEvent(t, rancher.FleetNamespace, v4only.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForFamily,
 			"no IPv6 FloatingIPRange of Harvester cluster harv-dual is annotated harvesterNetworkName=default/vlan20")
 	})
 	waitDecision(t, p, v4only.Name, "dual-stack: waits for an IPv6 FloatingIPRange of Harvester cluster harv-dual on network default/vlan20")

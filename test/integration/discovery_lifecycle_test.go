@@ -23,9 +23,8 @@ import (
 // recorded once, not again when the cluster is handled again — and no panic; the operator keeps
 // running, never logs the credential's data, and a fixed credential is picked up at the next retry.
 func TestDiscoveryMalformedInputs(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-bad")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("disc-bad", "10.164.0.0/24", "harv-bad", "vlan10")
 	rig.Must(t, r.AddManagementCluster("c-m-harvbad", "harv-bad"))
@@ -86,7 +85,7 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		rig.Eventually(t, quick, fmt.Sprintf("a %s Event on %s", c.reason, c.name), func() bool {
-			return shard.HasEvent(t, rancher.FleetNamespace, c.name, corev1.EventTypeWarning, c.reason, c.contains)
+			return f.shard.HasEvent(t, rancher.FleetNamespace, c.name, corev1.EventTypeWarning, c.reason, c.contains)
 		})
 	}
 	suite.WaitFIP(t, r.FIPs, "c-m-bad00007", "bad-bare-kubevip", quick)
@@ -151,9 +150,8 @@ func TestDiscoveryMalformedInputs(t *testing.T) {
 // another, and the FloatingIP of a cluster deleted while the operator was down is deleted and its
 // address released once it is back.
 func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-restart")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.operator()
 	f.createRangeFor("disc-restart", "10.165.0.0/24", "harv-restart", "vlan10")
 	g := func(name, id string) rancher.Guest {
@@ -219,9 +217,8 @@ func TestDiscoveryRestartNeverCreatesASecondFloatingIP(t *testing.T) {
 // FloatingIP is gone and its address released once the cluster is deleted, and nothing in the
 // namespace — the namespace included — carries a finalizer of the operator's.
 func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-remove")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	// Without retention, the address is released with the FloatingIP.
 	f.operatorConfig(map[string]string{"addressRetention": "0"})
 	f.operator()
@@ -270,7 +267,7 @@ func TestDiscoveryClusterRemovalReleasesTheAddress(t *testing.T) {
 		t.Fatalf("rm-two should still be held by its finalizer: %v", err)
 	}
 	rig.Eventually(t, quick, "a FloatingIPDeleted Event on rm-two", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, two.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
+		return f.shard.HasEvent(t, rancher.FleetNamespace, two.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPDeleted, fip2.Status.IPAddress)
 	})
 
 	rig.Must(t, r.DeleteCluster(one.Name))

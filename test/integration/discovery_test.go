@@ -70,9 +70,8 @@ var discoveryReasons = map[string]bool{
 // gets exactly one FloatingIP, from the range of its network, within seconds. It is created with its address proposed in spec.ipaddress, and holds
 // that address.
 func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-order")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("disc-order-vlan20", "10.160.1.0/24", "harv-order", "vlan20")
 	f.createRangeFor("disc-order-vlan10", "10.160.0.0/24", "harv-order", "vlan10")
@@ -153,9 +152,8 @@ func TestDiscoveryObjectsInAnyOrder(t *testing.T) {
 // (the first interface there); with a network no range names, none of them (a range of another
 // network is no use to kube-vip), and a Warning Event says so.
 func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-net")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	f.createRangeFor("disc-net-vlan20", "10.161.1.0/24", "harv-net", "vlan20")
 	f.createRangeFor("disc-net-vlan10", "10.161.0.0/24", "harv-net", "default/vlan10")
@@ -184,15 +182,15 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 		}
 	}
 	rig.Eventually(t, quick, "the Events", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, "net-two", corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
-			shard.HasEvent(t, rancher.FleetNamespace, none.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
+		return f.shard.HasEvent(t, rancher.FleetNamespace, "net-two", corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "networkInfo interface 1 of 2") &&
+			f.shard.HasEvent(t, rancher.FleetNamespace, none.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
 				"harvesterClusterName=harv-net and harvesterNetworkName=default/vlan99")
 	})
 	if n := len(suite.FIPsIn(t, r.FIPs, none.ID)); n != 0 {
 		t.Errorf("net-none, on a network no range names, got %d FloatingIPs; want none", n)
 	}
 	for _, name := range []string{"net-name", none.Name} {
-		if shard.HasEvent(t, rancher.FleetNamespace, name, corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "") {
+		if f.shard.HasEvent(t, rancher.FleetNamespace, name, corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch, "") {
 			t.Errorf("%s got a RangeNetworkMismatch Event: no range names no network", name)
 		}
 	}
@@ -203,9 +201,8 @@ func TestDiscoveryPicksTheRangeOfTheNetwork(t *testing.T) {
 // namespace get no FloatingIP, no Event and no error log line; a Harvester cluster without a
 // credential gets a Warning Event only.
 func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-ignore")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("disc-ignore", "10.162.0.0/24", "harv-ignore", "vlan10")
 	rig.Must(t, r.AddManagementCluster("c-m-harvign", "harv-ignore"))
@@ -232,7 +229,7 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 	rig.Must(t, r.AddGuest(control))
 	suite.WaitFIP(t, r.FIPs, control.ID, "ign-control-kubevip", quick)
 	rig.Eventually(t, quick, "a NoCloudCredential Event on ign-nocred", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, "ign-nocred", corev1.EventTypeWarning, v1.ReasonNoCloudCredential, "cloudCredentialSecretName")
+		return f.shard.HasEvent(t, rancher.FleetNamespace, "ign-nocred", corev1.EventTypeWarning, v1.ReasonNoCloudCredential, "cloudCredentialSecretName")
 	})
 	// Each was handled and passed over; the namespace no cluster claims is no cluster's to decide.
 	for _, name := range []string{"ign-imported", "ign-custom", "ign-aws"} {
@@ -246,7 +243,7 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"ign-imported", "ign-custom", "ign-aws", "ign-plain"} {
-		for _, e := range shard.Events(t, rancher.FleetNamespace, name) {
+		for _, e := range f.shard.Events(t, rancher.FleetNamespace, name) {
 			if discoveryReasons[e.Reason] {
 				t.Errorf("cluster %s got an Event: %s %s", name, e.Reason, e.Message)
 			}
@@ -261,15 +258,14 @@ func TestDiscoveryLeavesOtherClustersAlone(t *testing.T) {
 // Warning Event and one count in the metric — not more when it is handled again — and its
 // FloatingIP as soon as a matching range is created.
 func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-disc-norange")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, port := f.debugOperator()
 	g := rancher.Guest{Name: "late-range", ID: "c-m-laterange", Harvester: "c-m-harvlate", Display: "harv-late", Network: rancher.Network("vlan10")}
 	rig.Must(t, r.AddGuest(g))
 
 	rig.Eventually(t, quick, "a NoMatchingRange Event", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoMatchingRange, "harvesterClusterName=harv-late")
+		return f.shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoMatchingRange, "harvesterClusterName=harv-late")
 	})
 	metric := `kubefipoperator_discovery_no_matching_range_total{harvesterclustername="harv-late"} 1`
 	if _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); !strings.Contains(body, metric) {

@@ -39,9 +39,11 @@ type fixture struct {
 
 type kubefipAPI = kubefipcontrollers.Interface
 
+// newFixture creates namespace ns on the test's shard, taking one first (shards.Take) when the
+// test has none yet, so that a test that starts with it runs beside the others.
 func newFixture(t *testing.T, ns string) *fixture {
 	t.Helper()
-	shard := shardOf(t)
+	shard := shards.OfOrTake(t)
 	shard.CreateNamespace(t, ns)
 	return &fixture{t: t, ns: ns, api: shard.Kubefip, shard: shard}
 }

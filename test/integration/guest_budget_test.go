@@ -105,12 +105,11 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // most the documented budget above its idle figures: resident memory and goroutines, sampled
 // every 100 ms.
 func TestGuestHostileDiscoveryFloodCostsABoundedBudget(t *testing.T) {
-	shard := shards.Take(t)
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hflood")
-	proxy := shard.StartClusterProxy(t)
-	a := rancherCluster(t, proxy, "hflood-a", "c-m-hflooda1", nil, shard.StartGuest(t, "hflood-a"))
-	b := rancherCluster(t, proxy, "hflood-b", "c-m-hfloodb1", nil, shard.StartGuest(t, "hflood-b"))
+	proxy := f.shard.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hflood-a", "c-m-hflooda1", nil, f.shard.StartGuest(t, "hflood-a"))
+	b := rancherCluster(t, proxy, "hflood-b", "c-m-hfloodb1", nil, f.shard.StartGuest(t, "hflood-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 	rig.Must(t, proxy.SetDiscoveryFlood(a.id, floodGroups, floodVersions))

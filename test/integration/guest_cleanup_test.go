@@ -24,12 +24,11 @@ import (
 // Harvester cloud provider's kube-vip. A guest it cannot reach is named in its output, and does
 // not stop it. With --guests=keep nothing in a guest changes.
 func TestUninstallCleansTheGuests(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-gclean")
-	proxy := shard.StartClusterProxy(t)
-	g := shard.StartGuest(t, "gclean")
+	proxy := f.shard.StartClusterProxy(t)
+	g := f.shard.StartGuest(t, "gclean")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 
 	run := func(guests string) string {
 		t.Helper()
-		c, err := controlplane.StartOperator(shard.Operator, nil, nil, "cleanup", "--kubeconfig", shard.Env.Kubeconfig,
+		c, err := controlplane.StartOperator(f.shard.Operator, nil, nil, "cleanup", "--kubeconfig", f.shard.Env.Kubeconfig,
 			"--namespace", f.ns, "--deployment=", "--mode=keep", "--guests="+guests, "--fleet-namespace", "fleet-default")
 		if err != nil {
 			t.Fatal(err)

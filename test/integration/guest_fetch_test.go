@@ -15,11 +15,10 @@ import (
 // unlabelled clusters need only their ConfigMap. The two are configured within seconds, and the
 // twelve say that their chart is still being fetched.
 func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-stall")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	// The labelled clusters never get past the chart fetch, so one API server serves them all.
-	stuckGuest := shard.StartGuest(t, "stall-stuck")
+	stuckGuest := f.shard.StartGuest(t, "stall-stuck")
 	var stuck []*guestCluster
 	for i := 0; i < 12; i++ {
 		gc := rancherCluster(t, proxy, fmt.Sprintf("stall-%02d", i), fmt.Sprintf("c-m-stal%04d", i), map[string]string{"kube-vip": "True"}, stuckGuest)
@@ -28,7 +27,7 @@ func TestGuestStalledChartSourceDoesNotStopOthers(t *testing.T) {
 	}
 	var free []*guestCluster
 	for _, name := range []string{"stall-free-a", "stall-free-b"} {
-		gc := rancherCluster(t, proxy, name, "c-m-"+name[len(name)-6:], nil, shard.StartGuest(t, name))
+		gc := rancherCluster(t, proxy, name, "c-m-"+name[len(name)-6:], nil, f.shard.StartGuest(t, name))
 		f.extraNamespace(gc.id)
 		free = append(free, gc)
 	}

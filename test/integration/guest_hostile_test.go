@@ -188,13 +188,12 @@ func helmRecords(t *testing.T, gc *guestCluster, selector string) []corev1.Secre
 // Every other form of injection is refused by the same check of the values, shown case by case
 // in pkg/installpolicy (TestValuesOutsideTheSchemaAreRefused).
 func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	start := time.Now()
 	charts := startCountingChartRepo(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hinject")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, shard.StartGuest(t, "hinject"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hinject", "c-m-hinject1", nil, f.shard.StartGuest(t, "hinject"))
 	f.extraNamespace(gc.id)
 
 	// What the lookup would read, had the template ever been evaluated.
@@ -247,7 +246,7 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 			t.Errorf("%s: the condition %q does not name the ConfigMap key", c.name, msg)
 		}
 		rig.Eventually(t, 30*time.Second, c.name+": a Warning Event ChartValuesNotAllowed on the FloatingIP naming "+c.at, func() bool {
-			return shard.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, want)
+			return f.shard.HasEvent(t, gc.id, "hinject-kubevip", corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, want)
 		})
 		// The pass that wrote the refusal ran with these values and is over: had it, or any pass
 		// before it, fetched or applied something, it would show now. (Waiting for more passes
@@ -340,14 +339,13 @@ func operatorMemoryLimit(t *testing.T) resource.Quantity {
 // not there, A's FloatingIP says the record is too large, the process never exits, and its peak
 // resident memory stays within the memory limit the operator chart gives its container.
 func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	limit := operatorMemoryLimit(t)
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hbomb")
-	proxy := shard.StartClusterProxy(t)
-	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, shard.StartGuest(t, "hbomb-a"))
-	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, shard.StartGuest(t, "hbomb-b"))
+	proxy := f.shard.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hbomb-a", "c-m-hbomba01", nil, f.shard.StartGuest(t, "hbomb-a"))
+	b := rancherCluster(t, proxy, "hbomb-b", "c-m-hbombb01", nil, f.shard.StartGuest(t, "hbomb-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 
@@ -431,13 +429,12 @@ func TestGuestHostileReleaseRecordBombLeavesOthersServed(t *testing.T) {
 // the FloatingIP by its manifest's digest, and the forged record is left superseded without its
 // manifest and hook.
 func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	start := time.Now()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hforged")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, shard.StartGuest(t, "hforged"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "hforged", "c-m-hforged1", nil, f.shard.StartGuest(t, "hforged"))
 	f.extraNamespace(gc.id)
 
 	const victim, binding, user = "forged-victim", "forged-admin", "mallory"
@@ -473,9 +470,9 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	})
 	gc.waitCIDR(t, "10.184.0.2/32", 30*time.Second)
 	rig.Eventually(t, 15*time.Second, "a Normal Event saying kube-vip was recovered", func() bool {
-		return shard.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
+		return f.shard.HasEvent(t, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, "kube-system/kube-vip (chart kube-vip")
 	})
-	if !eventSoon(t, shard, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(helminstall.Recovered)) {
+	if !eventSoon(t, f.shard, gc.id, "hforged-kubevip", corev1.EventTypeNormal, v1.ReasonInstalled, string(helminstall.Recovered)) {
 		t.Errorf("no Event says the release was recovered; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	waitGuestPasses(t, port, gc)
@@ -492,7 +489,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	if err != nil || old.Info.Status != release.StatusSuperseded || old.Manifest != "" || len(old.Hooks) != 0 {
 		t.Errorf("the forged record afterwards = %+v, %v; want it superseded without manifest or hooks", old, err)
 	}
-	if !eventSoon(t, shard, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
+	if !eventSoon(t, f.shard, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
 		t.Errorf("no Warning Event names the forged record; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
 	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {

@@ -82,14 +82,13 @@ func guestMessage(x *v1.FloatingIP) string {
 // runs, nothing reaches the guest the URL points at, and no token appears in any Event, condition
 // or log line. Once Rancher's own kubeconfig is back, the guest is configured.
 func TestGuestKubeconfigRefused(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-kcrefuse")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "exec-plugin-ran")
 	tokenFile := filepath.Join(dir, "token")
 
-	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, shard.StartGuest(t, "kc-victim"))
+	victim := rancherCluster(t, proxy, "kc-victim", "c-m-kcvictim", nil, f.shard.StartGuest(t, "kc-victim"))
 	execCluster := rancherCluster(t, proxy, "kc-exec", "c-m-kcexec01", nil, nil)
 	fileCluster := rancherCluster(t, proxy, "kc-file", "c-m-kcfile01", nil, nil)
 	insecure := rancherCluster(t, proxy, "kc-insecure", "c-m-kcinsec1", nil, nil)
@@ -168,7 +167,7 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 			t.Errorf("%s: guest state %q, want Error", tc.gc.name, x.Status.GuestState)
 		}
 		rig.Eventually(t, 10*time.Second, tc.gc.name+": a Warning Event KubeconfigRefused", func() bool {
-			return shard.HasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
+			return f.shard.HasEvent(t, tc.gc.id, tc.gc.name+"-kubevip", corev1.EventTypeWarning, "KubeconfigRefused", tc.says)
 		})
 	}
 
@@ -207,11 +206,10 @@ func TestGuestKubeconfigRefused(t *testing.T) {
 // FloatingIP condition or the operator's trace-level log, while the operator works normally and
 // reports the refused repository URL.
 func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
-	shard := shards.Take(t)
 	const password = "S3CRETrepoPassw0rd"
 	f := newFixture(t, "c-m-secrecy")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, shard.StartGuest(t, "secrecy"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secrecy", "c-m-secrecy1", nil, f.shard.StartGuest(t, "secrecy"))
 	f.extraNamespace(gc.id)
 
 	f.operatorConfig(map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "disabled"})
@@ -230,7 +228,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	updateConfig(t, f.ns, map[string]string{"logLevel": "Trace", "operateGuestClusterInterval": "1", "kubevipGuestInstall": "enabled",
 		"kubevipChartRepoUrl": "https://kube-fip:" + password + "@127.0.0.1:1/charts"})
 	rig.Eventually(t, 30*time.Second, "a Warning Event on kube-fip-config about kubevipChartRepoUrl", func() bool {
-		for _, e := range shard.Events(t, f.ns, "kube-fip-config") {
+		for _, e := range f.shard.Events(t, f.ns, "kube-fip-config") {
 			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "kubevipChartRepoUrl") {
 				return true
 			}
@@ -240,7 +238,7 @@ func TestGuestSecretsNeverReachEventsOrConditions(t *testing.T) {
 	waitGuestPasses(t, port, gc)
 
 	texts := guestTexts(t, gc.id)
-	for _, e := range shard.Events(t, f.ns, "kube-fip-config") {
+	for _, e := range f.shard.Events(t, f.ns, "kube-fip-config") {
 		texts += fmt.Sprintf("event %s %s: %s\n", e.Type, e.Reason, e.Message)
 	}
 	if !strings.Contains(texts, "NotClusterOwner") {

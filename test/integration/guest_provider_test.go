@@ -161,10 +161,9 @@ func TestGuestHarvesterCaseAllProviderGenerations(t *testing.T) {
 // provider is the user's own, and the address goes where the original operator wrote it,
 // kube-system/kubevip; no release is installed.
 func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-noinst")
-	proxy := shard.StartClusterProxy(t)
-	g := shard.StartGuest(t, "noinst")
+	proxy := f.shard.StartClusterProxy(t)
+	g := f.shard.StartGuest(t, "noinst")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +213,10 @@ func cond(typ string, status corev1.ConditionStatus, reason string) mgmtv3.Clust
 // provisions, runs and loses its agent, and checks the guest state, reason and status metric of
 // each: never "down" while Rancher is still provisioning.
 func TestGuestFollowsRancherClusterState(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-states")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	proxy.DisconnectDelay = 200 * time.Millisecond
-	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, shard.StartGuest(t, "states"))
+	gc := rancherCluster(t, proxy, "states", "c-m-states01", nil, f.shard.StartGuest(t, "states"))
 	f.extraNamespace(gc.id)
 	// A new RKE2 cluster: Connected=False, Ready=Unknown/Waiting, no Provisioned.
 	setRancherConditions(t, gc.id, cond("Connected", corev1.ConditionFalse, ""), cond("Ready", corev1.ConditionUnknown, "Waiting"))
@@ -245,7 +243,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 	x := f.getFIPIn(gc.id, "states-kubevip")
 	shows(t, "not yet provisioned", x, x.Status.Conditions, "Provisioning", true)
 	rig.Eventually(t, 10*time.Second, "a Normal Provisioning Event", func() bool {
-		return shard.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
+		return f.shard.HasEvent(t, gc.id, "states-kubevip", corev1.EventTypeNormal, "Provisioning", "")
 	})
 
 	// Connected, but the proxy still answers 503 ClusterUnavailable.
@@ -268,7 +266,7 @@ func TestGuestFollowsRancherClusterState(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("cluster-owner rights removed", "NotClusterOwner", "Error", "0")
-	if !eventSoon(t, shard, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
+	if !eventSoon(t, f.shard, gc.id, "states-kubevip", corev1.EventTypeWarning, "NotClusterOwner", "cluster-owner") {
 		t.Error("no Warning Event naming the missing cluster-owner role")
 	}
 	x = f.getFIPIn(gc.id, "states-kubevip")

@@ -127,13 +127,12 @@ func (g adminGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 // owner would, runs no hook of the forged record: the binding never appears. Guest B, meanwhile,
 // is configured as usual.
 func TestGuestHostileRecordOfAnotherReleaseIsRefused(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-hident")
-	proxy := shard.StartClusterProxy(t)
-	a := rancherCluster(t, proxy, "hident-a", "c-m-hidenta1", nil, shard.StartGuest(t, "hident-a"))
-	b := rancherCluster(t, proxy, "hident-b", "c-m-hidentb1", nil, shard.StartGuest(t, "hident-b"))
+	proxy := f.shard.StartClusterProxy(t)
+	a := rancherCluster(t, proxy, "hident-a", "c-m-hidenta1", nil, f.shard.StartGuest(t, "hident-a"))
+	b := rancherCluster(t, proxy, "hident-b", "c-m-hidentb1", nil, f.shard.StartGuest(t, "hident-b"))
 	f.extraNamespace(a.id)
 	f.extraNamespace(b.id)
 
@@ -198,7 +197,7 @@ func TestGuestHostileRecordOfAnotherReleaseIsRefused(t *testing.T) {
 	if c.Reason != v1.ReasonRecordRefused || c.Status != "False" || !strings.Contains(c.Message, forgedKey) || !strings.Contains(c.Message, `"`+victim+`"`) {
 		t.Errorf("guest A: KubevipInstalled=%s %s %q; want False %s naming %s and the release inside", c.Status, c.Reason, c.Message, v1.ReasonRecordRefused, forgedKey)
 	}
-	if !eventSoon(t, shard, a.id, "hident-a-kubevip", corev1.EventTypeWarning, v1.ReasonRecordRefused, forgedKey) {
+	if !eventSoon(t, f.shard, a.id, "hident-a-kubevip", corev1.EventTypeWarning, v1.ReasonRecordRefused, forgedKey) {
 		t.Errorf("no Warning Event %s; the Events: %v", v1.ReasonRecordRefused, eventMessages(t, a.id, "hident-a-kubevip"))
 	}
 	// More passes over A, each of which could have upgraded over the record.

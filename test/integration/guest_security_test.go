@@ -42,13 +42,12 @@ func kubevipDaemonSet(release string) *appsv1.DaemonSet {
 // once and the old token is refused; and no token, kubeconfig or certificate appears in the logs,
 // the Events or the conditions.
 func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	f := newFixture(t, "c-m-secure")
-	proxy := shard.StartClusterProxy(t)
-	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, shard.StartGuest(t, "secure-harv"))
-	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, shard.StartGuest(t, "secure-other"))
-	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, shard.StartGuest(t, "secure-prov"))
+	proxy := f.shard.StartClusterProxy(t)
+	harv := rancherCluster(t, proxy, "secure-harv", "c-m-secuharv", nil, f.shard.StartGuest(t, "secure-harv"))
+	other := rancherCluster(t, proxy, "secure-other", "c-m-secuothr", nil, f.shard.StartGuest(t, "secure-other"))
+	prov := rancherCluster(t, proxy, "secure-prov", "c-m-secuprov", nil, f.shard.StartGuest(t, "secure-prov"))
 	proxy.SetMode(prov.id, guests.ProxyNotProvisioned)
 	for _, gc := range []*guestCluster{harv, other, prov} {
 		f.extraNamespace(gc.id)
@@ -92,7 +91,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	if len(ds.Spec.Template.Spec.NodeSelector) != 0 || ds.Generation != 1 {
 		t.Errorf("somebody else's DaemonSet was changed: %v, generation %d", ds.Spec.Template.Spec.NodeSelector, ds.Generation)
 	}
-	if shard.HasEvent(t, harv.id, "secure-harv-kubevip", corev1.EventTypeNormal, "HarvesterKubevipDisabled", "") {
+	if f.shard.HasEvent(t, harv.id, "secure-harv-kubevip", corev1.EventTypeNormal, "HarvesterKubevipDisabled", "") {
 		t.Error("a HarvesterKubevipDisabled Event in a guest without the operator's kube-vip")
 	}
 
@@ -117,7 +116,7 @@ func TestGuestProvisioningDaemonSetRotationAndLogs(t *testing.T) {
 	}
 
 	// Nothing secret in the logs, trace level included.
-	kube := kubernetes.NewForConfigOrDie(shard.Env.Config)
+	kube := kubernetes.NewForConfigOrDie(f.shard.Env.Config)
 	secret, err := kube.CoreV1().Secrets(rancher.FleetNamespace).Get(ctx, "secure-harv-kubeconfig", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

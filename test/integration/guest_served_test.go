@@ -73,12 +73,11 @@ func servedMetric(t *testing.T, port int, namespace, name string) string {
 //
 // and when the guest no longer wants the operator's kube-vip, Harvester's is given back its nodes.
 func TestGuestServedStateIsReadBack(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-served")
-	proxy := shard.StartClusterProxy(t)
-	g := shard.StartGuest(t, "served")
+	proxy := f.shard.StartClusterProxy(t)
+	g := f.shard.StartGuest(t, "served")
 	if err := g.InstallHarvesterCloudProvider(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +178,6 @@ func TestGuestServedStateIsReadBack(t *testing.T) {
 		return !still
 	})
 	rig.Eventually(t, 10*time.Second, "a HarvesterKubevipRestored Event", func() bool {
-		return shard.HasEvent(t, gc.id, fip, corev1.EventTypeNormal, v1.ReasonHarvesterKubevipRestored, "")
+		return f.shard.HasEvent(t, gc.id, fip, corev1.EventTypeNormal, v1.ReasonHarvesterKubevipRestored, "")
 	})
 }

@@ -61,10 +61,9 @@ func guestReason(reason string) func(*v1.FloatingIP) bool {
 // of address follows, a key a person added survives, and without updateConfigMap an existing
 // ConfigMap is left alone with a condition saying so.
 func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-guestcm1")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, shard.StartGuest(t, "guestcm1"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestcm1", f.ns, nil, f.shard.StartGuest(t, "guestcm1"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 	f.createRange("guestcm1", "10.150.0.0/28")
@@ -131,10 +130,9 @@ func TestGuestConfigMapFollowsTheAddress(t *testing.T) {
 // scheduled does not run a second one (a second read of the kubeconfig, a second round of the
 // guest's API, a second status write).
 func TestGuestPassesWhileWaiting(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-guestwait")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "guestwait", f.ns, nil, shard.StartGuest(t, "guestwait"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "guestwait", f.ns, nil, f.shard.StartGuest(t, "guestwait"))
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "3600", "kubevipGuestInstall": "disabled"})
 	_, port := f.operator()
 
@@ -296,9 +294,8 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 // holds their requests, then fails them); the 15 others are configured well within one interval,
 // the 5 report Disconnected with status 0, and recover by themselves once reconnected.
 func TestGuestUnreachableClustersDoNotDelayOthers(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-twenty")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	proxy.DisconnectDelay = 10 * time.Second
 	// The 20 clusters share four guest API servers, each with a kube-system of its own there: with
 	// the guest install disabled the operator writes nothing else into a guest.

@@ -102,18 +102,17 @@ func reachedGuest(t *testing.T, gc *guestCluster) []string {
 // what was installed keeps running as it was: no release record is added or removed, and the
 // DaemonSet is not touched.
 func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
-	shard := shards.Take(t)
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
 	f := newFixture(t, "kube-fip-ipkeep")
-	proxy := shard.StartClusterProxy(t)
+	proxy := f.shard.StartClusterProxy(t)
 	f.createRange("ipkeep", "10.189.0.0/28")
 	monitored := map[string]interface{}{"enabled": true, "labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}}
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL, "kubevipUpdate": "true",
 		"kubevipChartValues": kubevipValuesWith(t, func(v map[string]interface{}) { v["podMonitor"] = monitored })}
 	f.operatorConfig(base)
 	f.operator()
-	g := shard.StartGuest(t, "ipkeep")
+	g := f.shard.StartGuest(t, "ipkeep")
 	installMonitoringAPI(t, g.Config, "PodMonitor")
 	gc := rancherCluster(t, proxy, "ipkeep", "c-m-ipkeep", nil, g)
 	f.extraNamespace(gc.id)
@@ -149,7 +148,7 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 		t.Errorf("KubevipInstalled %q does not name %s", msg, config.KeyKubevipChartValues)
 	}
 	rig.Eventually(t, 30*time.Second, "a Warning Event on the ConfigMap naming extraArgs", func() bool {
-		return shard.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")
+		return f.shard.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")
 	})
 	after, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
 	switch {

@@ -16,7 +16,6 @@ import (
 // numbers), an IPv6 /64's too-large counts are empty cells next to their exact decimal text, the
 // range shows its Harvester cluster and network, and the FloatingIP its guest state.
 func TestListViewCells(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-listview")
 	f.operator()
 	f.createRange("listview29", "10.131.77.0/29")

@@ -51,10 +51,9 @@ func (a *answerKinds) RoundTrip(req *http.Request) (*http.Response, error) {
 // while a refused write is the typed error every caller relies on (AlreadyExists for a claimed
 // address, Conflict for a stale status).
 func TestWritesReadBackOnlyMetadata(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "metawrite")
 	answers := &answerKinds{}
-	cfg := rest.CopyConfig(shard.Env.Config)
+	cfg := rest.CopyConfig(f.shard.Env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { answers.next = rt; return answers })
 	w, err := metawrite.New(cfg)
 	if err != nil {

@@ -22,13 +22,12 @@ import (
 //   - an entry of a FloatingIP that no longer exists is released;
 //   - the record is emptied, and the counts stay exact.
 func TestMigrationFromRangeRecords(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-migrate")
 	const rangeName = "migrate"
 	f.createRange(rangeName, "10.146.0.0/24")
 	// "early" asks for .12 before "c", which the record says holds it.
 	early := f.createFIP("early", rangeName, "10.146.0.12")
-	shard.WaitPast(t, early.CreationTimestamp)
+	f.shard.WaitPast(t, early.CreationTimestamp)
 	record := map[string]v1.Allocation{
 		"10.146.0.13": {Namespace: f.ns, Name: "gone", UID: "uid-of-a-deleted-floatingip"},
 	}
@@ -84,7 +83,6 @@ func TestMigrationFromRangeRecords(t *testing.T) {
 // or a second one that runs it at the same time, changes nothing: every allocation object is the
 // same object (same UID) afterwards.
 func TestMigrationIsIdempotent(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-migrate2")
 	const rangeName = "migrate2"
 	f.createRange(rangeName, "10.147.0.0/24")

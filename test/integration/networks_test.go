@@ -63,18 +63,17 @@ func touchConfig(t *testing.T, r *rancher.World, g rancher.Guest) {
 // both annotations), and the reason table of docs/troubleshooting.md says what to do. Once such a
 // range is created, the FloatingIP follows within seconds, from it.
 func TestRangeOfAnotherNetworkGivesNoAddress(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-net-other")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("net-other-vlan20", "10.172.0.0/24", "harv-netother", "vlan20")
 	g := rancher.Guest{Name: "net-other", ID: "c-m-netother", Harvester: "c-m-harvnetother", Display: "harv-netother", Network: rancher.Network("vlan10")}
 	rig.Must(t, r.AddGuest(g))
 
 	rig.Eventually(t, quick, "a NoRangeForNetwork Event naming the range to create", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
+		return f.shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
 			"its ranges are of other networks (net-other-vlan20 on vlan20)") &&
-			shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
+			f.shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonNoRangeForNetwork,
 				"Create a FloatingIPRange annotated harvesterClusterName=harv-netother and harvesterNetworkName=default/vlan10")
 	})
 	waitDecision(t, p, g.Name, "waits for a FloatingIPRange of Harvester cluster harv-netother on network default/vlan10 ("+v1.ReasonNoRangeForNetwork+")")
@@ -108,9 +107,8 @@ func TestRangeOfAnotherNetworkGivesNoAddress(t *testing.T) {
 // kind of range), never from one of another network that comes first by name; a Warning Event
 // says which range was used.
 func TestRangeThatNamesNoNetworkIsTheFallback(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-net-fallback")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	f.createRangeFor("net-fallback-a-vlan20", "10.175.0.0/24", "harv-netfallback", "vlan20")
 	f.knownHarvester("harv-netfallback")
@@ -129,7 +127,7 @@ func TestRangeThatNamesNoNetworkIsTheFallback(t *testing.T) {
 		t.Errorf("%s holds %s of %s; want an address of net-fallback-b-any, which names no network", x.Name, x.Status.IPAddress, x.Status.Range)
 	}
 	rig.Eventually(t, quick, "a RangeNetworkMismatch Event naming the range used", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch,
+		return f.shard.HasEvent(t, rancher.FleetNamespace, g.Name, corev1.EventTypeWarning, v1.ReasonRangeNetworkMismatch,
 			"using net-fallback-b-any, the first by name of those that name no network")
 	})
 }
@@ -141,9 +139,8 @@ func TestRangeThatNamesNoNetworkIsTheFallback(t *testing.T) {
 // what the reason table says (deleting it) gives the guest an address of its network, and the
 // Warning goes.
 func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-net-held")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	p, _ := f.debugOperator()
 	f.createRangeFor("net-held-vlan20", "10.174.0.0/24", "harv-netheld", "vlan20")
 	g := rancher.Guest{Name: "net-held", ID: "c-m-netheld", Harvester: "c-m-harvnetheld", Display: "harv-netheld", Network: rancher.Network("vlan10")}
@@ -166,7 +163,7 @@ func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 			strings.Contains(c.Message, "annotated harvesterNetworkName=vlan20") && strings.Contains(c.Message, "on network default/vlan10")
 	})
 	rig.Eventually(t, quick, "a Warning AddressOnAnotherNetwork Event on the FloatingIP", func() bool {
-		return shard.HasEvent(t, g.ID, name, corev1.EventTypeWarning, v1.ReasonAddressOnAnotherNetwork, "holds "+x.Status.IPAddress+" of FloatingIPRange net-held-vlan20")
+		return f.shard.HasEvent(t, g.ID, name, corev1.EventTypeWarning, v1.ReasonAddressOnAnotherNetwork, "holds "+x.Status.IPAddress+" of FloatingIPRange net-held-vlan20")
 	})
 	readmeAction(t, v1.ReasonAddressOnAnotherNetwork, "FloatingIP Warning")
 
@@ -206,9 +203,8 @@ func TestAddressOnAnotherNetworkIsShownNotMoved(t *testing.T) {
 // address; it turns Ready within seconds when a management cluster of that name appears, and not
 // Ready again when that cluster is renamed. A range without the annotation is Ready, as before.
 func TestRangeOfUnknownHarvesterClusterIsNotReady(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-range-unknown")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	const display = "harv-unknown-typo"
 	for name, annotations := range map[string]map[string]string{
@@ -228,7 +224,7 @@ func TestRangeOfUnknownHarvesterClusterIsNotReady(t *testing.T) {
 	}
 	f.waitRange("unknown-harv", 30*time.Second, "Ready=False, UnknownHarvesterCluster", unknown)
 	f.waitRange("unknown-none", 30*time.Second, "Ready", rangeReady)
-	if !eventSoon(t, shard, "", "unknown-harv", corev1.EventTypeWarning, v1.ReasonUnknownHarvesterCluster, display) {
+	if !eventSoon(t, f.shard, "", "unknown-harv", corev1.EventTypeWarning, v1.ReasonUnknownHarvesterCluster, display) {
 		t.Errorf("no Warning %s Event on the range", v1.ReasonUnknownHarvesterCluster)
 	}
 	readmeAction(t, v1.ReasonUnknownHarvesterCluster, "FloatingIPRange")

@@ -23,7 +23,6 @@ func rangeReady(r *v1.FloatingIPRange) bool {
 // allocations until it is undone; a range with allocations is protected from deletion until they
 // are released; an empty range is deleted at once.
 func TestRangeEdits(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-edits")
 	f.operator()
 	f.createRange("edits", "10.145.0.0/28")
@@ -49,7 +48,7 @@ func TestRangeEdits(t *testing.T) {
 	if held := f.held("edits"); len(held) != 3 {
 		t.Errorf("the refused shrink dropped allocations: %+v", held)
 	}
-	if !eventSoon(t, shard, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
+	if !eventSoon(t, f.shard, "", "edits", corev1.EventTypeWarning, "OrphanedAllocations", "10.145.0.20") {
 		t.Error("no OrphanedAllocations Warning Event on the range")
 	}
 	shows(t, "a shrink that would orphan an address", r, r.Status.Conditions, "OrphanedAllocations", false)
@@ -89,7 +88,7 @@ func TestRangeEdits(t *testing.T) {
 	}
 	// The recorder writes Events asynchronously: the Event may follow the status by a moment.
 	rig.Eventually(t, 10*time.Second, "a Normal DeletionBlocked Event on the range", func() bool {
-		return shard.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses")
+		return f.shard.HasEvent(t, "", "edits", corev1.EventTypeNormal, "DeletionBlocked", "4 allocated addresses")
 	})
 	for _, name := range []string{"a", "b", "c", "d"} {
 		if err := f.api.FloatingIP().Delete(f.ns, name, nil); err != nil {
@@ -110,7 +109,6 @@ func TestRangeEdits(t *testing.T) {
 // TestRangeMetrics: the range gauges carry the original labels and exact values, follow
 // allocations, and disappear with the range.
 func TestRangeMetrics(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-metrics")
 	_, port := f.operator()
 	f.createRange("metrics", "10.147.0.0/29")

@@ -18,7 +18,6 @@ import (
 // while no operator ran) leaves an allocation nobody holds; the start-up repair releases it, and a
 // waiting FloatingIP gets the address.
 func TestRepairReleasesLeaks(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-leak")
 	p, _ := f.operator()
 	f.createRange("leak", "10.148.0.0/30") // 2 addresses
@@ -57,9 +56,8 @@ func TestRepairReleasesLeaks(t *testing.T) {
 // TestTraceIPAMData: with traceIpamData on, the allocation table is logged at info level after
 // each pass.
 func TestTraceIPAMData(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-trace")
-	client := kubernetes.NewForConfigOrDie(shard.Env.Config)
+	client := kubernetes.NewForConfigOrDie(f.shard.Env.Config)
 	_, err := client.CoreV1().ConfigMaps(f.ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-fip-config", Namespace: f.ns},
 		Data:       map[string]string{"traceIpamData": "true", "operateGuestClusterInterval": "1"},

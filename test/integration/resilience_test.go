@@ -51,7 +51,6 @@ func TestTwoOperatorsWithoutLeaderElection(t *testing.T) {
 // TestRestartKeepsEveryAllocation: an operator stopped and started again with allocations present
 // moves nothing.
 func TestRestartKeepsEveryAllocation(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-restart1")
 	p, _ := f.operator()
 	f.createRange("restart1", "10.141.0.0/26")
@@ -87,7 +86,6 @@ func TestRestartKeepsEveryAllocation(t *testing.T) {
 // is held at most once, nothing allocated before the crash moved, and the deleted ones were
 // released.
 func TestCrashDuringChurn(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-restart2")
 	p, _ := f.operator()
 	f.createRange("restart2", "10.142.0.0/25")
@@ -173,14 +171,13 @@ func countAllocated(f *fixture) int {
 // changing any address; of two naming the same address, the older keeps it and the later is
 // flagged IPConflict and never shows the address.
 func TestAdoptionOfExistingObjects(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-adopt")
 	f.createRange("adopt", "10.143.0.0/24")
 	f.createFIP("first", "adopt", "10.143.0.50")
 	f.createFIP("second", "adopt", "10.143.0.60")
 	older := f.createFIP("older", "adopt", "10.143.0.70")
 	// creationTimestamp has one-second resolution: make "younger" clearly younger.
-	shard.WaitPast(t, older.CreationTimestamp)
+	f.shard.WaitPast(t, older.CreationTimestamp)
 	f.createFIP("younger", "adopt", "10.143.0.70")
 
 	f.operator()
@@ -200,7 +197,6 @@ func TestAdoptionOfExistingObjects(t *testing.T) {
 // TestIPv6Slash64: a /64 allocates from the bottom, skipping the subnet-router anycast address,
 // and counts its 2^64-1 addresses exactly.
 func TestIPv6Slash64(t *testing.T) {
-	shards.Take(t)
 	f := newFixture(t, "c-m-ipv6")
 	f.operator()
 	f.createRange("ipv6", "fd00:144::/64")

@@ -29,10 +29,9 @@ func secretRequests(reqs []controlplane.APIRequest) []controlplane.APIRequest {
 // get only), and the only Secret it reads is the guest's kubeconfig, with a GET by name at each
 // pass: the pass after a rotation uses the new token.
 func TestSecretsAreReadOnlyByName(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "c-m-secmeta")
-	proxy := shard.StartClusterProxy(t)
-	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, shard.StartGuest(t, "secmeta"))
+	proxy := f.shard.StartClusterProxy(t)
+	gc := rancherCluster(t, proxy, "secmeta", "c-m-secmeta1", nil, f.shard.StartGuest(t, "secmeta"))
 	f.extraNamespace(gc.id)
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "600", "kubevipGuestInstall": "disabled"})
 

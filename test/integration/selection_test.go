@@ -60,9 +60,8 @@ func inRange(name, cidr string) func(*v1.FloatingIP) bool {
 // range of its network, and a FloatingIP waiting in RangeExhausted moves to a range created for
 // the network, with a RangeChanged Event and an Allocated message naming the range it left.
 func TestRangeOverflow(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-overflow")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	f.selectionRange("ovf-a-small", "10.171.0.0/30", "harv-ovf", nil) // .1 and .2
 
@@ -89,7 +88,7 @@ func TestRangeOverflow(t *testing.T) {
 	if msg := message(x.Status.Conditions, v1.Allocated); !strings.Contains(msg, "ovf-a-small has no free address") {
 		t.Errorf("Allocated says %q; want it to say why ovf-a-small was passed over", msg)
 	}
-	if !eventSoon(t, shard, waiting.ID, x.Name, corev1.EventTypeNormal, v1.ReasonRangeChanged, "from FloatingIPRange ovf-a-small to ovf-b-big") {
+	if !eventSoon(t, f.shard, waiting.ID, x.Name, corev1.EventTypeNormal, v1.ReasonRangeChanged, "from FloatingIPRange ovf-a-small to ovf-b-big") {
 		t.Errorf("no Normal RangeChanged Event on %s/%s", waiting.ID, x.Name)
 	}
 	if held := suite.HeldIn(t, f.api, "ovf-a-small"); len(held) != 2 {
@@ -103,7 +102,7 @@ func TestRangeOverflow(t *testing.T) {
 	if !inRange("ovf-b-big", "10.171.1.0/24")(x) {
 		t.Fatalf("new guest %s: %s, want an address of ovf-b-big", g.Name, suite.StatusText(x))
 	}
-	if !eventSoon(t, shard, rancher.FleetNamespace, g.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "ovf-a-small has no free address") {
+	if !eventSoon(t, f.shard, rancher.FleetNamespace, g.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "ovf-a-small has no free address") {
 		t.Errorf("the FloatingIPCreated Event of %s does not say why ovf-a-small was passed over", g.Name)
 	}
 }
@@ -114,9 +113,8 @@ func TestRangeOverflow(t *testing.T) {
 // it an address once the cluster's labels match; a selector no cluster matches is the range's
 // Warning.
 func TestRangePriorityAndSelector(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-priority")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	prod := func(s *v1.FloatingIPRangeSpec) {
 		s.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
@@ -148,7 +146,7 @@ func TestRangePriorityAndSelector(t *testing.T) {
 	lone := harvesterGuest("seldev", "harv-selonly", map[string]string{"env": "dev"})
 	rig.Must(t, r.AddGuest(lone))
 	rig.Eventually(t, 30*time.Second, "a ClusterNotSelected Event on the provisioning cluster", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, lone.Name, corev1.EventTypeWarning, v1.ReasonClusterNotSelected, "sel-only-prod")
+		return f.shard.HasEvent(t, rancher.FleetNamespace, lone.Name, corev1.EventTypeWarning, v1.ReasonClusterNotSelected, "sel-only-prod")
 	})
 	if n := len(suite.FIPsIn(t, r.FIPs, lone.ID)); n != 0 {
 		t.Fatalf("the guest no range selects has %d FloatingIPs", n)
@@ -176,9 +174,8 @@ func TestRangePriorityAndSelector(t *testing.T) {
 // TestStaticAddressInSecondRange: a FloatingIP naming the first range and asking for an address of
 // the second range of its network moves to the second and holds that address.
 func TestStaticAddressInSecondRange(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-static")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	f.selectionRange("st-a", "10.175.0.0/24", "harv-st", nil)
 	f.selectionRange("st-b", "10.175.1.0/24", "harv-st", nil)
@@ -195,7 +192,7 @@ func TestStaticAddressInSecondRange(t *testing.T) {
 	if got.Status.IPAddress != "10.175.1.77" {
 		t.Errorf("holds %s, want 10.175.1.77", got.Status.IPAddress)
 	}
-	if !eventSoon(t, shard, g.ID, "stg-static", corev1.EventTypeNormal, v1.ReasonRangeChanged, "holds its spec.ipaddress 10.175.1.77") {
+	if !eventSoon(t, f.shard, g.ID, "stg-static", corev1.EventTypeNormal, v1.ReasonRangeChanged, "holds its spec.ipaddress 10.175.1.77") {
 		t.Error("no RangeChanged Event naming the static address")
 	}
 }
@@ -203,9 +200,8 @@ func TestStaticAddressInSecondRange(t *testing.T) {
 // TestPriorityChangeMovesNothing: raising the priority of another range sends new guest clusters
 // there (the change took effect) and leaves every held address where it is.
 func TestPriorityChangeMovesNothing(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-prichange")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 	f.selectionRange("pc-a", "10.176.0.0/24", "harv-pc", nil)
 	f.selectionRange("pc-b", "10.176.1.0/24", "harv-pc", nil)
@@ -256,7 +252,6 @@ func firstRangeFull(t *testing.T, api kubefipcontrollers.Interface, rangeName st
 // at the door; a label selector the schema lets through but Kubernetes cannot parse makes the
 // range InvalidRange, saying so, while it keeps what it holds.
 func TestSelectionBadInput(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-bad")
 	f.operator()
 	for _, tc := range []struct {
@@ -275,7 +270,7 @@ func TestSelectionBadInput(t *testing.T) {
 	}
 
 	f.selectionRange("sel-bad-key", "10.178.0.0/24", "harv-bad", nil)
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	g := harvesterGuest("selbad", "harv-bad", nil)
 	rig.Must(t, r.AddGuest(g))
 	held := suite.WaitFIP(t, r.FIPs, g.ID, g.Name+"-kubevip", time.Minute)
@@ -296,9 +291,8 @@ func TestSelectionBadInput(t *testing.T) {
 // the range it names, nothing is left held in a range a FloatingIP moved away from, and what the
 // race left free in the first range goes to the next clusters.
 func TestOverflowRaceManyClusters(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sel-racemany")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	a, _ := f.operator("--leader-election=false")
 	b, _ := f.operator("--leader-election=false")
 	f.selectionRange("rm-a", "10.179.0.0/28", "harv-rm", nil) // 14 addresses

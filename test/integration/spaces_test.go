@@ -28,9 +28,8 @@ import (
 // within one site: a later range overlapping site 1's is Ready=False (Overlap) and hands out
 // nothing.
 func TestTwoSitesShareAPrivateRange(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-space-sites")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operator()
 
 	const cidr, lowest = "198.19.10.0/24", "198.19.10.1"
@@ -154,9 +153,8 @@ func TestTwoSitesShareAPrivateRange(t *testing.T) {
 // allocation object, now Held by the new FloatingIP. The FloatingIP that asked for it still does
 // not get it.
 func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-sticky-back")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "1h"})
 	p, port := f.operator()
 
@@ -275,7 +273,7 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 		return ok && v == 0
 	})
 	rig.Eventually(t, 10*time.Second, "a FloatingIPCreated Event saying the cluster gets "+addr+" back", func() bool {
-		return shard.HasEvent(t, rancher.FleetNamespace, again.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "gets back "+addr)
+		return f.shard.HasEvent(t, rancher.FleetNamespace, again.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "gets back "+addr)
 	})
 
 	// The FloatingIP that asked for it still does not have it: now another FloatingIP holds it.
@@ -293,9 +291,8 @@ func TestReCreatedClusterGetsItsAddressBack(t *testing.T) {
 // meanwhile: TestRetainedAddressGoesBackToItsCluster, pkg/allocation.)
 // With addressRetention 0 a deleted cluster's address is released at once and never retained.
 func TestRetentionEndsAndCanBeCutShort(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-retain-end")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.operatorConfig(map[string]string{"addressRetention": "5s"})
 	p, _ := f.operator()
 

@@ -18,9 +18,8 @@ import (
 // creates the FloatingIP, where a pass on a still-empty cache would decide the cluster waits for a
 // HarvesterConfig that exists.
 func TestStartupWaitsForEveryInformer(t *testing.T) {
-	shard := shards.Take(t)
 	f := newFixture(t, "kube-fip-startup-informers")
-	r := shard.Rancher(t)
+	r := f.shard.Rancher(t)
 	f.createRangeFor("startup-informers", "10.163.0.0/24", "harv-startup-informers", "vlan10")
 	g := rancher.Guest{Name: "startinf", ID: "c-m-startinf", Harvester: "c-m-harvstartinf", Display: "harv-startup-informers", Network: rancher.Network("vlan10")}
 	rig.Must(t, r.AddGuest(g))

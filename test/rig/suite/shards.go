@@ -179,12 +179,27 @@ func (s *Shards) dispatch() {
 // Of returns the shard that t's top-level test took.
 func (s *Shards) Of(t testing.TB) *Suite {
 	t.Helper()
-	top, _, _ := strings.Cut(t.Name(), "/")
-	s.mu.Lock()
-	x := s.taken[top]
-	s.mu.Unlock()
+	x := s.held(t)
 	if x == nil {
-		t.Fatalf("%s took no shard: its first call is Take", top)
+		t.Fatalf("%s took no shard: its first call is Take", t.Name())
 	}
 	return x
+}
+
+// OfOrTake returns the shard that t's top-level test took, or takes one (Take) for a top-level
+// test that has none yet.
+func (s *Shards) OfOrTake(t *testing.T) *Suite {
+	t.Helper()
+	if x := s.held(t); x != nil {
+		return x
+	}
+	return s.Take(t)
+}
+
+// held is the shard that t's top-level test took, or nil.
+func (s *Shards) held(t testing.TB) *Suite {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.taken[top]
 }
