@@ -13,14 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/suite"
 )
 
 // chartRBAC is the operator chart's ServiceAccount, roles and bindings, rendered for one release
 // namespace exactly as `helm template` renders them.
 type chartRBAC struct {
+	// s is the control plane the objects are applied to.
+	s                   *suite.Suite
 	serviceAccount      corev1.ServiceAccount
 	clusterRoles        []rbacv1.ClusterRole
 	clusterRoleBindings []rbacv1.ClusterRoleBinding
@@ -53,11 +55,11 @@ func (g grant) String() string {
 }
 
 // renderChartRBAC renders the operator chart with its default values into release namespace ns
-// and keeps the ServiceAccount and the RBAC objects.
-func renderChartRBAC(t *testing.T, ns string) *chartRBAC {
+// and keeps the ServiceAccount and the RBAC objects, to be applied to control plane s.
+func renderChartRBAC(t *testing.T, s *suite.Suite, ns string) *chartRBAC {
 	t.Helper()
 	objs := chartrepo.RenderOperatorChart(t, ns, nil)
-	out := &chartRBAC{}
+	out := &chartRBAC{s: s}
 	for _, o := range objs {
 		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
 			continue // a hook's own ServiceAccount and roles, not the operator's
@@ -151,9 +153,9 @@ func without(rules []rbacv1.PolicyRule, g *grant) []rbacv1.PolicyRule {
 func (r *chartRBAC) apply(t *testing.T, skip *grant) {
 	t.Helper()
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	kube := r.s.Kube
 	for _, ns := range r.namespaces() {
-		shared.CreateNamespace(t, ns)
+		r.s.CreateNamespace(t, ns)
 	}
 	check := func(what string, err error) {
 		t.Helper()
@@ -204,7 +206,7 @@ func (r *chartRBAC) apply(t *testing.T, skip *grant) {
 // deleteAll removes what apply created, except namespaces.
 func (r *chartRBAC) deleteAll() {
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(shared.Env.Config)
+	kube := r.s.Kube
 	del := metav1.DeleteOptions{}
 	for _, b := range r.clusterRoleBindings {
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, del)

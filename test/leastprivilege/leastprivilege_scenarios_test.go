@@ -72,7 +72,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			}
 			twin := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-twin", Annotations: r.Annotations}, Spec: r.Spec}
 			return rig.Until(timeout, "an overlapping range refused by the webhook", stop, func() (bool, error) {
-				return suite.RefusedBecause(shared.DryRunCreateRange(twin), "overlaps FloatingIPRange "+r.Name), nil
+				return suite.RefusedBecause(e.s.DryRunCreateRange(twin), "overlaps FloatingIPRange "+r.Name), nil
 			})
 		}},
 		{scenarioContention, func() error {
@@ -160,8 +160,8 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 		{scenarioEvents, func() error {
 			return rig.Until(timeout, "the operator's Events", stop, func() (bool, error) {
 				return e.configWarnings() >= 2 &&
-					shared.HasEvent(e.t, rancher.FleetNamespace, w.a.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "") &&
-					shared.HasEvent(e.t, w.a.ID, w.a.Name+"-kubevip", corev1.EventTypeNormal, v1.ReasonAllocated, ""), nil
+					e.s.HasEvent(e.t, rancher.FleetNamespace, w.a.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "") &&
+					e.s.HasEvent(e.t, w.a.ID, w.a.Name+"-kubevip", corev1.EventTypeNormal, v1.ReasonAllocated, ""), nil
 			})
 		}},
 		{scenarioDeletion, func() error {
@@ -238,7 +238,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 // operator aggregated (patched) the repeated Event.
 func (e *lpEnv) configWarnings() int32 {
 	n := int32(0)
-	for _, ev := range shared.Events(e.t, e.ns, config.ConfigMapName) {
+	for _, ev := range e.s.Events(e.t, e.ns, config.ConfigMapName) {
 		if ev.Type == corev1.EventTypeWarning && ev.Reason == string(config.ProblemInvalidValue) && ev.Count > n {
 			n = ev.Count
 		}

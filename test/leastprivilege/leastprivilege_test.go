@@ -46,7 +46,9 @@ const (
 // lpEnv runs the operator binary as the chart's ServiceAccount, with the chart's roles applied to
 // the test API server: never as system:masters.
 type lpEnv struct {
-	t          *testing.T
+	t *testing.T
+	// s is the control plane the operator runs against.
+	s          *suite.Suite
 	ns         string
 	tag        string // names this test's objects apart from other tests'
 	octet      int    // the second octet of this test's ranges
@@ -67,11 +69,11 @@ type lpEnv struct {
 // newLPEnv renders the chart for release namespace ns, applies its ServiceAccount, roles and
 // bindings, checks that the API server enforces them, and writes a kubeconfig holding a bound
 // token of that ServiceAccount.
-func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
+func newLPEnv(t *testing.T, s *suite.Suite, ns, tag string, octet int) *lpEnv {
 	t.Helper()
-	shared.CreateNamespace(t, ns)
-	e := &lpEnv{t: t, ns: ns, tag: tag, octet: octet, kube: kubernetes.NewForConfigOrDie(shared.Env.Config)}
-	e.rbac = renderChartRBAC(t, e.ns)
+	s.CreateNamespace(t, ns)
+	e := &lpEnv{t: t, s: s, ns: ns, tag: tag, octet: octet, kube: s.Kube}
+	e.rbac = renderChartRBAC(t, s, e.ns)
 	e.rbac.apply(t, nil)
 	t.Cleanup(e.rbac.deleteAll)
 	// The chart's webhook, failing open here: the runs' worlds are written while no operator runs.
@@ -79,21 +81,21 @@ func newLPEnv(t *testing.T, ns, tag string, octet int) *lpEnv {
 	// bad value, which that rule refuses.
 	e.webhookPort = rig.FreePort(t)
 	ignore := map[string]interface{}{"floatingIPRanges": "Ignore", "floatingIPs": "Ignore", "config": "Ignore"}
-	shared.InstallWebhook(t, ns, webhookConfiguration, e.webhookPort, map[string]interface{}{"webhook": map[string]interface{}{"failurePolicy": ignore}},
+	s.InstallWebhook(t, ns, webhookConfiguration, e.webhookPort, map[string]interface{}{"webhook": map[string]interface{}{"failurePolicy": ignore}},
 		"config.kubefip.k8s.binbash.org")
-	e.r = shared.Rancher(t)
-	e.proxy = shared.StartClusterProxy(t)
-	e.guest = shared.StartGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
+	e.r = s.Rancher(t)
+	e.proxy = s.StartClusterProxy(t)
+	e.guest = s.StartGuest(t, strings.TrimPrefix(ns, "kube-fip-"))
 	e.guestKube = kubernetes.NewForConfigOrDie(e.guest.Config)
 
 	e.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	sa := e.rbac.serviceAccount
-	if err := controlplane.ServiceAccountKubeconfig(shared.Env.Config, sa.Namespace, sa.Name, e.kubeconfig, time.Hour); err != nil {
+	if err := controlplane.ServiceAccountKubeconfig(s.Env.Config, sa.Namespace, sa.Name, e.kubeconfig, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// The operator reaches the API server through a proxy that passes its token on.
 	token := controlplane.RESTConfigOf(t, e.kubeconfig).BearerToken
-	api, err := controlplane.StartAPIProxy(shared.Env.Config, false)
+	api, err := controlplane.StartAPIProxy(s.Env.Config, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ type runResult struct {
 func (e *lpEnv) startOperator() *controlplane.Process {
 	e.t.Helper()
 	env := []string{"CATTLE_ELECTION_LEASE_DURATION=20s", "CATTLE_ELECTION_RENEW_DEADLINE=15s", "CATTLE_ELECTION_RETRY_PERIOD=1s"}
-	p, err := controlplane.StartOperator(shared.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
+	p, err := controlplane.StartOperator(e.s.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info",
 		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration)
 	if err != nil {
@@ -247,7 +249,7 @@ func (e *lpEnv) writeConfig(data map[string]string) {
 	for k, v := range data {
 		all[k] = v
 	}
-	shared.WriteOperatorConfig(e.t, e.ns, all)
+	e.s.WriteOperatorConfig(e.t, e.ns, all)
 }
 
 // scenario is one named check of a run.
@@ -266,7 +268,7 @@ type scenario struct {
 // deleted cluster's FloatingIP removed and its address retained for the cluster.
 func TestLeastPrivilegeUnderChartRBAC(t *testing.T) {
 	begin := time.Now()
-	e := newLPEnv(t, "kube-fip-lp-suite", "s", 181)
+	e := newLPEnv(t, shared.Suite, "kube-fip-lp-suite", "s", 181)
 	res := e.run(0, 45*time.Second)
 	if res.failed != "" {
 		t.Errorf("scenario %s failed under the chart's RBAC: %v", res.failed, res.err)

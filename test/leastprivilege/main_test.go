@@ -9,4 +9,7 @@ import (
 // shared is the package's control plane and operator build.
 var shared suite.Shared
 
-func TestMain(m *testing.M) { shared.Main(m) }
+func TestMain(m *testing.M) {
+	suite.Parallel(1000)
+	shared.Main(m)
+}

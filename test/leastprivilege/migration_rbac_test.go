@@ -46,11 +46,11 @@ func readmeMigrationDeletes(t *testing.T) [][3]string {
 // still get them by name (the chart's own Roles), and the operator passes every scenario of the
 // least-privilege suite under the chart's RBAC alone.
 func TestMigrationRemovesOriginalRoles(t *testing.T) {
-	e := newLPEnv(t, "kube-fip-lp-migrate", "m", 182)
+	e := newLPEnv(t, shared.Suite, "kube-fip-lp-migrate", "m", 182)
 	ctx := context.Background()
 	sa := e.rbac.serviceAccount
 	for name, ns := range originalLeftovers {
-		shared.CreateNamespace(t, ns)
+		e.s.CreateNamespace(t, ns)
 		role := &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}},

@@ -52,28 +52,35 @@ type claim struct {
 // as there are shards, and exits with their result. Unless -test.parallel says otherwise, every
 // test waits for its shard in Take, so that the shards go in the order Take gives them.
 func (s *Shards) Main(m *testing.M) {
-	flag.Parse()
-	n, err := shardCount()
+	n, err := ShardCount()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		if err := flag.Set("test.parallel", "1000"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-	}
+	Parallel(1000)
 	os.Exit(runOn(m, n, func(suites []*Suite) {
 		s.free = suites
 		s.taken = map[string]*Suite{}
 	}, controlplane.Start))
 }
 
-// shardCount is the number of shards ShardsEnv asks for.
-func shardCount() (int, error) {
+// Parallel parses the test flags and, unless -test.parallel was given, lets n tests (or subtests)
+// that call t.Parallel run at once: tests that mostly wait for API servers and operators share
+// two cores well.
+func Parallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}
+
+// ShardCount is the number of shards ShardsEnv asks for.
+func ShardCount() (int, error) {
 	v := os.Getenv(ShardsEnv)
 	if v == "" {
 		return DefaultShards, nil
