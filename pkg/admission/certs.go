@@ -181,10 +181,7 @@ func (c *Certs) write(ctx context.Context, secret *corev1.Secret, data map[strin
 	if secret != nil {
 		s = secret.DeepCopy()
 	}
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	s.Labels[managedByLabel] = managedByValue
+	metav1.SetMetaDataLabel(&s.ObjectMeta, managedByLabel, managedByValue)
 	// A Secret's type cannot change in place: the chart's Opaque one stays Opaque.
 	switch s.Type {
 	case "":
@@ -412,7 +409,8 @@ func (c *Certs) reissue(st *stored, now time.Time) (*x509.Certificate, error) {
 // its own key (self-signed). It returns the certificate, its key and the key's PEM.
 //
 // The CA is not client-go's cert.NewSelfSignedCACert, which fixes ten years from the wall clock:
-// the CA's life follows Lifetime, on Certs' clock.
+// the CA's life follows Lifetime, on Certs' clock. Nor is the pair GenerateSelfSignedCertKey's,
+// which drops the CA's key, so that no later serving certificate could come from the same CA.
 func issue(tmpl, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
