@@ -6,6 +6,8 @@
 package metrics
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -255,20 +257,18 @@ func (m *Metrics) GuestClusters() []string {
 		close(ch)
 	}()
 	seen := map[string]bool{}
-	var out []string
 	for metric := range ch {
 		var pb dto.Metric
 		if metric.Write(&pb) != nil {
 			continue
 		}
 		for _, l := range pb.GetLabel() {
-			if l.GetName() == LabelGuestClusterName && !seen[l.GetValue()] {
+			if l.GetName() == LabelGuestClusterName {
 				seen[l.GetValue()] = true
-				out = append(out, l.GetValue())
 			}
 		}
 	}
-	return out
+	return slices.Collect(maps.Keys(seen))
 }
 
 // controllerSeries are the prefixes of the series lasso registers on Prometheus's default registry:
