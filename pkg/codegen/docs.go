@@ -235,17 +235,13 @@ func writeConfigSchema(path string) error {
 // configSchemaSpan finds the bytes of properties.config's value in a JSON schema.
 func configSchemaSpan(data []byte) (start, end int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // {
-		return 0, 0, err
-	}
-	if err := skipTo(dec, "properties"); err != nil {
-		return 0, 0, err
-	}
-	if _, err := dec.Token(); err != nil { // {
-		return 0, 0, err
-	}
-	if err := skipTo(dec, "config"); err != nil {
-		return 0, 0, err
+	for _, key := range []string{"properties", "config"} {
+		if _, err := dec.Token(); err != nil { // the object's {
+			return 0, 0, err
+		}
+		if err := skipTo(dec, key); err != nil {
+			return 0, 0, err
+		}
 	}
 	after := int(dec.InputOffset())
 	var raw json.RawMessage
