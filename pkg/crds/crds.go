@@ -15,6 +15,7 @@ import (
 
 	"github.com/rancher/wrangler/v2/pkg/crd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -310,11 +311,8 @@ func WriteFiles(dir string) error {
 func Marshal(def *apiextv1.CustomResourceDefinition) ([]byte, error) {
 	out := def.DeepCopy()
 	out.Status = apiextv1.CustomResourceDefinitionStatus{}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
 	// Keep the CRDs (and so every FloatingIP and range) when the CRD chart is uninstalled.
-	out.Annotations["helm.sh/resource-policy"] = "keep"
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, "helm.sh/resource-policy", "keep")
 	data, err := yaml.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling CRD %s: %w", def.Name, err)

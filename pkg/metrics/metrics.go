@@ -113,7 +113,8 @@ func New() *Metrics {
 		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	return &Metrics{
-		Registry: reg,
+		Registry:   reg,
+		readyGuest: map[string]string{},
 		RangeCapacity: gauge("kubefipoperator_fipranges_capacity",
 			"Number of addresses a FloatingIPRange can hand out.", rangeLabels()...),
 		RangeReserved: gauge("kubefipoperator_fipranges_reserved",
@@ -217,9 +218,6 @@ func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, serve
 	key := namespace + "/" + name
 	m.readyMu.Lock()
 	defer m.readyMu.Unlock()
-	if m.readyGuest == nil {
-		m.readyGuest = map[string]string{}
-	}
 	// The guest cluster name its series has now, if any: looked up rather than found by
 	// collecting every FloatingIP's series, which costs each update the whole vector.
 	if previous, ok := m.readyGuest[key]; ok && previous != guest {
