@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
@@ -21,10 +22,7 @@ type Network struct {
 }
 
 func (n Network) String() string {
-	if n.Namespace == "" {
-		return n.Name
-	}
-	return n.Namespace + "/" + n.Name
+	return cache.ObjectName{Namespace: n.Namespace, Name: n.Name}.String()
 }
 
 // Matches reports whether a range's harvesterNetworkName annotation names this network: the
