@@ -247,11 +247,8 @@ func (s *settings) options() (operator.Options, error) {
 	}
 	opts.ChartPolicy = policy
 	opts.GuestChartsDir = s.guestCharts
-	for _, h := range strings.Split(s.webhookHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			opts.Webhook.Hosts = append(opts.Webhook.Hosts, h)
-		}
-	}
+	// admission.NewCerts trims the hosts and drops empty ones.
+	opts.Webhook.Hosts = strings.Split(s.webhookHosts, ",")
 	if opts.Webhook.Port < 0 || opts.Webhook.Port > 65535 {
 		return opts, fmt.Errorf("--webhook-port: %d is not a port", opts.Webhook.Port)
 	}

@@ -181,10 +181,7 @@ func (c *Certs) write(ctx context.Context, secret *corev1.Secret, data map[strin
 	if secret != nil {
 		s = secret.DeepCopy()
 	}
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	s.Labels[managedByLabel] = managedByValue
+	metav1.SetMetaDataLabel(&s.ObjectMeta, managedByLabel, managedByValue)
 	// A Secret's type cannot change in place: the chart's Opaque one stays Opaque.
 	switch s.Type {
 	case "":
@@ -211,13 +208,11 @@ type stored struct {
 	ca       *x509.Certificate   // the current CA; nil when missing or unusable
 	caKey    crypto.Signer       // its key
 	previous []*x509.Certificate // older CAs in ca.crt
-	leaf     *x509.Certificate   // the serving certificate; nil when missing or unusable
-	leafErr  error               // why leaf is nil
 	data     map[string][]byte   // the four keys Certs writes, as they are to be written
 }
 
 // parseSecret parses secret. An error means the CA part is missing or unusable, or the data is too
-// large: the whole Secret counts as empty. An unusable serving pair leaves leaf nil.
+// large: the whole Secret counts as empty. The serving pair is renewal's to judge.
 func parseSecret(secret *corev1.Secret) (*stored, error) {
 	if secret == nil {
 		return nil, errors.New("no Secret")
@@ -239,12 +234,6 @@ func parseSecret(secret *corev1.Secret) (*stored, error) {
 	st := &stored{ca: cas[0], caKey: caKey, previous: cas[1:], data: map[string][]byte{}}
 	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, keyCACert, keyCAKey} {
 		st.data[k] = secret.Data[k]
-	}
-	chain, _, err := parsePair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
-	if err != nil {
-		st.leafErr = fmt.Errorf("%s and %s: %w", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
-	} else {
-		st.leaf = chain[0]
 	}
 	return st, nil
 }
@@ -355,17 +344,19 @@ func (c *Certs) plan(secret *corev1.Secret, now time.Time) (map[string][]byte, [
 
 // renewal says why the serving certificate in st must be issued again, or "" when it is fine.
 func (c *Certs) renewal(st *stored, now time.Time) string {
-	if st.leaf == nil {
-		return fmt.Sprintf("the stored one was unusable: %v", st.leafErr)
+	chain, _, err := parsePair(st.data[corev1.TLSCertKey], st.data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return fmt.Sprintf("the stored one was unusable: %s and %s: %v", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
 	}
-	if lowOnLife(st.leaf, now) {
+	leaf := chain[0]
+	if lowOnLife(leaf, now) {
 		return "less than a third of its life was left"
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(st.ca)
 	for _, h := range c.opts.Hosts {
 		// Verify checks for ServerAuth when KeyUsages is empty.
-		if _, err := st.leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, DNSName: h}); err != nil {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, DNSName: h}); err != nil {
 			return fmt.Sprintf("it did not verify for %s against the CA: %v", h, err)
 		}
 	}
@@ -403,7 +394,7 @@ func (c *Certs) reissue(st *stored, now time.Time) (*x509.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.leaf, st.data[corev1.TLSPrivateKeyKey] = leaf, keyPEM
+	st.data[corev1.TLSPrivateKeyKey] = keyPEM
 	st.data[corev1.TLSCertKey], err = cert.EncodeCertificates(leaf, st.ca)
 	return leaf, err
 }
@@ -412,7 +403,8 @@ func (c *Certs) reissue(st *stored, now time.Time) (*x509.Certificate, error) {
 // its own key (self-signed). It returns the certificate, its key and the key's PEM.
 //
 // The CA is not client-go's cert.NewSelfSignedCACert, which fixes ten years from the wall clock:
-// the CA's life follows Lifetime, on Certs' clock.
+// the CA's life follows Lifetime, on Certs' clock. Nor is the pair GenerateSelfSignedCertKey's,
+// which drops the CA's key, so that no later serving certificate could come from the same CA.
 func issue(tmpl, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -282,7 +282,7 @@ func TestUnusableSecretIsReplaced(t *testing.T) {
 				t.Errorf("first log line: %s %q, want a warning saying why the Secret was replaced", e.Level, e.Message)
 			}
 			s := getSecret(t, cs)
-			if st, err := parseSecret(s); err != nil || st.leaf == nil {
+			if st, err := parseSecret(s); err != nil || c.renewal(st, time.Now()) != "" {
 				t.Fatalf("the Secret after Sync is unusable: %v", err)
 			}
 			if s.Type != corev1.SecretTypeOpaque || s.Labels[managedByLabel] != managedByValue || s.Data["padding"] != nil {

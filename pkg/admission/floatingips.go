@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/rancher/wrangler/v2/pkg/webhook"
@@ -38,10 +39,11 @@ func (v *Validator) floatingIP(req *webhook.Request) (verdict, error) {
 	if err != nil {
 		return verdict{}, fmt.Errorf("listing FloatingIPRanges: %w", err)
 	}
-	named := findRange(all.Items, rangeName)
-	if named == nil {
+	i := slices.IndexFunc(all.Items, func(r v1.FloatingIPRange) bool { return r.Name == rangeName })
+	if i < 0 {
 		return allow(), nil
 	}
+	named := &all.Items[i]
 	space := v1.SpaceOf(named)
 	if held, err := v.holder(space, addr, f); err != nil || held != "" {
 		if held != "" {
@@ -80,16 +82,6 @@ func (v *Validator) holder(space v1.AddressSpace, addr netip.Addr, f *v1.Floatin
 		}
 	}
 	return "", nil
-}
-
-// findRange returns the range named name among all, or nil.
-func findRange(all []v1.FloatingIPRange, name string) *v1.FloatingIPRange {
-	for i := range all {
-		if all[i].Name == name {
-			return &all[i]
-		}
-	}
-	return nil
 }
 
 // containing reports whether a range of space, not being deleted, hands out addr.

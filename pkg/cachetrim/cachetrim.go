@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
@@ -222,11 +221,3 @@ func HarvesterConfig(obj interface{}) (interface{}, error) {
 	out.SetLabels(m.Labels)
 	return out, nil
 }
-
-var (
-	_ cache.TransformFunc = ManagedFieldsOnly
-	_ cache.TransformFunc = ProvisioningCluster
-	_ cache.TransformFunc = ManagementCluster
-	_ cache.TransformFunc = Namespace
-	_ cache.TransformFunc = HarvesterConfig
-)

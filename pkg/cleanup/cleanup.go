@@ -12,6 +12,7 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -94,25 +95,15 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return res, err
 	}
-	if opts.StopTimeout == 0 {
-		opts.StopTimeout = 2 * time.Minute
-	}
-	if opts.PollInterval == 0 {
-		opts.PollInterval = 2 * time.Second
-	}
+	opts.StopTimeout = cmp.Or(opts.StopTimeout, 2*time.Minute)
+	opts.PollInterval = cmp.Or(opts.PollInterval, 2*time.Second)
 	if err := stopOperator(ctx, kube, opts); err != nil {
 		return res, err
 	}
 	if g := opts.Guests; g.Clean {
-		if g.Timeout == 0 {
-			g.Timeout = time.Minute
-		}
-		if g.Total == 0 {
-			g.Total = 2 * time.Minute
-		}
-		if g.Workers == 0 {
-			g.Workers = 8
-		}
+		g.Timeout = cmp.Or(g.Timeout, time.Minute)
+		g.Total = cmp.Or(g.Total, 2*time.Minute)
+		g.Workers = cmp.Or(g.Workers, 8)
 		// Before the objects: what the guests hold is read from the FloatingIPs. A guest that
 		// cannot be cleaned is reported and does not stop the uninstall.
 		outcomes, err := cleanGuests(ctx, kube, dyn, g)

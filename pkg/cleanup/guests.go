@@ -4,15 +4,16 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,23 +92,15 @@ func cleanGuests(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	total, cancelAll := context.WithTimeout(ctx, opts.Total)
 	defer cancelAll()
 	out := make([]GuestOutcome, len(work))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < max(1, opts.Workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				out[i] = cleanGuest(total, kube, dyn, installer, rancher, work[i], opts)
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(max(1, opts.Workers))
 	for i := range work {
-		jobs <- i
+		g.Go(func() error {
+			out[i] = cleanGuest(total, kube, dyn, installer, rancher, work[i], opts)
+			return nil
+		})
 	}
-	close(jobs)
-	wg.Wait()
-	return out, nil
+	return out, g.Wait()
 }
 
 // guestsOf groups the FloatingIPs naming a guest cluster by cluster: the addresses they hold and
@@ -142,10 +135,9 @@ func guestsOf(ctx context.Context, dyn dynamic.Interface) ([]guestWork, error) {
 		}
 	}
 	var out []guestWork
-	for _, w := range byCluster {
-		out = append(out, *w)
+	for _, cluster := range slices.Sorted(maps.Keys(byCluster)) {
+		out = append(out, *byCluster[cluster])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].cluster < out[j].cluster })
 	return out, nil
 }
 

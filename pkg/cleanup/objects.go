@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -102,10 +103,7 @@ func removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, name
 
 // describe names an object for a person: "FloatingIP c-m-abc/demo-kubevip (10.0.0.5)".
 func describe(k kind, obj *unstructured.Unstructured) string {
-	name := obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
+	name := cache.MetaObjectToName(obj).String()
 	kindName := cmp.Or(obj.GetKind(), k.resource.Resource)
 	if addr, _, _ := unstructured.NestedString(obj.Object, "status", "ipaddress"); addr != "" {
 		return fmt.Sprintf("%s %s (%s)", kindName, name, addr)

@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,8 +206,8 @@ func writeConfigSchema(path string) error {
 	b.WriteString(`      "type": "object",` + "\n")
 	b.WriteString(`      "description": "The kube-fip-config ConfigMap. Each value reaches it as a string the operator parses, so the forms it accepts are accepted here; an empty string means the option's default.",` + "\n")
 	b.WriteString(`      "properties": {` + "\n")
-	docs := config.Documentation()
-	for i, o := range docs {
+	var props []string
+	for _, o := range config.Documentation() {
 		// Unescaped, as the rest of the file: the descriptions hold < and >.
 		var schema bytes.Buffer
 		enc := json.NewEncoder(&schema)
@@ -215,14 +216,11 @@ func writeConfigSchema(path string) error {
 		if err := enc.Encode(o.Schema); err != nil {
 			return err
 		}
-		sep := ","
-		if i == len(docs)-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "        %q: %s%s\n", o.Key, bytes.TrimSuffix(schema.Bytes(), []byte("\n")), sep)
+		props = append(props, fmt.Sprintf("        %q: %s", o.Key, bytes.TrimSuffix(schema.Bytes(), []byte("\n"))))
 	}
-	b.WriteString("      },\n      \"additionalProperties\": false\n    }")
-	out := append(append(append([]byte{}, data[:start]...), b.Bytes()...), data[end:]...)
+	b.WriteString(strings.Join(props, ",\n"))
+	b.WriteString("\n      },\n      \"additionalProperties\": false\n    }")
+	out := slices.Concat(data[:start], b.Bytes(), data[end:])
 	if bytes.Equal(out, data) {
 		return nil
 	}
@@ -235,17 +233,13 @@ func writeConfigSchema(path string) error {
 // configSchemaSpan finds the bytes of properties.config's value in a JSON schema.
 func configSchemaSpan(data []byte) (start, end int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // {
-		return 0, 0, err
-	}
-	if err := skipTo(dec, "properties"); err != nil {
-		return 0, 0, err
-	}
-	if _, err := dec.Token(); err != nil { // {
-		return 0, 0, err
-	}
-	if err := skipTo(dec, "config"); err != nil {
-		return 0, 0, err
+	for _, key := range []string{"properties", "config"} {
+		if _, err := dec.Token(); err != nil { // the object's {
+			return 0, 0, err
+		}
+		if err := skipTo(dec, key); err != nil {
+			return 0, 0, err
+		}
 	}
 	after := int(dec.InputOffset())
 	var raw json.RawMessage

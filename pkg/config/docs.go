@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 	"unicode"
@@ -44,9 +45,7 @@ func Documentation() []OptionDoc {
 	out := make([]OptionDoc, len(opts))
 	for i, o := range opts {
 		schema := map[string]interface{}{"description": plain(o.doc)}
-		for k, v := range o.chart.schema {
-			schema[k] = v
-		}
+		maps.Copy(schema, o.chart.schema)
 		out[i] = OptionDoc{Key: o.key, Default: o.def, Doc: o.doc, ValuesType: o.chart.valuesType, Schema: schema}
 	}
 	return out
@@ -123,10 +122,6 @@ func yamlText() chartValue {
 	return chartValue{ValuesYAML, map[string]interface{}{"type": "string"}}
 }
 
-func oneOf(schemas ...map[string]interface{}) map[string]interface{} {
-	list := make([]interface{}, len(schemas))
-	for i, s := range schemas {
-		list[i] = s
-	}
-	return map[string]interface{}{"oneOf": list}
+func oneOf(schemas ...interface{}) map[string]interface{} {
+	return map[string]interface{}{"oneOf": schemas}
 }

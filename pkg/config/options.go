@@ -242,29 +242,17 @@ func getInterval(c Config) string {
 // read as one minute by someone who meant a month.
 func setRetention(c *Config, v string) error {
 	v = strings.TrimSpace(v)
-	maxSeconds := int64(MaxAddressRetention / time.Second)
-	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 || n > maxSeconds {
-			return retentionError()
-		}
-		d = time.Duration(n) * time.Second
-	} else {
-		var err error
-		if d, err = time.ParseDuration(v); err != nil {
-			return retentionError()
-		}
+	// Bare seconds within the cap are read as seconds; beyond it they lack a unit and are refused.
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= int64(MaxAddressRetention/time.Second) {
+		v += "s"
 	}
-	if d < 0 || d > MaxAddressRetention {
-		return retentionError()
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > MaxAddressRetention {
+		return fmt.Errorf("must be a duration such as 24h, 90m or 30s, or a whole number of seconds, "+
+			"from 0 (no retention) to %dh (one year)", MaxAddressRetention/time.Hour)
 	}
 	c.AddressRetention = d
 	return nil
-}
-
-func retentionError() error {
-	return fmt.Errorf("must be a duration such as 24h, 90m or 30s, or a whole number of seconds, "+
-		"from 0 (no retention) to %dh (one year)", MaxAddressRetention/time.Hour)
 }
 
 func getRetention(c Config) string {

@@ -2,7 +2,8 @@ package config
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
@@ -90,18 +91,10 @@ func Parse(data map[string]string, previous Config) (Config, []KeyProblem) {
 	problems = append(problems, checkPair(data, out.KubevipCloudProvider,
 		KeyKubevipCloudProviderChartRef, KeyKubevipCloudProviderChartVersion)...)
 
-	known := make(map[string]bool, len(opts))
-	for _, k := range Keys() {
-		known[k] = true
-	}
-	var unknown []string
-	for k := range data {
-		if !known[k] {
-			unknown = append(unknown, k)
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if slices.ContainsFunc(opts, func(o option) bool { return o.key == k }) {
+			continue
 		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
 		msg := "unknown key, ignored"
 		if s := suggest(k, opts); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 )
 
 // spaceSuffix ends every allocation name: '.' and the space's hash, v1.SpaceHashDigits lower-case
@@ -37,7 +38,9 @@ func allocationValidation(root *apiextv1.JSONSchemaProps) {
 			"expanded lower-case IPv6 address with - for : (fd00-0000-0000-0000-0000-0000-0000-0005), then " +
 			"'.' and 10 hex digits (10.0.0.5.3f2a9c1b0d)",
 	}}
-	root.Required = appendMissing(root.Required, "spec")
+	if !slices.Contains(root.Required, "spec") {
+		root.Required = append(root.Required, "spec")
+	}
 
 	spec := root.Properties["spec"]
 	spec.Required = []string{"address", "range", "owner"}
@@ -58,7 +61,7 @@ func allocationValidation(root *apiextv1.JSONSchemaProps) {
 	for _, field := range []string{"harvesterClusterName", "harvesterNetworkName"} {
 		prop := space.Properties[field]
 		prop.Nullable = false
-		prop.MaxLength = int64Ptr(1024)
+		prop.MaxLength = ptr.To[int64](1024)
 		space.Properties[field] = prop
 	}
 	spec.Properties["space"] = space
@@ -70,7 +73,7 @@ func allocationValidation(root *apiextv1.JSONSchemaProps) {
 
 	address := spec.Properties["address"]
 	address.Nullable = false
-	address.MaxLength = int64Ptr(39)
+	address.MaxLength = ptr.To[int64](39)
 	address.AnyOf = []apiextv1.JSONSchemaProps{{Format: "ipv4"}, {Format: "ipv6"}}
 	address.XValidations = apiextv1.ValidationRules{
 		{Rule: "!self.matches('^(" + mappedAddress + ")')", Message: mappedMessage},
@@ -84,8 +87,8 @@ func allocationValidation(root *apiextv1.JSONSchemaProps) {
 
 	rng := spec.Properties["range"]
 	rng.Nullable = false
-	rng.MinLength = int64Ptr(1)
-	rng.MaxLength = int64Ptr(253)
+	rng.MinLength = ptr.To[int64](1)
+	rng.MaxLength = ptr.To[int64](253)
 	spec.Properties["range"] = rng
 
 	spec.Properties["owner"] = requiredStrings(spec.Properties["owner"], map[string]int64{"namespace": 63, "name": 253, "uid": 36})
@@ -98,20 +101,11 @@ func requiredStrings(obj apiextv1.JSONSchemaProps, maxLengths map[string]int64) 
 	for field, max := range maxLengths {
 		prop := obj.Properties[field]
 		prop.Nullable = false
-		prop.MinLength = int64Ptr(1)
-		prop.MaxLength = int64Ptr(max)
+		prop.MinLength = ptr.To[int64](1)
+		prop.MaxLength = ptr.To(max)
 		obj.Properties[field] = prop
 		obj.Required = append(obj.Required, field)
 	}
 	slices.Sort(obj.Required)
 	return obj
-}
-
-func appendMissing(list []string, item string) []string {
-	for _, s := range list {
-		if s == item {
-			return list
-		}
-	}
-	return append(list, item)
 }

@@ -10,13 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/rancher/wrangler/v2/pkg/crd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -202,7 +205,7 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	iprange := spec.Properties["iprange"]
 	iprange.Nullable = false
 	iprange.Format = "cidr"
-	iprange.MaxLength = int64Ptr(maxAddressLength)
+	iprange.MaxLength = ptr.To[int64](maxAddressLength)
 	iprange.XValidations = apiextv1.ValidationRules{{
 		Rule:    "!self.matches('^(" + mappedAddress + ")')",
 		Message: mappedMessage,
@@ -210,10 +213,10 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	spec.Properties["iprange"] = iprange
 
 	exclude := spec.Properties["exclude"]
-	exclude.MaxItems = int64Ptr(1024)
+	exclude.MaxItems = ptr.To[int64](1024)
 	items := *exclude.Items.Schema
-	items.MinLength = int64Ptr(1)
-	items.MaxLength = int64Ptr(maxAddressLength)
+	items.MinLength = ptr.To[int64](1)
+	items.MaxLength = ptr.To[int64](maxAddressLength)
 	items.Pattern = `^[0-9A-Fa-f:.]+(/[0-9]{1,3}|-[0-9A-Fa-f:.]+)?$`
 	// Either end of a range may be the mapped one.
 	items.XValidations = apiextv1.ValidationRules{{
@@ -226,10 +229,10 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	// Both are int32 in the Go type: a larger number would pass an integer schema and then fail
 	// to decode, keeping the whole list from the operator's cache.
 	limit := spec.Properties["maxAddressesPerCluster"]
-	limit.Format, limit.Minimum, limit.Maximum = "int32", float64Ptr(0), float64Ptr(math.MaxInt32)
+	limit.Format, limit.Minimum, limit.Maximum = "int32", ptr.To[float64](0), ptr.To[float64](math.MaxInt32)
 	spec.Properties["maxAddressesPerCluster"] = limit
 	priority := spec.Properties["priority"]
-	priority.Format, priority.Minimum, priority.Maximum = "int32", float64Ptr(math.MinInt32), float64Ptr(math.MaxInt32)
+	priority.Format, priority.Minimum, priority.Maximum = "int32", ptr.To[float64](math.MinInt32), ptr.To[float64](math.MaxInt32)
 	spec.Properties["priority"] = priority
 	spec.Properties["clusterSelector"] = labelSelectorSchema(spec.Properties["clusterSelector"])
 	root.Properties["spec"] = spec
@@ -240,10 +243,10 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 // invalid range.
 func labelSelectorSchema(sel apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps {
 	matchLabels := sel.Properties["matchLabels"]
-	matchLabels.MaxProperties = int64Ptr(32)
+	matchLabels.MaxProperties = ptr.To[int64](32)
 	sel.Properties["matchLabels"] = matchLabels
 	exprs := sel.Properties["matchExpressions"]
-	exprs.MaxItems = int64Ptr(32)
+	exprs.MaxItems = ptr.To[int64](32)
 	item := *exprs.Items.Schema
 	op := item.Properties["operator"]
 	op.Enum = nil
@@ -252,40 +255,34 @@ func labelSelectorSchema(sel apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps 
 	}
 	item.Properties["operator"] = op
 	values := item.Properties["values"]
-	values.MaxItems = int64Ptr(64)
+	values.MaxItems = ptr.To[int64](64)
 	item.Properties["values"] = values
 	exprs.Items.Schema = &item
 	sel.Properties["matchExpressions"] = exprs
 	return sel
 }
 
-func float64Ptr(f float64) *float64 { return &f }
-
 // floatingIPValidation: spec.ipaddress, when given, must be a single IPv4 or IPv6 address.
 func floatingIPValidation(root *apiextv1.JSONSchemaProps) {
 	spec := root.Properties["spec"]
 	ip := spec.Properties["ipaddress"]
 	ip.Nullable = false
-	ip.MaxLength = int64Ptr(maxAddressLength)
+	ip.MaxLength = ptr.To[int64](maxAddressLength)
 	ip.AnyOf = []apiextv1.JSONSchemaProps{
 		{Format: "ipv4"},
 		{Format: "ipv6"},
-		{MaxLength: int64Ptr(0)},
+		{MaxLength: ptr.To[int64](0)},
 	}
 	spec.Properties["ipaddress"] = ip
 	root.Properties["spec"] = spec
 }
 
-func int64Ptr(i int64) *int64 { return &i }
-
 // beforeAge inserts extra columns ahead of a trailing Age column, where kubectl users expect it.
 func beforeAge(columns, extra []apiextv1.CustomResourceColumnDefinition) []apiextv1.CustomResourceColumnDefinition {
-	n := len(columns)
-	if len(extra) == 0 || n == 0 || columns[n-1].Name != "Age" {
-		return append(columns, extra...)
+	if n := len(columns); n > 0 && columns[n-1].Name == "Age" {
+		return slices.Insert(columns, n-1, extra...)
 	}
-	out := append(append(append([]apiextv1.CustomResourceColumnDefinition{}, columns[:n-1]...), extra...), columns[n-1])
-	return out
+	return append(columns, extra...)
 }
 
 // WriteFiles writes one YAML file per CRD into dir, named after the CRD.
@@ -314,23 +311,16 @@ func WriteFiles(dir string) error {
 func Marshal(def *apiextv1.CustomResourceDefinition) ([]byte, error) {
 	out := def.DeepCopy()
 	out.Status = apiextv1.CustomResourceDefinitionStatus{}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
 	// Keep the CRDs (and so every FloatingIP and range) when the CRD chart is uninstalled.
-	out.Annotations["helm.sh/resource-policy"] = "keep"
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, "helm.sh/resource-policy", "keep")
 	data, err := yaml.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling CRD %s: %w", def.Name, err)
 	}
 	// creationTimestamp: null and an empty status are noise in a chart template.
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.TrimSpace(line) == "creationTimestamp: null" {
-			continue
-		}
-		lines = append(lines, line)
-	}
+	lines := slices.DeleteFunc(strings.Split(string(data), "\n"), func(line string) bool {
+		return strings.TrimSpace(line) == "creationTimestamp: null"
+	})
 	text := strings.Join(lines, "\n")
 	if i := strings.Index(text, "\nstatus:\n"); i >= 0 {
 		text = text[:i+1]

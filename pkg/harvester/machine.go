@@ -1,6 +1,7 @@
 package harvester
 
 import (
+	"cmp"
 	"strings"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -64,15 +65,9 @@ func ControlPlaneOf(c *provv1.Cluster) (cp ControlPlane, ok bool, p *problem.Pro
 	}
 	cp = ControlPlane{
 		Pool:            pool.Name,
-		ConfigNamespace: pool.NodeConfig.Namespace,
+		ConfigNamespace: cmp.Or(pool.NodeConfig.Namespace, c.Namespace),
 		ConfigName:      pool.NodeConfig.Name,
-		Credential:      strings.TrimSpace(pool.CloudCredentialSecretName),
-	}
-	if cp.ConfigNamespace == "" {
-		cp.ConfigNamespace = c.Namespace
-	}
-	if cp.Credential == "" {
-		cp.Credential = strings.TrimSpace(c.Spec.CloudCredentialSecretName)
+		Credential:      cmp.Or(strings.TrimSpace(pool.CloudCredentialSecretName), strings.TrimSpace(c.Spec.CloudCredentialSecretName)),
 	}
 	if cp.Credential == "" {
 		return ControlPlane{}, false, problem.New(v1.ReasonNoCloudCredential,

@@ -3,9 +3,11 @@ package harvester
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
@@ -20,10 +22,7 @@ type Network struct {
 }
 
 func (n Network) String() string {
-	if n.Namespace == "" {
-		return n.Name
-	}
-	return n.Namespace + "/" + n.Name
+	return cache.ObjectName{Namespace: n.Namespace, Name: n.Name}.String()
 }
 
 // Matches reports whether a range's harvesterNetworkName annotation names this network: the
@@ -141,21 +140,13 @@ func ParseNetworkInfo(s string) (Choice, *problem.Problem) {
 
 // parseNetwork splits "namespace/name" or takes a bare name.
 func parseNetwork(s string) (Network, *problem.Problem) {
-	s = strings.TrimSpace(s)
-	parts := strings.Split(s, "/")
-	for _, part := range parts {
-		if part == "" || strings.TrimSpace(part) != part {
-			return Network{}, problem.New(v1.ReasonInvalidNetwork, "is not namespace/name")
-		}
-	}
-	var n Network
-	switch len(parts) {
-	case 1:
-		n = Network{Name: parts[0]}
-	case 2:
-		n = Network{Namespace: parts[0], Name: parts[1]}
-	default:
+	parts := strings.Split(strings.TrimSpace(s), "/")
+	if len(parts) > 2 || slices.ContainsFunc(parts, func(p string) bool { return p == "" || strings.TrimSpace(p) != p }) {
 		return Network{}, problem.New(v1.ReasonInvalidNetwork, "is not namespace/name")
+	}
+	n := Network{Name: parts[len(parts)-1]}
+	if len(parts) == 2 {
+		n.Namespace = parts[0]
 	}
 	// The network is a NetworkAttachmentDefinition: its namespace a DNS-1123 label, its name a
 	// DNS-1123 subdomain. Anything else names no network, and is not copied any further.

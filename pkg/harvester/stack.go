@@ -3,6 +3,7 @@ package harvester
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
@@ -109,12 +110,7 @@ func ParseStack(config map[string]interface{}) Stack {
 	if cluster.both() && service.both() {
 		return Stack{DualStack: true}
 	}
-	var notes []string
-	for _, n := range []string{clusterNote, serviceNote} {
-		if n != "" {
-			notes = append(notes, n)
-		}
-	}
+	notes := slices.DeleteFunc([]string{clusterNote, serviceNote}, func(n string) bool { return n == "" })
 	if cluster.both() != service.both() && len(notes) == 0 {
 		dual, single, singleFamilies := ClusterCIDRKey, ServiceCIDRKey, service
 		if service.both() {

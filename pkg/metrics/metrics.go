@@ -6,11 +6,14 @@
 package metrics
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -100,79 +103,57 @@ type Metrics struct {
 
 // New creates the collectors in a fresh registry, with the Go and process collectors beside them.
 func New() *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		RangeCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_fipranges_capacity",
-			Help: "Number of addresses a FloatingIPRange can hand out.",
-		}, rangeLabels()),
-		RangeReserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_fipranges_reserved",
-			Help: "Number of addresses of a FloatingIPRange held by FloatingIPs.",
-		}, rangeLabels()),
-		RangeAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_fipranges_available",
-			Help: "Number of addresses of a FloatingIPRange still free.",
-		}, rangeLabels()),
-		RangeRetained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_fipranges_retained",
-			Help: "Number of addresses of a FloatingIPRange kept for deleted guest clusters until they come back or their retention ends.",
-		}, rangeLabels()),
-		AllocationConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_allocation_conflicts_total",
-			Help: "FloatingIPs refused an address because another FloatingIP holds it.",
-		}, []string{LabelRangeName}),
-		AllocationClaimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := promauto.With(reg)
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return f.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	return &Metrics{
+		Registry:   reg,
+		readyGuest: map[string]string{},
+		RangeCapacity: gauge("kubefipoperator_fipranges_capacity",
+			"Number of addresses a FloatingIPRange can hand out.", rangeLabels()...),
+		RangeReserved: gauge("kubefipoperator_fipranges_reserved",
+			"Number of addresses of a FloatingIPRange held by FloatingIPs.", rangeLabels()...),
+		RangeAvailable: gauge("kubefipoperator_fipranges_available",
+			"Number of addresses of a FloatingIPRange still free.", rangeLabels()...),
+		RangeRetained: gauge("kubefipoperator_fipranges_retained",
+			"Number of addresses of a FloatingIPRange kept for deleted guest clusters until they come back or their retention ends.", rangeLabels()...),
+		AllocationConflicts: counter("kubefipoperator_allocation_conflicts_total",
+			"FloatingIPs refused an address because another FloatingIP holds it.", LabelRangeName),
+		AllocationClaimSeconds: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kubefipoperator_allocation_claim_seconds",
 			Help:    "Duration of one new address claim, the creation of its FloatingIPAllocation included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
-		EventsLeftOut: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_events_left_out_total",
-			Help: "Normal Events not recorded because their reason used up its budget in a backlog; each object's conditions say the same.",
-		}, []string{LabelReason}),
-		GuestClusterStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_guestcluster_status",
-			Help: "Whether a guest cluster is up (1) or down (0) as seen by the last guest operation.",
-		}, guestLabels()),
-		GuestClusterEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_guestcluster_events",
-			Help: "Guest cluster operations (connection, ConfigMap management, installs) by result.",
-		}, append(guestLabels(), LabelEvent, LabelStatus)),
-		GuestOperationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		EventsLeftOut: counter("kubefipoperator_events_left_out_total",
+			"Normal Events not recorded because their reason used up its budget in a backlog; each object's conditions say the same.", LabelReason),
+		GuestClusterStatus: gauge("kubefipoperator_guestcluster_status",
+			"Whether a guest cluster is up (1) or down (0) as seen by the last guest operation.", guestLabels()...),
+		GuestClusterEvents: counter("kubefipoperator_guestcluster_events",
+			"Guest cluster operations (connection, ConfigMap management, installs) by result.", append(guestLabels(), LabelEvent, LabelStatus)...),
+		GuestOperationDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kubefipoperator_guestcluster_operation_duration_seconds",
 			Help:    "Duration of one pass of guest operations over one guest cluster.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}, []string{LabelHarvesterClusterName}),
-		GuestPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_guestcluster_passes_total",
-			Help: "Passes of guest operations over a guest cluster, by the state they left it in.",
-		}, append(guestLabels(), LabelState)),
-		DiscoveryNoRange: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_discovery_no_matching_range_total",
-			Help: "Guest clusters found for which no FloatingIPRange matched their Harvester cluster.",
-		}, []string{LabelHarvesterClusterName}),
-		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubefipoperator_config_reloads_total",
-			Help: "Reloads of the kube-fip-config ConfigMap by result (success, error).",
-		}, []string{LabelStatus}),
-		FloatingIPReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_floatingip_ready",
-			Help: "Whether a FloatingIP is Ready (1) or not (0): it holds its address, its guest cluster uses it, and the address is served or nothing asks for it yet.",
-		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
-		FloatingIPServed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubefipoperator_floatingip_served",
-			Help: "What the guest showed of a FloatingIP's address at the last look: 1 a LoadBalancer Service's status holds it, 2 nothing asks for it yet, 0 it is not served (kube-vip not ready, or asked for and not bound).",
-		}, []string{LabelNamespace, LabelName, LabelGuestClusterName}),
+		GuestPasses: counter("kubefipoperator_guestcluster_passes_total",
+			"Passes of guest operations over a guest cluster, by the state they left it in.", append(guestLabels(), LabelState)...),
+		DiscoveryNoRange: counter("kubefipoperator_discovery_no_matching_range_total",
+			"Guest clusters found for which no FloatingIPRange matched their Harvester cluster.", LabelHarvesterClusterName),
+		ConfigReloads: counter("kubefipoperator_config_reloads_total",
+			"Reloads of the kube-fip-config ConfigMap by result (success, error).", LabelStatus),
+		FloatingIPReady: gauge("kubefipoperator_floatingip_ready",
+			"Whether a FloatingIP is Ready (1) or not (0): it holds its address, its guest cluster uses it, and the address is served or nothing asks for it yet.",
+			LabelNamespace, LabelName, LabelGuestClusterName),
+		FloatingIPServed: gauge("kubefipoperator_floatingip_served",
+			"What the guest showed of a FloatingIP's address at the last look: 1 a LoadBalancer Service's status holds it, 2 nothing asks for it yet, 0 it is not served (kube-vip not ready, or asked for and not bound).",
+			LabelNamespace, LabelName, LabelGuestClusterName),
 	}
-	m.Registry.MustRegister(
-		m.RangeCapacity, m.RangeReserved, m.RangeAvailable, m.RangeRetained, m.AllocationConflicts, m.AllocationClaimSeconds, m.EventsLeftOut,
-		m.GuestClusterStatus, m.GuestClusterEvents, m.GuestOperationDuration, m.GuestPasses, m.DiscoveryNoRange,
-		m.ConfigReloads, m.FloatingIPReady, m.FloatingIPServed,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return m
 }
 
 // RangeLabels identifies one FloatingIPRange's series.
@@ -237,9 +218,6 @@ func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, serve
 	key := namespace + "/" + name
 	m.readyMu.Lock()
 	defer m.readyMu.Unlock()
-	if m.readyGuest == nil {
-		m.readyGuest = map[string]string{}
-	}
 	// The guest cluster name its series has now, if any: looked up rather than found by
 	// collecting every FloatingIP's series, which costs each update the whole vector.
 	if previous, ok := m.readyGuest[key]; ok && previous != guest {
@@ -277,20 +255,18 @@ func (m *Metrics) GuestClusters() []string {
 		close(ch)
 	}()
 	seen := map[string]bool{}
-	var out []string
 	for metric := range ch {
 		var pb dto.Metric
 		if metric.Write(&pb) != nil {
 			continue
 		}
 		for _, l := range pb.GetLabel() {
-			if l.GetName() == LabelGuestClusterName && !seen[l.GetValue()] {
+			if l.GetName() == LabelGuestClusterName {
 				seen[l.GetValue()] = true
-				out = append(out, l.GetValue())
 			}
 		}
 	}
-	return out
+	return slices.Collect(maps.Keys(seen))
 }
 
 // controllerSeries are the prefixes of the series lasso registers on Prometheus's default registry:

@@ -4,6 +4,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -20,10 +21,7 @@ func newBroadcaster(events typedcorev1.EventInterface) record.EventBroadcaster {
 // logEvent logs e at info level, or at warning level for a Warning, naming the object it is about.
 func logEvent(log logrus.FieldLogger, e *corev1.Event) {
 	o := e.InvolvedObject
-	name := o.Name
-	if o.Namespace != "" {
-		name = o.Namespace + "/" + o.Name
-	}
+	name := cache.ObjectName{Namespace: o.Namespace, Name: o.Name}
 	entry := log.WithField("reason", e.Reason)
 	if e.Type == corev1.EventTypeWarning {
 		entry.Warnf("%s %s: %s", o.Kind, name, e.Message)

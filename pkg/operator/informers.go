@@ -3,11 +3,12 @@ package operator
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -57,7 +58,7 @@ func startInformers(ctx context.Context, shared sharedCaches, served discovery.S
 		}
 	}
 	if len(unsynced) > 0 {
-		sort.Strings(unsynced)
+		slices.Sort(unsynced)
 		return fmt.Errorf("the caches did not sync: %s", strings.Join(unsynced, ", "))
 	}
 	return nil
@@ -78,10 +79,5 @@ func isServed(served discovery.ServerResourcesInterface, gvr schema.GroupVersion
 	case err != nil:
 		return false, err
 	}
-	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource }), nil
 }

@@ -421,10 +421,7 @@ func rateLimiter(qps float32, burst int) flowcontrol.RateLimiter {
 		return flowcontrol.NewFakeAlwaysRateLimiter()
 	}
 	if burst <= 0 {
-		burst = int(2 * qps)
-	}
-	if burst < 1 {
-		burst = 1
+		burst = max(int(2*qps), 1)
 	}
 	return flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 }

@@ -5,9 +5,10 @@
 package redact
 
 import (
+	"cmp"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -110,12 +111,8 @@ func needsOf(s string) needs {
 // namesCredential tells whether lower, a text in lower case, holds a word every key the keyValue
 // pattern masks contains.
 func namesCredential(lower string) bool {
-	for _, w := range [...]string{"pass", "token", "secret", "apikey", "api_key", "api-key", "credential", "client-key-data", "private"} {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"pass", "token", "secret", "apikey", "api_key", "api-key", "credential", "client-key-data", "private"},
+		func(w string) bool { return strings.Contains(lower, w) })
 }
 
 // Error is Text of err's message; "" for a nil error.
@@ -130,17 +127,12 @@ func Error(err error, known ...string) string {
 // shorter than MinSecret are skipped; longer ones are replaced first, so that a secret containing
 // another is masked as a whole.
 func Secrets(s string, known ...string) string {
-	var list []string
-	for _, k := range known {
-		if len(k) >= MinSecret {
-			list = append(list, k)
-		}
-	}
+	list := slices.DeleteFunc(slices.Clone(known), func(k string) bool { return len(k) < MinSecret })
 	if len(list) == 0 {
 		return s
 	}
 	// Longest first: strings.NewReplacer picks the first match in argument order at each position.
-	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	slices.SortStableFunc(list, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	pairs := make([]string, 0, 2*len(list))
 	for _, k := range list {
 		pairs = append(pairs, k, Mask)
