@@ -127,9 +127,6 @@ var ErrChartPending = errors.New("the chart is still being fetched")
 // source holds up only the installs that need it, and those only briefly. A failed fetch is
 // remembered for Limits.FailureTTL.
 func (in *Installer) chart(ctx context.Context, rel Release) (*chartarchive.Package, error) {
-	if rel.Plan == nil {
-		return nil, errors.New("no install plan: nothing is fetched")
-	}
 	if pkg := in.bundle.For(rel.Plan.Chart, rel.RepoURL, rel.Ref, rel.Version); pkg != nil {
 		return pkg, nil
 	}
