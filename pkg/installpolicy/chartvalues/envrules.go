@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -203,7 +202,7 @@ func KubevipEnvNames(mode Mode) []string {
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -337,10 +336,8 @@ func text(v string) error {
 
 func oneOf(allowed ...string) envCheck {
 	return func(v string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
+		if slices.Contains(allowed, v) {
+			return nil
 		}
 		return fmt.Errorf("must be %s", strings.Join(allowed, " or "))
 	}

@@ -164,7 +164,7 @@ func nodeTermProblem(at string, term corev1.NodeSelectorTerm) error {
 		if len(validation.IsQualifiedName(r.Key)) > 0 {
 			return fmt.Errorf("%s.matchExpressions[%d].key is not a label key", at, i)
 		}
-		if err := requirementProblem(fmt.Sprintf("%s.matchExpressions[%d]", at, i), r.Operator, r.Values, true); err != nil {
+		if err := requirementProblem(fmt.Sprintf("%s.matchExpressions[%d]", at, i), r.Operator, r.Values); err != nil {
 			return err
 		}
 	}
@@ -184,7 +184,7 @@ func nodeTermProblem(at string, term corev1.NodeSelectorTerm) error {
 	return nil
 }
 
-func requirementProblem(at string, op corev1.NodeSelectorOperator, values []string, numeric bool) error {
+func requirementProblem(at string, op corev1.NodeSelectorOperator, values []string) error {
 	switch op {
 	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 		if len(values) == 0 {
@@ -195,7 +195,7 @@ func requirementProblem(at string, op corev1.NodeSelectorOperator, values []stri
 			return fmt.Errorf("%s.values must be empty with operator %s", at, op)
 		}
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !numeric || len(values) != 1 {
+		if len(values) != 1 {
 			return fmt.Errorf("%s.values must be one number with operator %s", at, op)
 		}
 	default:

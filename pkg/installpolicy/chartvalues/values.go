@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	sigsjson "sigs.k8s.io/json"
@@ -58,19 +59,10 @@ func (s Schema) Check(chart guestchart.Chart, key string, raw map[string]interfa
 		return deny("%s holds a control or format character or a line separator, which a chart could render as YAML of its own", at)
 	}
 	docs := Keys(chart)
-	supported := map[string]bool{}
-	for _, d := range docs {
-		supported[d.Key] = true
-	}
-	var unknown []string
-	for k := range raw {
-		if !supported[k] {
-			unknown = append(unknown, k)
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.ContainsFunc(docs, func(d KeyDoc) bool { return d.Key == k }) {
+			return deny("%s is not a value the operator supports for the %s chart (supported: %s)", guestchart.Shorten(k), chart, keyList(docs))
 		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return deny("%s is not a value the operator supports for the %s chart (supported: %s)", guestchart.Shorten(unknown[0]), chart, keyList(docs))
 	}
 	var v Values
 	var err error
@@ -95,11 +87,9 @@ func (s Schema) Check(chart guestchart.Chart, key string, raw map[string]interfa
 // pinned image moved there, as every value is, so that the reference is what the deployment
 // allows. The baseline is the product's, never refused for want of a digest.
 func (s Schema) Baseline(chart guestchart.Chart, given Values, defaults map[string]interface{}) (map[string]interface{}, error) {
-	withoutImage := make(map[string]interface{}, len(defaults))
-	for k, v := range defaults {
-		if k != "image" || s.Images.Registry() != "" {
-			withoutImage[k] = v
-		}
+	withoutImage := maps.Clone(defaults)
+	if s.Images.Registry() == "" {
+		delete(withoutImage, "image")
 	}
 	s.Images = s.Images.WithoutDigests()
 	d, err := s.Check(chart, "", withoutImage)

@@ -99,14 +99,10 @@ func normalizeImage(repo string) string {
 // allowed reports whether repo, as a chart renders or values name it, is exactly one of the
 // chart's allowed repositories.
 func (p Policy) allowed(chart guestchart.Chart, repo string) bool {
-	if !imageRepository.MatchString(repo) {
-		return false
-	}
-	n := normalizeImage(repo)
-	return slices.Contains(p.repos[chart], n)
+	return imageRepository.MatchString(repo) && slices.Contains(p.repos[chart], normalizeImage(repo))
 }
 
-// allowedImages lists the chart's allowed repositories for a message.
+// allowedText lists the chart's allowed repositories for a message.
 func (p Policy) allowedText(chart guestchart.Chart) string {
 	if len(p.repos[chart]) == 0 {
 		return "none"

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -146,15 +144,13 @@ func (r *Renderer) Render(chart guestchart.Chart, ch *helmchart.Chart, values ma
 // the values.
 func renderKey(digest string, request []byte, values map[string]interface{}) string {
 	if digest == "" {
-		sum := sha256.Sum256(request)
-		return "content sha256:" + hex.EncodeToString(sum[:])
+		return "content " + guestchart.Digest(request)
 	}
 	data, err := json.Marshal(values)
 	if err != nil {
 		data = []byte(fmt.Sprintf("%#v", values))
 	}
-	sum := sha256.Sum256(data)
-	return digest + " values sha256:" + hex.EncodeToString(sum[:])
+	return digest + " values " + guestchart.Digest(data)
 }
 
 // shortKey names the chart in a message: its archive's digest, or its content.
