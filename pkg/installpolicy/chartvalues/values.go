@@ -36,15 +36,26 @@ type Values struct {
 	Ref string
 }
 
-// imageValues completes out with the image the values ask for.
-func (out *Values) imageValues(img *imagepolicy.Value) {
-	if img == nil {
-		return
+// values serialises the typed values v points to for Helm, named name, with the image img they
+// ask for and, in their scheduling sched, the operator's copy of the deployment's pull Secret,
+// which it writes into the guest.
+func (s Schema) values(v interface{}, sched *Scheduling, img *imagepolicy.Value, name string) (Values, error) {
+	sched.ImagePullSecrets = s.Images.WithPullSecret(sched.ImagePullSecrets)
+	out := Values{Name: name}
+	data, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(data, &out.Map)
 	}
-	out.Image = img.Repository
-	if img.Repository != "" && img.Tag != "" {
-		out.Ref = img.Repository + ":" + img.Tag
+	if err != nil {
+		return Values{}, err
 	}
+	if img != nil {
+		out.Image = img.Repository
+		if img.Repository != "" && img.Tag != "" {
+			out.Ref = img.Repository + ":" + img.Tag
+		}
+	}
+	return out, nil
 }
 
 // Check reads the values kube-fip-config gives chart under key, as the typed schema of the chart
@@ -193,19 +204,6 @@ func goShape(kind string) string {
 		return "boolean"
 	}
 	return "number"
-}
-
-// serialise turns typed values into the map Helm is given.
-func serialise(v interface{}) (map[string]interface{}, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]interface{}{}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ObjectName is what both charts name their objects after, as their helper does: the value of
