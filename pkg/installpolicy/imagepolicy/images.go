@@ -110,17 +110,6 @@ func (p Policy) allowedText(chart guestchart.Chart) string {
 	return strings.Join(p.repos[chart], ", ")
 }
 
-// splitImage splits a full image reference, as a pod spec holds it, into repository, tag and
-// digest. A reference without a tag has tag "".
-func splitImage(ref string) (repo, tag, digest string) {
-	name, digest, _ := strings.Cut(ref, "@")
-	repo = name
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		repo, tag = name[:i], name[i+1:]
-	}
-	return repo, tag, digest
-}
-
 // checkTag checks an image tag as values give it or a chart renders it: a release of the chart's
 // workload (for kube-vip, of a generation whose configuration the operator knows), optionally
 // pinned by a digest ("v1.0.0@sha256:...").
@@ -144,7 +133,7 @@ func checkTag(chart guestchart.Chart, tag string) error {
 
 // CheckRendered checks a full image reference a chart rendered into the workload of chart.
 func (p Policy) CheckRendered(chart guestchart.Chart, ref string) error {
-	repo, tag, digest := splitImage(ref)
+	repo, tag, digest := guestchart.SplitImage(ref)
 	if !p.allowed(chart, repo) {
 		return fmt.Errorf("image repository %q is not one of the deployment's allowed %s images (%s)",
 			guestchart.Shorten(repo), chart, p.allowedText(chart))
