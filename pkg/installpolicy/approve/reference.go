@@ -254,7 +254,7 @@ func firstDifference(a, b interface{}, at string) string {
 		maps.Copy(keys, x)
 		maps.Copy(keys, y)
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			if d := firstDifference(x[k], y[k], join(at, k)); d != "" {
+			if d := firstDifference(x[k], y[k], chartvalues.JoinPath(at, k)); d != "" {
 				return d
 			}
 		}
@@ -275,14 +275,6 @@ func firstDifference(a, b interface{}, at string) string {
 		return orRoot(at)
 	}
 	return ""
-}
-
-// join appends key to a dotted path.
-func join(at, key string) string {
-	if at == "" {
-		return key
-	}
-	return at + "." + key
 }
 
 func orRoot(at string) string {

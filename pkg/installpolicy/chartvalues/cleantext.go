@@ -38,9 +38,9 @@ func dirtyString(v interface{}, at string) string {
 	case map[string]interface{}:
 		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if !cleanString(k) {
-				return join(at, "<a key>")
+				return JoinPath(at, "<a key>")
 			}
-			if found := dirtyString(t[k], join(at, k)); found != "" {
+			if found := dirtyString(t[k], JoinPath(at, k)); found != "" {
 				return found
 			}
 		}
@@ -54,8 +54,8 @@ func dirtyString(v interface{}, at string) string {
 	return ""
 }
 
-// join appends key to a dotted path.
-func join(at, key string) string {
+// JoinPath appends key to a dotted path of values or object fields.
+func JoinPath(at, key string) string {
 	if at == "" {
 		return key
 	}

@@ -124,7 +124,7 @@ type envRule struct {
 // egress_*, mirror_dest_interface, enable_upnp), or stop kube-vip from reporting the address it
 // serves (disable_service_updates).
 func envRules() map[string]envRule {
-	ip := envRule{check: ipAddress}
+	iface := matches(interfaceName, "a network interface name")
 	bgp := func(check envCheck) envRule { return envRule{mode: ModeBGP, check: check} }
 	cp := func(check envCheck) envRule { return envRule{mode: ModeControlPlane, check: check} }
 	return map[string]envRule{
@@ -151,7 +151,7 @@ func envRules() map[string]envRule {
 		"bgp_sourceip":           {mode: ModeBGP, check: ipAddress, fromPod: true},
 		"bgp_as":                 bgp(between(1, 4294967295)),
 		"bgp_peeras":             bgp(between(1, 4294967295)),
-		"bgp_peeraddress":        bgp(ip.check),
+		"bgp_peeraddress":        bgp(ipAddress),
 		"bgp_peerpass":           bgp(text),
 		"bgp_peers":              bgp(matches(bgpPeers, "address:AS[:password[:multihop]], comma-separated")),
 		"bgp_multihop":           bgp(boolean),
@@ -304,13 +304,6 @@ func listenPort(v string) error {
 func ipAddress(v string) error {
 	if _, err := netip.ParseAddr(v); err != nil {
 		return errors.New("must be an IP address")
-	}
-	return nil
-}
-
-func iface(v string) error {
-	if !interfaceName.MatchString(v) {
-		return errors.New("must be a network interface name")
 	}
 	return nil
 }

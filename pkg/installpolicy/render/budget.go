@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -215,13 +217,9 @@ func (r *Renderer) remember(key, why string) time.Time {
 	if !ok {
 		if len(r.overran) >= maxOverrun {
 			// The one refused for the shortest time left goes.
-			var first string
-			for k, other := range r.overran {
-				if first == "" || other.until.Before(r.overran[first].until) {
-					first = k
-				}
-			}
-			delete(r.overran, first)
+			delete(r.overran, slices.MinFunc(slices.Collect(maps.Keys(r.overran)), func(a, b string) int {
+				return r.overran[a].until.Compare(r.overran[b].until)
+			}))
 		}
 		o = &overrun{}
 		r.overran[key] = o
