@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -81,7 +82,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if err != nil {
 		return Result{}, err
 	}
-	view := newTrustView(records, rel.Name, append(rel.Trusted, approval.Digest))
+	view := newTrustView(records, rel.Name, append(slices.Clip(rel.Trusted), approval.Digest))
 	result := Result{Approval: approval}
 	if last == nil {
 		result.Outcome = Installed
@@ -90,7 +91,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		if err != nil {
 			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
-		if last.Info.Status == release.StatusDeployed && view.trusts(last) && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
+		if last.Info.Status == release.StatusDeployed && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
 			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
 		}
 		if !view.trusts(base) {

@@ -72,13 +72,10 @@ func ServedByPinned(chart guestchart.Chart, repoURL, ref, version string) bool {
 	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	for _, up := range upstreamRepositories() {
+	return slices.ContainsFunc(upstreamRepositories(), func(up string) bool {
 		w, _ := url.Parse(up)
-		if strings.EqualFold(u.Scheme, w.Scheme) && strings.EqualFold(u.Host, w.Host) && path.Clean(u.Path) == w.Path {
-			return true
-		}
-	}
-	return false
+		return strings.EqualFold(u.Scheme, w.Scheme) && strings.EqualFold(u.Host, w.Host) && path.Clean(u.Path) == w.Path
+	})
 }
 
 // DigestEntry is one entry of the deployment's allowed chart digests, as the flag takes it.

@@ -72,17 +72,9 @@ func (ss Sources) AllowsFetch(chartSource string, target *url.URL) bool {
 	if !ss.allows(from) {
 		return false
 	}
-	for _, d := range ss.downloads {
-		if !d.from.allows(from) {
-			continue
-		}
-		for _, to := range d.to {
-			if to.allows(t) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(ss.downloads, func(d download) bool {
+		return d.from.allows(from) && slices.ContainsFunc(d.to, func(to source) bool { return to.allows(t) })
+	})
 }
 
 // downloadsText lists the download locations of the allowed upstream sources.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,12 +162,7 @@ func sourceOf(u *url.URL) source {
 
 // allows reports whether an allowed chart source holds t.
 func (ss Sources) allows(t source) bool {
-	for _, s := range ss.sources {
-		if s.allows(t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ss.sources, func(s source) bool { return s.allows(t) })
 }
 
 // Check checks a chart source as kube-fip-config names it under key: a repository URL or an

@@ -2,6 +2,7 @@ package chartvalues
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -210,7 +211,7 @@ func requirementProblem(at string, op corev1.NodeSelectorOperator, values []stri
 }
 
 func podTermsProblem(at string, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) error {
-	terms := append([]corev1.PodAffinityTerm{}, required...)
+	terms := slices.Clone(required)
 	for i, p := range preferred {
 		if p.Weight < 1 || p.Weight > 100 {
 			return fmt.Errorf("%s.preferred...[%d].weight must be from 1 to 100", at, i)
@@ -233,7 +234,7 @@ func podTermsProblem(at string, required []corev1.PodAffinityTerm, preferred []c
 				return fmt.Errorf("%s term %d: namespaces must be namespace names", at, i)
 			}
 		}
-		for _, k := range append(append([]string{}, term.MatchLabelKeys...), term.MismatchLabelKeys...) {
+		for _, k := range slices.Concat(term.MatchLabelKeys, term.MismatchLabelKeys) {
 			if len(validation.IsQualifiedName(k)) > 0 {
 				return fmt.Errorf("%s term %d: matchLabelKeys and mismatchLabelKeys must be label keys", at, i)
 			}
