@@ -74,8 +74,8 @@ func TestAllowedChartDigests(t *testing.T) {
 		{guestchart.Kubevip, pinned.Digest, false},
 		{guestchart.Kubevip, "sha256:" + strings.Repeat("0", 64), false},
 	} {
-		if got := p.AllowsDigest(tc.chart, tc.digest); got != tc.want {
-			t.Errorf("AllowsDigest(%s, %s) = %v; want %v", tc.chart, tc.digest, got, tc.want)
+		if got := p.CheckDigest(tc.chart, tc.digest) == nil; got != tc.want {
+			t.Errorf("CheckDigest(%s, %s) allows it: %v; want %v", tc.chart, tc.digest, got, tc.want)
 		}
 	}
 	if !strings.Contains(p.String(), "kube-vip@"+d) {
