@@ -118,21 +118,19 @@ func parseAPIPath(p string) (approve.ObjectRef, bool) {
 
 // createdName reads the name of the object a create request sends, and gives the body back.
 func createdName(req *http.Request) (string, io.ReadCloser, error) {
+	refused := &ErrWriteRefused{Method: req.Method, Object: redact.Shorten(req.URL.Path, 200)}
 	if req.Body == nil {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
+		return "", nil, refused
 	}
 	data, err := io.ReadAll(io.LimitReader(req.Body, maxGuardedBody+1))
 	req.Body.Close()
-	if err != nil || len(data) > maxGuardedBody {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
-	}
 	var head struct {
 		Metadata struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(data, &head) != nil || head.Metadata.Name == "" {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
+	if err != nil || len(data) > maxGuardedBody || json.Unmarshal(data, &head) != nil || head.Metadata.Name == "" {
+		return "", nil, refused
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	return head.Metadata.Name, io.NopCloser(bytes.NewReader(data)), nil
