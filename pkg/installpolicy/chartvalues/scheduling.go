@@ -41,13 +41,13 @@ func schedulingKeys() []KeyDoc {
 // decode reads chart's image key, then targets, then the scheduling keys of raw, validates the
 // scheduling keys, and puts the image at the registry, judged.
 func (s Schema) decode(raw map[string]interface{}, chart guestchart.Chart, image **imagepolicy.Value, sched *Scheduling, targets ...target) error {
-	if err := decodeKeys(raw, append([]target{{"image", image}}, targets...)...); err != nil {
-		return err
-	}
-	if err := decodeKeys(raw, target{"nodeSelector", &sched.NodeSelector}, target{"tolerations", &sched.Tolerations},
-		target{"affinity", &sched.Affinity}, target{"resources", &sched.Resources},
-		target{"imagePullSecrets", &sched.ImagePullSecrets}); err != nil {
-		return err
+	targets = append(append([]target{{"image", image}}, targets...), target{"nodeSelector", &sched.NodeSelector},
+		target{"tolerations", &sched.Tolerations}, target{"affinity", &sched.Affinity}, target{"resources", &sched.Resources},
+		target{"imagePullSecrets", &sched.ImagePullSecrets})
+	for _, t := range targets {
+		if err := decodeKey(raw, t.key, t.into); err != nil {
+			return err
+		}
 	}
 	if err := sched.Validate(); err != nil {
 		return err

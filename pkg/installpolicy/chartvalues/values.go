@@ -132,16 +132,6 @@ type target struct {
 	into interface{}
 }
 
-// decodeKeys decodes each target's key of raw, stopping at the first refusal.
-func decodeKeys(raw map[string]interface{}, targets ...target) error {
-	for _, t := range targets {
-		if err := decodeKey(raw, t.key, t.into); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // decodeKey decodes raw[key], when present, into the typed into: strictly, as the API server
 // decodes (case-sensitive field names, no unknown or repeated field), so that a mapping where a
 // list belongs, or a field the type lacks, is refused naming the key.
