@@ -24,7 +24,6 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
@@ -170,8 +169,7 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 		case removed == helminstall.RemovedRelease:
 			o.Done = append(o.Done, fmt.Sprintf("release %s/%s uninstalled", r.Namespace, r.Name))
 		}
-		for _, ref := range []kubevipconfig.ConfigMapRef{{Namespace: r.Namespace, Name: chartvalues.ProviderConfigMapName},
-			{Namespace: r.Namespace, Name: helminstall.ProviderChart + "-cm"}} {
+		for _, ref := range helminstall.ProviderConfigMaps(r.Namespace) {
 			if !slices.Contains(refs, ref) {
 				refs = append(refs, ref)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -55,14 +56,11 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		return Result{}, errors.New("no install plan: nothing is installed")
 	}
 	records := newBoundedSecrets(c.Core.Secrets(rel.Namespace), rel.Namespace, rel.Name)
-	last, err := lastRecord(records, rel.Name)
+	last, err := lastRecord(records, rel.chartName())
 	if err != nil {
-		return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
+		return Result{}, err
 	}
 	if last != nil {
-		if err := rel.owns(last); err != nil {
-			return Result{}, err
-		}
 		if last.Info.Status.IsPending() && time.Since(last.Info.LastDeployed.Time) < InstallTimeout {
 			return Result{}, fmt.Errorf("release %s/%s is %s since %s: %w", rel.Namespace, rel.Name, last.Info.Status,
 				last.Info.LastDeployed.UTC().Format(time.RFC3339), ErrReleaseBusy)
@@ -84,7 +82,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 	if err != nil {
 		return Result{}, err
 	}
-	view := newTrustView(records, rel.Name, append(rel.Trusted, approval.Digest))
+	view := newTrustView(records, rel.Name, append(slices.Clip(rel.Trusted), approval.Digest))
 	result := Result{Approval: approval}
 	if last == nil {
 		result.Outcome = Installed
@@ -93,7 +91,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		if err != nil {
 			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
-		if last.Info.Status == release.StatusDeployed && view.trusts(last) && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
+		if last.Info.Status == release.StatusDeployed && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
 			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
 		}
 		if !view.trusts(base) {
@@ -143,13 +141,17 @@ func apply(ctx context.Context, cfg *action.Configuration, rel Release, ch *char
 	return nil
 }
 
-// lastRecord is the newest record of release name, or nil.
-func lastRecord(records driver.Driver, name string) (*release.Release, error) {
-	last, err := storage.Init(records).Last(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
+// lastRecord is the newest record of the release records serve, or nil; a record of another chart
+// than chart is a *ForeignRelease.
+func lastRecord(records *boundedSecrets, chart string) (*release.Release, error) {
+	last, err := storage.Init(records).Last(records.release)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
 		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading release %s/%s: %w", records.namespace, records.release, err)
 	}
-	return last, err
+	return last, owns(records.namespace, records.release, chart, last)
 }
 
 // upgradeBase is the record Helm's upgrade diffs against: last when it is deployed, else the

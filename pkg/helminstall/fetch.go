@@ -158,8 +158,9 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	}
 	// The version as the index writes it, which the source chooses, shortened for messages.
 	shown := redact.Shorten(cv.Version, maxChartName)
-	if cv.Digest != "" && rel.Plan != nil {
-		if err := rel.Plan.CheckDigest("sha256:" + strings.ToLower(strings.TrimPrefix(cv.Digest, "sha256:"))); err != nil {
+	listed := strings.ToLower(strings.TrimPrefix(cv.Digest, "sha256:"))
+	if listed != "" && rel.Plan != nil {
+		if err := rel.Plan.CheckDigest("sha256:" + listed); err != nil {
 			return nil, fmt.Errorf("repository %s lists chart %s %s: %w", base, rel.Chart, shown, err)
 		}
 	}
@@ -179,10 +180,8 @@ func (f *fetcher) download(ctx context.Context, rel Release) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("downloading chart %s %s: %w", rel.source(), shown, err)
 	}
-	if want := strings.TrimPrefix(cv.Digest, "sha256:"); want != "" {
-		if !strings.EqualFold(guestchart.Digest(data), "sha256:"+want) {
-			return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), shown)
-		}
+	if listed != "" && guestchart.Digest(data) != "sha256:"+listed {
+		return nil, fmt.Errorf("chart %s %s does not match the digest its repository lists", rel.source(), shown)
 	}
 	return data, nil
 }

@@ -35,29 +35,25 @@ type writeGuard struct {
 	// prefix is the path of the guest's API under its server URL: Rancher's /k8s/clusters/<id>.
 	prefix    string
 	namespace string
-	write     map[string]bool
-	remove    map[string]bool
+	write     map[approve.ObjectRef]bool
+	remove    map[approve.ObjectRef]bool
 }
 
 // guardFor is the guard of one approved install or upgrade in namespace, for a guest whose API
 // lies under prefix.
 func guardFor(a *approve.Approval, namespace, prefix string) func(http.RoundTripper) http.RoundTripper {
-	write, remove := map[string]bool{}, map[string]bool{}
+	write, remove := map[approve.ObjectRef]bool{}, map[approve.ObjectRef]bool{}
 	for _, o := range a.Objects {
-		write[refKey(o.Group, o.Resource, o.Namespace, o.Name)] = true
+		write[o] = true
 	}
 	for _, o := range a.Owned {
-		if k := refKey(o.Group, o.Resource, o.Namespace, o.Name); !write[k] {
-			remove[k] = true
+		if !write[o] {
+			remove[o] = true
 		}
 	}
 	return func(base http.RoundTripper) http.RoundTripper {
 		return &writeGuard{base: base, prefix: strings.TrimSuffix(prefix, "/"), namespace: namespace, write: write, remove: remove}
 	}
-}
-
-func refKey(group, resource, namespace, name string) string {
-	return group + "/" + resource + "/" + namespace + "/" + name
 }
 
 func (g *writeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -67,26 +63,25 @@ func (g *writeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	path, under := strings.CutPrefix(req.URL.Path, g.prefix)
 	target, ok := parseAPIPath(path)
-	if !under || !ok || target.subresource != "" {
+	if !under || !ok {
 		return nil, &ErrWriteRefused{Method: req.Method, Object: redact.Shorten(req.URL.Path, 200)}
 	}
-	if req.Method == http.MethodPost && target.name == "" {
+	if req.Method == http.MethodPost && target.Name == "" {
 		name, body, err := createdName(req)
 		if err != nil {
 			return nil, err
 		}
 		req.Body = body
-		target.name = name
+		target.Name = name
 	}
-	key := refKey(target.group, target.resource, target.namespace, target.name)
 	allowed := false
 	switch req.Method {
 	case http.MethodPost:
-		allowed = g.write[key] || (target.group == "" && target.resource == "namespaces" && target.name == g.namespace)
+		allowed = g.write[target] || target == approve.ObjectRef{Version: "v1", Resource: "namespaces", Name: g.namespace}
 	case http.MethodPut, http.MethodPatch:
-		allowed = g.write[key]
+		allowed = g.write[target]
 	case http.MethodDelete:
-		allowed = g.remove[key]
+		allowed = g.remove[target]
 	}
 	if !allowed {
 		return nil, &ErrWriteRefused{Method: req.Method, Object: redact.Shorten(target.String(), 200)}
@@ -94,44 +89,27 @@ func (g *writeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.base.RoundTrip(req)
 }
 
-// apiTarget is what an API path names.
-type apiTarget struct {
-	group, resource, namespace, name, subresource string
-}
-
-func (t apiTarget) String() string {
-	res := t.resource
-	if t.group != "" {
-		res += "." + t.group
-	}
-	if t.namespace != "" {
-		return res + " " + t.namespace + "/" + t.name
-	}
-	return res + " " + t.name
-}
-
-// parseAPIPath reads /api/v1/... and /apis/<group>/<version>/... paths.
-func parseAPIPath(p string) (apiTarget, bool) {
+// parseAPIPath reads the object an /api/v1/... or /apis/<group>/<version>/... path names; a
+// subresource's path names none.
+func parseAPIPath(p string) (approve.ObjectRef, bool) {
 	parts := strings.Split(strings.Trim(p, "/"), "/")
-	var t apiTarget
+	var t approve.ObjectRef
 	switch {
 	case len(parts) >= 3 && parts[0] == "api" && parts[1] == "v1":
-		parts = parts[2:]
+		t.Version, parts = "v1", parts[2:]
 	case len(parts) >= 4 && parts[0] == "apis":
-		t.group, parts = parts[1], parts[3:]
+		t.Group, t.Version, parts = parts[1], parts[2], parts[3:]
 	default:
 		return t, false
 	}
 	if len(parts) >= 3 && parts[0] == "namespaces" {
-		t.namespace, parts = parts[1], parts[2:]
+		t.Namespace, parts = parts[1], parts[2:]
 	}
 	switch len(parts) {
 	case 1:
-		t.resource = parts[0]
+		t.Resource = parts[0]
 	case 2:
-		t.resource, t.name = parts[0], parts[1]
-	case 3:
-		t.resource, t.name, t.subresource = parts[0], parts[1], parts[2]
+		t.Resource, t.Name = parts[0], parts[1]
 	default:
 		return t, false
 	}
@@ -140,21 +118,19 @@ func parseAPIPath(p string) (apiTarget, bool) {
 
 // createdName reads the name of the object a create request sends, and gives the body back.
 func createdName(req *http.Request) (string, io.ReadCloser, error) {
+	refused := &ErrWriteRefused{Method: req.Method, Object: redact.Shorten(req.URL.Path, 200)}
 	if req.Body == nil {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
+		return "", nil, refused
 	}
 	data, err := io.ReadAll(io.LimitReader(req.Body, maxGuardedBody+1))
 	req.Body.Close()
-	if err != nil || len(data) > maxGuardedBody {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
-	}
 	var head struct {
 		Metadata struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(data, &head) != nil || head.Metadata.Name == "" {
-		return "", nil, &ErrWriteRefused{Method: req.Method, Object: req.URL.Path}
+	if err != nil || len(data) > maxGuardedBody || json.Unmarshal(data, &head) != nil || head.Metadata.Name == "" {
+		return "", nil, refused
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	return head.Metadata.Name, io.NopCloser(bytes.NewReader(data)), nil

@@ -73,10 +73,7 @@ const (
 // requests (see Limits), one fetch per chart however many clusters ask for it at once, and kept
 // in memory; no lock is held while a chart source is read.
 type Installer struct {
-	// chartTTL is how long a chart without a pinned version is reused before its repository is
-	// asked again for the newest.
-	chartTTL time.Duration
-	fetcher  *fetcher
+	fetcher *fetcher
 	// bundle holds the pinned charts the image ships, installed without a fetch.
 	bundle chartarchive.Bundle
 	// charts are the chart archives as fetched: the install policy loads one, once per digest,
@@ -97,7 +94,6 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 		return nil, fmt.Errorf("creating the Helm cache under %s: %w", dir, err)
 	}
 	return &Installer{
-		chartTTL: 10 * time.Minute,
 		fetcher: &fetcher{limits: limits, indexes: newCache[map[string][]indexEntry](limits.FailureTTL), parsing: make(chan struct{}, 1),
 			credentialsFile: credentials},
 		charts: newCache[[]byte](limits.FailureTTL),
@@ -107,6 +103,10 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 // UseBundle installs the pinned charts of b, where kube-fip-config asks for them from upstream,
 // without fetching anything. Call it before the first install.
 func (in *Installer) UseBundle(b chartarchive.Bundle) { in.bundle = b }
+
+// chartTTL is how long a chart without a pinned version is reused before its repository is asked
+// again for the newest.
+const chartTTL = 10 * time.Minute
 
 // InstallTimeout bounds one install or upgrade; a release pending for longer is taken as stuck.
 const InstallTimeout = 2 * time.Minute
@@ -127,13 +127,10 @@ var ErrChartPending = errors.New("the chart is still being fetched")
 // source holds up only the installs that need it, and those only briefly. A failed fetch is
 // remembered for Limits.FailureTTL.
 func (in *Installer) chart(ctx context.Context, rel Release) (*chartarchive.Package, error) {
-	if rel.Plan == nil {
-		return nil, errors.New("no install plan: nothing is fetched")
-	}
 	if pkg := in.bundle.For(rel.Plan.Chart, rel.RepoURL, rel.Ref, rel.Version); pkg != nil {
 		return pkg, nil
 	}
-	ttl := in.chartTTL
+	ttl := chartTTL
 	if rel.Version != "" {
 		ttl = 0
 	}

@@ -54,36 +54,35 @@ func (f *fetcher) entries(ctx context.Context, rel Release, refresh bool) ([]ind
 	r, shared := f.indexes.get(key, indexTTL, refresh, func() (map[string][]indexEntry, error) {
 		return f.readIndex(ctx, raw, rel, charts)
 	})
+	var err error
 	select {
 	case <-r.done:
+		err = r.err
 	case <-ctx.Done():
-		return nil, shared, fmt.Errorf("reading the index of repository %s: %w", redact.URL(raw), requestError(ctx.Err()))
+		err = requestError(ctx.Err())
 	}
-	return r.value[rel.Chart], shared, r.err
+	if err != nil {
+		return nil, shared, fmt.Errorf("reading the index of repository %s: %w", redact.URL(raw), err)
+	}
+	return r.value[rel.Chart], shared, nil
 }
 
 // readIndex downloads an index within MaxIndexBytes and parses it in the one parse slot.
 func (f *fetcher) readIndex(ctx context.Context, raw string, rel Release, charts []string) (map[string][]indexEntry, error) {
-	base := redact.URL(raw)
 	data, err := f.get(ctx, raw+"/index.yaml", rel.Credentials, f.limits.MaxIndexBytes, rel.scope())
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("it is larger than %d KiB, the most an index may be (kube-vip's is 18 KiB): %w", f.limits.MaxIndexBytes>>10, err)
+	}
 	if err != nil {
-		if errors.Is(err, ErrTooLarge) {
-			return nil, fmt.Errorf("reading the index of repository %s: it is larger than %d KiB, the most an index may be (kube-vip's is 18 KiB): %w",
-				base, f.limits.MaxIndexBytes>>10, err)
-		}
-		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
+		return nil, err
 	}
 	select {
 	case f.parsing <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("reading the index of repository %s: %w", base, requestError(ctx.Err()))
+		return nil, requestError(ctx.Err())
 	}
 	defer func() { <-f.parsing }()
-	entries, err := parseIndex(data, charts)
-	if err != nil {
-		return nil, fmt.Errorf("reading the index of repository %s: %w", base, err)
-	}
-	return entries, nil
+	return parseIndex(data, charts)
 }
 
 // credentialsKey tells credentials apart without keeping them in a key.

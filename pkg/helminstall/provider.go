@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
@@ -26,9 +27,6 @@ const (
 	ProviderNamespaceEnv = "KUBEVIP_NAMESPACE"
 	ProviderConfigMapEnv = "KUBEVIP_CONFIG_MAP"
 )
-
-// ProviderChart is the name kube-vip-cloud-provider's chart is published under.
-const ProviderChart = "kube-vip-cloud-provider"
 
 // ErrProviderNotFound means the release holds no kube-vip-cloud-provider Deployment (yet).
 var ErrProviderNotFound = errors.New("no kube-vip-cloud-provider Deployment in the release")
@@ -52,7 +50,7 @@ func (in *Installer) ProviderConfigMap(ctx context.Context, c *guest.Client, nam
 	if rel == nil {
 		return kubevipconfig.ConfigMapRef{}, fmt.Errorf("release %s/%s is not deployed: %w", namespace, name, ErrProviderNotFound)
 	}
-	if err := (Release{Namespace: namespace, Name: name, Chart: ProviderChart}).owns(rel); err != nil {
+	if err := owns(namespace, name, string(guestchart.CloudProvider), rel); err != nil {
 		return kubevipconfig.ConfigMapRef{}, err
 	}
 	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
@@ -100,7 +98,7 @@ func providerConfigMapOf(d *appsv1.Deployment, namespace string) (kubevipconfig.
 		}
 	}
 	var names []string
-	for _, ok := range providerConfigMaps(namespace) {
+	for _, ok := range ProviderConfigMaps(namespace) {
 		if ref == ok {
 			return ref, nil
 		}
@@ -110,12 +108,12 @@ func providerConfigMapOf(d *appsv1.Deployment, namespace string) (kubevipconfig.
 		d.Namespace, d.Name, redact.Shorten(ref.String(), 2*maxChartName), strings.Join(names, ", "), ErrProviderNotFound)
 }
 
-// providerConfigMaps are the ConfigMaps a provider the operator installed into namespace reads,
+// ProviderConfigMaps are the ConfigMaps a provider the operator installed into namespace reads,
 // chart generation by generation.
-func providerConfigMaps(namespace string) []kubevipconfig.ConfigMapRef {
+func ProviderConfigMaps(namespace string) []kubevipconfig.ConfigMapRef {
 	return []kubevipconfig.ConfigMapRef{
 		kubevipconfig.DefaultConfigMap(),
 		{Namespace: namespace, Name: kubevipconfig.KubevipConfigMap},
-		{Namespace: namespace, Name: ProviderChart + "-cm"},
+		{Namespace: namespace, Name: string(guestchart.CloudProvider) + "-cm"},
 	}
 }

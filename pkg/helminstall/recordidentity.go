@@ -130,16 +130,16 @@ func (r Release) chartName() string {
 	return r.Chart
 }
 
-// owns reports whether last is a release of this chart: one the operator installed (its label),
-// or an earlier one of the same chart (the original operator's, adopted by the next upgrade,
-// which adds the label). Anything else is a *ForeignRelease.
-func (r Release) owns(last *release.Release) error {
-	name := ""
+// owns reports whether last, of release namespace/name, is a release of chart: one the operator
+// installed (its label), or an earlier one of the same chart (the original operator's, adopted by
+// the next upgrade, which adds the label). Anything else is a *ForeignRelease.
+func owns(namespace, name, chart string, last *release.Release) error {
+	held := ""
 	if last.Chart != nil && last.Chart.Metadata != nil {
-		name = last.Chart.Metadata.Name
+		held = last.Chart.Metadata.Name
 	}
-	if name != r.chartName() {
-		return &ForeignRelease{Namespace: r.Namespace, Name: r.Name, Chart: redact.Shorten(name, maxChartName), Want: r.chartName()}
+	if held != chart {
+		return &ForeignRelease{Namespace: namespace, Name: name, Chart: redact.Shorten(held, maxChartName), Want: chart}
 	}
 	return nil
 }

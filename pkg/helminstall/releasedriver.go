@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,16 +104,7 @@ func (s *boundedSecrets) get(key string) (*corev1.Secret, *release.Release, erro
 // List lists the release's records only: the driver serves one release.
 func (s *boundedSecrets) List(filter func(*release.Release) bool) ([]*release.Release, error) {
 	all, err := s.query(labels.Set{"owner": "helm", "name": s.release})
-	if err != nil {
-		return nil, err
-	}
-	var out []*release.Release
-	for _, r := range all {
-		if filter(r) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(r *release.Release) bool { return !filter(r) }), err
 }
 
 func (s *boundedSecrets) Query(set map[string]string) ([]*release.Release, error) {

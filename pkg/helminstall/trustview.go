@@ -1,6 +1,8 @@
 package helminstall
 
 import (
+	"slices"
+
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
@@ -18,20 +20,16 @@ import (
 type trustView struct {
 	driver.Driver
 	name    string
-	trusted map[string]bool
+	trusted []string
 }
 
 func newTrustView(d driver.Driver, name string, trusted []string) *trustView {
-	v := &trustView{Driver: d, name: name, trusted: map[string]bool{}}
-	for _, t := range trusted {
-		v.trusted[t] = true
-	}
-	return v
+	return &trustView{Driver: d, name: name, trusted: trusted}
 }
 
 // trusts reports whether r's manifest is one the operator applied (an empty one lists nothing).
 func (v *trustView) trusts(r *release.Release) bool {
-	return r.Manifest == "" || v.trusted[guestchart.Digest([]byte(r.Manifest))]
+	return r.Manifest == "" || slices.Contains(v.trusted, guestchart.Digest([]byte(r.Manifest)))
 }
 
 // show is r as Helm sees it.
@@ -62,33 +60,26 @@ func (v *trustView) Get(key string) (*release.Release, error) {
 
 func (v *trustView) List(filter func(*release.Release) bool) ([]*release.Release, error) {
 	all, err := v.Driver.List(func(*release.Release) bool { return true })
-	if err != nil {
-		return nil, err
-	}
-	var out []*release.Release
-	for _, r := range all {
-		if shown := v.show(r); filter(shown) {
-			out = append(out, shown)
-		}
-	}
-	return out, nil
+	return v.showAll(all, filter), err
 }
 
 func (v *trustView) Query(labels map[string]string) ([]*release.Release, error) {
 	all, err := v.Driver.Query(labels)
-	var out []*release.Release
-	for _, r := range all {
-		shown := v.show(r)
-		// A query by status (Helm's Deployed) must see the status shown.
-		if s, ok := labels["status"]; ok && shown.Info != nil && shown.Info.Status.String() != s {
-			continue
-		}
-		out = append(out, shown)
-	}
+	// A query by status (Helm's Deployed) must see the status shown.
+	status, byStatus := labels["status"]
+	out := v.showAll(all, func(r *release.Release) bool { return !byStatus || r.Info == nil || r.Info.Status.String() == status })
 	if err == nil && len(out) == 0 {
 		return nil, driver.ErrReleaseNotFound
 	}
 	return out, err
+}
+
+// showAll is every record of all as Helm sees it that keep keeps.
+func (v *trustView) showAll(all []*release.Release, keep func(*release.Release) bool) []*release.Release {
+	for i, r := range all {
+		all[i] = v.show(r)
+	}
+	return slices.DeleteFunc(all, func(r *release.Release) bool { return !keep(r) })
 }
 
 func (v *trustView) Delete(key string) (*release.Release, error) {

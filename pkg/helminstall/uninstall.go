@@ -35,15 +35,12 @@ const (
 // chart (*ForeignRelease).
 func (in *Installer) Uninstall(ctx context.Context, c *guest.Client, chart guestchart.Chart, namespace, name string, trusted []string) (Removed, error) {
 	records := newBoundedSecrets(c.Core.Secrets(namespace), namespace, name)
-	last, err := lastRecord(records, name)
+	last, err := lastRecord(records, string(chart))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+		return "", err
 	case last == nil:
 		return RemovedNothing, nil
-	}
-	if err := (Release{Namespace: namespace, Name: name, Chart: string(chart)}).owns(last); err != nil {
-		return "", err
 	}
 	view := newTrustView(records, name, trusted)
 	if last.Manifest == "" || !view.trusts(last) {

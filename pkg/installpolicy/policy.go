@@ -2,6 +2,7 @@ package installpolicy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -145,10 +146,8 @@ func (p Policy) Renders() string { return p.renders.String() }
 
 // checkNamespace refuses a release namespace the deployment does not allow.
 func (p Policy) checkNamespace(key, namespace string) error {
-	for _, ns := range p.namespaces {
-		if ns == namespace {
-			return nil
-		}
+	if slices.Contains(p.namespaces, namespace) {
+		return nil
 	}
 	allowed := strings.Join(p.namespaces, ", ")
 	if allowed == "" {

@@ -1,7 +1,7 @@
 package approve
 
 import (
-	"encoding/json"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,13 +80,9 @@ func keyOf(o *Object) string {
 // canonical serialises an approved object: its typed form as JSON, without status and empty
 // timestamps, as YAML. What Helm applies is this, not the chart's text.
 func canonical(obj runtime.Object) ([]byte, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]interface{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
+	m, ok := toJSON(obj).(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("a %T does not serialise as an object", obj)
 	}
 	delete(m, "status")
 	return yaml.Marshal(prune(m))

@@ -1,6 +1,8 @@
 package approve
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,9 +128,7 @@ func (p *podMonitor) DeepCopyObject() runtime.Object {
 	out := *p
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec.Selector.MatchLabels = map[string]string{}
-	for k, v := range p.Spec.Selector.MatchLabels {
-		out.Spec.Selector.MatchLabels[k] = v
-	}
+	maps.Copy(out.Spec.Selector.MatchLabels, p.Spec.Selector.MatchLabels)
 	out.Spec.PodMetricsEndpoints = append([]podMetricsEndpoint(nil), p.Spec.PodMetricsEndpoints...)
 	return &out
 }

@@ -2,7 +2,6 @@ package approve
 
 import (
 	"slices"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +25,9 @@ type Kind struct {
 	typed func() runtime.Object
 }
 
-// kinds are the only kinds either chart renders. Anything else is refused.
-func kinds() []Kind {
+// Kinds are the only kinds either chart renders; anything else is refused. They are all Helm needs
+// mapped to apply an approved manifest, so that nothing of a guest's API discovery is read.
+func Kinds() []Kind {
 	both, kubevip, provider := guestchart.Charts(), []guestchart.Chart{guestchart.Kubevip}, []guestchart.Chart{guestchart.CloudProvider}
 	core, rbac, apps := corev1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, appsv1.SchemeGroupVersion
 	return []Kind{
@@ -42,17 +42,9 @@ func kinds() []Kind {
 	}
 }
 
-// Kinds are the kinds either chart may render, in a stable order: all Helm needs mapped to apply
-// an approved manifest, so that nothing of a guest's API discovery is read.
-func Kinds() []Kind {
-	out := kinds()
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
-}
-
 // kindOf is the Kind of gvk, if either chart renders it.
 func kindOf(gvk schema.GroupVersionKind) (Kind, bool) {
-	for _, k := range kinds() {
+	for _, k := range Kinds() {
 		if k.GroupVersionKind == gvk {
 			return k, true
 		}

@@ -3,8 +3,9 @@ package approve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,47 +114,39 @@ func Variables(chart guestchart.Chart) []Variable {
 					}
 					return nil
 				}),
-			Variable{Kind: "DaemonSet", Path: "spec.updateStrategy", Takes: "RollingUpdate (with maxUnavailable, maxSurge) or OnDelete",
-				clear: func(o runtime.Object) {
-					if d, ok := o.(*appsv1.DaemonSet); ok {
-						d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{}
-					}
-				},
-				check: func(_ *judge, o, _ runtime.Object) error {
-					if d, ok := o.(*appsv1.DaemonSet); ok {
-						return chartvalues.CheckUpdateStrategy(&d.Spec.UpdateStrategy)
-					}
-					return nil
-				}},
-			Variable{Kind: "PodMonitor", Path: "metadata.labels", Takes: "label keys and values",
-				clear: func(o runtime.Object) {
-					if p, ok := o.(*podMonitor); ok {
-						p.Labels = nil
-					}
-				},
-				check: func(_ *judge, o, _ runtime.Object) error {
-					if p, ok := o.(*podMonitor); ok {
-						return chartvalues.CheckLabels("metadata.labels", p.Labels)
-					}
-					return nil
-				}})
+			object("DaemonSet", "spec.updateStrategy", "RollingUpdate (with maxUnavailable, maxSurge) or OnDelete",
+				func(d *appsv1.DaemonSet) { d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{} },
+				func(d *appsv1.DaemonSet) error { return chartvalues.CheckUpdateStrategy(&d.Spec.UpdateStrategy) }),
+			object("PodMonitor", "metadata.labels", "label keys and values", func(p *podMonitor) { p.Labels = nil },
+				func(p *podMonitor) error { return chartvalues.CheckLabels("metadata.labels", p.Labels) }))
 	case guestchart.CloudProvider:
 		vars = append(vars,
 			env("the reference's variables, and KUBEVIP_ENABLE_LOADBALANCERCLASS: \"true\" (enableloadbalancerClass)"),
-			Variable{Kind: "Deployment", Path: "spec.replicas", Takes: "1 to 5",
-				clear: func(o runtime.Object) {
-					if d, ok := o.(*appsv1.Deployment); ok {
-						d.Spec.Replicas = nil
-					}
-				},
-				check: func(_ *judge, o, _ runtime.Object) error {
-					if d, ok := o.(*appsv1.Deployment); ok && d.Spec.Replicas != nil && (*d.Spec.Replicas < 1 || *d.Spec.Replicas > 5) {
-						return fmt.Errorf("%d: 1 to 5", *d.Spec.Replicas)
+			object("Deployment", "spec.replicas", "1 to 5", func(d *appsv1.Deployment) { d.Spec.Replicas = nil },
+				func(d *appsv1.Deployment) error {
+					if r := d.Spec.Replicas; r != nil && (*r < 1 || *r > 5) {
+						return fmt.Errorf("%d: 1 to 5", *r)
 					}
 					return nil
-				}})
+				}))
 	}
 	return vars
+}
+
+// object is a Variable of the objects of type T, named kind.
+func object[T runtime.Object](kind, path, takes string, clear func(T), check func(T) error) Variable {
+	return Variable{Kind: kind, Path: path, Takes: takes,
+		clear: func(o runtime.Object) {
+			if t, ok := o.(T); ok {
+				clear(t)
+			}
+		},
+		check: func(_ *judge, o, _ runtime.Object) error {
+			if t, ok := o.(T); ok {
+				return check(t)
+			}
+			return nil
+		}}
 }
 
 func workloadKind(chart guestchart.Chart) string {
@@ -257,20 +250,11 @@ func firstDifference(a, b interface{}, at string) string {
 		if !ok {
 			return orRoot(at)
 		}
-		keys := map[string]bool{}
-		for k := range x {
-			keys[k] = true
-		}
-		for k := range y {
-			keys[k] = true
-		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
-			if d := firstDifference(x[k], y[k], join(at, k)); d != "" {
+		keys := map[string]interface{}{}
+		maps.Copy(keys, x)
+		maps.Copy(keys, y)
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if d := firstDifference(x[k], y[k], chartvalues.JoinPath(at, k)); d != "" {
 				return d
 			}
 		}
@@ -291,14 +275,6 @@ func firstDifference(a, b interface{}, at string) string {
 		return orRoot(at)
 	}
 	return ""
-}
-
-// join appends key to a dotted path.
-func join(at, key string) string {
-	if at == "" {
-		return key
-	}
-	return at + "." + key
 }
 
 func orRoot(at string) string {

@@ -134,7 +134,7 @@ func places(v interface{}, at string, out *[]place) {
 	switch x := v.(type) {
 	case map[string]interface{}:
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			p := join(at, k)
+			p := chartvalues.JoinPath(at, k)
 			*out = append(*out, place{path: p, parent: x, key: k, index: -1})
 			places(x[k], p, out)
 		}

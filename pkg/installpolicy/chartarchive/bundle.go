@@ -81,6 +81,3 @@ func (b Bundle) For(chart guestchart.Chart, repoURL, ref, version string) *Packa
 	}
 	return b.packages[chart]
 }
-
-// Len is the number of bundled charts.
-func (b Bundle) Len() int { return len(b.packages) }

@@ -102,23 +102,20 @@ func checkUnpacked(data []byte) error {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if err == nil {
+			limit := int64(maxFileBytes)
+			if path.Base(h.Name) == "values.yaml" {
+				limit = maxValuesBytes
+			}
+			if h.Size > limit {
+				return fmt.Errorf("its file %s is larger than %d KiB", guestchart.Shorten(h.Name), limit>>10)
+			}
+			_, err = io.Copy(io.Discard, tr)
+		}
+		if err != nil && stream.N <= 0 {
+			return fmt.Errorf("it unpacks to more than %d KiB", maxUnpackedBytes>>10)
+		}
 		if err != nil {
-			if stream.N <= 0 {
-				return fmt.Errorf("it unpacks to more than %d KiB", maxUnpackedBytes>>10)
-			}
-			return errors.New("it is not a tar archive")
-		}
-		limit := int64(maxFileBytes)
-		if path.Base(h.Name) == "values.yaml" {
-			limit = maxValuesBytes
-		}
-		if h.Size > limit {
-			return fmt.Errorf("its file %s is larger than %d KiB", guestchart.Shorten(h.Name), limit>>10)
-		}
-		if _, err := io.Copy(io.Discard, tr); err != nil {
-			if stream.N <= 0 {
-				return fmt.Errorf("it unpacks to more than %d KiB", maxUnpackedBytes>>10)
-			}
 			return errors.New("it is not a tar archive")
 		}
 	}

@@ -72,13 +72,10 @@ func ServedByPinned(chart guestchart.Chart, repoURL, ref, version string) bool {
 	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return false
 	}
-	for _, up := range upstreamRepositories() {
+	return slices.ContainsFunc(upstreamRepositories(), func(up string) bool {
 		w, _ := url.Parse(up)
-		if strings.EqualFold(u.Scheme, w.Scheme) && strings.EqualFold(u.Host, w.Host) && path.Clean(u.Path) == w.Path {
-			return true
-		}
-	}
-	return false
+		return strings.EqualFold(u.Scheme, w.Scheme) && strings.EqualFold(u.Host, w.Host) && path.Clean(u.Path) == w.Path
+	})
 }
 
 // DigestEntry is one entry of the deployment's allowed chart digests, as the flag takes it.
@@ -130,21 +127,16 @@ func New(list []string) (Archives, error) {
 	return Archives{digests: out, packages: &packageCache{}}, nil
 }
 
-// AllowsDigest reports whether an archive of chart with digest may be loaded and rendered: the
-// pinned archive, or one the deployment allows for that chart (allowed-chart-digests).
-func (a Archives) AllowsDigest(chart guestchart.Chart, digest string) bool {
-	pc, ok := Pinned(chart)
-	return (ok && pc.Digest == digest) || slices.Contains(a.digests[chart], digest)
-}
-
-// CheckDigest returns nil when AllowsDigest, else a *Refusal with ReasonChartRefused naming the
-// digest and how to allow it.
+// CheckDigest returns nil when an archive of chart with digest may be loaded and rendered: the
+// pinned archive, or one the deployment allows for that chart (allowed-chart-digests). Otherwise
+// it returns a *Refusal with ReasonChartRefused naming the digest and how to allow it.
 func (a Archives) CheckDigest(chart guestchart.Chart, digest string) error {
-	if a.AllowsDigest(chart, digest) {
+	pc, pinned := Pinned(chart)
+	if (pinned && pc.Digest == digest) || slices.Contains(a.digests[chart], digest) {
 		return nil
 	}
 	what := "the pinned one"
-	if pc, ok := Pinned(chart); ok {
+	if pinned {
 		what = fmt.Sprintf("that of the pinned %s %s (%s)", chart, pc.Version, pc.Digest)
 	}
 	return guestchart.Refuse(guestchart.ReasonChartRefused, "", "the %s chart archive has digest %s, which is neither %s nor allowed by the deployment: "+

@@ -74,8 +74,8 @@ func TestAllowedChartDigests(t *testing.T) {
 		{guestchart.Kubevip, pinned.Digest, false},
 		{guestchart.Kubevip, "sha256:" + strings.Repeat("0", 64), false},
 	} {
-		if got := p.AllowsDigest(tc.chart, tc.digest); got != tc.want {
-			t.Errorf("AllowsDigest(%s, %s) = %v; want %v", tc.chart, tc.digest, got, tc.want)
+		if got := p.CheckDigest(tc.chart, tc.digest) == nil; got != tc.want {
+			t.Errorf("CheckDigest(%s, %s) allows it: %v; want %v", tc.chart, tc.digest, got, tc.want)
 		}
 	}
 	if !strings.Contains(p.String(), "kube-vip@"+d) {
@@ -125,8 +125,8 @@ func TestLoadBundle(t *testing.T) {
 	both := allowing(chartrepo.DigestEntries(kubevip, provider)...)
 
 	b, notes, err := both.LoadBundle(filepath.Join(t.TempDir(), "none"))
-	if err != nil || b.Len() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "does not exist") {
-		t.Errorf("a missing directory: %d charts, %q, %v", b.Len(), notes, err)
+	if err != nil || len(b.packages) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "does not exist") {
+		t.Errorf("a missing directory: %d charts, %q, %v", len(b.packages), notes, err)
 	}
 
 	dir := t.TempDir()
@@ -134,8 +134,8 @@ func TestLoadBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, notes, err = both.LoadBundle(dir)
-	if err != nil || b.Len() != 1 || len(notes) != 2 || !strings.Contains(strings.Join(notes, "\n"), "kube-vip-cloud-provider-0.2.10.tgz is not there") {
-		t.Errorf("one archive of two: %d charts, %q, %v", b.Len(), notes, err)
+	if err != nil || len(b.packages) != 1 || len(notes) != 2 || !strings.Contains(strings.Join(notes, "\n"), "kube-vip-cloud-provider-0.2.10.tgz is not there") {
+		t.Errorf("one archive of two: %d charts, %q, %v", len(b.packages), notes, err)
 	}
 	if b.For(guestchart.Kubevip, "https://kube-vip.io/helm-charts", "", "") == nil || b.For(guestchart.CloudProvider, "https://kube-vip.io/helm-charts", "", "") != nil {
 		t.Error("the bundle does not hold what the directory does")

@@ -2,6 +2,7 @@ package chartsource
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -71,30 +72,20 @@ func (ss Sources) AllowsFetch(chartSource string, target *url.URL) bool {
 	if !ss.allows(from) {
 		return false
 	}
-	for _, d := range ss.downloads {
-		if !d.from.allows(from) {
-			continue
-		}
-		for _, to := range d.to {
-			if to.allows(t) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(ss.downloads, func(d download) bool {
+		return d.from.allows(from) && slices.ContainsFunc(d.to, func(to source) bool { return to.allows(t) })
+	})
 }
 
 // downloadsText lists the download locations of the allowed upstream sources.
 func (ss Sources) downloadsText() string {
 	var out []string
-	seen := map[string]bool{}
 	for _, d := range ss.downloads {
 		if !ss.allows(d.from) {
 			continue
 		}
 		for _, to := range d.to {
-			if s := to.String(); !seen[s] && !ss.allows(to) {
-				seen[s] = true
+			if s := to.String(); !slices.Contains(out, s) && !ss.allows(to) {
 				out = append(out, s)
 			}
 		}

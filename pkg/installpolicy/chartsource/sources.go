@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
@@ -86,7 +88,7 @@ func parseSourceEntry(raw string) (source, error) {
 	host, port := hostport, ""
 	if h, pt, err := net.SplitHostPort(hostport); err == nil {
 		host, port = h, pt
-		if port != "*" && !isPort(port) {
+		if _, err := strconv.ParseUint(port, 10, 16); port != "*" && err != nil {
 			return source{}, errors.New("the port must be a number or *")
 		}
 	}
@@ -94,18 +96,6 @@ func parseSourceEntry(raw string) (source, error) {
 		return source{}, errors.New("must name a host")
 	}
 	return source{scheme: scheme, host: strings.ToLower(host), port: port, path: cleanPath("/" + p)}, nil
-}
-
-func isPort(s string) bool {
-	if s == "" || len(s) > 5 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // cleanPath resolves dot segments, so that a/../b cannot climb out of an allowed path, and drops
@@ -172,12 +162,7 @@ func sourceOf(u *url.URL) source {
 
 // allows reports whether an allowed chart source holds t.
 func (ss Sources) allows(t source) bool {
-	for _, s := range ss.sources {
-		if s.allows(t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ss.sources, func(s source) bool { return s.allows(t) })
 }
 
 // Check checks a chart source as kube-fip-config names it under key: a repository URL or an

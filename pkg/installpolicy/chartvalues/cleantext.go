@@ -13,17 +13,10 @@ import (
 // format characters (Cf: zero-width and bidirectional marks, the byte-order mark) and the line and
 // paragraph separators (Zl, Zp). YAML breaks lines at NEL, U+2028 and U+2029 as it does at \n, so a
 // chart that prints a value unquoted would start new YAML there; the others hide what a person
-// reads in a message or a diff.
+// reads in a message or a diff. A byte that is not valid UTF-8 reads as utf8.RuneError, which no
+// value may hold either.
 func badRune(r rune) bool {
 	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
-}
-
-// cleanString reports whether s is valid UTF-8 without a bad rune.
-func cleanString(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	return strings.IndexFunc(s, badRune) < 0
 }
 
 // dirtyString returns the path of the first key or string value in v that is not clean, or "".
@@ -32,15 +25,15 @@ func cleanString(s string) bool {
 func dirtyString(v interface{}, at string) string {
 	switch t := v.(type) {
 	case string:
-		if !cleanString(t) {
+		if strings.ContainsFunc(t, badRune) {
 			return at
 		}
 	case map[string]interface{}:
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			if !cleanString(k) {
-				return join(at, "<a key>")
+			if strings.ContainsFunc(k, badRune) {
+				return JoinPath(at, "<a key>")
 			}
-			if found := dirtyString(t[k], join(at, k)); found != "" {
+			if found := dirtyString(t[k], JoinPath(at, k)); found != "" {
 				return found
 			}
 		}
@@ -54,8 +47,8 @@ func dirtyString(v interface{}, at string) string {
 	return ""
 }
 
-// join appends key to a dotted path.
-func join(at, key string) string {
+// JoinPath appends key to a dotted path of values or object fields.
+func JoinPath(at, key string) string {
 	if at == "" {
 		return key
 	}

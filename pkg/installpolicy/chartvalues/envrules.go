@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -125,7 +124,7 @@ type envRule struct {
 // egress_*, mirror_dest_interface, enable_upnp), or stop kube-vip from reporting the address it
 // serves (disable_service_updates).
 func envRules() map[string]envRule {
-	ip := envRule{check: ipAddress}
+	iface := matches(interfaceName, "a network interface name")
 	bgp := func(check envCheck) envRule { return envRule{mode: ModeBGP, check: check} }
 	cp := func(check envCheck) envRule { return envRule{mode: ModeControlPlane, check: check} }
 	return map[string]envRule{
@@ -152,7 +151,7 @@ func envRules() map[string]envRule {
 		"bgp_sourceip":           {mode: ModeBGP, check: ipAddress, fromPod: true},
 		"bgp_as":                 bgp(between(1, 4294967295)),
 		"bgp_peeras":             bgp(between(1, 4294967295)),
-		"bgp_peeraddress":        bgp(ip.check),
+		"bgp_peeraddress":        bgp(ipAddress),
 		"bgp_peerpass":           bgp(text),
 		"bgp_peers":              bgp(matches(bgpPeers, "address:AS[:password[:multihop]], comma-separated")),
 		"bgp_multihop":           bgp(boolean),
@@ -203,7 +202,7 @@ func KubevipEnvNames(mode Mode) []string {
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -309,13 +308,6 @@ func ipAddress(v string) error {
 	return nil
 }
 
-func iface(v string) error {
-	if !interfaceName.MatchString(v) {
-		return errors.New("must be a network interface name")
-	}
-	return nil
-}
-
 // named checks a name by one of apimachinery's validators, saying what it must be.
 func named(validate func(string) []string, what string) envCheck {
 	return func(v string) error {
@@ -337,10 +329,8 @@ func text(v string) error {
 
 func oneOf(allowed ...string) envCheck {
 	return func(v string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
+		if slices.Contains(allowed, v) {
+			return nil
 		}
 		return fmt.Errorf("must be %s", strings.Join(allowed, " or "))
 	}

@@ -89,15 +89,7 @@ func (s Schema) kubevipValues(raw map[string]interface{}) (Values, error) {
 		}
 		v.Config.VIPInterface = ""
 	}
-	// And the operator's copy of the deployment's pull Secret, which it writes into the guest.
-	v.ImagePullSecrets = s.Images.WithPullSecret(v.ImagePullSecrets)
-	m, err := serialise(v)
-	if err != nil {
-		return Values{}, err
-	}
-	out := Values{Map: m, Name: ObjectName(guestchart.Kubevip, v.NameOverride)}
-	out.imageValues(v.Image)
-	return out, nil
+	return s.values(&v, &v.Scheduling, v.Image, ObjectName(guestchart.Kubevip, v.NameOverride))
 }
 
 func (s Schema) checkKubevip(v *kubevipValues) error {

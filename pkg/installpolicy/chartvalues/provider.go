@@ -46,13 +46,5 @@ func (s Schema) providerValues(raw map[string]interface{}) (Values, error) {
 		return Values{}, fmt.Errorf("replicasCount must be from 1 to 5")
 	}
 	v.ConfigMapName = ProviderConfigMapName
-	// The operator's copy of the deployment's pull Secret, which it writes into the guest.
-	v.ImagePullSecrets = s.Images.WithPullSecret(v.ImagePullSecrets)
-	m, err := serialise(v)
-	if err != nil {
-		return Values{}, err
-	}
-	out := Values{Map: m, Name: ObjectName(guestchart.CloudProvider, "")}
-	out.imageValues(v.Image)
-	return out, nil
+	return s.values(&v, &v.Scheduling, v.Image, ObjectName(guestchart.CloudProvider, ""))
 }

@@ -2,6 +2,7 @@ package chartvalues
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,13 +41,13 @@ func schedulingKeys() []KeyDoc {
 // decode reads chart's image key, then targets, then the scheduling keys of raw, validates the
 // scheduling keys, and puts the image at the registry, judged.
 func (s Schema) decode(raw map[string]interface{}, chart guestchart.Chart, image **imagepolicy.Value, sched *Scheduling, targets ...target) error {
-	if err := decodeKeys(raw, append([]target{{"image", image}}, targets...)...); err != nil {
-		return err
-	}
-	if err := decodeKeys(raw, target{"nodeSelector", &sched.NodeSelector}, target{"tolerations", &sched.Tolerations},
-		target{"affinity", &sched.Affinity}, target{"resources", &sched.Resources},
-		target{"imagePullSecrets", &sched.ImagePullSecrets}); err != nil {
-		return err
+	targets = append(append([]target{{"image", image}}, targets...), target{"nodeSelector", &sched.NodeSelector},
+		target{"tolerations", &sched.Tolerations}, target{"affinity", &sched.Affinity}, target{"resources", &sched.Resources},
+		target{"imagePullSecrets", &sched.ImagePullSecrets})
+	for _, t := range targets {
+		if err := decodeKey(raw, t.key, t.into); err != nil {
+			return err
+		}
 	}
 	if err := sched.Validate(); err != nil {
 		return err
@@ -164,7 +165,7 @@ func nodeTermProblem(at string, term corev1.NodeSelectorTerm) error {
 		if len(validation.IsQualifiedName(r.Key)) > 0 {
 			return fmt.Errorf("%s.matchExpressions[%d].key is not a label key", at, i)
 		}
-		if err := requirementProblem(fmt.Sprintf("%s.matchExpressions[%d]", at, i), r.Operator, r.Values, true); err != nil {
+		if err := requirementProblem(fmt.Sprintf("%s.matchExpressions[%d]", at, i), r.Operator, r.Values); err != nil {
 			return err
 		}
 	}
@@ -184,7 +185,7 @@ func nodeTermProblem(at string, term corev1.NodeSelectorTerm) error {
 	return nil
 }
 
-func requirementProblem(at string, op corev1.NodeSelectorOperator, values []string, numeric bool) error {
+func requirementProblem(at string, op corev1.NodeSelectorOperator, values []string) error {
 	switch op {
 	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 		if len(values) == 0 {
@@ -195,7 +196,7 @@ func requirementProblem(at string, op corev1.NodeSelectorOperator, values []stri
 			return fmt.Errorf("%s.values must be empty with operator %s", at, op)
 		}
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !numeric || len(values) != 1 {
+		if len(values) != 1 {
 			return fmt.Errorf("%s.values must be one number with operator %s", at, op)
 		}
 	default:
@@ -210,7 +211,7 @@ func requirementProblem(at string, op corev1.NodeSelectorOperator, values []stri
 }
 
 func podTermsProblem(at string, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) error {
-	terms := append([]corev1.PodAffinityTerm{}, required...)
+	terms := slices.Clone(required)
 	for i, p := range preferred {
 		if p.Weight < 1 || p.Weight > 100 {
 			return fmt.Errorf("%s.preferred...[%d].weight must be from 1 to 100", at, i)
@@ -233,7 +234,7 @@ func podTermsProblem(at string, required []corev1.PodAffinityTerm, preferred []c
 				return fmt.Errorf("%s term %d: namespaces must be namespace names", at, i)
 			}
 		}
-		for _, k := range append(append([]string{}, term.MatchLabelKeys...), term.MismatchLabelKeys...) {
+		for _, k := range slices.Concat(term.MatchLabelKeys, term.MismatchLabelKeys) {
 			if len(validation.IsQualifiedName(k)) > 0 {
 				return fmt.Errorf("%s term %d: matchLabelKeys and mismatchLabelKeys must be label keys", at, i)
 			}

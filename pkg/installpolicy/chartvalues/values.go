@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	sigsjson "sigs.k8s.io/json"
@@ -35,15 +36,26 @@ type Values struct {
 	Ref string
 }
 
-// imageValues completes out with the image the values ask for.
-func (out *Values) imageValues(img *imagepolicy.Value) {
-	if img == nil {
-		return
+// values serialises the typed values v points to for Helm, named name, with the image img they
+// ask for and, in their scheduling sched, the operator's copy of the deployment's pull Secret,
+// which it writes into the guest.
+func (s Schema) values(v interface{}, sched *Scheduling, img *imagepolicy.Value, name string) (Values, error) {
+	sched.ImagePullSecrets = s.Images.WithPullSecret(sched.ImagePullSecrets)
+	out := Values{Name: name}
+	data, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(data, &out.Map)
 	}
-	out.Image = img.Repository
-	if img.Repository != "" && img.Tag != "" {
-		out.Ref = img.Repository + ":" + img.Tag
+	if err != nil {
+		return Values{}, err
 	}
+	if img != nil {
+		out.Image = img.Repository
+		if img.Repository != "" && img.Tag != "" {
+			out.Ref = img.Repository + ":" + img.Tag
+		}
+	}
+	return out, nil
 }
 
 // Check reads the values kube-fip-config gives chart under key, as the typed schema of the chart
@@ -58,19 +70,10 @@ func (s Schema) Check(chart guestchart.Chart, key string, raw map[string]interfa
 		return deny("%s holds a control or format character or a line separator, which a chart could render as YAML of its own", at)
 	}
 	docs := Keys(chart)
-	supported := map[string]bool{}
-	for _, d := range docs {
-		supported[d.Key] = true
-	}
-	var unknown []string
-	for k := range raw {
-		if !supported[k] {
-			unknown = append(unknown, k)
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.ContainsFunc(docs, func(d KeyDoc) bool { return d.Key == k }) {
+			return deny("%s is not a value the operator supports for the %s chart (supported: %s)", guestchart.Shorten(k), chart, keyList(docs))
 		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return deny("%s is not a value the operator supports for the %s chart (supported: %s)", guestchart.Shorten(unknown[0]), chart, keyList(docs))
 	}
 	var v Values
 	var err error
@@ -95,11 +98,9 @@ func (s Schema) Check(chart guestchart.Chart, key string, raw map[string]interfa
 // pinned image moved there, as every value is, so that the reference is what the deployment
 // allows. The baseline is the product's, never refused for want of a digest.
 func (s Schema) Baseline(chart guestchart.Chart, given Values, defaults map[string]interface{}) (map[string]interface{}, error) {
-	withoutImage := make(map[string]interface{}, len(defaults))
-	for k, v := range defaults {
-		if k != "image" || s.Images.Registry() != "" {
-			withoutImage[k] = v
-		}
+	withoutImage := maps.Clone(defaults)
+	if s.Images.Registry() == "" {
+		delete(withoutImage, "image")
 	}
 	s.Images = s.Images.WithoutDigests()
 	d, err := s.Check(chart, "", withoutImage)
@@ -129,16 +130,6 @@ func Keys(chart guestchart.Chart) []KeyDoc {
 type target struct {
 	key  string
 	into interface{}
-}
-
-// decodeKeys decodes each target's key of raw, stopping at the first refusal.
-func decodeKeys(raw map[string]interface{}, targets ...target) error {
-	for _, t := range targets {
-		if err := decodeKey(raw, t.key, t.into); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // decodeKey decodes raw[key], when present, into the typed into: strictly, as the API server
@@ -203,19 +194,6 @@ func goShape(kind string) string {
 		return "boolean"
 	}
 	return "number"
-}
-
-// serialise turns typed values into the map Helm is given.
-func serialise(v interface{}) (map[string]interface{}, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]interface{}{}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ObjectName is what both charts name their objects after, as their helper does: the value of

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
@@ -58,6 +59,17 @@ const MaxEcho = 100
 
 // Shorten clips what a message repeats of something read from input to MaxEcho.
 func Shorten(s string) string { return redact.Shorten(s, MaxEcho) }
+
+// SplitImage splits a full image reference, as a pod spec holds it, into repository, tag and
+// digest. A reference without a tag has tag "".
+func SplitImage(ref string) (repo, tag, digest string) {
+	name, digest, _ := strings.Cut(ref, "@")
+	repo = name
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		repo, tag = name[:i], name[i+1:]
+	}
+	return repo, tag, digest
+}
 
 // Digest is "sha256:<hex>" of data: how chart archives and approved manifests are known.
 func Digest(data []byte) string {

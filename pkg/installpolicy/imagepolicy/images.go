@@ -99,30 +99,15 @@ func normalizeImage(repo string) string {
 // allowed reports whether repo, as a chart renders or values name it, is exactly one of the
 // chart's allowed repositories.
 func (p Policy) allowed(chart guestchart.Chart, repo string) bool {
-	if !imageRepository.MatchString(repo) {
-		return false
-	}
-	n := normalizeImage(repo)
-	return slices.Contains(p.repos[chart], n)
+	return imageRepository.MatchString(repo) && slices.Contains(p.repos[chart], normalizeImage(repo))
 }
 
-// allowedImages lists the chart's allowed repositories for a message.
+// allowedText lists the chart's allowed repositories for a message.
 func (p Policy) allowedText(chart guestchart.Chart) string {
 	if len(p.repos[chart]) == 0 {
 		return "none"
 	}
 	return strings.Join(p.repos[chart], ", ")
-}
-
-// splitImage splits a full image reference, as a pod spec holds it, into repository, tag and
-// digest. A reference without a tag has tag "".
-func splitImage(ref string) (repo, tag, digest string) {
-	name, digest, _ := strings.Cut(ref, "@")
-	repo = name
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		repo, tag = name[:i], name[i+1:]
-	}
-	return repo, tag, digest
 }
 
 // checkTag checks an image tag as values give it or a chart renders it: a release of the chart's
@@ -148,7 +133,7 @@ func checkTag(chart guestchart.Chart, tag string) error {
 
 // CheckRendered checks a full image reference a chart rendered into the workload of chart.
 func (p Policy) CheckRendered(chart guestchart.Chart, ref string) error {
-	repo, tag, digest := splitImage(ref)
+	repo, tag, digest := guestchart.SplitImage(ref)
 	if !p.allowed(chart, repo) {
 		return fmt.Errorf("image repository %q is not one of the deployment's allowed %s images (%s)",
 			guestchart.Shorten(repo), chart, p.allowedText(chart))

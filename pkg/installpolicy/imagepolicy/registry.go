@@ -3,6 +3,7 @@ package imagepolicy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,15 +93,11 @@ func (p Policy) AtRegistry(chart guestchart.Chart, img *Value) *Value {
 // WithPullSecret adds the operator's pull Secret to the pods' imagePullSecrets, when the
 // deployment has one.
 func (p Policy) WithPullSecret(refs []corev1.LocalObjectReference) []corev1.LocalObjectReference {
-	if !p.pullSecret {
+	ours := corev1.LocalObjectReference{Name: GuestPullSecretName}
+	if !p.pullSecret || slices.Contains(refs, ours) {
 		return refs
 	}
-	for _, r := range refs {
-		if r.Name == GuestPullSecretName {
-			return refs
-		}
-	}
-	return append(refs, corev1.LocalObjectReference{Name: GuestPullSecretName})
+	return append(refs, ours)
 }
 
 // String says which images the guests may run, for the start-up log.

@@ -1,6 +1,10 @@
 package kubevipenv
 
-import "github.com/Masterminds/semver/v3"
+import (
+	"maps"
+
+	"github.com/Masterminds/semver/v3"
+)
 
 // EnvKind is how kube-vip parses one environment variable.
 type EnvKind int
@@ -113,8 +117,6 @@ func withCommon(env map[string]EnvKind) map[string]EnvKind {
 		"bgp_as": EnvUint32, "bgp_peeras": EnvUint32,
 		"vip_leaseannotations": EnvJSON,
 	}
-	for k, v := range env {
-		common[k] = v
-	}
+	maps.Copy(common, env)
 	return common
 }

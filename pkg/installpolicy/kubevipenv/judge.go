@@ -35,15 +35,13 @@ type Decision struct {
 
 // Version reads the kube-vip release from an image reference's tag.
 func Version(image string) (*semver.Version, error) {
-	ref, _, _ := strings.Cut(image, "@")
-	slash := strings.LastIndex(ref, "/")
-	colon := strings.LastIndex(ref, ":")
-	if colon <= slash {
+	_, tag, _ := guestchart.SplitImage(image)
+	if tag == "" {
 		return nil, fmt.Errorf("image %s has no tag, so its kube-vip release is unknown: set image.tag to a release such as v1.0.0", image)
 	}
-	v, err := semver.NewVersion(ref[colon+1:])
+	v, err := semver.NewVersion(tag)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: tag %q is not a kube-vip release, so how it reads its environment is unknown: set image.tag to a release such as v1.0.0", image, ref[colon+1:])
+		return nil, fmt.Errorf("image %s: tag %q is not a kube-vip release, so how it reads its environment is unknown: set image.tag to a release such as v1.0.0", image, tag)
 	}
 	return v, nil
 }

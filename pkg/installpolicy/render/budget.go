@@ -1,10 +1,10 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -146,15 +146,13 @@ func (r *Renderer) Render(chart guestchart.Chart, ch *helmchart.Chart, values ma
 // the values.
 func renderKey(digest string, request []byte, values map[string]interface{}) string {
 	if digest == "" {
-		sum := sha256.Sum256(request)
-		return "content sha256:" + hex.EncodeToString(sum[:])
+		return "content " + guestchart.Digest(request)
 	}
 	data, err := json.Marshal(values)
 	if err != nil {
 		data = []byte(fmt.Sprintf("%#v", values))
 	}
-	sum := sha256.Sum256(data)
-	return digest + " values sha256:" + hex.EncodeToString(sum[:])
+	return digest + " values " + guestchart.Digest(data)
 }
 
 // shortKey names the chart in a message: its archive's digest, or its content.
@@ -219,13 +217,9 @@ func (r *Renderer) remember(key, why string) time.Time {
 	if !ok {
 		if len(r.overran) >= maxOverrun {
 			// The one refused for the shortest time left goes.
-			var first string
-			for k, other := range r.overran {
-				if first == "" || other.until.Before(r.overran[first].until) {
-					first = k
-				}
-			}
-			delete(r.overran, first)
+			delete(r.overran, slices.MinFunc(slices.Collect(maps.Keys(r.overran)), func(a, b string) int {
+				return r.overran[a].until.Compare(r.overran[b].until)
+			}))
 		}
 		o = &overrun{}
 		r.overran[key] = o

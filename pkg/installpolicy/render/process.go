@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -98,12 +99,8 @@ func (r *Renderer) inOwnProcess(chart guestchart.Chart, request []byte) ([]Doc, 
 // allows: an allocation that failed, or, in a build with cgo, a thread whose stack could not be
 // mapped any more (glibc's pthread_create fails with EAGAIN when the limit is reached).
 func outOfMemory(stderr string) bool {
-	for _, words := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
-		if strings.Contains(stderr, words) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"},
+		func(words string) bool { return strings.Contains(stderr, words) })
 }
 
 // peakMiB is the most memory the ended process held.

@@ -43,9 +43,6 @@ type Doc struct {
 func renderTemplates(chart guestchart.Chart, ch *helmchart.Chart, values map[string]interface{}, rel Target) ([]Doc, error) {
 	opts := chartutil.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision,
 		IsInstall: !rel.Upgrade, IsUpgrade: rel.Upgrade}
-	if opts.Revision == 0 {
-		opts.Revision = 1
-	}
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, values, opts, Capabilities(), true)
 	if err != nil {
 		return nil, guestchart.Refuse(guestchart.ReasonRenderRefused, "", "the %s chart's values do not merge with its defaults: %s", chart, guestchart.Shorten(err.Error()))
