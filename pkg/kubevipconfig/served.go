@@ -259,10 +259,4 @@ func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *app
 }
 
 // shortName bounds a name or reason read from the guest for a message.
-func shortName(s string) string {
-	const max = 63
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func shortName(s string) string { return redact.Shorten(s, 63) }

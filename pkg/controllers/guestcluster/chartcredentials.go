@@ -11,10 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
-	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -123,14 +121,4 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 // fetch refused for want of them shows why.
 func withNotes(message string, notes []string) string {
 	return strings.Join(append([]string{message}, notes...), "; ")
-}
-
-// notInstalled ends an install that did not start: the address still goes where a provider
-// installed earlier reads, if there is one.
-func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client guestAPI, o *outcome) (outcome, kubevipconfig.ConfigMapRef, bool) {
-	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
-	if err == nil {
-		o.message += "; the provider installed earlier reads " + ref.String()
-	}
-	return *o, ref, err == nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -132,7 +133,7 @@ func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (kubevipc
 	if g.provider != nil {
 		return g.provider()
 	}
-	return kubevipconfig.ConfigMapRef{Namespace: "kube-system", Name: ProviderConfigMapName}, nil
+	return kubevipconfig.ConfigMapRef{Namespace: "kube-system", Name: chartvalues.ProviderConfigMapName}, nil
 }
 
 // world is one guest cluster as Rancher shows it, with its FloatingIP holding testAddr.

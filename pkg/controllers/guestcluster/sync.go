@@ -1,13 +1,13 @@
 package guestcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -177,12 +176,8 @@ func (c *controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 			out = append(out, f)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
-		}
-		return out[i].Name < out[j].Name
+	slices.SortFunc(out, func(a, b *v1.FloatingIP) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }
@@ -276,15 +271,15 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	} else {
 		p.kubevip = &outcome{ok: false, reason: v1.ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
-	err = c.writeConfigMap(ctx, client, p, target)
-	if err == nil {
-		c.observe(ctx, client, p, cfg.KubevipNamespace)
-		c.harvesterKubevip(ctx, client, p)
+	if err := c.writeConfigMap(ctx, client, p, target); err != nil {
+		return err
 	}
-	if err == nil && p.kubevip != nil && (p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching) {
+	c.observe(ctx, client, p, cfg.KubevipNamespace)
+	c.harvesterKubevip(ctx, client, p)
+	if p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
-	return err
+	return nil
 }
 
 // stopped is where a pass stops before it contacts the guest, because Rancher's own objects say
@@ -354,7 +349,7 @@ func (c *controller) firstStatus(f *v1.FloatingIP, s *v1.FloatingIPStatus) *cont
 	v1.SetCondition(s, v1.GuestConfigured, false, stop.guest.reason, msg)
 	// The status now shows the inputs, so no trigger would start the pass that must still run
 	// (its metrics, the retries that notice the cluster connect): it is queued here.
-	c.enqueueNamespace(f.Namespace)
+	c.queue.Add(f.Namespace)
 	// The Event record gives a guest condition that turns bad.
 	return &controllers.GuestEvent{Type: v1.EventType(stop.guest.reason), Reason: stop.guest.reason,
 		Message: fmt.Sprintf("guest cluster %s: %s", cluster, msg)}
@@ -419,26 +414,21 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 // want the operator's kube-vip, Harvester's is given back as it was, if the operator had kept it
 // off; otherwise it is left alone.
 func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *pass) {
-	ours := p.installs && p.kubevip != nil && p.kubevip.ok && p.serving != nil && p.serving.Kubevip != nil && p.serving.Kubevip.Ready > 0
+	ready := p.kubevip.ok && p.serving != nil && p.serving.Kubevip != nil && p.serving.Kubevip.Ready > 0
+	change, changed, reason, why := client.DisableHarvesterKubevip, kubevipconfig.DaemonSetDisabled, v1.ReasonHarvesterKubevip,
+		"gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node, as the operator's kube-vip is ready"
 	switch {
-	case ours:
-		res, err := client.DisableHarvesterKubevip(ctx)
-		switch {
-		case err != nil:
-			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-		case res == kubevipconfig.DaemonSetDisabled:
-			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+
-				": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node, as the operator's kube-vip is ready")
-		}
 	case !p.installs:
-		res, err := client.RestoreHarvesterKubevip(ctx)
-		switch {
-		case err != nil:
-			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-		case res == kubevipconfig.DaemonSetRestored:
-			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevipRestored), v1.ReasonHarvesterKubevipRestored, "guest cluster "+p.cluster+
-				": removed the node selector the operator had given the Harvester cloud provider's kube-vip DaemonSet, as the guest does not want the operator's kube-vip")
-		}
+		change, changed, reason, why = client.RestoreHarvesterKubevip, kubevipconfig.DaemonSetRestored, v1.ReasonHarvesterKubevipRestored,
+			"removed the node selector the operator had given the Harvester cloud provider's kube-vip DaemonSet, as the guest does not want the operator's kube-vip"
+	case !ready:
+		return
+	}
+	switch res, err := change(ctx); {
+	case err != nil:
+		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
+	case res == changed:
+		c.Recorder.Event(p.fip, v1.EventType(reason), reason, "guest cluster "+p.cluster+": "+why)
 	}
 }
 
@@ -517,7 +507,7 @@ func (c *controller) guestAddresses(members []*pass) kubevipconfig.Addresses {
 			want.Global = append(want.Global, addr)
 			continue
 		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == kubevipconfig.GlobalPool {
+		if !kubevipconfig.IsNamespacePool(ns) {
 			m.set(v1.GuestStateError, outcome{reason: v1.ReasonInvalidGuestNamespace, message: fmt.Sprintf(
 				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
 				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), kubevipconfig.GlobalPool)})
@@ -566,15 +556,14 @@ func errText(err error) string {
 // kubeconfigOutcome is the guest condition for a kubeconfig guest.NewClient did not accept. The
 // kubeconfig stays as it is until someone rewrites the Secret, which starts a new pass.
 func kubeconfigOutcome(err error, namespace, secretName string) outcome {
-	where := fmt.Sprintf(" (Secret %s/%s, key %s)", namespace, secretName, guest.KubeconfigKey)
+	reason := v1.ReasonKubeconfigInvalid
 	switch {
 	case errors.Is(err, guest.ErrNoKubeconfig):
-		return outcome{reason: v1.ReasonKubeconfigMissing, message: redact.Error(err) + where}
+		reason = v1.ReasonKubeconfigMissing
 	case errors.Is(err, guest.ErrKubeconfigRefused):
-		return outcome{reason: v1.ReasonKubeconfigRefused, message: redact.Error(err) + where}
-	default:
-		return outcome{reason: v1.ReasonKubeconfigInvalid, message: redact.Error(err) + where}
+		reason = v1.ReasonKubeconfigRefused
 	}
+	return outcome{reason: reason, message: fmt.Sprintf("%s (Secret %s/%s, key %s)", redact.Error(err), namespace, secretName, guest.KubeconfigKey)}
 }
 
 // redact is text without the pass's guest credentials or any other credential it quotes, capped:

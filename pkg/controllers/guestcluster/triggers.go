@@ -71,7 +71,7 @@ func (c *controller) enqueueIfNew(f *v1.FloatingIP) bool {
 		return false
 	}
 	c.started.start(f, inputs)
-	c.enqueueNamespace(f.Namespace)
+	c.queue.Add(f.Namespace)
 	return true
 }
 
