@@ -36,8 +36,12 @@ type chartSecret struct {
 
 // deploymentSecret reads the Secret name of the operator's namespace, named by the deployment,
 // afresh for pass p, and returns it with where it is ("<what> <namespace>/<name>"). A Secret that
-// does not exist or cannot be read is an outcome of reason, its message ending with suffix.
+// does not exist or cannot be read is an outcome of reason, its message ending with suffix. When
+// the deployment names none (name ""), there is neither Secret nor outcome.
 func (c *controller) deploymentSecret(p *pass, what, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
+	if name == "" {
+		return nil, "", nil
+	}
 	where := fmt.Sprintf("%s %s/%s", what, c.opts.Namespace, name)
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
 	defer cancel()
@@ -55,12 +59,8 @@ func (c *controller) deploymentSecret(p *pass, what, name, reason, suffix string
 // once), or returns nil when the deployment names none. The password is masked in every message
 // of the pass.
 func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
-	name := c.opts.ChartCredentialsSecret
-	if name == "" {
-		return nil, nil
-	}
-	secret, where, bad := c.deploymentSecret(p, "the chart credentials Secret", name, v1.ReasonChartCredentials, "")
-	if bad != nil {
+	secret, where, bad := c.deploymentSecret(p, "the chart credentials Secret", c.opts.ChartCredentialsSecret, v1.ReasonChartCredentials, "")
+	if secret == nil {
 		return nil, bad
 	}
 	user, password := string(secret.Data[CredentialsUsernameKey]), string(secret.Data[CredentialsPasswordKey])

@@ -32,12 +32,8 @@ type pullSecret struct {
 // once), or returns nil when the deployment names none. Its credentials are masked in every
 // message of the pass.
 func (c *controller) imagePullSecret(p *pass) (*pullSecret, *outcome) {
-	name := c.opts.ImagePullSecret
-	if name == "" {
-		return nil, nil
-	}
-	secret, where, bad := c.deploymentSecret(p, "the image pull Secret", name, v1.ReasonImagePullSecret, "; nothing is installed")
-	if bad != nil {
+	secret, where, bad := c.deploymentSecret(p, "the image pull Secret", c.opts.ImagePullSecret, v1.ReasonImagePullSecret, "; nothing is installed")
+	if secret == nil {
 		return nil, bad
 	}
 	data := secret.Data[corev1.DockerConfigJsonKey]

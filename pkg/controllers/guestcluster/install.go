@@ -160,12 +160,9 @@ func (p *pass) remember(rel helminstall.Release, chart string, applied *helminst
 	if rel.Plan.Version == "" {
 		r.Chart = chart
 	}
-	kept := []v1.GuestRelease{r}
-	for _, old := range p.releases {
-		if old.Namespace != rel.Namespace || old.Name != rel.Name {
-			kept = append(kept, old)
-		}
-	}
+	kept := append([]v1.GuestRelease{r}, slices.DeleteFunc(slices.Clone(p.releases), func(old v1.GuestRelease) bool {
+		return old.Namespace == rel.Namespace && old.Name == rel.Name
+	})...)
 	if !slices.Equal(kept, p.releases) {
 		p.releases, p.releasesChanged = kept, true
 	}

@@ -170,12 +170,9 @@ func (c *controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*v1.FloatingIP
-	for _, f := range all {
-		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" {
-			out = append(out, f)
-		}
-	}
+	out := slices.DeleteFunc(all, func(f *v1.FloatingIP) bool {
+		return f.DeletionTimestamp != nil || f.Annotations[v1.AnnotationClusterName] == ""
+	})
 	slices.SortFunc(out, func(a, b *v1.FloatingIP) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
