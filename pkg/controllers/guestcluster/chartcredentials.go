@@ -1,6 +1,7 @@
 package guestcluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -104,10 +105,7 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 	if s == nil {
 		return nil, ""
 	}
-	from := rel.Ref
-	if from == "" {
-		from = rel.RepoURL
-	}
+	from := cmp.Or(rel.Ref, rel.RepoURL)
 	own, _ := url.Parse(s.source)
 	if at, err := url.Parse(from); err == nil && chartsource.SameOrigin(own, at) {
 		c := s.credentials

@@ -204,7 +204,6 @@ var errPassDeadline = fmt.Errorf("the guest pass took longer than %s", PassTimeo
 
 // run performs the steps; a non-nil result asks for a retry with backoff.
 func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error {
-	f := p.fip
 	// Only an address the range records for its very FloatingIP goes to a guest: a duplicate or a
 	// not yet allocated FloatingIP never does.
 	if len(p.want.Global) == 0 && len(p.want.Namespaced) == 0 {
@@ -214,7 +213,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	prov := p.prov
-	mgmt, stop := c.rancherStop(f.Namespace)
+	mgmt, stop := c.rancherStop(p.fip.Namespace)
 	if stop != nil {
 		if stop.status >= 0 {
 			c.setStatus(p, stop.status)
@@ -227,14 +226,12 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	getCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	secret, err := c.Secrets.Secrets(c.opts.FleetNamespace).Get(getCtx, secretName, metav1.GetOptions{})
 	cancel()
-	switch {
-	case apierrors.IsNotFound(err):
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
-			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)})
-		return errRetry
-	case err != nil:
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
-			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))})
+	if err != nil {
+		msg := fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)
+		if !apierrors.IsNotFound(err) {
+			msg = fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err)
+		}
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing, message: msg})
 		return errRetry
 	}
 	rancher, err := c.rancherAddresses(ctx)
@@ -252,11 +249,9 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if !c.probe(ctx, client, p, secretName) {
 		return errRetry
 	}
-	install := cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
-	p.installs = install
-
+	p.installs = cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
 	target := kubevipconfig.DefaultConfigMap()
-	if install {
+	if p.installs {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
 		if !found {
