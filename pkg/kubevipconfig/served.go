@@ -69,9 +69,9 @@ type DaemonSetState struct {
 	Namespace, Name string
 	Found           bool
 	// Observed is false while the DaemonSet controller has not seen the newest spec yet.
-	Observed                bool
-	Desired, Ready, Updated int32
-	Why                     string
+	Observed       bool
+	Desired, Ready int32
+	Why            string
 }
 
 // ServiceState is one Service: which of the addresses asked about it asks for and which its
@@ -218,7 +218,7 @@ func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps 
 	}
 	st.Found = true
 	st.Observed = ds.Status.ObservedGeneration >= ds.Generation
-	st.Desired, st.Ready, st.Updated = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled
+	st.Desired, st.Ready = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady
 	if st.Observed && st.Desired > 0 && st.Ready == 0 {
 		st.Why = whyNotReady(ctx, core, ds)
 	}

@@ -7,10 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
@@ -35,32 +31,11 @@ type chartSecret struct {
 	credentials helminstall.Credentials
 }
 
-// deploymentSecret reads the Secret name of the operator's namespace, named by the deployment,
-// afresh for pass p, and returns it with where it is ("<what> <namespace>/<name>"). A Secret that
-// does not exist or cannot be read is an outcome of reason, its message ending with suffix. When
-// the deployment names none (name ""), there is neither Secret nor outcome.
-func (c *controller) deploymentSecret(p *pass, what, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
-	if name == "" {
-		return nil, "", nil
-	}
-	where := fmt.Sprintf("%s %s/%s", what, c.opts.Namespace, name)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
-	defer cancel()
-	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, &outcome{reason: reason, message: where + " does not exist" + suffix}
-	case err != nil:
-		return nil, where, &outcome{reason: reason, message: where + " cannot be read: " + p.redact(err.Error()) + suffix}
-	}
-	return secret, where, nil
-}
-
 // chartCredentials reads the chart credentials Secret afresh (so a rotated password is used at
 // once), or returns nil when the deployment names none. The password is masked in every message
 // of the pass.
-func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
-	secret, where, bad := c.deploymentSecret(p, "the chart credentials Secret", c.opts.ChartCredentialsSecret, v1.ReasonChartCredentials, "")
+func (c *controller) chartCredentials(ctx context.Context, p *pass) (*chartSecret, *outcome) {
+	secret, where, bad := c.readSecret(ctx, p, "the chart credentials Secret", c.opts.Namespace, c.opts.ChartCredentialsSecret, v1.ReasonChartCredentials, "")
 	if secret == nil {
 		return nil, bad
 	}

@@ -100,11 +100,11 @@ func (c *controller) prepare(ctx context.Context, cfg config.Config, client gues
 		}
 		plans[i] = plan
 	}
-	credentials, bad := c.chartCredentials(p)
+	credentials, bad := c.chartCredentials(ctx, p)
 	if bad != nil {
 		return nil, nil, bad
 	}
-	pull, bad := c.imagePullSecret(p)
+	pull, bad := c.imagePullSecret(ctx, p)
 	if bad == nil {
 		bad = c.checkImages(ctx, p, plans, pull)
 	}

@@ -101,7 +101,7 @@ func (g *fakeGuest) Serving(_ context.Context, namespace, name string, _ []netip
 	}
 	var s kubevipconfig.Serving
 	if name != "" {
-		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1, Updated: 1}
+		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1}
 	}
 	return s, nil
 }
@@ -297,7 +297,7 @@ func TestEveryGuestReason(t *testing.T) {
 		},
 			v1.GuestConfigured, v1.ReasonDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
 		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
-			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
+			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "does not exist"},
 		{"kubeconfig key empty", func(w *world) { w.kubeconfig = []byte{} },
 			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "key " + guest.KubeconfigKey},
 		{"kubeconfig invalid", func(w *world) { w.kubeconfig = []byte("{not yaml: [") },

@@ -222,16 +222,9 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
-	// One GET of the one Secret this pass needs: Secrets are never listed, watched or cached.
-	getCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	secret, err := c.Secrets.Secrets(c.opts.FleetNamespace).Get(getCtx, secretName, metav1.GetOptions{})
-	cancel()
-	if err != nil {
-		msg := fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)
-		if !apierrors.IsNotFound(err) {
-			msg = fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err)
-		}
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing, message: msg})
+	secret, _, missing := c.readSecret(ctx, p, "the kubeconfig Secret", c.opts.FleetNamespace, secretName, v1.ReasonKubeconfigMissing, "")
+	if missing != nil {
+		p.set(v1.GuestStatePending, *missing)
 		return errRetry
 	}
 	rancher, err := c.rancherAddresses(ctx)
@@ -272,6 +265,28 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
 	return nil
+}
+
+// readSecret reads the Secret namespace/name afresh for pass p, and returns it with where it is
+// ("<what> <namespace>/<name>"): one GET of each Secret a pass needs, as Secrets are never listed,
+// watched or cached. A Secret that does not exist or cannot be read is an outcome of reason, its
+// message ending with suffix. When the deployment names none (name ""), there is neither Secret
+// nor outcome.
+func (c *controller) readSecret(ctx context.Context, p *pass, what, namespace, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
+	if name == "" {
+		return nil, "", nil
+	}
+	where := fmt.Sprintf("%s %s/%s", what, namespace, name)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	secret, err := c.Secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, where, &outcome{reason: reason, message: where + " does not exist" + suffix}
+	case err != nil:
+		return nil, where, &outcome{reason: reason, message: where + " cannot be read: " + p.redact(err.Error()) + suffix}
+	}
+	return secret, where, nil
 }
 
 // stopped is where a pass stops before it contacts the guest, because Rancher's own objects say
