@@ -188,10 +188,8 @@ func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) 
 	if len(svc.Status.LoadBalancer.Ingress) > MaxServiceAddresses {
 		return st, false
 	}
-	rest, named := svc.Annotations[LoadBalancerIPsAnnotation], 0
-	for rest != "" {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
+	named := 0
+	for part := range strings.SplitSeq(svc.Annotations[LoadBalancerIPsAnnotation], ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}

@@ -50,9 +50,9 @@ type pass struct {
 	want      kubevipconfig.Addresses
 	written   string
 	leftAlone []string
-	// target and keys are the ConfigMap the pass wrote and what it wanted there.
+	// target is the ConfigMap the pass wrote, and has what it wanted there: "<target> has <keys>".
 	target kubevipconfig.ConfigMapRef
-	keys   map[string]string
+	has    string
 	// releases are the Helm releases the operator applied in the guest, as the cluster's
 	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
 	releases        []v1.GuestRelease
@@ -443,9 +443,8 @@ func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *p
 func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target kubevipconfig.ConfigMapRef) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
 	res, err := client.EnsureAddresses(ctx, target, p.want, update)
-	p.keys, _ = p.want.Keys() // guestAddresses let only valid entries in
-	p.target, p.leftAlone = target, res.LeftAlone
-	has := describeKeys(p.keys)
+	keys, _ := p.want.Keys() // guestAddresses let only valid entries in
+	p.target, p.leftAlone, p.has = target, res.LeftAlone, fmt.Sprintf("%s has %s", target, describeKeys(keys))
 	if err != nil {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusError)
 		p.set(v1.GuestStateError, outcome{reason: v1.ReasonConfigMapFailed, message: err.Error()})
@@ -453,7 +452,7 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 	}
 	if res.Result == kubevipconfig.ConfigMapCreated || res.Result == kubevipconfig.ConfigMapUpdated {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
+		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster "+p.cluster+": "+p.has)
 	}
 	p.written = guestAddressesText(p.want)
 	if slices.Contains(res.LeftAlone, kubevipconfig.GlobalCIDRKey) {
@@ -461,7 +460,7 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)})
 		return nil
 	}
-	p.set(v1.GuestStateConfigured, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", target, has)})
+	p.set(v1.GuestStateConfigured, outcome{ok: true, reason: v1.ReasonConfigured, message: p.has})
 	return nil
 }
 
@@ -535,7 +534,7 @@ func (m *pass) share(lead *pass) {
 	m.set(lead.state, lead.guest)
 	m.kubevip, m.credentials, m.written = lead.kubevip, lead.credentials, lead.written
 	ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
-	if !named || lead.state != v1.GuestStateConfigured || lead.keys == nil {
+	if !named || lead.state != v1.GuestStateConfigured {
 		return
 	}
 	// A namespace's pool is judged on its own: cidr-global left alone does not keep it out.
@@ -543,7 +542,7 @@ func (m *pass) share(lead *pass) {
 		m.set(lead.state, outcome{reason: v1.ReasonConfigMapNotUpdated, message: fmt.Sprintf(
 			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)})
 	} else {
-		m.set(lead.state, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", lead.target, describeKeys(lead.keys))})
+		m.set(lead.state, outcome{ok: true, reason: v1.ReasonConfigured, message: lead.has})
 	}
 }
 
