@@ -104,7 +104,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		}
 		members = append(members, p)
 	}
-	var retry error
+	retry := errRetry // without a provisioning cluster in the cache (yet), no pass runs
 	// soon is when a grace period of the guest's ends, for a look before the usual interval.
 	var soon time.Duration
 	if primary != nil {
@@ -124,8 +124,6 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 				soon = m.served.recheck
 			}
 		}
-	} else {
-		retry = errRetry // the provisioning cluster may not be in the cache yet
 	}
 	for _, p := range passes {
 		if err := c.record(p); err != nil {
