@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -120,7 +119,7 @@ func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps ap
 		break
 	}
 	s.Services, s.Limited = r.services, r.message()
-	sort.Slice(s.Services, func(i, j int) bool { return s.Services[i].String() < s.Services[j].String() })
+	slices.SortFunc(s.Services, func(a, b ServiceState) int { return strings.Compare(a.String(), b.String()) })
 	return s, nil
 }
 
@@ -234,10 +233,7 @@ func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *app
 	if err != nil {
 		return ""
 	}
-	for i := range pods.Items {
-		if i == MaxPods {
-			break
-		}
+	for i := range min(len(pods.Items), MaxPods) {
 		p := &pods.Items[i]
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && w.Reason != "" {
