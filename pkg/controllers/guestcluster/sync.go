@@ -406,7 +406,7 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 			c.opts.FleetNamespace, secretName, guest.ProbeNamespace)})
 	default:
 		p.set(v1.GuestStateDisconnected, outcome{reason: v1.ReasonDisconnected,
-			message: "the guest cluster does not answer through Rancher's cluster proxy: " + errText(err)})
+			message: "the guest cluster does not answer through Rancher's cluster proxy: " + fmt.Sprint(err)})
 	}
 	c.setStatus(p, metrics.GuestClusterDown)
 	c.countEvent(p, metrics.EventAPIConnection, metrics.StatusError)
@@ -548,13 +548,6 @@ func (m *pass) share(lead *pass) {
 // are only ever set together.
 func (p *pass) set(state v1.GuestState, guest outcome) {
 	p.state, p.guest = state, guest
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	return err.Error()
 }
 
 // kubeconfigOutcome is the guest condition for a kubeconfig guest.NewClient did not accept. The
