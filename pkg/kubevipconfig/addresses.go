@@ -132,7 +132,7 @@ func (a Addresses) Keys() (map[string]string, error) {
 	}
 	add(GlobalPool, a.Global)
 	for _, ns := range slices.Sorted(maps.Keys(a.Namespaced)) {
-		if !isNamespacePool(ns) {
+		if !IsNamespacePool(ns) {
 			errs = append(errs, fmt.Errorf("%w: namespace %q is not a DNS-1123 label other than %q", ErrInvalidAddresses, ns, GlobalPool))
 			continue
 		}
@@ -153,8 +153,8 @@ func checkAddr(addr netip.Addr) error {
 	return nil
 }
 
-// isNamespacePool: ns may have a pool of its own, cidr-<ns>.
-func isNamespacePool(ns string) bool {
+// IsNamespacePool says whether ns may have a pool of its own, cidr-<ns>.
+func IsNamespacePool(ns string) bool {
 	return len(ns) <= validation.DNS1123LabelMaxLength && ns != GlobalPool && len(validation.IsDNS1123Label(ns)) == 0
 }
 
@@ -162,7 +162,7 @@ func isNamespacePool(ns string) bool {
 // ever deletes.
 func isNamespaceKey(key string) bool {
 	ns, ok := strings.CutPrefix(key, CIDRKeyPrefix)
-	return ok && isNamespacePool(ns)
+	return ok && IsNamespacePool(ns)
 }
 
 // ParseOwnedKeys reads an owned-keys annotation defensively: its first MaxOwnedKeys entries,
@@ -277,13 +277,7 @@ func personsPool(cm *corev1.ConfigMap, key string) bool {
 // ownedAnnotation is the owned-keys annotation for the keys the operator holds: its
 // per-namespace keys, sorted; "" for none.
 func ownedAnnotation(keys map[string]string) string {
-	var owned []string
-	for key := range keys {
-		if key != GlobalCIDRKey {
-			owned = append(owned, key)
-		}
-	}
-	slices.Sort(owned)
+	owned := slices.DeleteFunc(slices.Sorted(maps.Keys(keys)), func(key string) bool { return key == GlobalCIDRKey })
 	return strings.Join(owned, ",")
 }
 

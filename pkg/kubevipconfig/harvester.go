@@ -68,12 +68,7 @@ func DisableHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGe
 	if ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey] == "true" {
 		return DaemonSetAlreadyDisabled, nil
 	}
-	patch, err := json.Marshal(map[string]interface{}{"spec": map[string]interface{}{"template": map[string]interface{}{
-		"spec": map[string]interface{}{"nodeSelector": map[string]string{DisabledNodeSelectorKey: "true"}},
-	}}})
-	if err != nil {
-		return DaemonSetAbsent, err
-	}
+	patch := []byte(`{"spec":{"template":{"spec":{"nodeSelector":{"` + DisabledNodeSelectorKey + `":"true"}}}}}`)
 	if _, err := dss.Patch(ctx, HarvesterDaemonSetName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return DaemonSetAbsent, fmt.Errorf("patching %s/%s: %w", HarvesterDaemonSetNamespace, HarvesterDaemonSetName, err)
 	}

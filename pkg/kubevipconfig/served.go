@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,9 +68,9 @@ type DaemonSetState struct {
 	Namespace, Name string
 	Found           bool
 	// Observed is false while the DaemonSet controller has not seen the newest spec yet.
-	Observed                bool
-	Desired, Ready, Updated int32
-	Why                     string
+	Observed       bool
+	Desired, Ready int32
+	Why            string
 }
 
 // ServiceState is one Service: which of the addresses asked about it asks for and which its
@@ -120,7 +119,7 @@ func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps ap
 		break
 	}
 	s.Services, s.Limited = r.services, r.message()
-	sort.Slice(s.Services, func(i, j int) bool { return s.Services[i].String() < s.Services[j].String() })
+	slices.SortFunc(s.Services, func(a, b ServiceState) int { return strings.Compare(a.String(), b.String()) })
 	return s, nil
 }
 
@@ -188,10 +187,8 @@ func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) 
 	if len(svc.Status.LoadBalancer.Ingress) > MaxServiceAddresses {
 		return st, false
 	}
-	rest, named := svc.Annotations[LoadBalancerIPsAnnotation], 0
-	for rest != "" {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
+	named := 0
+	for part := range strings.SplitSeq(svc.Annotations[LoadBalancerIPsAnnotation], ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
@@ -218,7 +215,7 @@ func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps 
 	}
 	st.Found = true
 	st.Observed = ds.Status.ObservedGeneration >= ds.Generation
-	st.Desired, st.Ready, st.Updated = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled
+	st.Desired, st.Ready = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady
 	if st.Observed && st.Desired > 0 && st.Ready == 0 {
 		st.Why = whyNotReady(ctx, core, ds)
 	}
@@ -236,10 +233,7 @@ func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *app
 	if err != nil {
 		return ""
 	}
-	for i := range pods.Items {
-		if i == MaxPods {
-			break
-		}
+	for i := range min(len(pods.Items), MaxPods) {
 		p := &pods.Items[i]
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && w.Reason != "" {
@@ -259,10 +253,4 @@ func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *app
 }
 
 // shortName bounds a name or reason read from the guest for a message.
-func shortName(s string) string {
-	const max = 63
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func shortName(s string) string { return redact.Shorten(s, 63) }

@@ -79,14 +79,6 @@ func write(ctx context.Context, req *rest.Request, kind string, obj runtime.Obje
 	return answer.Metadata, nil
 }
 
-func (w *Writer) create(resource, kind, namespace string, obj runtime.Object) (metav1.ObjectMeta, error) {
-	return write(context.TODO(), w.client.Post().NamespaceIfScoped(namespace, namespace != "").Resource(resource), kind, obj)
-}
-
-func (w *Writer) updateStatus(resource, kind, namespace, name string, obj runtime.Object) (metav1.ObjectMeta, error) {
-	return write(context.TODO(), w.client.Put().NamespaceIfScoped(namespace, namespace != "").Resource(resource).Name(name).SubResource("status"), kind, obj)
-}
-
 // FloatingIPs is the generated FloatingIP controller whose Create and UpdateStatus go through
 // the Writer; everything else is the controller's.
 type FloatingIPs struct {
@@ -96,13 +88,14 @@ type FloatingIPs struct {
 
 // Create creates f and returns it as created.
 func (c FloatingIPs) Create(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	meta, err := c.W.create("floatingips", "FloatingIP", f.Namespace, f)
+	meta, err := write(context.TODO(), c.W.client.Post().Namespace(f.Namespace).Resource("floatingips"), "FloatingIP", f)
 	return writtenFloatingIP(f, meta, err)
 }
 
 // UpdateStatus writes f's status and returns f as written.
 func (c FloatingIPs) UpdateStatus(f *v1.FloatingIP) (*v1.FloatingIP, error) {
-	meta, err := c.W.updateStatus("floatingips", "FloatingIP", f.Namespace, f.Name, f)
+	req := c.W.client.Put().Namespace(f.Namespace).Resource("floatingips").Name(f.Name).SubResource("status")
+	meta, err := write(context.TODO(), req, "FloatingIP", f)
 	return writtenFloatingIP(f, meta, err)
 }
 
@@ -126,7 +119,7 @@ type Allocations struct {
 
 // Create creates a and returns it as created.
 func (c Allocations) Create(a *v1.FloatingIPAllocation) (*v1.FloatingIPAllocation, error) {
-	meta, err := c.W.create("floatingipallocations", "FloatingIPAllocation", "", a)
+	meta, err := write(context.TODO(), c.W.client.Post().Resource("floatingipallocations"), "FloatingIPAllocation", a)
 	if err != nil {
 		return nil, err
 	}

@@ -37,8 +37,11 @@ func New[T any](reuse time.Duration, now func() time.Time) *Reads[T] {
 // read in flight with every other caller asking for the same key. Callers share the value: treat
 // it as read-only.
 func (r *Reads[T]) Get(key string, fetch func() (T, error)) (T, error) {
-	if v, ok := r.recent(key); ok {
-		return v, nil
+	r.mu.Lock()
+	k, ok := r.kept[key]
+	r.mu.Unlock()
+	if ok && r.now().Sub(k.at) < r.reuse {
+		return k.value, nil
 	}
 	v, err, _ := r.group.Do(key, func() (interface{}, error) {
 		v, err := fetch()
@@ -52,17 +55,6 @@ func (r *Reads[T]) Get(key string, fetch func() (T, error)) (T, error) {
 		return zero, err
 	}
 	return v.(T), nil
-}
-
-func (r *Reads[T]) recent(key string) (T, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k, ok := r.kept[key]
-	if !ok || r.now().Sub(k.at) >= r.reuse {
-		var zero T
-		return zero, false
-	}
-	return k.value, true
 }
 
 // keep remembers value for key and, once per reuse period, forgets every read older than that,

@@ -17,7 +17,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/cloudprovider"
@@ -73,7 +73,7 @@ func runDataplane(t *testing.T, gc *guestCluster, link *dataplane.Link, kubevipB
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s := &servedGuest{t: t, gc: gc, link: link}
-	ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("our kube-vip DaemonSet: %v", err)
 	}
@@ -304,7 +304,7 @@ func TestDataPlaneServesTheFloatingIP(t *testing.T) {
 			if err := link.RemoveAddress(addr); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(context.Background(), guestcluster.KubevipNameOverride, metav1.GetOptions{})
+			ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(context.Background(), chartvalues.KubevipNameOverride, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,8 +28,8 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
@@ -290,7 +290,7 @@ func TestGuestHostileInjectedValuesAreRefusedBeforeAnythingIsApplied(t *testing.
 	if recs := helmRecords(t, gc, "status=deployed"); len(recs) != 2 {
 		t.Errorf("%d deployed Helm releases with the default values; want 2", len(recs))
 	}
-	ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("kube-vip's DaemonSet with the default values: %v", err)
 	}
@@ -492,7 +492,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 	if !eventSoon(t, f.shard, gc.id, "hforged-kubevip", corev1.EventTypeWarning, v1.ReasonUntrustedRecord, "sh.helm.release.v1.kube-vip.v99") {
 		t.Errorf("no Warning Event names the forged record; the Events: %v", eventMessages(t, gc.id, "hforged-kubevip"))
 	}
-	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); err != nil {
+	if _, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{}); err != nil {
 		t.Errorf("the real kube-vip DaemonSet: %v", err)
 	}
 	// What the operator applied is remembered on the management side, digest and all: the record

@@ -31,7 +31,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -216,7 +216,7 @@ func TestGuestHostileRecordOfAnotherReleaseIsRefused(t *testing.T) {
 	if n := len(helmRecords(t, a, "name=kube-vip")); n != 1 {
 		t.Errorf("%d records of kube-vip in guest A; want only the forged one: nothing upgraded over it", n)
 	}
-	if _, err := a.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := a.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("kube-vip's DaemonSet in guest A: %v; want none", err)
 	}
 

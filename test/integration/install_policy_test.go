@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -118,12 +118,12 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	f.extraNamespace(gc.id)
 	f.createFIPIn(gc.id, "ipkeep", "ipkeep", "10.189.0.2")
 	f.waitFIPIn(gc.id, "ipkeep", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
-	before, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	before, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	podMonitors := dynamic.NewForConfigOrDie(g.Config).Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"})
-	pm, err := podMonitors.Namespace("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	pm, err := podMonitors.Namespace("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("kube-vip's PodMonitor: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	rig.Eventually(t, 30*time.Second, "a Warning Event on the ConfigMap naming extraArgs", func() bool {
 		return f.shard.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")
 	})
-	after, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, guestcluster.KubevipNameOverride, metav1.GetOptions{})
+	after, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	switch {
 	case err != nil:
 		t.Errorf("kube-vip's DaemonSet after the refusal: %v", err)

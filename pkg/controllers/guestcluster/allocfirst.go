@@ -61,20 +61,17 @@ func (a *allocationFirst) observe(key string, f *v1.FloatingIP, now time.Time) {
 
 // handler feeds observe from the FloatingIP informer, as objects arrive.
 func (a *allocationFirst) handler(now func() time.Time) cache.ResourceEventHandler {
-	seen := func(obj interface{}) {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return
+	seen := func(obj interface{}, f *v1.FloatingIP) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			a.observe(key, f, now())
 		}
-		f, _ := obj.(*v1.FloatingIP)
-		a.observe(key, f, now())
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj interface{}) { seen(obj) }, DeleteFunc: func(obj interface{}) {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err == nil {
-			a.observe(key, nil, now())
-		}
-	}}
+	live := func(obj interface{}) {
+		f, _ := obj.(*v1.FloatingIP)
+		seen(obj, f)
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: live, UpdateFunc: func(_, obj interface{}) { live(obj) },
+		DeleteFunc: func(obj interface{}) { seen(obj, nil) }}
 }
 
 // hold says whether a guest pass should wait: while the allocator is busy with a backlog.

@@ -1,20 +1,15 @@
 package guestcluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
-	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -36,33 +31,12 @@ type chartSecret struct {
 	credentials helminstall.Credentials
 }
 
-// deploymentSecret reads the Secret name of the operator's namespace, named by the deployment,
-// afresh for pass p, and returns it with where it is ("<what> <namespace>/<name>"). A Secret that
-// does not exist or cannot be read is an outcome of reason, its message ending with suffix.
-func (c *controller) deploymentSecret(p *pass, what, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
-	where := fmt.Sprintf("%s %s/%s", what, c.opts.Namespace, name)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
-	defer cancel()
-	secret, err := c.Secrets.Secrets(c.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, &outcome{reason: reason, message: where + " does not exist" + suffix}
-	case err != nil:
-		return nil, where, &outcome{reason: reason, message: where + " cannot be read: " + p.redact(err.Error()) + suffix}
-	}
-	return secret, where, nil
-}
-
 // chartCredentials reads the chart credentials Secret afresh (so a rotated password is used at
 // once), or returns nil when the deployment names none. The password is masked in every message
 // of the pass.
-func (c *controller) chartCredentials(p *pass) (*chartSecret, *outcome) {
-	name := c.opts.ChartCredentialsSecret
-	if name == "" {
-		return nil, nil
-	}
-	secret, where, bad := c.deploymentSecret(p, "the chart credentials Secret", name, v1.ReasonChartCredentials, "")
-	if bad != nil {
+func (c *controller) chartCredentials(ctx context.Context, p *pass) (*chartSecret, *outcome) {
+	secret, where, bad := c.readSecret(ctx, p, "the chart credentials Secret", c.opts.Namespace, c.opts.ChartCredentialsSecret, v1.ReasonChartCredentials, "")
+	if secret == nil {
 		return nil, bad
 	}
 	user, password := string(secret.Data[CredentialsUsernameKey]), string(secret.Data[CredentialsPasswordKey])
@@ -106,10 +80,7 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 	if s == nil {
 		return nil, ""
 	}
-	from := rel.Ref
-	if from == "" {
-		from = rel.RepoURL
-	}
+	from := cmp.Or(rel.Ref, rel.RepoURL)
 	own, _ := url.Parse(s.source)
 	if at, err := url.Parse(from); err == nil && chartsource.SameOrigin(own, at) {
 		c := s.credentials
@@ -123,14 +94,4 @@ func (s *chartSecret) forRelease(chart string, rel helminstall.Release) (creds *
 // fetch refused for want of them shows why.
 func withNotes(message string, notes []string) string {
 	return strings.Join(append([]string{message}, notes...), "; ")
-}
-
-// notInstalled ends an install that did not start: the address still goes where a provider
-// installed earlier reads, if there is one.
-func (c *controller) notInstalled(ctx context.Context, cfg config.Config, client guestAPI, o *outcome) (outcome, kubevipconfig.ConfigMapRef, bool) {
-	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
-	if err == nil {
-		o.message += "; the provider installed earlier reads " + ref.String()
-	}
-	return *o, ref, err == nil
 }

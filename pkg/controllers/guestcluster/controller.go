@@ -58,7 +58,7 @@ type deps struct {
 	// (401) reads it once more.
 	Secrets typedcorev1.SecretsGetter
 	// Settings reads Rancher's address settings, which every guest kubeconfig's server must name.
-	Settings settingsGetter
+	Settings guest.SettingsGetter
 	Store    *config.Store
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
@@ -70,7 +70,9 @@ type controller struct {
 	opts options
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(pass context.Context, t guest.Target) (guestAPI, error)
-	queue   workqueue.TypedDelayingInterface[string]
+	// queue holds the clusters whose pass is due by the name of their management cluster, which is
+	// their FloatingIPs' namespace: each at most once, handed to one worker at a time.
+	queue workqueue.TypedDelayingInterface[string]
 	// next holds each cluster's coming pass: a retry with backoff, or the periodic one.
 	next *nextPasses
 	// started holds the inputs of the passes started, until the FloatingIPs' status shows them.
@@ -172,19 +174,13 @@ func (c *controller) work(ctx context.Context) bool {
 	return true
 }
 
-// enqueueNamespace starts a pass for the guest cluster whose management cluster, and namespace,
-// is namespace. The queue holds a cluster at most once and hands it to one worker at a time.
-func (c *controller) enqueueNamespace(namespace string) {
-	c.queue.Add(namespace)
-}
-
 func (c *controller) enqueueAll() {
 	fips, err := c.FloatingIPs.Cache().List("", labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, f := range fips {
-		c.enqueueNamespace(f.Namespace)
+		c.queue.Add(f.Namespace)
 	}
 }
 
@@ -203,7 +199,7 @@ func (c *controller) onFloatingIP(key string, f *v1.FloatingIP) (*v1.FloatingIP,
 		// It matters only if a pass worked from it: another FloatingIP of the cluster may take
 		// over. One that never named a cluster does not run its namespace's pass.
 		if f.Status.GuestInputs != "" || (f.DeletionTimestamp != nil && cluster != "") {
-			c.enqueueNamespace(f.Namespace)
+			c.queue.Add(f.Namespace)
 		}
 	default:
 		c.enqueueIfNew(f)

@@ -24,11 +24,8 @@ type guestAPI interface {
 	// Serving reads what serves the guest's addresses addrs: the kube-vip DaemonSet
 	// namespace/name (none when name is ""), and the Services kube-vip-cloud-provider handles.
 	Serving(ctx context.Context, namespace, name string, addrs []netip.Addr) (kubevipconfig.Serving, error)
-	// EnsureAddresses writes the addresses of the guest's FloatingIPs into the ConfigMap ref.
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
-	// EnsurePullSecret keeps the operator's copy of the image pull Secret, namespace/name.
 	EnsurePullSecret(ctx context.Context, namespace, name string, dockerConfig []byte) (kubevipconfig.PullSecretResult, error)
-	// EnsureRelease keeps one Helm release installed as rel asks.
 	EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
 	ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error)

@@ -31,13 +31,10 @@ type pullSecret struct {
 // imagePullSecret reads the deployment's image pull Secret afresh (a rotated one is used at
 // once), or returns nil when the deployment names none. Its credentials are masked in every
 // message of the pass.
-func (c *controller) imagePullSecret(p *pass) (*pullSecret, *outcome) {
-	name := c.opts.ImagePullSecret
-	if name == "" {
-		return nil, nil
-	}
-	secret, where, bad := c.deploymentSecret(p, "the image pull Secret", name, v1.ReasonImagePullSecret, "; nothing is installed")
-	if bad != nil {
+func (c *controller) imagePullSecret(ctx context.Context, p *pass) (*pullSecret, *outcome) {
+	secret, where, bad := c.readSecret(ctx, p, "the image pull Secret", c.opts.Namespace, c.opts.ImagePullSecret, v1.ReasonImagePullSecret,
+		"; nothing is installed")
+	if secret == nil {
 		return nil, bad
 	}
 	data := secret.Data[corev1.DockerConfigJsonKey]
@@ -64,11 +61,7 @@ func (c *controller) checkImages(ctx context.Context, p *pass, plans []*installp
 		creds = pull.config
 	}
 	for _, plan := range plans {
-		image := plan.Values.Ref
-		err := errors.New("the checker of image digests is not set up")
-		if c.opts.Images != nil {
-			err = c.opts.Images.Check(ctx, image, creds)
-		}
+		err := c.opts.Images.Check(ctx, plan.Values.Ref, creds)
 		if err == nil {
 			continue
 		}

@@ -12,17 +12,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
-)
-
-// KubevipNameOverride and ProviderConfigMapName are what the install policy sets in the values of
-// the two charts: see pkg/installpolicy.
-const (
-	KubevipNameOverride   = chartvalues.KubevipNameOverride
-	ProviderConfigMapName = chartvalues.ProviderConfigMapName
 )
 
 // step is one chart of the install.
@@ -41,35 +33,12 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		{"kube-vip", cfg.Kubevip, policy.PlanKubevip, metrics.EventKubevipInstall},
 		{"kube-vip-cloud-provider", cfg.KubevipCloudProvider, policy.PlanCloudProvider, metrics.EventKubevipCloudProviderInstall},
 	}
-	// The deployment's policy decides on both charts before anything is fetched.
-	plans := make([]*installpolicy.Plan, len(steps))
-	for i, s := range steps {
-		plan, err := s.plan(cfg)
-		if err != nil {
-			return c.notInstalled(ctx, cfg, client, c.refused(p, s.name, err))
-		}
-		plans[i] = plan
-	}
-	credentials, bad := c.chartCredentials(p)
-	if bad != nil {
-		return c.notInstalled(ctx, cfg, client, bad)
-	}
-	// The images, as the registry names them now, and the guest's copy of the pull Secret.
-	pull, bad := c.imagePullSecret(p)
-	if bad == nil {
-		bad = c.checkImages(ctx, p, plans, pull)
-	}
-	if bad == nil {
-		bad = c.writePullSecret(ctx, client, p, cfg.KubevipNamespace, pull)
-	}
-	if bad != nil {
-		return c.notInstalled(ctx, cfg, client, bad)
-	}
+	plans, credentials, failed := c.prepare(ctx, cfg, client, p, steps)
 	var done, notes []string
-	var failed *outcome
-	for i, s := range steps {
-		rel := release(cfg, s.chart, s.name, plans[i])
-		rel.Sources = policy.Sources()
+	for i := 0; failed == nil && i < len(steps); i++ {
+		s := steps[i]
+		rel := helminstall.Release{Namespace: cfg.KubevipNamespace, Name: s.chart.ReleaseName, Chart: s.name, RepoURL: s.chart.RepoURL,
+			Ref: s.chart.Ref, Version: s.chart.Version, Plan: plans[i], Update: cfg.KubevipUpdate, Sources: policy.Sources()}
 		rel.Trusted = p.trusted(rel)
 		var note string
 		if rel.Credentials, note = credentials.forRelease(s.name, rel); note != "" {
@@ -86,10 +55,10 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 				c.Recorder.Event(p.fip, v1.EventType(f.reason), f.reason, "guest cluster "+p.cluster+": "+f.message)
 			}
 			failed = &f.outcome
-			break
+			continue
 		}
 		p.remember(rel, s.name, res.Applied)
-		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, images(res.Approval, s.chart))
+		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, images(res.Approval))
 		if res.Untrusted != "" {
 			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonUntrustedRecord), v1.ReasonUntrustedRecord,
 				"guest cluster %s: the %s was not written by the operator (its manifest is none the operator applied): nothing it lists was deleted, and release %s/%s was installed over it",
@@ -103,7 +72,7 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		done = append(done, what)
 	}
 	// Where the provider reads: from its Deployment as installed, even when this pass's install
-	// or upgrade failed but an earlier one succeeded.
+	// or upgrade failed or did not start but an earlier one succeeded.
 	ref, err := client.ProviderConfigMap(ctx, cfg.KubevipNamespace, cfg.KubevipCloudProvider.ReleaseName)
 	switch {
 	case err != nil && failed != nil:
@@ -118,6 +87,33 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		done[0], done[1], ref), notes)}, ref, true
 }
 
+// prepare is what comes before anything is fetched or reaches the guest: the deployment's policy
+// decides on both charts, then the chart credentials are read, the images held to what the
+// registry names now, and the guest given its copy of the pull Secret. An outcome says why
+// nothing is installed.
+func (c *controller) prepare(ctx context.Context, cfg config.Config, client guestAPI, p *pass, steps []step) ([]*installpolicy.Plan, *chartSecret, *outcome) {
+	plans := make([]*installpolicy.Plan, len(steps))
+	for i, s := range steps {
+		plan, err := s.plan(cfg)
+		if err != nil {
+			return nil, nil, c.refused(p, s.name, err)
+		}
+		plans[i] = plan
+	}
+	credentials, bad := c.chartCredentials(ctx, p)
+	if bad != nil {
+		return nil, nil, bad
+	}
+	pull, bad := c.imagePullSecret(ctx, p)
+	if bad == nil {
+		bad = c.checkImages(ctx, p, plans, pull)
+	}
+	if bad == nil {
+		bad = c.writePullSecret(ctx, client, p, cfg.KubevipNamespace, pull)
+	}
+	return plans, credentials, bad
+}
+
 // refused reports a chart the policy refused before anything was fetched, with a Warning Event.
 func (c *controller) refused(p *pass, chart string, err error) *outcome {
 	var r *guestchart.Refusal
@@ -127,20 +123,6 @@ func (c *controller) refused(p *pass, chart string, err error) *outcome {
 	msg := p.redact(fmt.Sprintf("%s: %v; nothing is installed", chart, r))
 	c.Recorder.Event(p.fip, v1.EventType(r.Reason), r.Reason, "guest cluster "+p.cluster+": "+msg)
 	return &outcome{reason: r.Reason, message: msg}
-}
-
-// release is what the configuration asks of one chart, with the values the policy accepted.
-func release(cfg config.Config, chart config.Chart, name string, plan *installpolicy.Plan) helminstall.Release {
-	return helminstall.Release{
-		Namespace: cfg.KubevipNamespace,
-		Name:      chart.ReleaseName,
-		Chart:     name,
-		RepoURL:   chart.RepoURL,
-		Ref:       chart.Ref,
-		Version:   chart.Version,
-		Plan:      plan,
-		Update:    cfg.KubevipUpdate,
-	}
 }
 
 // rememberedReleases are the releases every FloatingIP of the cluster remembers.
@@ -178,28 +160,22 @@ func (p *pass) remember(rel helminstall.Release, chart string, applied *helminst
 	if rel.Plan.Version == "" {
 		r.Chart = chart
 	}
-	kept := []v1.GuestRelease{r}
-	for _, old := range p.releases {
-		if old.Namespace != rel.Namespace || old.Name != rel.Name {
-			kept = append(kept, old)
-		}
-	}
+	kept := append([]v1.GuestRelease{r}, slices.DeleteFunc(slices.Clone(p.releases), func(old v1.GuestRelease) bool {
+		return old.Namespace == rel.Namespace && old.Name == rel.Name
+	})...)
 	if !slices.Equal(kept, p.releases) {
 		p.releases, p.releasesChanged = kept, true
 	}
 }
 
 // images names the images in use, as rendered.
-func images(a *approve.Approval, chart config.Chart) string {
-	if a == nil {
+func images(a *approve.Approval) string {
+	if a == nil || len(a.Decisions) == 0 {
 		return ""
 	}
 	var names []string
 	for _, d := range a.Decisions {
 		names = append(names, fmt.Sprintf("%s (kube-vip %s)", d.Image, d.Generation))
-	}
-	if len(names) == 0 {
-		return ""
 	}
 	return ", image " + strings.Join(names, ", ")
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -100,7 +101,7 @@ func (g *fakeGuest) Serving(_ context.Context, namespace, name string, _ []netip
 	}
 	var s kubevipconfig.Serving
 	if name != "" {
-		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1, Updated: 1}
+		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1}
 	}
 	return s, nil
 }
@@ -132,7 +133,7 @@ func (g *fakeGuest) ProviderConfigMap(context.Context, string, string) (kubevipc
 	if g.provider != nil {
 		return g.provider()
 	}
-	return kubevipconfig.ConfigMapRef{Namespace: "kube-system", Name: ProviderConfigMapName}, nil
+	return kubevipconfig.ConfigMapRef{Namespace: "kube-system", Name: chartvalues.ProviderConfigMapName}, nil
 }
 
 // world is one guest cluster as Rancher shows it, with its FloatingIP holding testAddr.
@@ -296,7 +297,7 @@ func TestEveryGuestReason(t *testing.T) {
 		},
 			v1.GuestConfigured, v1.ReasonDisconnected, corev1.ConditionFalse, "Normal Disconnected", "not connected"},
 		{"kubeconfig Secret missing", func(w *world) { w.secrets = nil },
-			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "not there yet"},
+			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "does not exist"},
 		{"kubeconfig key empty", func(w *world) { w.kubeconfig = []byte{} },
 			v1.GuestConfigured, v1.ReasonKubeconfigMissing, corev1.ConditionFalse, "Normal KubeconfigMissing", "key " + guest.KubeconfigKey},
 		{"kubeconfig invalid", func(w *world) { w.kubeconfig = []byte("{not yaml: [") },

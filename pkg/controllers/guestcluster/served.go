@@ -36,12 +36,11 @@ func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, name
 	for _, ns := range p.want.Namespaced {
 		addrs = append(addrs, ns...)
 	}
-	s, err := client.Serving(ctx, namespace, name, addrs)
-	if err != nil {
-		p.serving, p.servingErr = nil, p.redact(err.Error())
-		return
+	if s, err := client.Serving(ctx, namespace, name, addrs); err != nil {
+		p.servingErr = p.redact(err.Error())
+	} else {
+		p.serving = &s
 	}
-	p.serving, p.servingErr = &s, ""
 }
 
 // judgeServed says whether addr is served, as s shows it, for a FloatingIP whose grace period

@@ -1,13 +1,13 @@
 package guestcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -51,9 +50,9 @@ type pass struct {
 	want      kubevipconfig.Addresses
 	written   string
 	leftAlone []string
-	// target and keys are the ConfigMap the pass wrote and what it wanted there.
+	// target is the ConfigMap the pass wrote, and has what it wanted there: "<target> has <keys>".
 	target kubevipconfig.ConfigMapRef
-	keys   map[string]string
+	has    string
 	// releases are the Helm releases the operator applied in the guest, as the cluster's
 	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
 	releases        []v1.GuestRelease
@@ -105,7 +104,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		}
 		members = append(members, p)
 	}
-	var retry error
+	retry := errRetry // without a provisioning cluster in the cache (yet), no pass runs
 	// soon is when a grace period of the guest's ends, for a look before the usual interval.
 	var soon time.Duration
 	if primary != nil {
@@ -125,8 +124,6 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 				soon = m.served.recheck
 			}
 		}
-	} else {
-		retry = errRetry // the provisioning cluster may not be in the cache yet
 	}
 	for _, p := range passes {
 		if err := c.record(p); err != nil {
@@ -171,18 +168,11 @@ func (c *controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*v1.FloatingIP
-	for _, f := range all {
-		if f.DeletionTimestamp == nil && f.Annotations[v1.AnnotationClusterName] != "" {
-			out = append(out, f)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
-		}
-		return out[i].Name < out[j].Name
+	out := slices.DeleteFunc(all, func(f *v1.FloatingIP) bool {
+		return f.DeletionTimestamp != nil || f.Annotations[v1.AnnotationClusterName] == ""
+	})
+	slices.SortFunc(out, func(a, b *v1.FloatingIP) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }
@@ -212,7 +202,6 @@ var errPassDeadline = fmt.Errorf("the guest pass took longer than %s", PassTimeo
 
 // run performs the steps; a non-nil result asks for a retry with backoff.
 func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error {
-	f := p.fip
 	// Only an address the range records for its very FloatingIP goes to a guest: a duplicate or a
 	// not yet allocated FloatingIP never does.
 	if len(p.want.Global) == 0 && len(p.want.Namespaced) == 0 {
@@ -222,7 +211,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	prov := p.prov
-	mgmt, stop := c.rancherStop(f.Namespace)
+	mgmt, stop := c.rancherStop(p.fip.Namespace)
 	if stop != nil {
 		if stop.status >= 0 {
 			c.setStatus(p, stop.status)
@@ -231,18 +220,9 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry
 	}
 	secretName := secretNameOf(prov)
-	// One GET of the one Secret this pass needs: Secrets are never listed, watched or cached.
-	getCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	secret, err := c.Secrets.Secrets(c.opts.FleetNamespace).Get(getCtx, secretName, metav1.GetOptions{})
-	cancel()
-	switch {
-	case apierrors.IsNotFound(err):
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
-			message: fmt.Sprintf("the kubeconfig Secret %s/%s is not there yet", c.opts.FleetNamespace, secretName)})
-		return errRetry
-	case err != nil:
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonKubeconfigMissing,
-			message: p.redact(fmt.Sprintf("reading the kubeconfig Secret %s/%s: %v", c.opts.FleetNamespace, secretName, err))})
+	secret, _, missing := c.readSecret(ctx, p, "the kubeconfig Secret", c.opts.FleetNamespace, secretName, v1.ReasonKubeconfigMissing, "")
+	if missing != nil {
+		p.set(v1.GuestStatePending, *missing)
 		return errRetry
 	}
 	rancher, err := c.rancherAddresses(ctx)
@@ -260,11 +240,9 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if !c.probe(ctx, client, p, secretName) {
 		return errRetry
 	}
-	install := cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
-	p.installs = install
-
+	p.installs = cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
 	target := kubevipconfig.DefaultConfigMap()
-	if install {
+	if p.installs {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
 		if !found {
@@ -276,15 +254,37 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	} else {
 		p.kubevip = &outcome{ok: false, reason: v1.ReasonNotWanted, message: fmt.Sprintf("kubevipGuestInstall is %s", cfg.KubevipGuestInstall)}
 	}
-	err = c.writeConfigMap(ctx, client, p, target)
-	if err == nil {
-		c.observe(ctx, client, p, cfg.KubevipNamespace)
-		c.harvesterKubevip(ctx, client, p)
+	if err := c.writeConfigMap(ctx, client, p, target); err != nil {
+		return err
 	}
-	if err == nil && p.kubevip != nil && (p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching) {
+	c.observe(ctx, client, p, cfg.KubevipNamespace)
+	c.harvesterKubevip(ctx, client, p)
+	if p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
-	return err
+	return nil
+}
+
+// readSecret reads the Secret namespace/name afresh for pass p, and returns it with where it is
+// ("<what> <namespace>/<name>"): one GET of each Secret a pass needs, as Secrets are never listed,
+// watched or cached. A Secret that does not exist or cannot be read is an outcome of reason, its
+// message ending with suffix. When the deployment names none (name ""), there is neither Secret
+// nor outcome.
+func (c *controller) readSecret(ctx context.Context, p *pass, what, namespace, name, reason, suffix string) (*corev1.Secret, string, *outcome) {
+	if name == "" {
+		return nil, "", nil
+	}
+	where := fmt.Sprintf("%s %s/%s", what, namespace, name)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	secret, err := c.Secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, where, &outcome{reason: reason, message: where + " does not exist" + suffix}
+	case err != nil:
+		return nil, where, &outcome{reason: reason, message: where + " cannot be read: " + p.redact(err.Error()) + suffix}
+	}
+	return secret, where, nil
 }
 
 // stopped is where a pass stops before it contacts the guest, because Rancher's own objects say
@@ -354,7 +354,7 @@ func (c *controller) firstStatus(f *v1.FloatingIP, s *v1.FloatingIPStatus) *cont
 	v1.SetCondition(s, v1.GuestConfigured, false, stop.guest.reason, msg)
 	// The status now shows the inputs, so no trigger would start the pass that must still run
 	// (its metrics, the retries that notice the cluster connect): it is queued here.
-	c.enqueueNamespace(f.Namespace)
+	c.queue.Add(f.Namespace)
 	// The Event record gives a guest condition that turns bad.
 	return &controllers.GuestEvent{Type: v1.EventType(stop.guest.reason), Reason: stop.guest.reason,
 		Message: fmt.Sprintf("guest cluster %s: %s", cluster, msg)}
@@ -406,7 +406,7 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 			c.opts.FleetNamespace, secretName, guest.ProbeNamespace)})
 	default:
 		p.set(v1.GuestStateDisconnected, outcome{reason: v1.ReasonDisconnected,
-			message: "the guest cluster does not answer through Rancher's cluster proxy: " + errText(err)})
+			message: "the guest cluster does not answer through Rancher's cluster proxy: " + fmt.Sprint(err)})
 	}
 	c.setStatus(p, metrics.GuestClusterDown)
 	c.countEvent(p, metrics.EventAPIConnection, metrics.StatusError)
@@ -419,26 +419,21 @@ func (c *controller) probe(ctx context.Context, client guestAPI, p *pass, secret
 // want the operator's kube-vip, Harvester's is given back as it was, if the operator had kept it
 // off; otherwise it is left alone.
 func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *pass) {
-	ours := p.installs && p.kubevip != nil && p.kubevip.ok && p.serving != nil && p.serving.Kubevip != nil && p.serving.Kubevip.Ready > 0
+	ready := p.kubevip.ok && p.serving != nil && p.serving.Kubevip != nil && p.serving.Kubevip.Ready > 0
+	change, changed, reason, why := client.DisableHarvesterKubevip, kubevipconfig.DaemonSetDisabled, v1.ReasonHarvesterKubevip,
+		"gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node, as the operator's kube-vip is ready"
 	switch {
-	case ours:
-		res, err := client.DisableHarvesterKubevip(ctx)
-		switch {
-		case err != nil:
-			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-		case res == kubevipconfig.DaemonSetDisabled:
-			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevip), v1.ReasonHarvesterKubevip, "guest cluster "+p.cluster+
-				": gave the Harvester cloud provider's kube-vip DaemonSet a node selector that keeps it off every node, as the operator's kube-vip is ready")
-		}
 	case !p.installs:
-		res, err := client.RestoreHarvesterKubevip(ctx)
-		switch {
-		case err != nil:
-			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-		case res == kubevipconfig.DaemonSetRestored:
-			c.Recorder.Event(p.fip, v1.EventType(v1.ReasonHarvesterKubevipRestored), v1.ReasonHarvesterKubevipRestored, "guest cluster "+p.cluster+
-				": removed the node selector the operator had given the Harvester cloud provider's kube-vip DaemonSet, as the guest does not want the operator's kube-vip")
-		}
+		change, changed, reason, why = client.RestoreHarvesterKubevip, kubevipconfig.DaemonSetRestored, v1.ReasonHarvesterKubevipRestored,
+			"removed the node selector the operator had given the Harvester cloud provider's kube-vip DaemonSet, as the guest does not want the operator's kube-vip"
+	case !ready:
+		return
+	}
+	switch res, err := change(ctx); {
+	case err != nil:
+		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
+	case res == changed:
+		c.Recorder.Event(p.fip, v1.EventType(reason), reason, "guest cluster "+p.cluster+": "+why)
 	}
 }
 
@@ -446,9 +441,8 @@ func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *p
 func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target kubevipconfig.ConfigMapRef) error {
 	update, _ := strconv.ParseBool(p.fip.Annotations[v1.AnnotationUpdateConfigMap])
 	res, err := client.EnsureAddresses(ctx, target, p.want, update)
-	p.keys, _ = p.want.Keys() // guestAddresses let only valid entries in
-	p.target, p.leftAlone = target, res.LeftAlone
-	has := describeKeys(p.keys)
+	keys, _ := p.want.Keys() // guestAddresses let only valid entries in
+	p.target, p.leftAlone, p.has = target, res.LeftAlone, fmt.Sprintf("%s has %s", target, describeKeys(keys))
 	if err != nil {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusError)
 		p.set(v1.GuestStateError, outcome{reason: v1.ReasonConfigMapFailed, message: err.Error()})
@@ -456,7 +450,7 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 	}
 	if res.Result == kubevipconfig.ConfigMapCreated || res.Result == kubevipconfig.ConfigMapUpdated {
 		c.countEvent(p, metrics.EventConfigMapManagement, metrics.StatusSuccess)
-		c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster %s: %s has %s", p.cluster, target, has)
+		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonConfigured), v1.ReasonConfigured, "guest cluster "+p.cluster+": "+p.has)
 	}
 	p.written = guestAddressesText(p.want)
 	if slices.Contains(res.LeftAlone, kubevipconfig.GlobalCIDRKey) {
@@ -464,7 +458,7 @@ func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pas
 			message: fmt.Sprintf("%s holds another address and annotation %s is not true; it was left as it is", target, v1.AnnotationUpdateConfigMap)})
 		return nil
 	}
-	p.set(v1.GuestStateConfigured, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", target, has)})
+	p.set(v1.GuestStateConfigured, outcome{ok: true, reason: v1.ReasonConfigured, message: p.has})
 	return nil
 }
 
@@ -517,7 +511,7 @@ func (c *controller) guestAddresses(members []*pass) kubevipconfig.Addresses {
 			want.Global = append(want.Global, addr)
 			continue
 		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || ns == kubevipconfig.GlobalPool {
+		if !kubevipconfig.IsNamespacePool(ns) {
 			m.set(v1.GuestStateError, outcome{reason: v1.ReasonInvalidGuestNamespace, message: fmt.Sprintf(
 				"annotation %s is %s, which is not a namespace name of the guest (a DNS-1123 label other than %q); the address is not written to the guest",
 				v1.AnnotationGuestNamespace, redact.Quote(ns, redact.MaxValue), kubevipconfig.GlobalPool)})
@@ -538,7 +532,7 @@ func (m *pass) share(lead *pass) {
 	m.set(lead.state, lead.guest)
 	m.kubevip, m.credentials, m.written = lead.kubevip, lead.credentials, lead.written
 	ns, named := m.fip.Annotations[v1.AnnotationGuestNamespace]
-	if !named || lead.state != v1.GuestStateConfigured || lead.keys == nil {
+	if !named || lead.state != v1.GuestStateConfigured {
 		return
 	}
 	// A namespace's pool is judged on its own: cidr-global left alone does not keep it out.
@@ -546,7 +540,7 @@ func (m *pass) share(lead *pass) {
 		m.set(lead.state, outcome{reason: v1.ReasonConfigMapNotUpdated, message: fmt.Sprintf(
 			"%s of %s was written by someone else; it was left as it is, without this address", key, lead.target)})
 	} else {
-		m.set(lead.state, outcome{ok: true, reason: v1.ReasonConfigured, message: fmt.Sprintf("%s has %s", lead.target, describeKeys(lead.keys))})
+		m.set(lead.state, outcome{ok: true, reason: v1.ReasonConfigured, message: lead.has})
 	}
 }
 
@@ -556,25 +550,17 @@ func (p *pass) set(state v1.GuestState, guest outcome) {
 	p.state, p.guest = state, guest
 }
 
-func errText(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	return err.Error()
-}
-
 // kubeconfigOutcome is the guest condition for a kubeconfig guest.NewClient did not accept. The
 // kubeconfig stays as it is until someone rewrites the Secret, which starts a new pass.
 func kubeconfigOutcome(err error, namespace, secretName string) outcome {
-	where := fmt.Sprintf(" (Secret %s/%s, key %s)", namespace, secretName, guest.KubeconfigKey)
+	reason := v1.ReasonKubeconfigInvalid
 	switch {
 	case errors.Is(err, guest.ErrNoKubeconfig):
-		return outcome{reason: v1.ReasonKubeconfigMissing, message: redact.Error(err) + where}
+		reason = v1.ReasonKubeconfigMissing
 	case errors.Is(err, guest.ErrKubeconfigRefused):
-		return outcome{reason: v1.ReasonKubeconfigRefused, message: redact.Error(err) + where}
-	default:
-		return outcome{reason: v1.ReasonKubeconfigInvalid, message: redact.Error(err) + where}
+		reason = v1.ReasonKubeconfigRefused
 	}
+	return outcome{reason: reason, message: fmt.Sprintf("%s (Secret %s/%s, key %s)", redact.Error(err), namespace, secretName, guest.KubeconfigKey)}
 }
 
 // redact is text without the pass's guest credentials or any other credential it quotes, capped:

@@ -1,6 +1,7 @@
 package guestcluster
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
@@ -71,7 +72,7 @@ func (c *controller) enqueueIfNew(f *v1.FloatingIP) bool {
 		return false
 	}
 	c.started.start(f, inputs)
-	c.enqueueNamespace(f.Namespace)
+	c.queue.Add(f.Namespace)
 	return true
 }
 
@@ -150,8 +151,5 @@ func (c *controller) onProvisioningCluster(_ string, p *provv1.Cluster) (*provv1
 // secretNameOf is the Secret holding the cluster's kubeconfig: what its status names, else
 // Rancher's convention.
 func secretNameOf(p *provv1.Cluster) string {
-	if p.Status.ClientSecretName != "" {
-		return p.Status.ClientSecretName
-	}
-	return p.Name + "-kubeconfig"
+	return cmp.Or(p.Status.ClientSecretName, p.Name+"-kubeconfig")
 }
