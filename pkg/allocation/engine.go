@@ -375,18 +375,18 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 		case err == nil:
 			return addr, nil
 		case apierrors.IsAlreadyExists(err):
-			holder, known := g.collided(rng, addr, owner)
-			if known && holder.UID == owner.UID {
+			holder := g.collided(rng, addr, owner)
+			if holder != nil && holder.owner.UID == owner.UID {
 				return addr, nil // an earlier try, or another replica, claimed it for this owner
 			}
 			if want.IsValid() {
 				// Unknown, the holder may be this very owner, claimed by another replica: wait
 				// for its object rather than take a second address.
-				if !known {
+				if holder == nil {
 					return netip.Addr{}, ErrHolderUnknown
 				}
 				if !soft {
-					return netip.Addr{}, g.takenError(rng, addr)
+					return netip.Addr{}, takenBy(addr, holder)
 				}
 			}
 			want = netip.Addr{}
@@ -527,36 +527,24 @@ func takenBy(addr netip.Addr, e *allocEntry) error {
 	return &ipam.TakenError{Addr: addr, Holder: e.owner}
 }
 
-// takenError is takenBy for the holder of addr in rng's space, as the index knows it now: one
-// lookup under the lock.
-func (g *engine) takenError(rng string, addr netip.Addr) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if st := g.ranges[rng]; st != nil {
-		if e := g.idx.holder(slot{Addr: addr, Space: st.hash}); e != nil {
-			return takenBy(addr, e)
-		}
-	}
-	return ErrHolderUnknown
-}
-
-// collided records that addr was created by someone else first and reports the holder if known.
-// An unknown holder gets a foreign reservation until the informer brings its object. One lock
-// section: the pick given back, the holder looked up, the placeholder set.
-func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
+// collided records that addr was created by someone else first and returns a copy of its holder,
+// or nil when unknown. An unknown holder gets a foreign reservation until the informer brings its
+// object. One lock section: the pick given back, the holder looked up, the placeholder set.
+func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) *allocEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.ranges[rng]
 	if st == nil || st.pool == nil {
-		return ipam.Owner{}, false
+		return nil
 	}
 	g.unreserveLocked(st, addr, owner)
 	s := slot{Addr: addr, Space: st.hash}
 	if e := g.idx.holder(s); e != nil {
-		return e.owner, true
+		held := *e
+		return &held
 	}
 	if st.pool.Reserve(addr, unknownHolder(addr)) == nil {
 		g.placeholders[s] = placeholder{rng: rng, owner: unknownHolder(addr), expires: time.Now().Add(placeholderLifetime)}
 	}
-	return ipam.Owner{}, false
+	return nil
 }

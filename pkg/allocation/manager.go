@@ -17,7 +17,6 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -123,21 +122,12 @@ func (m *Manager) WaitForIndex(ctx context.Context) bool {
 }
 
 // Claim makes c hold an address of range rangeName: want when valid, else c's address there, the
-// address retained there for c's cluster, or the lowest free one. It returns the address and any
-// other addresses c still holds in that range (the old one after a change of address), for the
-// caller to release once its own object records the new one. The allocation object exists when
-// Claim returns.
-func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, c, want, false)
-}
-
-// ClaimProposed is Claim for an address Propose proposed to c: the proposal, or the lowest free
-// address when another owner took the proposal meanwhile.
-func (m *Manager) ClaimProposed(ctx context.Context, rangeName string, c Claimant, proposed netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, c, proposed, true)
-}
-
-func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr, soft bool) (netip.Addr, []netip.Addr, error) {
+// address retained there for c's cluster, or the lowest free one. With proposed, want is an
+// address Propose proposed to c: the proposal, or the lowest free address when another owner took
+// it meanwhile. It returns the address and any other addresses c still holds in that range (the
+// old one after a change of address), for the caller to release once its own object records the
+// new one. The allocation object exists when Claim returns.
+func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr, proposed bool) (netip.Addr, []netip.Addr, error) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if apierrors.IsNotFound(err) {
 		return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
@@ -147,7 +137,7 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 	}
 	// One engine step reads whether c holds what it asks for, the range's view and the holder of
 	// a static request's address; the legacy record and overlaps are added outside the lock.
-	check := m.g.checkClaim(r, c, want, soft)
+	check := m.g.checkClaim(r, c, want, proposed)
 	holds := check.holds
 	if !holds {
 		if notReady := m.problemOf(r, check.view); notReady != nil {
@@ -165,19 +155,14 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 		}
 	}
 	start := time.Now()
-	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, soft)
+	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, proposed)
 	if err != nil {
 		return netip.Addr{}, nil, err
 	}
 	if m.deps.Metrics != nil && !holds {
 		m.deps.Metrics.AllocationClaimSeconds.Observe(time.Since(start).Seconds())
 	}
-	var others []netip.Addr
-	for _, a := range m.HeldBy(rangeName, c.UID) {
-		if a != addr {
-			others = append(others, a)
-		}
-	}
+	others := slices.DeleteFunc(m.HeldBy(rangeName, c.UID), func(a netip.Addr) bool { return a == addr })
 	return addr, others, nil
 }
 
@@ -186,21 +171,12 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 // spec.ipaddress and needs no write of its own to record it. An address retained for the cluster
 // in the range's space comes first, with the range it is held in; else the lowest free address is
 // reserved: the reservation keeps other proposals and claims of this process off the address until
-// the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it lapses. It proposes nothing
-// (false) when the range cannot hand out an address now.
-func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
-	return m.propose(rangeName, namespace, name, cluster, false)
-}
-
-// ProposeOwnFamily is Propose for a FloatingIP of a dual-stack guest cluster, which holds an
-// address of each family in one space: an address retained for the cluster is taken back only if
-// it is of the family of rangeName's CIDR, so that each FloatingIP gets back the address of its
-// own family and never the one the other FloatingIP is to get.
-func (m *Manager) ProposeOwnFamily(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
-	return m.propose(rangeName, namespace, name, cluster, true)
-}
-
-func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) (string, netip.Addr, bool) {
+// the FloatingIP claims it (Claim, proposed), Withdraw drops it, or it lapses. It proposes nothing
+// (false) when the range cannot hand out an address now. With ownFamily, for a FloatingIP of a
+// dual-stack guest cluster, which holds an address of each family in one space, a retained address
+// is taken back only if it is of the family of rangeName's CIDR, so that each FloatingIP gets back
+// the address of its own family and never the one the other FloatingIP is to get.
+func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) (string, netip.Addr, bool) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if err != nil || r.DeletionTimestamp != nil {
 		return "", netip.Addr{}, false
@@ -240,7 +216,7 @@ func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem
 
 // outsideProblem is problemOf past the range's validity: orphans (the engine's in v, and the
 // legacy record's), a pending space change (from v), and overlap with an older range (of v's
-// outline).
+// outline), read from the range index, never under the engine's lock.
 func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
 	if sel := ClusterSelectorOf(r); sel.err != nil {
 		return &problem.Problem{Reason: v1.ReasonInvalidRange,
@@ -252,16 +228,9 @@ func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem
 	if view.otherSpaces > 0 {
 		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
 	}
-	return m.overlapOf(r, view.outline)
-}
-
-// overlapOf is the problem of r, whose pool's outline is outline, overlapping an older range, or
-// nil. It uses the range index the informer feeds, or, without it (a Manager in a unit test), one
-// built from the cache: never under the engine's lock.
-func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.Problem {
 	ranges := m.rangeIndexNow()
 	ranges.set(r)
-	return overlap(r, ranges.overlapping(r, outline))
+	return overlap(r, ranges.overlapping(r, view.outline))
 }
 
 // rangeIndexNow is the range index the informer feeds, or, without it (a Manager in a unit test),
@@ -306,7 +275,7 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 		if err := ctx.Err(); err != nil {
 			return released, err
 		}
-		if err := m.deleteAllocation(&e); err != nil {
+		if err := m.deleteAllocation(&e, ""); err != nil {
 			return released, fmt.Errorf("releasing %s in FloatingIPRange %s: %w", e.addr(), rangeName, err)
 		}
 		released = append(released, e.addr())
@@ -319,19 +288,13 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 	return released, nil
 }
 
-// deleteAllocation deletes e's object if it is still the one the index knows, and drops it from
-// the index. NotFound and a failed precondition (the name now holds another object) both mean
-// e's object is gone.
-func (m *Manager) deleteAllocation(e *allocEntry) error {
-	return m.deleteAllocationAt(e, "")
-}
-
 // errChanged: the object changed since it was judged; it is judged again on the next pass.
 var errChanged = errors.New("the allocation changed since it was judged")
 
-// deleteAllocationAt is deleteAllocation guarded by the object's resourceVersion too, when given:
-// the object must not have changed since it was judged.
-func (m *Manager) deleteAllocationAt(e *allocEntry, version string) error {
+// deleteAllocation deletes e's object if it is still the one the index knows, and drops it from
+// the index; with version, only if the object has not changed since it was judged. NotFound and a
+// failed UID precondition (the name now holds another object) both mean e's object is gone.
+func (m *Manager) deleteAllocation(e *allocEntry, version string) error {
 	object := e.object
 	pre := &metav1.Preconditions{UID: &object}
 	if version != "" {

@@ -283,17 +283,12 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 	now := time.Now()
 	// The engine's step copies the holders; they are judged here, outside the lock, against the
 	// FloatingIP cache.
-	var suspects []allocEntry
-	type judged struct {
-		e       allocEntry
-		version string
-	}
-	var ended []judged
+	var suspects, ended []allocEntry
 	for _, e := range m.g.holders() {
 		switch {
 		case e.retained != nil:
 			if !now.Before(e.retained.until) {
-				ended = append(ended, judged{e: e, version: e.version})
+				ended = append(ended, e)
 			}
 			continue
 		case now.Sub(e.created) < m.opts.OrphanGracePeriod:
@@ -304,16 +299,17 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 		}
 		suspects = append(suspects, e)
 	}
-	slices.SortFunc(suspects, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
-	slices.SortFunc(ended, func(a, b judged) int { return a.e.addr().Compare(b.e.addr()) })
-	for _, j := range ended {
+	byAddr := func(a, b allocEntry) int { return a.addr().Compare(b.addr()) }
+	slices.SortFunc(suspects, byAddr)
+	slices.SortFunc(ended, byAddr)
+	for i := range ended {
 		if ctx.Err() != nil {
 			break
 		}
-		e := &j.e
+		e := &ended[i]
 		// Guarded by the version judged: a retained address taken back meanwhile is the same
 		// object, and must stay.
-		if err := m.deleteAllocationAt(e, j.version); err != nil {
+		if err := m.deleteAllocation(e, e.version); err != nil {
 			if !errors.Is(err, errChanged) {
 				logrus.Warnf("repair: releasing retained %s/%s: %v", e.rng, e.addr(), err)
 			}
@@ -334,7 +330,7 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 			logrus.Warnf("repair: reading FloatingIP %s/%s: %v", e.owner.Namespace, e.owner.Name, err)
 			continue
 		}
-		if err := m.deleteAllocation(e); err != nil {
+		if err := m.deleteAllocation(e, ""); err != nil {
 			logrus.Warnf("repair: releasing %s/%s: %v", e.rng, e.addr(), err)
 			continue
 		}

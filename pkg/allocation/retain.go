@@ -98,7 +98,7 @@ func (m *Manager) migrate(ctx context.Context) []string {
 			logrus.Warnf("repair: naming %s for its address space: %v", e.name, err)
 			continue
 		}
-		if err := m.deleteAllocation(e); err != nil {
+		if err := m.deleteAllocation(e, ""); err != nil {
 			logrus.Warnf("repair: deleting %s, now named %s: %v", e.name, next.Name, err)
 			continue
 		}

@@ -398,11 +398,7 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	rangeName := n.rng
 	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
 	retained := h.alloc.RetainedFor(cluster)
-	propose := h.alloc.Propose
-	if n.dualStack {
-		propose = h.alloc.ProposeOwnFamily
-	}
-	if rng, addr, ok := propose(n.rng, fip.Namespace, fip.Name, cluster); ok {
+	if rng, addr, ok := h.alloc.Propose(n.rng, fip.Namespace, fip.Name, cluster, n.dualStack); ok {
 		proposal, rangeName = addr, rng
 		fip.Annotations[v1.AnnotationFloatingIPRange] = rng
 		fip.Spec.IPAddress = addr.String()

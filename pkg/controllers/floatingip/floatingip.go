@@ -125,10 +125,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return h.refuse(f, out, v1.ReasonNamespaceNotAllowed, msg)
 	}
 
-	claim := h.alloc.Claim
-	if proposed(f, want) {
-		claim = h.alloc.ClaimProposed
-	}
+	soft := proposed(f, want)
 	claimant := h.claimant(f)
 	var addr netip.Addr
 	var others []netip.Addr
@@ -137,7 +134,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	// moves on to the next range of its network in selection order, at most maxMoves times a pass.
 	refusedWhy := ""
 	for moves := 0; ; moves++ {
-		addr, others, err = claim(h.ctx, rangeName, claimant, want)
+		addr, others, err = h.alloc.Claim(h.ctx, rangeName, claimant, want, soft)
 		if err == nil || moves == maxMoves {
 			break
 		}
