@@ -256,13 +256,6 @@ func (g *engine) summarize(r *v1.FloatingIPRange) rangeSummary {
 	return sum
 }
 
-// count is the number of holders listed under range rng.
-func (g *engine) count(rng string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.idx.byRange[rng])
-}
-
 // holdersIn returns the holders of range rng's addresses, in no particular order. Bounded by the
 // range's allocations; the caller sorts them outside the lock.
 func (g *engine) holdersIn(rng string) []Orphan {

@@ -403,20 +403,13 @@ func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	return sum
 }
 
-// Count is the number of addresses still held in r: allocation objects and legacy entries.
-func (m *Manager) Count(r *v1.FloatingIPRange) int {
-	return m.g.count(r.Name) + len(indexRecord(r.Status.Allocations).unreadable)
-}
-
-// Holders returns up to max holders of r's addresses, lowest address first, for a message.
-func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
+// Holders returns what still holds addresses of r, for a message: its allocations, lowest address
+// first, then its legacy entries naming no address.
+func (m *Manager) Holders(r *v1.FloatingIPRange) []Orphan {
 	out := m.g.holdersIn(r.Name)
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
 		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key]})
-	}
-	if len(out) > max {
-		out = out[:max]
 	}
 	return out
 }

@@ -111,28 +111,26 @@ func spaceChangeMessage(space, former v1.AddressSpace, held int) string {
 
 func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
 	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
-		r.Spec.IPRange, DescribeHolders(orphans, len(orphans)))
+		r.Spec.IPRange, DescribeHolders(orphans))
 }
 
 // HoldersNamed is how many addresses a message names before it says how many more there are.
 const HoldersNamed = 10
 
-// DescribeHolders names the first HoldersNamed addresses of some with their holders (and why, for an orphan),
-// and how many more there are of total: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3 more".
-func DescribeHolders(some []Orphan, total int) string {
-	parts := make([]string, 0, min(len(some), HoldersNamed)+1)
-	for i, o := range some {
-		if i == HoldersNamed {
-			break
-		}
+// DescribeHolders names the first HoldersNamed addresses of holders with their holders (and why,
+// for an orphan), and how many more there are: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3
+// more".
+func DescribeHolders(holders []Orphan) string {
+	parts := make([]string, 0, min(len(holders), HoldersNamed)+1)
+	for _, o := range holders[:min(len(holders), HoldersNamed)] {
 		holder := redact.Shorten(o.Allocation.Namespace, redact.MaxValue) + "/" + redact.Shorten(o.Allocation.Name, redact.MaxValue)
 		if o.Why != "" {
 			holder += ": " + o.Why
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", o.Addr, holder))
 	}
-	if shown := len(parts); total > shown {
-		parts = append(parts, fmt.Sprintf("and %d more", total-shown))
+	if more := len(holders) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, ", ")
 }
