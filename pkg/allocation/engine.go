@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
@@ -157,16 +158,12 @@ func unknownHolder(addr netip.Addr) ipam.Owner {
 
 // newAllocation is the object whose creation claims addr of space in rng for owner.
 func newAllocation(space v1.AddressSpace, addr netip.Addr, rng string, owner ipam.Owner) *v1.FloatingIPAllocation {
-	family := "IPv4"
-	if addr.Is6() {
-		family = "IPv6"
-	}
 	a := &v1.FloatingIPAllocation{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1.AllocationName(space, addr),
 			Labels: map[string]string{
 				v1.LabelRange:            v1.RangeLabelValue(rng),
-				v1.LabelIPFamily:         family,
+				v1.LabelIPFamily:         harvester.FamilyOfAddr(addr).String(),
 				v1.LabelAddress:          v1.AllocationAddressText(addr),
 				v1.LabelSpace:            space.Hash(),
 				v1.LabelHarvesterCluster: v1.LabelValue(space.HarvesterClusterName),

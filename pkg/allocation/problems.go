@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -142,12 +143,9 @@ func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []problem.Problem {
 	}
 	var out []problem.Problem
 	if pfx := pool.Prefix(); pfx.Bits() == 0 {
-		fam := "IPv4"
-		if pfx.Addr().Is6() {
-			fam = "IPv6"
-		}
 		out = append(out, problem.Problem{Reason: v1.ReasonWholeAddressSpace, Message: fmt.Sprintf(
-			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
+			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network",
+			pfx, harvester.FamilyOfAddr(pfx.Addr()))})
 	}
 	if pool.Capacity().Sign() == 0 {
 		out = append(out, problem.Problem{Reason: v1.ReasonNoCapacity, Message: fmt.Sprintf(

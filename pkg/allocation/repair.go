@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -172,41 +173,32 @@ func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
 		}
 		return strings.Compare(a.owner.Namespace+"/"+a.owner.Name, b.owner.Namespace+"/"+b.owner.Name)
 	})
-	seen := map[slot]bool{}
-	var first []candidate
-	for _, c := range cands {
-		if s := (slot{Addr: c.addr, Space: c.space.Hash()}); !seen[s] {
-			seen[s] = true
-			first = append(first, c)
-		}
-	}
 	var (
 		mu      sync.Mutex
 		adopted []string
-		wg      sync.WaitGroup
-		work    = make(chan candidate)
+		workers errgroup.Group
 	)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				if m.adoptOne(c) {
-					mu.Lock()
-					adopted = append(adopted, fmt.Sprintf("%s/%s %s/%s", c.rng, c.addr, c.owner.Namespace, c.owner.Name))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, c := range first {
+	workers.SetLimit(16)
+	seen := map[slot]bool{}
+	for _, c := range cands {
+		s := slot{Addr: c.addr, Space: c.space.Hash()}
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
 		if ctx.Err() != nil {
 			break
 		}
-		work <- c
+		workers.Go(func() error {
+			if m.adoptOne(c) {
+				mu.Lock()
+				adopted = append(adopted, fmt.Sprintf("%s/%s %s/%s", c.rng, c.addr, c.owner.Namespace, c.owner.Name))
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
+	_ = workers.Wait()
 	slices.Sort(adopted)
 	return adopted
 }
