@@ -143,28 +143,18 @@ func (g *engine) checkClaim(r *v1.FloatingIPRange, c Claimant, want netip.Addr, 
 	return out
 }
 
-// proposal is what propose decided: an address (retained for the cluster, or reserved now), none
-// (ok false), or the ranges whose liveness the caller must read before the engine can decide.
-type proposal struct {
-	rng  string
-	addr netip.Addr
-	ok   bool
-	ask  []string
-}
-
 // propose decides, in one lock section, what to propose to the FloatingIP namespace/name about to
 // be created in range r for cluster: the first address retained for the cluster in r's space (of
 // r's family when ownFamily) whose range is live, else, unless r is blocked (by the engine's view
 // or, from the caller, blockedOutside), the lowest free address of r, reserved until now +
-// proposalLifetime. live tells which ranges the caller found in the cache and not being deleted;
-// a retained address in a range it has not read yet returns ask instead, and the caller calls
-// again once it has.
+// proposalLifetime; or none. live tells which ranges the caller found in the cache and not being
+// deleted; a retained address in a range it has not read yet returns, in ask, the ranges whose
+// liveness the caller must read, and the caller calls again once it has.
 func (g *engine) propose(r *v1.FloatingIPRange, namespace, name string, cluster v1.ClusterReference, ownFamily bool,
-	live map[string]bool, blockedOutside bool, now time.Time) proposal {
+	live map[string]bool, blockedOutside bool, now time.Time) (p Proposal, ask []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.stateLocked(r)
-	var ask []string
 	if cluster.Name != "" {
 		for _, e := range g.idx.byOwner[retainedOwner(cluster).UID] {
 			if e.slot.Space != st.hash || (ownFamily && (!st.prefix.IsValid() || e.addr().Is4() != st.prefix.Addr().Is4())) {
@@ -177,18 +167,17 @@ func (g *engine) propose(r *v1.FloatingIPRange, namespace, name string, cluster 
 					ask = append(ask, e.rng)
 				}
 			case isLive && len(ask) == 0:
-				return proposal{rng: e.rng, addr: e.addr(), ok: true}
+				return Proposal{Range: e.rng, Addr: e.addr(), Retained: true}, nil
 			}
 		}
 	}
-	if len(ask) > 0 {
-		return proposal{ask: ask}
+	if len(ask) > 0 || blockedOutside || g.blockedLocked(r, st) {
+		return Proposal{}, ask
 	}
-	if blockedOutside || g.blockedLocked(r, st) {
-		return proposal{}
+	if addr, err := g.proposeLocked(r.Name, st, namespace, name, now); err == nil {
+		p = Proposal{Range: r.Name, Addr: addr}
 	}
-	addr, err := g.proposeLocked(r.Name, st, namespace, name, now)
-	return proposal{rng: r.Name, addr: addr, ok: err == nil}
+	return p, nil
 }
 
 // withdraw drops the proposal of addr in rng to owner, if there is one.
@@ -215,18 +204,6 @@ func (g *engine) holdings(uid, rng string) []netip.Addr {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.idx.heldBy(uid, rng)
-}
-
-// retainedFor returns the addresses retained for cluster, in no particular order. Bounded by what
-// the cluster has retained.
-func (g *engine) retainedFor(cluster v1.ClusterReference) []Retained {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []Retained
-	for _, e := range g.idx.byOwner[retainedOwner(cluster).UID] {
-		out = append(out, Retained{Range: e.rng, Addr: e.addr(), Cluster: e.retained.cluster, Until: e.retained.until})
-	}
-	return out
 }
 
 // rangeSummary is what the engine counts of one range; Manager.Summarize adds the legacy record

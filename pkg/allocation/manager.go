@@ -172,14 +172,14 @@ func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want 
 // in the range's space comes first, with the range it is held in; else the lowest free address is
 // reserved: the reservation keeps other proposals and claims of this process off the address until
 // the FloatingIP claims it (Claim, proposed), Withdraw drops it, or it lapses. It proposes nothing
-// (false) when the range cannot hand out an address now. With ownFamily, for a FloatingIP of a
+// (the zero Proposal) when the range cannot hand out an address now. With ownFamily, for a FloatingIP of a
 // dual-stack guest cluster, which holds an address of each family in one space, a retained address
 // is taken back only if it is of the family of rangeName's CIDR, so that each FloatingIP gets back
 // the address of its own family and never the one the other FloatingIP is to get.
-func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) (string, netip.Addr, bool) {
+func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) Proposal {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if err != nil || r.DeletionTimestamp != nil {
-		return "", netip.Addr{}, false
+		return Proposal{}
 	}
 	// What blocks the range beyond the engine's view, read before the engine's step: the
 	// engine decides between a retained address and a new reservation under one lock section,
@@ -189,15 +189,23 @@ func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterR
 	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
 	// decides once it asks for none.
 	for {
-		p := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
-		if len(p.ask) == 0 {
-			return p.rng, p.addr, p.ok
+		p, ask := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
+		if len(ask) == 0 {
+			return p
 		}
-		for _, n := range p.ask {
+		for _, n := range ask {
 			held, err := m.deps.Ranges.Cache().Get(n)
 			live[n] = err == nil && held.DeletionTimestamp == nil
 		}
 	}
+}
+
+// Proposal is an address Propose picked: one retained for the cluster in Range, or one of Range
+// reserved now. The zero Proposal proposes nothing.
+type Proposal struct {
+	Range    string
+	Addr     netip.Addr
+	Retained bool
 }
 
 // Withdraw drops the proposal of addr to the FloatingIP namespace/name, whose create failed.

@@ -132,8 +132,8 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	if _, _, err := m.Claim(ctx, "site1", other, netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
 		t.Errorf("a FloatingIP of another cluster = %v; want ErrExhausted", err)
 	}
-	if rng, got, ok := m.Propose("site1", "c-m-new", "demo-kubevip", cluster, false); !ok || rng != "site1" || got != addr {
-		t.Errorf("proposal to the re-created cluster = %s %v %v; want its retained %v", rng, got, ok, addr)
+	if p := m.Propose("site1", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "site1", Addr: addr, Retained: true}) {
+		t.Errorf("proposal to the re-created cluster = %+v; want its retained %v", p, addr)
 	}
 
 	// The re-created cluster's FloatingIP takes it back: the same object, now held.
@@ -192,12 +192,12 @@ func TestProposeOwnFamily(t *testing.T) {
 		held[rng] = addr
 	}
 	for _, rng := range []string{"site-v4", "site-v6"} {
-		if got, addr, ok := m.Propose(rng, "c-m-new", "demo-kubevip", cluster, true); !ok || got != rng || addr != held[rng] {
-			t.Errorf("Propose(%s, own family) = %s %v %v; want %s %v", rng, got, addr, ok, rng, held[rng])
+		if p := m.Propose(rng, "c-m-new", "demo-kubevip", cluster, true); p != (Proposal{Range: rng, Addr: held[rng], Retained: true}) {
+			t.Errorf("Propose(%s, own family) = %+v; want %s %v", rng, p, rng, held[rng])
 		}
 	}
-	if got, addr, ok := m.Propose("site-v4", "c-m-new", "demo-kubevip", cluster, false); !ok || got != "site-v6" || addr != held["site-v6"] {
-		t.Errorf("Propose(site-v4) = %s %v %v; want the first retained, site-v6 %v", got, addr, ok, held["site-v6"])
+	if p := m.Propose("site-v4", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "site-v6", Addr: held["site-v6"], Retained: true}) {
+		t.Errorf("Propose(site-v4) = %+v; want the first retained, site-v6 %v", p, held["site-v6"])
 	}
 }
 
@@ -332,16 +332,16 @@ func TestProposeSkipsRetainedInDeletedRange(t *testing.T) {
 	if got, err := m.Retain(ctx, c.UID, cluster, time.Now().Add(time.Hour)); err != nil || len(got) != 1 {
 		t.Fatalf("Retain = %v, %v", got, err)
 	}
-	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); !ok || rng != "first" || addr != kept {
-		t.Fatalf("Propose while first lives = %s %v %v; want first %v", rng, addr, ok, kept)
+	if p := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "first", Addr: kept, Retained: true}) {
+		t.Fatalf("Propose while first lives = %+v; want first %v", p, kept)
 	}
 	now := metav1.Now()
 	first.DeletionTimestamp = &now
 	m.deps.Ranges.(*fakes.Ranges).Add(first)
-	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); !ok || rng != "second" || addr != netip.MustParseAddr("10.9.1.1") {
-		t.Fatalf("Propose while first is deleted = %s %v %v; want second 10.9.1.1", rng, addr, ok)
+	if p := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "second", Addr: netip.MustParseAddr("10.9.1.1")}) {
+		t.Fatalf("Propose while first is deleted = %+v; want second 10.9.1.1, reserved", p)
 	}
-	if got := m.RetainedFor(cluster); len(got) != 1 || got[0].Addr != kept {
-		t.Errorf("retained for the cluster = %v; want %v still", got, kept)
+	if sum := m.Summarize(first); sum.Retained != 1 {
+		t.Errorf("first retains %d addresses; want %v still", sum.Retained, kept)
 	}
 }

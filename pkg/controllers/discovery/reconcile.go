@@ -378,19 +378,17 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		// add it with an update of its own before claiming the address, one more write per cluster.
 		Finalizers: []string{v1.FloatingIPFinalizer},
 	}}
-	var proposal netip.Addr
-	rangeName := n.rng
 	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
-	retained := h.alloc.RetainedFor(cluster)
-	if rng, addr, ok := h.alloc.Propose(n.rng, fip.Namespace, fip.Name, cluster, n.dualStack); ok {
-		proposal, rangeName = addr, rng
-		fip.Annotations[v1.AnnotationFloatingIPRange] = rng
-		fip.Spec.IPAddress = addr.String()
-		fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
+	proposal := h.alloc.Propose(n.rng, fip.Namespace, fip.Name, cluster, n.dualStack)
+	if proposal.Addr.IsValid() {
+		fip.Annotations[v1.AnnotationFloatingIPRange] = proposal.Range
+		fip.Spec.IPAddress = proposal.Addr.String()
+		fip.Annotations[v1.AnnotationProposedAddress] = proposal.Addr.String()
 	}
+	rangeName := fip.Annotations[v1.AnnotationFloatingIPRange]
 	if _, err := h.fips.Create(fip); err != nil {
-		if proposal.IsValid() {
-			h.alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
+		if proposal.Addr.IsValid() {
+			h.alloc.Withdraw(rangeName, proposal.Addr, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
@@ -399,10 +397,8 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	}
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
 		fip.Namespace, fip.Name, rangeName, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, p.config, p.network.From)
-	for _, r := range retained {
-		if r.Range == rangeName && r.Addr == proposal {
-			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
-		}
+	if proposal.Retained {
+		msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal.Addr)
 	}
 	if why := p.passed[rangeName]; why != "" {
 		msg += "; the ranges before it in selection order were passed over: " + why
