@@ -360,12 +360,10 @@ func (m *Manager) dropRecordKeys(r *v1.FloatingIPRange, keys map[string]types.UI
 func (m *Manager) RangesHeldBy(uid string) []string {
 	var out []string
 	for _, e := range m.g.ownedIn(uid) {
-		if !slices.Contains(out, e.rng) {
-			out = append(out, e.rng)
-		}
+		out = append(out, e.rng)
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // HeldBy returns the addresses uid holds in range rangeName, lowest first.
@@ -395,9 +393,7 @@ type Summary struct {
 func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	g := m.g.summarize(r)
 	legacy := legacyOrphans(r)
-	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy)}
-	sum.Retained = g.retained
-	sum.Used -= sum.Retained
+	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy) - g.retained, Retained: g.retained}
 	if g.capacity != nil {
 		sum.Capacity.Set(g.capacity)
 		sum.Available.Sub(sum.Capacity, big.NewInt(int64(g.poolHeld)))

@@ -353,14 +353,8 @@ func (h *handler) clusterGone(cluster v1.ClusterReference, namespace string) boo
 // rangesOf names every range f may hold an address in: the one it asks for and the one its status
 // says it holds in.
 func rangesOf(f *v1.FloatingIP) []string {
-	var out []string
-	if r := f.Annotations[v1.AnnotationFloatingIPRange]; r != "" {
-		out = append(out, r)
-	}
-	if r := f.Status.Range; r != "" && (len(out) == 0 || out[0] != r) {
-		out = append(out, r)
-	}
-	return out
+	named := []string{f.Annotations[v1.AnnotationFloatingIPRange], f.Status.Range}
+	return slices.Compact(slices.DeleteFunc(named, func(r string) bool { return r == "" }))
 }
 
 func conditionIs(conds []genericcondition.GenericCondition, typ condition.Cond, reason, msg string) bool {

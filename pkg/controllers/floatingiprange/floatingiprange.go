@@ -290,14 +290,20 @@ func waiting(f *v1.FloatingIP, name string) bool {
 	return judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name)
 }
 
-func (h *handler) enqueueOtherRanges(name string) {
+// enqueueRanges queues the ranges that match.
+func (h *handler) enqueueRanges(match func(*v1.FloatingIPRange) bool) {
 	all, err := h.ranges.Cache().List(labels.Everything())
 	if err != nil {
 		return
 	}
-	for _, o := range all {
-		if o.Name != name {
-			h.ranges.Enqueue(o.Name)
+	for _, r := range all {
+		if match(r) {
+			h.ranges.Enqueue(r.Name)
 		}
 	}
+}
+
+// enqueueOtherRanges queues every range but name.
+func (h *handler) enqueueOtherRanges(name string) {
+	h.enqueueRanges(func(r *v1.FloatingIPRange) bool { return r.Name != name })
 }
