@@ -245,35 +245,6 @@ func (g *engine) holdersIn(rng string) []Orphan {
 	return out
 }
 
-// adoptCheck is what the repair needs to know of an address a FloatingIP says it holds.
-type adoptCheck struct {
-	// recorded: the FloatingIP holds an address of the range, or an object holds this one.
-	recorded bool
-	// usable: the range's pool is valid and could hand the address out.
-	usable bool
-	space  v1.AddressSpace
-	// view of the range, when asked for.
-	view rangeView
-}
-
-// checkAdopt reads, in one lock section, whether an object records uid's addr in range r, whether
-// r could hand addr out and, with withView, r's view.
-func (g *engine) checkAdopt(r *v1.FloatingIPRange, uid string, addr netip.Addr, withView bool) adoptCheck {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	st := g.stateLocked(r)
-	out := adoptCheck{space: st.space}
-	if len(g.idx.heldBy(uid, r.Name)) > 0 || g.idx.holder(slot{Addr: addr, Space: st.hash}) != nil {
-		out.recorded = true
-		return out
-	}
-	out.usable = st.pool != nil && st.pool.Check(addr) == nil
-	if out.usable && withView {
-		out.view = g.viewLocked(r, st)
-	}
-	return out
-}
-
 // heldSlots reports, for each of slots, whether an object holds it: one lookup each, so the lock
 // section is as long as the list the caller brings (one range's legacy record).
 func (g *engine) heldSlots(slots []slot) []bool {

@@ -144,18 +144,19 @@ func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
 	if err != nil {
 		return candidate{}, false
 	}
-	// One engine step; the rest of the range's problem is read after it, outside the lock.
-	asked := f.Status.IPAddress == ""
-	check := m.g.checkAdopt(r, string(f.UID), addr, asked)
-	if check.recorded {
+	// An object records it when f holds an address of the range, or anyone holds this one. The
+	// engine's step is a claim's; the rest of the range's problem is read after it, outside the lock.
+	check := m.g.checkClaim(r, Claimant{Owner: OwnerOf(f)}, addr, false)
+	if check.holds || check.taken != nil || len(m.HeldBy(rng, string(f.UID))) > 0 {
 		return candidate{}, false
 	}
 	// As a claim would: only an address the range can hand out, and an address only asked for
 	// (not yet shown as held) only from a range that hands out addresses now.
-	if !check.usable || asked && m.problemOf(r, check.view) != nil {
+	outline := check.view.outline
+	if outline == nil || outline.Check(addr) != nil || f.Status.IPAddress == "" && m.problemOf(r, check.view) != nil {
 		return candidate{}, false
 	}
-	return candidate{addr: addr, space: check.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
+	return candidate{addr: addr, space: check.view.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
 }
 
 // adopt creates an object for each candidate, the first of each address in order winning; it
