@@ -418,7 +418,8 @@ func (m *Manager) Holders(r *v1.FloatingIPRange) []Orphan {
 	return out
 }
 
-// rangeSeen and rangeGone keep the overlap index as the range informer sees the ranges.
+// rangeSeen and rangeGone keep the overlap index as the range informer sees the ranges; a range
+// gone takes what the engine kept of it along.
 func (m *Manager) rangeSeen(obj interface{}) {
 	if r, ok := obj.(*v1.FloatingIPRange); ok {
 		m.ranges.set(r)
@@ -431,12 +432,8 @@ func (m *Manager) rangeGone(obj interface{}) {
 	}
 	if r, ok := obj.(*v1.FloatingIPRange); ok {
 		m.ranges.remove(r.Name)
+		m.g.forgetRange(r.Name)
 	}
-}
-
-// Forget drops what the manager keeps of a deleted range.
-func (m *Manager) Forget(rangeName string) {
-	m.g.forgetRange(rangeName)
 }
 
 // cachedAllocations reads an allocation from the informer's cache: the operator may list and

@@ -246,7 +246,6 @@ func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 		// Keep the finalizer without an error: every release runs this handler again.
 		return h.showNotReady(r, v1.ReasonDeletionBlocked, msg), generic.ErrSkip
 	}
-	h.alloc.Forget(r.Name)
 	h.mu.Lock()
 	delete(h.labels, r.Name)
 	delete(h.due, r.Name)
