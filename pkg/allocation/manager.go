@@ -184,7 +184,7 @@ func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterR
 	// What blocks the range beyond the engine's view, read before the engine's step: the
 	// engine decides between a retained address and a new reservation under one lock section,
 	// and asks for the ranges whose liveness it needs from the cache, read here between steps.
-	blocked := m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil
+	blocked := m.problemOf(r, rangeView{outline: m.g.outline(r)}) != nil
 	live := map[string]bool{}
 	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
 	// decides once it asks for none.
@@ -213,28 +213,28 @@ func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name st
 	m.g.withdraw(rangeName, addr, proposer(namespace, name))
 }
 
-// problemOf is what keeps r from handing out new addresses, or nil: from v, the engine's view of
-// r, then r's legacy record and the overlap index, both read outside the engine's lock.
-func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem {
-	if v.invalid != nil {
-		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: v.invalid.Error()}
+// problemOf is what keeps r from handing out new addresses, or nil: from view, the engine's view
+// of r (its definition's error, orphans and addresses of a former space), then r's selector, its
+// legacy record's orphans and overlap with an older range of view's outline, read from the range
+// index: all of them outside the engine's lock. Given an outline alone, it judges what the engine
+// leaves to it (Propose, Choose).
+func (m *Manager) problemOf(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
+	if view.invalid != nil {
+		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: view.invalid.Error()}
 	}
-	return m.outsideProblem(r, v)
-}
-
-// outsideProblem is problemOf past the range's validity: orphans (the engine's in v, and the
-// legacy record's), a pending space change (from v), and overlap with an older range (of v's
-// outline), read from the range index, never under the engine's lock.
-func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
 	if sel := ClusterSelectorOf(r); sel.err != nil {
 		return &problem.Problem{Reason: v1.ReasonInvalidRange,
 			Message: "spec.clusterSelector is not a label selector: " + redact.Shorten(sel.err.Error(), redact.MaxValue)}
 	}
 	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
-		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+		return problem.New(v1.ReasonOrphanedAllocations,
+			"spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
+			r.Spec.IPRange, DescribeHolders(orphans))
 	}
 	if view.otherSpaces > 0 {
-		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
+		return problem.New(v1.ReasonSpaceChangePending,
+			"the annotations put this range in address space %s (Harvester cluster/network), but it still holds %d addresses in its former space %s; it moves once they are released, and hands out no new address until then",
+			view.space, view.otherSpaces, view.former)
 	}
 	ranges := m.rangeIndexNow()
 	ranges.set(r)

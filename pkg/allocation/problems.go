@@ -105,16 +105,6 @@ func younger(a, b *v1.FloatingIPRange) bool {
 	return a.Name > b.Name
 }
 
-func spaceChangeMessage(space, former v1.AddressSpace, held int) string {
-	return fmt.Sprintf("the annotations put this range in address space %s (Harvester cluster/network), but it still holds %d addresses in its former space %s; it moves once they are released, and hands out no new address until then",
-		space, held, former)
-}
-
-func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
-	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
-		r.Spec.IPRange, DescribeHolders(orphans))
-}
-
 // HoldersNamed is how many addresses a message names before it says how many more there are.
 const HoldersNamed = 10
 

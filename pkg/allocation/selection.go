@@ -173,7 +173,7 @@ func (m *Manager) Choose(w Want) Choice {
 			out.First = r.Name
 		}
 		reason := m.g.openFor(r, w.Claimant.Namespace)
-		if reason == "" && m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil {
+		if reason == "" && m.problemOf(r, rangeView{outline: m.g.outline(r)}) != nil {
 			reason = v1.ReasonRangeNotReady
 		}
 		if counting && reason == v1.ReasonRangeExhausted {
