@@ -87,24 +87,21 @@ func (g *engine) blockedLocked(r *v1.FloatingIPRange, st *rangeState) bool {
 // openFor reads, in one lock section, whether range r can hand a new address to a FloatingIP of
 // namespace now, and if not, the reason: the engine's view blocks it (RangeNotReady), the
 // namespace's FloatingIPs are at its limit (ClusterLimitReached), or no address is free
-// (RangeExhausted). Bounded by one range: the pool finds a free address without a scan.
-func (g *engine) openFor(r *v1.FloatingIPRange, namespace string) string {
+// (RangeExhausted); when it can, r's outline, for what the caller judges outside the lock. Bounded
+// by one range: the pool finds a free address without a scan.
+func (g *engine) openFor(r *v1.FloatingIPRange, namespace string) (reason string, outline *ipam.Pool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.openForLocked(r, namespace)
-}
-
-func (g *engine) openForLocked(r *v1.FloatingIPRange, namespace string) string {
 	st := g.stateLocked(r)
 	switch {
 	case g.blockedLocked(r, st):
-		return v1.ReasonRangeNotReady
+		return v1.ReasonRangeNotReady, nil
 	case g.atLimitLocked(r.Name, st, namespace):
-		return v1.ReasonClusterLimitReached
+		return v1.ReasonClusterLimitReached, nil
 	case !st.pool.HasFree():
-		return v1.ReasonRangeExhausted
+		return v1.ReasonRangeExhausted, nil
 	}
-	return ""
+	return "", st.pool.Outline()
 }
 
 // freedIn returns the count of addresses freed in the space hash so far (engine.freed).
