@@ -206,14 +206,6 @@ const (
 	StateRetained = "Retained"
 )
 
-// indexLocked applies an allocation the API server has.
-func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
-	before, after, changed := g.idx.upsert(a)
-	if changed {
-		g.holderChangedLocked(before, after)
-	}
-}
-
 // holderChangedLocked brings the pools in step with a slot whose holder went from before to after
 // (either may be nil; both the same entry when another object of the slot came or went). The
 // holder's range confirms it for its owner; every other range of the space that could hand the
@@ -299,7 +291,9 @@ func (g *engine) onAdd(obj interface{}) {
 func (g *engine) apply(a *v1.FloatingIPAllocation) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.indexLocked(a)
+	if before, after, changed := g.idx.upsert(a); changed {
+		g.holderChangedLocked(before, after)
+	}
 }
 
 // remove drops the allocation name (under object, or any UID when empty) from the index and frees
@@ -307,7 +301,9 @@ func (g *engine) apply(a *v1.FloatingIPAllocation) {
 func (g *engine) remove(name string, object types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.removeLocked(name, object)
+	if before, after, removed := g.idx.remove(name, object); removed {
+		g.holderChangedLocked(before, after)
+	}
 }
 
 func (g *engine) onUpdate(_, obj interface{}) { g.onAdd(obj) }
@@ -318,13 +314,6 @@ func (g *engine) onDelete(obj interface{}) {
 		return
 	}
 	g.remove(name, object)
-}
-
-// removeLocked drops the object name (under object, or any UID when empty) from the index.
-func (g *engine) removeLocked(name string, object types.UID) {
-	if before, after, removed := g.idx.remove(name, object); removed {
-		g.holderChangedLocked(before, after)
-	}
 }
 
 // pick is what reserve decided: an address to create, one the owner holds already (done), or a
