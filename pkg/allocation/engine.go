@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 )
 
@@ -157,16 +158,12 @@ func unknownHolder(addr netip.Addr) ipam.Owner {
 
 // newAllocation is the object whose creation claims addr of space in rng for owner.
 func newAllocation(space v1.AddressSpace, addr netip.Addr, rng string, owner ipam.Owner) *v1.FloatingIPAllocation {
-	family := "IPv4"
-	if addr.Is6() {
-		family = "IPv6"
-	}
 	a := &v1.FloatingIPAllocation{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v1.AllocationName(space, addr),
 			Labels: map[string]string{
 				v1.LabelRange:            v1.RangeLabelValue(rng),
-				v1.LabelIPFamily:         family,
+				v1.LabelIPFamily:         harvester.FamilyOfAddr(addr).String(),
 				v1.LabelAddress:          v1.AllocationAddressText(addr),
 				v1.LabelSpace:            space.Hash(),
 				v1.LabelHarvesterCluster: v1.LabelValue(space.HarvesterClusterName),
@@ -208,14 +205,6 @@ const (
 	StateHeld     = "Held"
 	StateRetained = "Retained"
 )
-
-// indexLocked applies an allocation the API server has.
-func (g *engine) indexLocked(a *v1.FloatingIPAllocation) {
-	before, after, changed := g.idx.upsert(a)
-	if changed {
-		g.holderChangedLocked(before, after)
-	}
-}
 
 // holderChangedLocked brings the pools in step with a slot whose holder went from before to after
 // (either may be nil; both the same entry when another object of the slot came or went). The
@@ -302,7 +291,9 @@ func (g *engine) onAdd(obj interface{}) {
 func (g *engine) apply(a *v1.FloatingIPAllocation) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.indexLocked(a)
+	if before, after, changed := g.idx.upsert(a); changed {
+		g.holderChangedLocked(before, after)
+	}
 }
 
 // remove drops the allocation name (under object, or any UID when empty) from the index and frees
@@ -310,7 +301,9 @@ func (g *engine) apply(a *v1.FloatingIPAllocation) {
 func (g *engine) remove(name string, object types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.removeLocked(name, object)
+	if before, after, removed := g.idx.remove(name, object); removed {
+		g.holderChangedLocked(before, after)
+	}
 }
 
 func (g *engine) onUpdate(_, obj interface{}) { g.onAdd(obj) }
@@ -321,13 +314,6 @@ func (g *engine) onDelete(obj interface{}) {
 		return
 	}
 	g.remove(name, object)
-}
-
-// removeLocked drops the object name (under object, or any UID when empty) from the index.
-func (g *engine) removeLocked(name string, object types.UID) {
-	if before, after, removed := g.idx.remove(name, object); removed {
-		g.holderChangedLocked(before, after)
-	}
 }
 
 // pick is what reserve decided: an address to create, one the owner holds already (done), or a
@@ -375,18 +361,18 @@ func (g *engine) claimLoop(ctx context.Context, w allocationWriter, rng string, 
 		case err == nil:
 			return addr, nil
 		case apierrors.IsAlreadyExists(err):
-			holder, known := g.collided(rng, addr, owner)
-			if known && holder.UID == owner.UID {
+			holder := g.collided(rng, addr, owner)
+			if holder != nil && holder.owner.UID == owner.UID {
 				return addr, nil // an earlier try, or another replica, claimed it for this owner
 			}
 			if want.IsValid() {
 				// Unknown, the holder may be this very owner, claimed by another replica: wait
 				// for its object rather than take a second address.
-				if !known {
+				if holder == nil {
 					return netip.Addr{}, ErrHolderUnknown
 				}
 				if !soft {
-					return netip.Addr{}, g.takenError(rng, addr)
+					return netip.Addr{}, takenBy(addr, holder)
 				}
 			}
 			want = netip.Addr{}
@@ -527,36 +513,24 @@ func takenBy(addr netip.Addr, e *allocEntry) error {
 	return &ipam.TakenError{Addr: addr, Holder: e.owner}
 }
 
-// takenError is takenBy for the holder of addr in rng's space, as the index knows it now: one
-// lookup under the lock.
-func (g *engine) takenError(rng string, addr netip.Addr) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if st := g.ranges[rng]; st != nil {
-		if e := g.idx.holder(slot{Addr: addr, Space: st.hash}); e != nil {
-			return takenBy(addr, e)
-		}
-	}
-	return ErrHolderUnknown
-}
-
-// collided records that addr was created by someone else first and reports the holder if known.
-// An unknown holder gets a foreign reservation until the informer brings its object. One lock
-// section: the pick given back, the holder looked up, the placeholder set.
-func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) (ipam.Owner, bool) {
+// collided records that addr was created by someone else first and returns a copy of its holder,
+// or nil when unknown. An unknown holder gets a foreign reservation until the informer brings its
+// object. One lock section: the pick given back, the holder looked up, the placeholder set.
+func (g *engine) collided(rng string, addr netip.Addr, owner ipam.Owner) *allocEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.ranges[rng]
 	if st == nil || st.pool == nil {
-		return ipam.Owner{}, false
+		return nil
 	}
 	g.unreserveLocked(st, addr, owner)
 	s := slot{Addr: addr, Space: st.hash}
 	if e := g.idx.holder(s); e != nil {
-		return e.owner, true
+		held := *e
+		return &held
 	}
 	if st.pool.Reserve(addr, unknownHolder(addr)) == nil {
 		g.placeholders[s] = placeholder{rng: rng, owner: unknownHolder(addr), expires: time.Now().Add(placeholderLifetime)}
 	}
-	return ipam.Owner{}, false
+	return nil
 }

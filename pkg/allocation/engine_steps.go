@@ -87,24 +87,21 @@ func (g *engine) blockedLocked(r *v1.FloatingIPRange, st *rangeState) bool {
 // openFor reads, in one lock section, whether range r can hand a new address to a FloatingIP of
 // namespace now, and if not, the reason: the engine's view blocks it (RangeNotReady), the
 // namespace's FloatingIPs are at its limit (ClusterLimitReached), or no address is free
-// (RangeExhausted). Bounded by one range: the pool finds a free address without a scan.
-func (g *engine) openFor(r *v1.FloatingIPRange, namespace string) string {
+// (RangeExhausted); when it can, r's outline, for what the caller judges outside the lock. Bounded
+// by one range: the pool finds a free address without a scan.
+func (g *engine) openFor(r *v1.FloatingIPRange, namespace string) (reason string, outline *ipam.Pool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.openForLocked(r, namespace)
-}
-
-func (g *engine) openForLocked(r *v1.FloatingIPRange, namespace string) string {
 	st := g.stateLocked(r)
 	switch {
 	case g.blockedLocked(r, st):
-		return v1.ReasonRangeNotReady
+		return v1.ReasonRangeNotReady, nil
 	case g.atLimitLocked(r.Name, st, namespace):
-		return v1.ReasonClusterLimitReached
+		return v1.ReasonClusterLimitReached, nil
 	case !st.pool.HasFree():
-		return v1.ReasonRangeExhausted
+		return v1.ReasonRangeExhausted, nil
 	}
-	return ""
+	return "", st.pool.Outline()
 }
 
 // freedIn returns the count of addresses freed in the space hash so far (engine.freed).
@@ -143,28 +140,18 @@ func (g *engine) checkClaim(r *v1.FloatingIPRange, c Claimant, want netip.Addr, 
 	return out
 }
 
-// proposal is what propose decided: an address (retained for the cluster, or reserved now), none
-// (ok false), or the ranges whose liveness the caller must read before the engine can decide.
-type proposal struct {
-	rng  string
-	addr netip.Addr
-	ok   bool
-	ask  []string
-}
-
 // propose decides, in one lock section, what to propose to the FloatingIP namespace/name about to
 // be created in range r for cluster: the first address retained for the cluster in r's space (of
 // r's family when ownFamily) whose range is live, else, unless r is blocked (by the engine's view
 // or, from the caller, blockedOutside), the lowest free address of r, reserved until now +
-// proposalLifetime. live tells which ranges the caller found in the cache and not being deleted;
-// a retained address in a range it has not read yet returns ask instead, and the caller calls
-// again once it has.
+// proposalLifetime; or none. live tells which ranges the caller found in the cache and not being
+// deleted; a retained address in a range it has not read yet returns, in ask, the ranges whose
+// liveness the caller must read, and the caller calls again once it has.
 func (g *engine) propose(r *v1.FloatingIPRange, namespace, name string, cluster v1.ClusterReference, ownFamily bool,
-	live map[string]bool, blockedOutside bool, now time.Time) proposal {
+	live map[string]bool, blockedOutside bool, now time.Time) (p Proposal, ask []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.stateLocked(r)
-	var ask []string
 	if cluster.Name != "" {
 		for _, e := range g.idx.byOwner[retainedOwner(cluster).UID] {
 			if e.slot.Space != st.hash || (ownFamily && (!st.prefix.IsValid() || e.addr().Is4() != st.prefix.Addr().Is4())) {
@@ -177,18 +164,17 @@ func (g *engine) propose(r *v1.FloatingIPRange, namespace, name string, cluster 
 					ask = append(ask, e.rng)
 				}
 			case isLive && len(ask) == 0:
-				return proposal{rng: e.rng, addr: e.addr(), ok: true}
+				return Proposal{Range: e.rng, Addr: e.addr(), Retained: true}, nil
 			}
 		}
 	}
-	if len(ask) > 0 {
-		return proposal{ask: ask}
+	if len(ask) > 0 || blockedOutside || g.blockedLocked(r, st) {
+		return Proposal{}, ask
 	}
-	if blockedOutside || g.blockedLocked(r, st) {
-		return proposal{}
+	if addr, err := g.proposeLocked(r.Name, st, namespace, name, now); err == nil {
+		p = Proposal{Range: r.Name, Addr: addr}
 	}
-	addr, err := g.proposeLocked(r.Name, st, namespace, name, now)
-	return proposal{rng: r.Name, addr: addr, ok: err == nil}
+	return p, nil
 }
 
 // withdraw drops the proposal of addr in rng to owner, if there is one.
@@ -215,18 +201,6 @@ func (g *engine) holdings(uid, rng string) []netip.Addr {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.idx.heldBy(uid, rng)
-}
-
-// retainedFor returns the addresses retained for cluster, in no particular order. Bounded by what
-// the cluster has retained.
-func (g *engine) retainedFor(cluster v1.ClusterReference) []Retained {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []Retained
-	for _, e := range g.idx.byOwner[retainedOwner(cluster).UID] {
-		out = append(out, Retained{Range: e.rng, Addr: e.addr(), Cluster: e.retained.cluster, Until: e.retained.until})
-	}
-	return out
 }
 
 // rangeSummary is what the engine counts of one range; Manager.Summarize adds the legacy record
@@ -256,13 +230,6 @@ func (g *engine) summarize(r *v1.FloatingIPRange) rangeSummary {
 	return sum
 }
 
-// count is the number of holders listed under range rng.
-func (g *engine) count(rng string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.idx.byRange[rng])
-}
-
 // holdersIn returns the holders of range rng's addresses, in no particular order. Bounded by the
 // range's allocations; the caller sorts them outside the lock.
 func (g *engine) holdersIn(rng string) []Orphan {
@@ -271,35 +238,6 @@ func (g *engine) holdersIn(rng string) []Orphan {
 	out := make([]Orphan, 0, len(g.idx.byRange[rng]))
 	for _, e := range g.idx.byRange[rng] {
 		out = append(out, Orphan{Addr: e.addr().String(), Allocation: holderOf(e)})
-	}
-	return out
-}
-
-// adoptCheck is what the repair needs to know of an address a FloatingIP says it holds.
-type adoptCheck struct {
-	// recorded: the FloatingIP holds an address of the range, or an object holds this one.
-	recorded bool
-	// usable: the range's pool is valid and could hand the address out.
-	usable bool
-	space  v1.AddressSpace
-	// view of the range, when asked for.
-	view rangeView
-}
-
-// checkAdopt reads, in one lock section, whether an object records uid's addr in range r, whether
-// r could hand addr out and, with withView, r's view.
-func (g *engine) checkAdopt(r *v1.FloatingIPRange, uid string, addr netip.Addr, withView bool) adoptCheck {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	st := g.stateLocked(r)
-	out := adoptCheck{space: st.space}
-	if len(g.idx.heldBy(uid, r.Name)) > 0 || g.idx.holder(slot{Addr: addr, Space: st.hash}) != nil {
-		out.recorded = true
-		return out
-	}
-	out.usable = st.pool != nil && st.pool.Check(addr) == nil
-	if out.usable && withView {
-		out.view = g.viewLocked(r, st)
 	}
 	return out
 }

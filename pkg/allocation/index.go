@@ -10,7 +10,6 @@ package allocation
 
 import (
 	"cmp"
-	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -87,9 +86,6 @@ type allocIndex struct {
 	// perNamespace counts the addresses each range's holders in one namespace (one guest
 	// cluster's FloatingIPs) hold, retained ones aside: what spec.maxAddressesPerCluster caps.
 	perNamespace map[rangeNamespace]int
-	// odd names the objects that do not hold what they seem to: a name that is no address, or a
-	// spec that disagrees with the name. The first are not indexed, the second are (by name).
-	odd map[string]string
 	// legacySpace tells the space hash of a range, for an object named by its bare address.
 	legacySpace func(rangeName string) string
 }
@@ -104,7 +100,6 @@ func newAllocIndex() allocIndex {
 		legacy:   map[string]*allocEntry{},
 		spaces:   map[string]map[string]*spaceCount{},
 		retained: map[string]int{},
-		odd:      map[string]string{},
 
 		perNamespace: map[rangeNamespace]int{},
 	}
@@ -113,12 +108,12 @@ func newAllocIndex() allocIndex {
 // rangeNamespace keys allocIndex.perNamespace.
 type rangeNamespace struct{ rng, namespace string }
 
-// entryOf reads an allocation. A name that is no address gives no entry; a spec that disagrees
-// with the name gives the name's entry and a reason to flag the object.
-func (x *allocIndex) entryOf(a *v1.FloatingIPAllocation) (*allocEntry, string) {
+// entryOf reads an allocation; nil for a name that is no address. The name, which the API server
+// keeps unique, decides the slot: a spec that disagrees with it holds nothing of its own.
+func (x *allocIndex) entryOf(a *v1.FloatingIPAllocation) *allocEntry {
 	s, ok := v1.ParseAllocationName(a.Name)
 	if !ok {
-		return nil, fmt.Sprintf("the name %q is not an address and space as AllocationName writes them", a.Name)
+		return nil
 	}
 	e := &allocEntry{
 		name:    a.Name,
@@ -143,24 +138,13 @@ func (x *allocIndex) entryOf(a *v1.FloatingIPAllocation) (*allocEntry, string) {
 			e.slot.Space = v1.AddressSpace{}.Hash()
 		}
 	}
-	switch spec, err := netip.ParseAddr(a.Spec.Address); {
-	case err != nil || spec != s.Addr:
-		return e, fmt.Sprintf("spec.address %q is not the address %s its name holds", a.Spec.Address, s.Addr)
-	case !e.legacy && a.Spec.Space.Hash() != s.Space:
-		return e, fmt.Sprintf("spec.space %s is not the space %s its name holds", a.Spec.Space, s.Space)
-	}
-	return e, ""
+	return e
 }
 
 // upsert indexes a, replacing what the index knew under its name. It returns the holder of a's
 // slot before and after; changed is false when nothing the index keeps changed.
 func (x *allocIndex) upsert(a *v1.FloatingIPAllocation) (before, after *allocEntry, changed bool) {
-	e, why := x.entryOf(a)
-	if why != "" {
-		x.odd[a.Name] = why
-	} else {
-		delete(x.odd, a.Name)
-	}
+	e := x.entryOf(a)
 	if e == nil {
 		return nil, nil, false
 	}
@@ -188,7 +172,6 @@ func same(a, b *allocEntry) bool {
 // matches any (a tombstone without the final object). It returns the holder of its slot before and
 // after, and whether anything was removed.
 func (x *allocIndex) remove(name string, object types.UID) (before, after *allocEntry, removed bool) {
-	delete(x.odd, name)
 	e := x.byName[name]
 	if e == nil || object != "" && e.object != object {
 		return nil, nil, false

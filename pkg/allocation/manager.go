@@ -17,7 +17,6 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
-	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -123,21 +122,12 @@ func (m *Manager) WaitForIndex(ctx context.Context) bool {
 }
 
 // Claim makes c hold an address of range rangeName: want when valid, else c's address there, the
-// address retained there for c's cluster, or the lowest free one. It returns the address and any
-// other addresses c still holds in that range (the old one after a change of address), for the
-// caller to release once its own object records the new one. The allocation object exists when
-// Claim returns.
-func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, c, want, false)
-}
-
-// ClaimProposed is Claim for an address Propose proposed to c: the proposal, or the lowest free
-// address when another owner took the proposal meanwhile.
-func (m *Manager) ClaimProposed(ctx context.Context, rangeName string, c Claimant, proposed netip.Addr) (netip.Addr, []netip.Addr, error) {
-	return m.claim(ctx, rangeName, c, proposed, true)
-}
-
-func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr, soft bool) (netip.Addr, []netip.Addr, error) {
+// address retained there for c's cluster, or the lowest free one. With proposed, want is an
+// address Propose proposed to c: the proposal, or the lowest free address when another owner took
+// it meanwhile. It returns the address and any other addresses c still holds in that range (the
+// old one after a change of address), for the caller to release once its own object records the
+// new one. The allocation object exists when Claim returns.
+func (m *Manager) Claim(ctx context.Context, rangeName string, c Claimant, want netip.Addr, proposed bool) (netip.Addr, []netip.Addr, error) {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if apierrors.IsNotFound(err) {
 		return netip.Addr{}, nil, fmt.Errorf("%w: %s", ErrRangeNotFound, rangeName)
@@ -147,7 +137,7 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 	}
 	// One engine step reads whether c holds what it asks for, the range's view and the holder of
 	// a static request's address; the legacy record and overlaps are added outside the lock.
-	check := m.g.checkClaim(r, c, want, soft)
+	check := m.g.checkClaim(r, c, want, proposed)
 	holds := check.holds
 	if !holds {
 		if notReady := m.problemOf(r, check.view); notReady != nil {
@@ -165,19 +155,14 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 		}
 	}
 	start := time.Now()
-	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, soft)
+	addr, err := m.g.claimLoop(ctx, cachedAllocations{m.deps.Allocations}, rangeName, c, want, proposed)
 	if err != nil {
 		return netip.Addr{}, nil, err
 	}
 	if m.deps.Metrics != nil && !holds {
 		m.deps.Metrics.AllocationClaimSeconds.Observe(time.Since(start).Seconds())
 	}
-	var others []netip.Addr
-	for _, a := range m.HeldBy(rangeName, c.UID) {
-		if a != addr {
-			others = append(others, a)
-		}
-	}
+	others := slices.DeleteFunc(m.HeldBy(rangeName, c.UID), func(a netip.Addr) bool { return a == addr })
 	return addr, others, nil
 }
 
@@ -186,42 +171,41 @@ func (m *Manager) claim(ctx context.Context, rangeName string, c Claimant, want 
 // spec.ipaddress and needs no write of its own to record it. An address retained for the cluster
 // in the range's space comes first, with the range it is held in; else the lowest free address is
 // reserved: the reservation keeps other proposals and claims of this process off the address until
-// the FloatingIP claims it (ClaimProposed), Withdraw drops it, or it lapses. It proposes nothing
-// (false) when the range cannot hand out an address now.
-func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
-	return m.propose(rangeName, namespace, name, cluster, false)
-}
-
-// ProposeOwnFamily is Propose for a FloatingIP of a dual-stack guest cluster, which holds an
-// address of each family in one space: an address retained for the cluster is taken back only if
-// it is of the family of rangeName's CIDR, so that each FloatingIP gets back the address of its
-// own family and never the one the other FloatingIP is to get.
-func (m *Manager) ProposeOwnFamily(rangeName, namespace, name string, cluster v1.ClusterReference) (string, netip.Addr, bool) {
-	return m.propose(rangeName, namespace, name, cluster, true)
-}
-
-func (m *Manager) propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) (string, netip.Addr, bool) {
+// the FloatingIP claims it (Claim, proposed), Withdraw drops it, or it lapses. It proposes nothing
+// (the zero Proposal) when the range cannot hand out an address now. With ownFamily, for a FloatingIP of a
+// dual-stack guest cluster, which holds an address of each family in one space, a retained address
+// is taken back only if it is of the family of rangeName's CIDR, so that each FloatingIP gets back
+// the address of its own family and never the one the other FloatingIP is to get.
+func (m *Manager) Propose(rangeName, namespace, name string, cluster v1.ClusterReference, ownFamily bool) Proposal {
 	r, err := m.deps.Ranges.Cache().Get(rangeName)
 	if err != nil || r.DeletionTimestamp != nil {
-		return "", netip.Addr{}, false
+		return Proposal{}
 	}
 	// What blocks the range beyond the engine's view, read before the engine's step: the
 	// engine decides between a retained address and a new reservation under one lock section,
 	// and asks for the ranges whose liveness it needs from the cache, read here between steps.
-	blocked := m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil
+	blocked := m.problemOf(r, rangeView{outline: m.g.outline(r)}) != nil
 	live := map[string]bool{}
 	// Each round reads ranges not read before, and a cluster retains few addresses: the engine
 	// decides once it asks for none.
 	for {
-		p := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
-		if len(p.ask) == 0 {
-			return p.rng, p.addr, p.ok
+		p, ask := m.g.propose(r, namespace, name, cluster, ownFamily, live, blocked, time.Now())
+		if len(ask) == 0 {
+			return p
 		}
-		for _, n := range p.ask {
+		for _, n := range ask {
 			held, err := m.deps.Ranges.Cache().Get(n)
 			live[n] = err == nil && held.DeletionTimestamp == nil
 		}
 	}
+}
+
+// Proposal is an address Propose picked: one retained for the cluster in Range, or one of Range
+// reserved now. The zero Proposal proposes nothing.
+type Proposal struct {
+	Range    string
+	Addr     netip.Addr
+	Retained bool
 }
 
 // Withdraw drops the proposal of addr to the FloatingIP namespace/name, whose create failed.
@@ -229,39 +213,32 @@ func (m *Manager) Withdraw(rangeName string, addr netip.Addr, namespace, name st
 	m.g.withdraw(rangeName, addr, proposer(namespace, name))
 }
 
-// problemOf is what keeps r from handing out new addresses, or nil: from v, the engine's view of
-// r, then r's legacy record and the overlap index, both read outside the engine's lock.
-func (m *Manager) problemOf(r *v1.FloatingIPRange, v rangeView) *problem.Problem {
-	if v.invalid != nil {
-		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: v.invalid.Error()}
+// problemOf is what keeps r from handing out new addresses, or nil: from view, the engine's view
+// of r (its definition's error, orphans and addresses of a former space), then r's selector, its
+// legacy record's orphans and overlap with an older range of view's outline, read from the range
+// index: all of them outside the engine's lock. Given an outline alone, it judges what the engine
+// leaves to it (Propose, Choose).
+func (m *Manager) problemOf(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
+	if view.invalid != nil {
+		return &problem.Problem{Reason: v1.ReasonInvalidRange, Message: view.invalid.Error()}
 	}
-	return m.outsideProblem(r, v)
-}
-
-// outsideProblem is problemOf past the range's validity: orphans (the engine's in v, and the
-// legacy record's), a pending space change (from v), and overlap with an older range (of v's
-// outline).
-func (m *Manager) outsideProblem(r *v1.FloatingIPRange, view rangeView) *problem.Problem {
 	if sel := ClusterSelectorOf(r); sel.err != nil {
 		return &problem.Problem{Reason: v1.ReasonInvalidRange,
 			Message: "spec.clusterSelector is not a label selector: " + redact.Shorten(sel.err.Error(), redact.MaxValue)}
 	}
 	if orphans := slices.Concat(view.orphans, legacyOrphans(r)); len(orphans) > 0 {
-		return &problem.Problem{Reason: v1.ReasonOrphanedAllocations, Message: orphanMessage(r, orphans)}
+		return problem.New(v1.ReasonOrphanedAllocations,
+			"spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
+			r.Spec.IPRange, DescribeHolders(orphans))
 	}
 	if view.otherSpaces > 0 {
-		return &problem.Problem{Reason: v1.ReasonSpaceChangePending, Message: spaceChangeMessage(view.space, view.former, view.otherSpaces)}
+		return problem.New(v1.ReasonSpaceChangePending,
+			"the annotations put this range in address space %s (Harvester cluster/network), but it still holds %d addresses in its former space %s; it moves once they are released, and hands out no new address until then",
+			view.space, view.otherSpaces, view.former)
 	}
-	return m.overlapOf(r, view.outline)
-}
-
-// overlapOf is the problem of r, whose pool's outline is outline, overlapping an older range, or
-// nil. It uses the range index the informer feeds, or, without it (a Manager in a unit test), one
-// built from the cache: never under the engine's lock.
-func (m *Manager) overlapOf(r *v1.FloatingIPRange, outline *ipam.Pool) *problem.Problem {
 	ranges := m.rangeIndexNow()
 	ranges.set(r)
-	return overlap(r, ranges.overlapping(r, outline))
+	return overlap(r, ranges.overlapping(r, view.outline))
 }
 
 // rangeIndexNow is the range index the informer feeds, or, without it (a Manager in a unit test),
@@ -306,7 +283,7 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 		if err := ctx.Err(); err != nil {
 			return released, err
 		}
-		if err := m.deleteAllocation(&e); err != nil {
+		if err := m.deleteAllocation(&e, ""); err != nil {
 			return released, fmt.Errorf("releasing %s in FloatingIPRange %s: %w", e.addr(), rangeName, err)
 		}
 		released = append(released, e.addr())
@@ -319,19 +296,13 @@ func (m *Manager) Release(ctx context.Context, rangeName, uid string, addrs ...n
 	return released, nil
 }
 
-// deleteAllocation deletes e's object if it is still the one the index knows, and drops it from
-// the index. NotFound and a failed precondition (the name now holds another object) both mean
-// e's object is gone.
-func (m *Manager) deleteAllocation(e *allocEntry) error {
-	return m.deleteAllocationAt(e, "")
-}
-
 // errChanged: the object changed since it was judged; it is judged again on the next pass.
 var errChanged = errors.New("the allocation changed since it was judged")
 
-// deleteAllocationAt is deleteAllocation guarded by the object's resourceVersion too, when given:
-// the object must not have changed since it was judged.
-func (m *Manager) deleteAllocationAt(e *allocEntry, version string) error {
+// deleteAllocation deletes e's object if it is still the one the index knows, and drops it from
+// the index; with version, only if the object has not changed since it was judged. NotFound and a
+// failed UID precondition (the name now holds another object) both mean e's object is gone.
+func (m *Manager) deleteAllocation(e *allocEntry, version string) error {
 	object := e.object
 	pre := &metav1.Preconditions{UID: &object}
 	if version != "" {
@@ -389,12 +360,10 @@ func (m *Manager) dropRecordKeys(r *v1.FloatingIPRange, keys map[string]types.UI
 func (m *Manager) RangesHeldBy(uid string) []string {
 	var out []string
 	for _, e := range m.g.ownedIn(uid) {
-		if !slices.Contains(out, e.rng) {
-			out = append(out, e.rng)
-		}
+		out = append(out, e.rng)
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // HeldBy returns the addresses uid holds in range rangeName, lowest first.
@@ -424,9 +393,7 @@ type Summary struct {
 func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	g := m.g.summarize(r)
 	legacy := legacyOrphans(r)
-	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy)}
-	sum.Retained = g.retained
-	sum.Used -= sum.Retained
+	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy) - g.retained, Retained: g.retained}
 	if g.capacity != nil {
 		sum.Capacity.Set(g.capacity)
 		sum.Available.Sub(sum.Capacity, big.NewInt(int64(g.poolHeld)))
@@ -440,25 +407,19 @@ func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	return sum
 }
 
-// Count is the number of addresses still held in r: allocation objects and legacy entries.
-func (m *Manager) Count(r *v1.FloatingIPRange) int {
-	return m.g.count(r.Name) + len(indexRecord(r.Status.Allocations).unreadable)
-}
-
-// Holders returns up to max holders of r's addresses, lowest address first, for a message.
-func (m *Manager) Holders(r *v1.FloatingIPRange, max int) []Orphan {
+// Holders returns what still holds addresses of r, for a message: its allocations, lowest address
+// first, then its legacy entries naming no address.
+func (m *Manager) Holders(r *v1.FloatingIPRange) []Orphan {
 	out := m.g.holdersIn(r.Name)
 	slices.SortFunc(out, func(a, b Orphan) int { return netip.MustParseAddr(a.Addr).Compare(netip.MustParseAddr(b.Addr)) })
 	for _, key := range indexRecord(r.Status.Allocations).unreadable {
 		out = append(out, Orphan{Addr: redact.Shorten(key, redact.MaxValue), Allocation: r.Status.Allocations[key]})
 	}
-	if len(out) > max {
-		out = out[:max]
-	}
 	return out
 }
 
-// rangeSeen and rangeGone keep the overlap index as the range informer sees the ranges.
+// rangeSeen and rangeGone keep the overlap index as the range informer sees the ranges; a range
+// gone takes what the engine kept of it along.
 func (m *Manager) rangeSeen(obj interface{}) {
 	if r, ok := obj.(*v1.FloatingIPRange); ok {
 		m.ranges.set(r)
@@ -471,12 +432,8 @@ func (m *Manager) rangeGone(obj interface{}) {
 	}
 	if r, ok := obj.(*v1.FloatingIPRange); ok {
 		m.ranges.remove(r.Name)
+		m.g.forgetRange(r.Name)
 	}
-}
-
-// Forget drops what the manager keeps of a deleted range.
-func (m *Manager) Forget(rangeName string) {
-	m.g.forgetRange(rangeName)
 }
 
 // cachedAllocations reads an allocation from the informer's cache: the operator may list and

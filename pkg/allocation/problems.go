@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -104,35 +105,23 @@ func younger(a, b *v1.FloatingIPRange) bool {
 	return a.Name > b.Name
 }
 
-func spaceChangeMessage(space, former v1.AddressSpace, held int) string {
-	return fmt.Sprintf("the annotations put this range in address space %s (Harvester cluster/network), but it still holds %d addresses in its former space %s; it moves once they are released, and hands out no new address until then",
-		space, held, former)
-}
-
-func orphanMessage(r *v1.FloatingIPRange, orphans []Orphan) string {
-	return fmt.Sprintf("spec.iprange %s with its excludes no longer covers allocated addresses %s; nothing was dropped and no new address is handed out until those FloatingIPs are moved or deleted, or the edit is reverted",
-		r.Spec.IPRange, DescribeHolders(orphans, len(orphans)))
-}
-
 // HoldersNamed is how many addresses a message names before it says how many more there are.
 const HoldersNamed = 10
 
-// DescribeHolders names the first HoldersNamed addresses of some with their holders (and why, for an orphan),
-// and how many more there are of total: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3 more".
-func DescribeHolders(some []Orphan, total int) string {
-	parts := make([]string, 0, min(len(some), HoldersNamed)+1)
-	for i, o := range some {
-		if i == HoldersNamed {
-			break
-		}
+// DescribeHolders names the first HoldersNamed addresses of holders with their holders (and why,
+// for an orphan), and how many more there are: "10.0.0.1 (ns/a), 10.0.0.2 (ns/b: excluded), and 3
+// more".
+func DescribeHolders(holders []Orphan) string {
+	parts := make([]string, 0, min(len(holders), HoldersNamed)+1)
+	for _, o := range holders[:min(len(holders), HoldersNamed)] {
 		holder := redact.Shorten(o.Allocation.Namespace, redact.MaxValue) + "/" + redact.Shorten(o.Allocation.Name, redact.MaxValue)
 		if o.Why != "" {
 			holder += ": " + o.Why
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", o.Addr, holder))
 	}
-	if shown := len(parts); total > shown {
-		parts = append(parts, fmt.Sprintf("and %d more", total-shown))
+	if more := len(holders) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -144,12 +133,9 @@ func warnings(r *v1.FloatingIPRange, pool *ipam.Pool) []problem.Problem {
 	}
 	var out []problem.Problem
 	if pfx := pool.Prefix(); pfx.Bits() == 0 {
-		fam := "IPv4"
-		if pfx.Addr().Is6() {
-			fam = "IPv6"
-		}
 		out = append(out, problem.Problem{Reason: v1.ReasonWholeAddressSpace, Message: fmt.Sprintf(
-			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network", pfx, fam)})
+			"spec.iprange %s is the whole %s address space: any address, public ones included, may be handed out; a range is normally the subnet of one VM network",
+			pfx, harvester.FamilyOfAddr(pfx.Addr()))})
 	}
 	if pool.Capacity().Sign() == 0 {
 		out = append(out, problem.Problem{Reason: v1.ReasonNoCapacity, Message: fmt.Sprintf(

@@ -183,7 +183,7 @@ func BenchmarkClaim(b *testing.B) {
 			perClaim[i] = claimCost(b, tc.ranges, claims, func(m *Manager, iter, c int) error {
 				r := tc.ranges[c%len(tc.ranges)]
 				owner := Claimant{Owner: ipam.Owner{Namespace: "c-m-bench", Name: fmt.Sprintf("f%d", c), UID: fmt.Sprintf("uid-%d-%d", iter, c)}}
-				if _, _, err := m.Claim(b.Context(), r.Name, owner, netip.Addr{}); err != nil {
+				if _, _, err := m.Claim(b.Context(), r.Name, owner, netip.Addr{}, false); err != nil {
 					return fmt.Errorf("claim %d in %s: %w", c, r.Name, err)
 				}
 				return nil

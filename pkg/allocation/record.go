@@ -28,44 +28,33 @@ func canonical(key string) (netip.Addr, bool) {
 // recordIndex is a range's record read through canonical spellings.
 type recordIndex struct {
 	// holder maps each address to the key whose allocation holds it: the canonical spelling when
-	// present, else the first spelling in key order. Any other key naming the same address with
-	// another UID is a duplicate, flagged and never honoured.
+	// present, else the first spelling in key order. Any other key naming the same address is
+	// never honoured.
 	holder map[netip.Addr]string
 	// unreadable are the keys naming no address, in key order.
 	unreadable []string
-	// losers are keys naming an address another key holds, in key order.
-	losers []string
-	// irregular is true when any key is not in canonical spelling.
-	irregular bool
 }
 
 func indexRecord(record map[string]v1.Allocation) recordIndex {
 	idx := recordIndex{holder: make(map[netip.Addr]string, len(record))}
-	keys := slices.Sorted(maps.Keys(record))
 	// Canonical keys first, so that they win over any other spelling of their address.
 	var later []string
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(record)) {
 		addr, ok := canonical(key)
 		switch {
 		case !ok:
 			idx.unreadable = append(idx.unreadable, key)
-			idx.irregular = true
 		case addr.String() != key:
 			later = append(later, key)
-			idx.irregular = true
 		default:
 			idx.holder[addr] = key
 		}
 	}
 	for _, key := range later {
 		addr, _ := canonical(key)
-		if held, ok := idx.holder[addr]; ok {
-			if record[held].UID != record[key].UID {
-				idx.losers = append(idx.losers, key)
-			}
-			continue
+		if _, held := idx.holder[addr]; !held {
+			idx.holder[addr] = key
 		}
-		idx.holder[addr] = key
 	}
 	return idx
 }

@@ -46,21 +46,21 @@ func TestNonCanonicalKeysAreHeld(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			idx := indexRecord(map[string]v1.Allocation{tc.key: {UID: "a"}})
-			if got := idx.holder[netip.MustParseAddr(tc.addr)]; got != tc.key || len(idx.unreadable)+len(idx.losers) != 0 {
-				t.Errorf("holder of %s = %q, unreadable %v, losers %v; want %q alone", tc.addr, got, idx.unreadable, idx.losers, tc.key)
+			if got := idx.holder[netip.MustParseAddr(tc.addr)]; got != tc.key || len(idx.unreadable) != 0 {
+				t.Errorf("holder of %s = %q, unreadable %v; want %q alone", tc.addr, got, idx.unreadable, tc.key)
 			}
 		})
 	}
 }
 
-// TestAddressRecordedTwiceIsFlagged: the same address in two spellings for two FloatingIPs: only
-// the canonical spelling's holder holds it; the other is a loser, never adopted.
-func TestAddressRecordedTwiceIsFlagged(t *testing.T) {
+// TestAddressRecordedTwiceHasOneHolder: the same address in two spellings for two FloatingIPs:
+// only the canonical spelling's holder holds it; the other is never adopted.
+func TestAddressRecordedTwiceHasOneHolder(t *testing.T) {
 	t.Parallel()
 	record := map[string]v1.Allocation{"FD00::5": {UID: "b"}, "fd00::5": {UID: "a"}}
 	idx := indexRecord(record)
-	if got := idx.holder[netip.MustParseAddr("fd00::5")]; got != "fd00::5" || !reflect.DeepEqual(idx.losers, []string{"FD00::5"}) {
-		t.Errorf("holder %q, losers %v; want fd00::5 holding and FD00::5 losing", got, idx.losers)
+	if got := idx.holder[netip.MustParseAddr("fd00::5")]; got != "fd00::5" || len(idx.holder) != 1 {
+		t.Errorf("holders %v; want fd00::5 alone holding", idx.holder)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -143,18 +144,19 @@ func (m *Manager) heldWithoutObject(f *v1.FloatingIP) (candidate, bool) {
 	if err != nil {
 		return candidate{}, false
 	}
-	// One engine step; the rest of the range's problem is read after it, outside the lock.
-	asked := f.Status.IPAddress == ""
-	check := m.g.checkAdopt(r, string(f.UID), addr, asked)
-	if check.recorded {
+	// An object records it when f holds an address of the range, or anyone holds this one. The
+	// engine's step is a claim's; the rest of the range's problem is read after it, outside the lock.
+	check := m.g.checkClaim(r, Claimant{Owner: OwnerOf(f)}, addr, false)
+	if check.holds || check.taken != nil || len(m.HeldBy(rng, string(f.UID))) > 0 {
 		return candidate{}, false
 	}
 	// As a claim would: only an address the range can hand out, and an address only asked for
 	// (not yet shown as held) only from a range that hands out addresses now.
-	if !check.usable || asked && m.problemOf(r, check.view) != nil {
+	outline := check.view.outline
+	if outline == nil || outline.Check(addr) != nil || f.Status.IPAddress == "" && m.problemOf(r, check.view) != nil {
 		return candidate{}, false
 	}
-	return candidate{addr: addr, space: check.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
+	return candidate{addr: addr, space: check.view.space, rng: rng, owner: OwnerOf(f), created: f.CreationTimestamp.Time}, true
 }
 
 // adopt creates an object for each candidate, the first of each address in order winning; it
@@ -172,41 +174,32 @@ func (m *Manager) adopt(ctx context.Context, cands []candidate) []string {
 		}
 		return strings.Compare(a.owner.Namespace+"/"+a.owner.Name, b.owner.Namespace+"/"+b.owner.Name)
 	})
-	seen := map[slot]bool{}
-	var first []candidate
-	for _, c := range cands {
-		if s := (slot{Addr: c.addr, Space: c.space.Hash()}); !seen[s] {
-			seen[s] = true
-			first = append(first, c)
-		}
-	}
 	var (
 		mu      sync.Mutex
 		adopted []string
-		wg      sync.WaitGroup
-		work    = make(chan candidate)
+		workers errgroup.Group
 	)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				if m.adoptOne(c) {
-					mu.Lock()
-					adopted = append(adopted, fmt.Sprintf("%s/%s %s/%s", c.rng, c.addr, c.owner.Namespace, c.owner.Name))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, c := range first {
+	workers.SetLimit(16)
+	seen := map[slot]bool{}
+	for _, c := range cands {
+		s := slot{Addr: c.addr, Space: c.space.Hash()}
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
 		if ctx.Err() != nil {
 			break
 		}
-		work <- c
+		workers.Go(func() error {
+			if m.adoptOne(c) {
+				mu.Lock()
+				adopted = append(adopted, fmt.Sprintf("%s/%s %s/%s", c.rng, c.addr, c.owner.Namespace, c.owner.Name))
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
+	_ = workers.Wait()
 	slices.Sort(adopted)
 	return adopted
 }
@@ -283,17 +276,12 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 	now := time.Now()
 	// The engine's step copies the holders; they are judged here, outside the lock, against the
 	// FloatingIP cache.
-	var suspects []allocEntry
-	type judged struct {
-		e       allocEntry
-		version string
-	}
-	var ended []judged
+	var suspects, ended []allocEntry
 	for _, e := range m.g.holders() {
 		switch {
 		case e.retained != nil:
 			if !now.Before(e.retained.until) {
-				ended = append(ended, judged{e: e, version: e.version})
+				ended = append(ended, e)
 			}
 			continue
 		case now.Sub(e.created) < m.opts.OrphanGracePeriod:
@@ -304,16 +292,17 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 		}
 		suspects = append(suspects, e)
 	}
-	slices.SortFunc(suspects, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
-	slices.SortFunc(ended, func(a, b judged) int { return a.e.addr().Compare(b.e.addr()) })
-	for _, j := range ended {
+	byAddr := func(a, b allocEntry) int { return a.addr().Compare(b.addr()) }
+	slices.SortFunc(suspects, byAddr)
+	slices.SortFunc(ended, byAddr)
+	for i := range ended {
 		if ctx.Err() != nil {
 			break
 		}
-		e := &j.e
+		e := &ended[i]
 		// Guarded by the version judged: a retained address taken back meanwhile is the same
 		// object, and must stay.
-		if err := m.deleteAllocationAt(e, j.version); err != nil {
+		if err := m.deleteAllocation(e, e.version); err != nil {
 			if !errors.Is(err, errChanged) {
 				logrus.Warnf("repair: releasing retained %s/%s: %v", e.rng, e.addr(), err)
 			}
@@ -334,7 +323,7 @@ func (m *Manager) reap(ctx context.Context) (released, expired []string) {
 			logrus.Warnf("repair: reading FloatingIP %s/%s: %v", e.owner.Namespace, e.owner.Name, err)
 			continue
 		}
-		if err := m.deleteAllocation(e); err != nil {
+		if err := m.deleteAllocation(e, ""); err != nil {
 			logrus.Warnf("repair: releasing %s/%s: %v", e.rng, e.addr(), err)
 			continue
 		}

@@ -50,21 +50,6 @@ func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterRefe
 	return retained, nil
 }
 
-// Retained is an address kept for a deleted guest cluster.
-type Retained struct {
-	Range   string
-	Addr    netip.Addr
-	Cluster v1.ClusterReference
-	Until   time.Time
-}
-
-// RetainedFor returns the addresses retained for the provisioning cluster, lowest first.
-func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Retained {
-	out := m.g.retainedFor(cluster)
-	slices.SortFunc(out, func(a, b Retained) int { return a.Addr.Compare(b.Addr) })
-	return out
-}
-
 // migrate gives every allocation of a release before address spaces, named by its bare address, a
 // successor named for its range's space, with the same holder, and then deletes it: the successor
 // exists before the old object goes, so the address is never free. It returns what it renamed.
@@ -98,7 +83,7 @@ func (m *Manager) migrate(ctx context.Context) []string {
 			logrus.Warnf("repair: naming %s for its address space: %v", e.name, err)
 			continue
 		}
-		if err := m.deleteAllocation(e); err != nil {
+		if err := m.deleteAllocation(e, ""); err != nil {
 			logrus.Warnf("repair: deleting %s, now named %s: %v", e.name, next.Name, err)
 			continue
 		}

@@ -172,8 +172,8 @@ func (m *Manager) Choose(w Want) Choice {
 		if out.First == "" && out.Skipped == 0 {
 			out.First = r.Name
 		}
-		reason := m.g.openFor(r, w.Claimant.Namespace)
-		if reason == "" && m.outsideProblem(r, rangeView{outline: m.g.outline(r)}) != nil {
+		reason, outline := m.g.openFor(r, w.Claimant.Namespace)
+		if reason == "" && m.problemOf(r, rangeView{outline: outline}) != nil {
 			reason = v1.ReasonRangeNotReady
 		}
 		if counting && reason == v1.ReasonRangeExhausted {

@@ -76,7 +76,7 @@ func TestChooseOverflowsInOrder(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		c := guestOf(fmt.Sprintf("g%d", i), "kubevip", nil)
 		ch := m.Choose(Want{Spaces: vlan10, Claimant: c})
-		if _, _, err := m.Claim(ctx, ch.Range, c, netip.Addr{}); err != nil {
+		if _, _, err := m.Claim(ctx, ch.Range, c, netip.Addr{}, false); err != nil {
 			t.Fatalf("claim %d in %s: %v", i, ch.Range, err)
 		}
 		got = append(got, ch.Range)
@@ -93,7 +93,7 @@ func TestChooseOverflowsInOrder(t *testing.T) {
 	// Everything full: no range, and First is where the FloatingIP waits.
 	full := benchManager([]*v1.FloatingIPRange{sizedRange("a", 1, 1)})
 	c := guestOf("x", "kubevip", nil)
-	if _, _, err := full.Claim(ctx, "a", c, netip.Addr{}); err != nil {
+	if _, _, err := full.Claim(ctx, "a", c, netip.Addr{}, false); err != nil {
 		t.Fatal(err)
 	}
 	ch := full.Choose(Want{Spaces: vlan10, Claimant: guestOf("y", "kubevip", nil)})
@@ -119,14 +119,14 @@ func TestClusterSelector(t *testing.T) {
 	}
 	// A claim the selector refuses says so; one of a FloatingIP of no cluster too.
 	var notSelected *NotSelectedError
-	if _, _, err := m.Claim(ctx, "a-prod", devCluster, netip.Addr{}); !errors.As(err, &notSelected) {
+	if _, _, err := m.Claim(ctx, "a-prod", devCluster, netip.Addr{}, false); !errors.As(err, &notSelected) {
 		t.Fatalf("dev claim in a-prod: %v, want NotSelectedError", err)
 	}
-	if _, _, err := m.Claim(ctx, "a-prod", who("hand"), netip.Addr{}); !errors.As(err, &notSelected) || notSelected.Cluster.Name != "" {
+	if _, _, err := m.Claim(ctx, "a-prod", who("hand"), netip.Addr{}, false); !errors.As(err, &notSelected) || notSelected.Cluster.Name != "" {
 		t.Fatalf("claim of no cluster in a-prod: %v, want NotSelectedError without a cluster", err)
 	}
 	// Held addresses stay held when the selector stops admitting the cluster.
-	addr, _, err := m.Claim(ctx, "a-prod", prodCluster, netip.Addr{})
+	addr, _, err := m.Claim(ctx, "a-prod", prodCluster, netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +136,11 @@ func TestClusterSelector(t *testing.T) {
 	if _, err := m.deps.Ranges.Update(prod2); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := m.Claim(ctx, "a-prod", prodCluster, netip.Addr{})
+	again, _, err := m.Claim(ctx, "a-prod", prodCluster, netip.Addr{}, false)
 	if err != nil || again != addr {
 		t.Fatalf("after the selector changed, the holder's claim gave %s, %v; want %s kept", again, err, addr)
 	}
-	if _, _, err := m.Claim(ctx, "a-prod", guestOf("p", "second", map[string]string{"env": "prod"}), netip.Addr{}); !errors.As(err, &notSelected) {
+	if _, _, err := m.Claim(ctx, "a-prod", guestOf("p", "second", map[string]string{"env": "prod"}), netip.Addr{}, false); !errors.As(err, &notSelected) {
 		t.Fatalf("a new claim of the cluster the selector no longer admits: %v, want NotSelectedError", err)
 	}
 	// An invalid selector keeps the range from handing out anything, with InvalidRange.
@@ -159,12 +159,12 @@ func TestClusterLimit(t *testing.T) {
 	capped.Spec.MaxAddressesPerCluster = 2
 	m := benchManager([]*v1.FloatingIPRange{capped, other})
 	for i := 0; i < 2; i++ {
-		if _, _, err := m.Claim(ctx, "a", guestOf("g", fmt.Sprint("f", i), nil), netip.Addr{}); err != nil {
+		if _, _, err := m.Claim(ctx, "a", guestOf("g", fmt.Sprint("f", i), nil), netip.Addr{}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var limit *LimitError
-	if _, _, err := m.Claim(ctx, "a", guestOf("g", "f2", nil), netip.Addr{}); !errors.As(err, &limit) || limit.Limit != 2 || limit.Namespace != "c-m-g" {
+	if _, _, err := m.Claim(ctx, "a", guestOf("g", "f2", nil), netip.Addr{}, false); !errors.As(err, &limit) || limit.Limit != 2 || limit.Namespace != "c-m-g" {
 		t.Fatalf("third claim of one cluster: %v, want LimitError of 2 for c-m-g", err)
 	}
 	ch := m.Choose(Want{Spaces: vlan10, Claimant: guestOf("g", "f2", nil)})
@@ -172,7 +172,7 @@ func TestClusterLimit(t *testing.T) {
 		t.Errorf("choice at the limit: %+v, want b after a at the limit", ch)
 	}
 	// Another cluster is not counted against it.
-	if _, _, err := m.Claim(ctx, "a", guestOf("h", "f0", nil), netip.Addr{}); err != nil {
+	if _, _, err := m.Claim(ctx, "a", guestOf("h", "f0", nil), netip.Addr{}, false); err != nil {
 		t.Fatalf("another cluster's claim: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestClusterLimitUnderConcurrentClaims(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := m.Claim(ctx, "a", guestOf("g", fmt.Sprint("f", i), nil), netip.Addr{}); err == nil {
+			if _, _, err := m.Claim(ctx, "a", guestOf("g", fmt.Sprint("f", i), nil), netip.Addr{}, false); err == nil {
 				mu.Lock()
 				held++
 				mu.Unlock()
@@ -244,7 +244,7 @@ func TestChooseSkipsFullRangesUntilOneFrees(t *testing.T) {
 		if ch.Range != fmt.Sprintf("r%d", i) {
 			t.Fatalf("claim %d chose %q, want r%d", i, ch.Range, i)
 		}
-		if _, _, err := m.Claim(ctx, ch.Range, c, netip.Addr{}); err != nil {
+		if _, _, err := m.Claim(ctx, ch.Range, c, netip.Addr{}, false); err != nil {
 			t.Fatal(err)
 		}
 		claimants = append(claimants, c)
@@ -316,7 +316,7 @@ func BenchmarkSelectAndClaim(b *testing.B) {
 				if ch.Range == "" {
 					return fmt.Errorf("claim %d: no range has room: %s", c, ch.Why())
 				}
-				if _, _, err := m.Claim(b.Context(), ch.Range, who, netip.Addr{}); err != nil {
+				if _, _, err := m.Claim(b.Context(), ch.Range, who, netip.Addr{}, false); err != nil {
 					return fmt.Errorf("claim %d in %s: %w", c, ch.Range, err)
 				}
 				return nil
@@ -420,7 +420,7 @@ func TestChooseSkipsNoOtherFamily(t *testing.T) {
 		}
 	}
 	m := benchManager([]*v1.FloatingIPRange{siteRange("a4", "10.1.0.0/24", "harvester1", old), siteRange("b6", "fd00:10::1/128", "harvester1", old)})
-	if _, _, err := m.Claim(context.Background(), "b6", guestOf("h", "kubevip", nil), netip.Addr{}); err != nil {
+	if _, _, err := m.Claim(context.Background(), "b6", guestOf("h", "kubevip", nil), netip.Addr{}, false); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {

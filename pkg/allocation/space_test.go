@@ -36,11 +36,11 @@ func TestSameAddressInTwoSpaces(t *testing.T) {
 	late := siteRange("site1-late", "192.168.10.128/25", "harvester1", time.Now())
 	m := benchManager([]*v1.FloatingIPRange{site1, site2, late})
 
-	a1, _, err := m.Claim(ctx, "site1", who("a"), netip.Addr{})
+	a1, _, err := m.Claim(ctx, "site1", who("a"), netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _, err := m.Claim(ctx, "site2", who("b"), netip.Addr{})
+	a2, _, err := m.Claim(ctx, "site2", who("b"), netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSameAddressInTwoSpaces(t *testing.T) {
 	}
 	// A static request for the address at site 2 by another owner names site 2's holder.
 	var taken *ipam.TakenError
-	if _, _, err := m.Claim(ctx, "site2", who("c"), want); !errors.As(err, &taken) || taken.Holder.UID != fipOwner("b").UID {
+	if _, _, err := m.Claim(ctx, "site2", who("c"), want, false); !errors.As(err, &taken) || taken.Holder.UID != fipOwner("b").UID {
 		t.Errorf("static request at site 2 = %v; want taken by b", err)
 	}
 	if sum := m.Summarize(site1); sum.Problem != nil || sum.Used != 1 {
@@ -74,7 +74,7 @@ func TestSameAddressInTwoSpaces(t *testing.T) {
 	if sum.Problem == nil || sum.Problem.Reason != v1.ReasonOverlap || !strings.Contains(sum.Problem.Message, "site1") {
 		t.Errorf("a second overlapping range on site 1 = %+v; want Overlap naming site1", sum.Problem)
 	}
-	if _, _, err := m.Claim(ctx, "site1-late", who("d"), netip.Addr{}); err == nil {
+	if _, _, err := m.Claim(ctx, "site1-late", who("d"), netip.Addr{}, false); err == nil {
 		t.Error("the overlapping range handed out an address")
 	}
 }
@@ -87,7 +87,7 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 	m := benchManager([]*v1.FloatingIPRange{r})
 	cluster := v1.ClusterReference{Namespace: "fleet-default", Name: "demo"}
 	first := Claimant{Owner: fipOwner("first"), Cluster: cluster}
-	addr, _, err := m.Claim(ctx, "site1", first, netip.MustParseAddr("10.9.0.5"))
+	addr, _, err := m.Claim(ctx, "site1", first, netip.MustParseAddr("10.9.0.5"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,30 +115,30 @@ func TestRetainedAddressGoesBackToItsCluster(t *testing.T) {
 
 	// Nobody else gets it: a static request is told for whom it is kept, a dynamic claim passes it.
 	var retained *RetainedError
-	if _, _, err := m.Claim(ctx, "site1", who("stranger"), addr); !errors.As(err, &retained) || retained.Cluster != cluster || retained.Allocation != name {
+	if _, _, err := m.Claim(ctx, "site1", who("stranger"), addr, false); !errors.As(err, &retained) || retained.Cluster != cluster || retained.Allocation != name {
 		t.Errorf("static request for the retained address = %v; want a RetainedError naming %v", err, cluster)
 	}
 	for i, n := range []string{"x1", "x2", "x3", "x4", "x5"} {
-		got, _, err := m.Claim(ctx, "site1", who(n), netip.Addr{})
+		got, _, err := m.Claim(ctx, "site1", who(n), netip.Addr{}, false)
 		if err != nil || got == addr {
 			t.Fatalf("dynamic claim %d = %v, %v; the retained %v must be passed", i, got, err, addr)
 		}
 	}
-	if _, _, err := m.Claim(ctx, "site1", who("x6"), netip.Addr{}); !errors.Is(err, ipam.ErrExhausted) {
+	if _, _, err := m.Claim(ctx, "site1", who("x6"), netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
 		t.Errorf("with every other address held, a claim = %v; want ErrExhausted", err)
 	}
 	// Not the FloatingIP that held it last, nor one of another cluster.
 	other := Claimant{Owner: fipOwner("other"), Cluster: v1.ClusterReference{Namespace: "fleet-default", Name: "other"}}
-	if _, _, err := m.Claim(ctx, "site1", other, netip.Addr{}); !errors.Is(err, ipam.ErrExhausted) {
+	if _, _, err := m.Claim(ctx, "site1", other, netip.Addr{}, false); !errors.Is(err, ipam.ErrExhausted) {
 		t.Errorf("a FloatingIP of another cluster = %v; want ErrExhausted", err)
 	}
-	if rng, got, ok := m.Propose("site1", "c-m-new", "demo-kubevip", cluster); !ok || rng != "site1" || got != addr {
-		t.Errorf("proposal to the re-created cluster = %s %v %v; want its retained %v", rng, got, ok, addr)
+	if p := m.Propose("site1", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "site1", Addr: addr, Retained: true}) {
+		t.Errorf("proposal to the re-created cluster = %+v; want its retained %v", p, addr)
 	}
 
 	// The re-created cluster's FloatingIP takes it back: the same object, now held.
 	next := Claimant{Owner: fipOwner("next"), Cluster: cluster}
-	got, _, err := m.Claim(ctx, "site1", next, netip.Addr{})
+	got, _, err := m.Claim(ctx, "site1", next, netip.Addr{}, false)
 	if err != nil || got != addr {
 		t.Fatalf("claim of the re-created cluster = %v, %v; want %v", got, err, addr)
 	}
@@ -182,7 +182,7 @@ func TestProposeOwnFamily(t *testing.T) {
 	held := map[string]netip.Addr{}
 	for _, rng := range []string{"site-v6", "site-v4"} { // the IPv6 one retained first
 		c := Claimant{Owner: fipOwner(rng), Cluster: cluster}
-		addr, _, err := m.Claim(ctx, rng, c, netip.Addr{})
+		addr, _, err := m.Claim(ctx, rng, c, netip.Addr{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,12 +192,12 @@ func TestProposeOwnFamily(t *testing.T) {
 		held[rng] = addr
 	}
 	for _, rng := range []string{"site-v4", "site-v6"} {
-		if got, addr, ok := m.ProposeOwnFamily(rng, "c-m-new", "demo-kubevip", cluster); !ok || got != rng || addr != held[rng] {
-			t.Errorf("ProposeOwnFamily(%s) = %s %v %v; want %s %v", rng, got, addr, ok, rng, held[rng])
+		if p := m.Propose(rng, "c-m-new", "demo-kubevip", cluster, true); p != (Proposal{Range: rng, Addr: held[rng], Retained: true}) {
+			t.Errorf("Propose(%s, own family) = %+v; want %s %v", rng, p, rng, held[rng])
 		}
 	}
-	if got, addr, ok := m.Propose("site-v4", "c-m-new", "demo-kubevip", cluster); !ok || got != "site-v6" || addr != held["site-v6"] {
-		t.Errorf("Propose(site-v4) = %s %v %v; want the first retained, site-v6 %v", got, addr, ok, held["site-v6"])
+	if p := m.Propose("site-v4", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "site-v6", Addr: held["site-v6"], Retained: true}) {
+		t.Errorf("Propose(site-v4) = %+v; want the first retained, site-v6 %v", p, held["site-v6"])
 	}
 }
 
@@ -216,7 +216,7 @@ func TestLegacyNamesAreRenamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.g.onAdd(created)
-	if got, _, err := m.Claim(ctx, "site1", who("b"), netip.MustParseAddr("10.9.0.3")); err == nil {
+	if got, _, err := m.Claim(ctx, "site1", who("b"), netip.MustParseAddr("10.9.0.3"), false); err == nil {
 		t.Fatalf("the address a legacy object holds was claimed again: %v", got)
 	}
 	checks := 0
@@ -250,7 +250,7 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 	ctx := context.Background()
 	r := siteRange("site1", "10.9.0.0/29", "harvester1", time.Now().Add(-time.Hour))
 	m := benchManager([]*v1.FloatingIPRange{r})
-	if _, _, err := m.Claim(ctx, "site1", who("a"), netip.Addr{}); err != nil {
+	if _, _, err := m.Claim(ctx, "site1", who("a"), netip.Addr{}, false); err != nil {
 		t.Fatal(err)
 	}
 	moved := r.DeepCopy()
@@ -263,7 +263,7 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 		t.Fatalf("after the move: %+v; want SpaceChangePending naming harvester1/vlan10, 1 used", sum)
 	}
 	var notReady *NotReadyError
-	if _, _, err := m.Claim(ctx, "site1", who("b"), netip.Addr{}); !errors.As(err, &notReady) {
+	if _, _, err := m.Claim(ctx, "site1", who("b"), netip.Addr{}, false); !errors.As(err, &notReady) {
 		t.Fatalf("a claim during the move = %v; want NotReadyError", err)
 	}
 	if held := m.HeldBy("site1", fipOwner("a").UID); len(held) != 1 {
@@ -275,7 +275,7 @@ func TestSpaceChangeWaitsUntilEmpty(t *testing.T) {
 	if sum := m.Summarize(moved); sum.Problem != nil {
 		t.Fatalf("once empty the range still has %v", sum.Problem)
 	}
-	got, _, err := m.Claim(ctx, "site1", who("b"), netip.Addr{})
+	got, _, err := m.Claim(ctx, "site1", who("b"), netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestExpiryNeverReleasesATakenBackAddress(t *testing.T) {
 	r := siteRange("site1", "10.9.0.0/29", "harvester1", time.Now().Add(-time.Hour))
 	m := benchManager([]*v1.FloatingIPRange{r})
 	cluster := v1.ClusterReference{Namespace: "fleet-default", Name: "demo"}
-	addr, _, err := m.Claim(ctx, "site1", Claimant{Owner: fipOwner("first"), Cluster: cluster}, netip.Addr{})
+	addr, _, err := m.Claim(ctx, "site1", Claimant{Owner: fipOwner("first"), Cluster: cluster}, netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,23 +325,23 @@ func TestProposeSkipsRetainedInDeletedRange(t *testing.T) {
 	m := benchManager([]*v1.FloatingIPRange{first, second})
 	cluster := v1.ClusterReference{Namespace: "fleet-default", Name: "demo"}
 	c := Claimant{Owner: fipOwner("old"), Cluster: cluster}
-	kept, _, err := m.Claim(ctx, "first", c, netip.Addr{})
+	kept, _, err := m.Claim(ctx, "first", c, netip.Addr{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := m.Retain(ctx, c.UID, cluster, time.Now().Add(time.Hour)); err != nil || len(got) != 1 {
 		t.Fatalf("Retain = %v, %v", got, err)
 	}
-	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster); !ok || rng != "first" || addr != kept {
-		t.Fatalf("Propose while first lives = %s %v %v; want first %v", rng, addr, ok, kept)
+	if p := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "first", Addr: kept, Retained: true}) {
+		t.Fatalf("Propose while first lives = %+v; want first %v", p, kept)
 	}
 	now := metav1.Now()
 	first.DeletionTimestamp = &now
 	m.deps.Ranges.(*fakes.Ranges).Add(first)
-	if rng, addr, ok := m.Propose("second", "c-m-new", "demo-kubevip", cluster); !ok || rng != "second" || addr != netip.MustParseAddr("10.9.1.1") {
-		t.Fatalf("Propose while first is deleted = %s %v %v; want second 10.9.1.1", rng, addr, ok)
+	if p := m.Propose("second", "c-m-new", "demo-kubevip", cluster, false); p != (Proposal{Range: "second", Addr: netip.MustParseAddr("10.9.1.1")}) {
+		t.Fatalf("Propose while first is deleted = %+v; want second 10.9.1.1, reserved", p)
 	}
-	if got := m.RetainedFor(cluster); len(got) != 1 || got[0].Addr != kept {
-		t.Errorf("retained for the cluster = %v; want %v still", got, kept)
+	if sum := m.Summarize(first); sum.Retained != 1 {
+		t.Errorf("first retains %d addresses; want %v still", sum.Retained, kept)
 	}
 }

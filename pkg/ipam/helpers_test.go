@@ -115,7 +115,7 @@ func checkInvariants(p *Pool) error {
 	}
 	byUID := 0
 	for uid, h := range p.byUID {
-		for _, a := range h.sorted() {
+		for _, a := range append([]netip.Addr{h.first}, h.more...) {
 			byUID++
 			if o, ok := p.held[a]; !ok || o.UID != uid {
 				return fmt.Errorf("byUID says %s holds %v, held says %v %v", uid, a, o, ok)

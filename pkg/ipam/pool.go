@@ -55,12 +55,6 @@ func (h *holdings) remove(a netip.Addr) (empty bool) {
 	return false
 }
 
-func (h *holdings) sorted() []netip.Addr {
-	out := append([]netip.Addr{h.first}, h.more...)
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out
-}
-
 // Pool allocates addresses from one range. A Pool is not safe for
 // concurrent use: the allocation engine (pkg/allocation) guards its pools
 // with one mutex, together with its index of allocation objects.
@@ -201,5 +195,5 @@ func (p *Pool) addressOf(uid string) (netip.Addr, bool) {
 	if len(h.more) == 0 {
 		return h.first, true
 	}
-	return h.sorted()[0], true
+	return slices.MinFunc(append([]netip.Addr{h.first}, h.more...), netip.Addr.Compare), true
 }

@@ -74,7 +74,7 @@ func parseDef(cidr string, exclude []string) (rangeDef, error) {
 
 	d.capacity = new(big.Int)
 	for _, r := range d.avail.Ranges() {
-		d.capacity.Add(d.capacity, rangeSize(r))
+		d.capacity.Add(d.capacity, spanSize(r.From(), r.To()))
 	}
 	return d, nil
 }
@@ -146,12 +146,8 @@ func (d *rangeDef) check(a netip.Addr) error {
 	return nil
 }
 
-// rangeSize counts an inclusive range exactly; big.Int because a /64 has
+// spanSize counts an inclusive range exactly; big.Int because a /64 has
 // more addresses than an int64 can count and ::/0 more than a uint64.
-func rangeSize(r netipx.IPRange) *big.Int {
-	return spanSize(r.From(), r.To())
-}
-
 func spanSize(lo, hi netip.Addr) *big.Int {
 	l, h := lo.As16(), hi.As16()
 	n := new(big.Int).SetBytes(h[:])

@@ -39,8 +39,6 @@ type resolvedCluster struct {
 	config    string
 	network   harvester.Choice
 	selection harvester.Selection
-	// ranges are the ranges the selection was made from.
-	ranges []harvester.Range
 	// passed says, by range chosen, why the ranges before it in selection order were passed over.
 	passed map[string]string
 }
@@ -126,29 +124,27 @@ func (h *handler) decide(key string, c *provv1.Cluster) (decision string, err er
 		return "", err
 	case p == nil:
 		return "not provisioned on Harvester", nil
-	case stack.DualStack:
-		return h.createDualStack(key, c, p, held)
 	}
-	created, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, 0), rng: p.selection.Range})
-	if created {
-		h.forget(key)
-	}
-	return "FloatingIP created", err
+	return h.createMissing(key, c, p, stack.DualStack, held)
 }
 
-// createDualStack creates what a dual-stack cluster lacks. With no FloatingIP yet it gets
-// <cluster>-kubevip from the range resolve picks, as every cluster does, whatever that range's
-// family; then, for the family it holds no address of, <cluster>-kubevip-ipv4 or -ipv6 from a range
-// of that family on its network. So a cluster that was single-stack, or was not seen as dual-stack,
-// keeps its address and gains the other. A family without such a range is a Warning Event; the
-// waiter on the Harvester cluster's ranges (resolve) brings the cluster back when one appears.
-func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedCluster, held heldFamilies) (string, error) {
+// createMissing creates what the cluster lacks. With no FloatingIP yet it gets <cluster>-kubevip
+// from the range resolve picks, whatever that range's family. A dual-stack cluster then gets, for
+// the family it holds no address of, <cluster>-kubevip-ipv4 or -ipv6 from a range of that family
+// on its network. So a cluster that was single-stack, or was not seen as dual-stack, keeps its
+// address and gains the other. A family without such a range is a Warning Event; the waiter on
+// the Harvester cluster's ranges (resolve) brings the cluster back when one appears.
+func (h *handler) createMissing(key string, c *provv1.Cluster, p *resolvedCluster, dualStack bool, held heldFamilies) (string, error) {
 	var done []string
 	if len(held.byFamily) == 0 {
-		first := p.familyOf(p.selection.Range)
-		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, 0), rng: p.selection.Range, dualStack: true}); err != nil {
-			return "", err
+		created, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, 0), rng: p.selection.Range, dualStack: dualStack})
+		if err != nil || !dualStack {
+			if created {
+				h.forget(key)
+			}
+			return "FloatingIP created", err
 		}
+		first := h.familyOfRange(p.selection.Range)
 		if first == 0 {
 			return fmt.Sprintf("dual-stack: FloatingIP created; FloatingIPRange %s has no IPv4 or IPv6 CIDR, so the family of the second address is not known yet", p.selection.Range), nil
 		}
@@ -160,15 +156,13 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 			continue
 		}
 		rng, refused := h.choose(c, p, f)
-		switch {
-		case refused != nil && refused.Reason == v1.ReasonNoRangeForFamily:
+		if refused != nil {
 			h.report(key, c, refused)
-			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange of Harvester cluster %s on network %s (%s)",
-				f, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, v1.ReasonNoRangeForFamily))
-			continue
-		case refused != nil:
-			h.report(key, c, refused)
-			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange that selects the cluster (%s)", f, v1.ReasonClusterNotSelected))
+			which := "that selects the cluster"
+			if refused.Reason == v1.ReasonNoRangeForFamily {
+				which = fmt.Sprintf("of Harvester cluster %s on network %s", redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network)
+			}
+			done = append(done, fmt.Sprintf("waits for an %s FloatingIPRange %s (%s)", f, which, refused.Reason))
 			continue
 		}
 		if _, err := h.create(key, c, p, newFloatingIP{name: floatingIPName(c.Name, f), rng: rng, dualStack: true}); err != nil {
@@ -183,24 +177,11 @@ func (h *handler) createDualStack(key string, c *provv1.Cluster, p *resolvedClus
 	return "dual-stack: " + strings.Join(done, "; "), nil
 }
 
-// familyOf is the family of the range name among those the selection was made from.
-func (p *resolvedCluster) familyOf(name string) harvester.Family {
-	for _, r := range p.ranges {
-		if r.Name == name {
-			return r.Family
-		}
-	}
-	return 0
-}
-
-// hasFloatingIP reports whether the guest cluster already has a FloatingIP in its namespace: the
-// one discovery names <cluster>-kubevip, or any other annotated with the cluster's name (made by
-// hand, or by the original operator).
+// hasFloatingIP reports whether the guest cluster already has a FloatingIP in its namespace: one
+// discovery names for it, or any other annotated with the cluster's name (made by hand, or by the
+// original operator).
 func (h *handler) hasFloatingIP(namespace, cluster string) bool {
-	if _, err := h.fips.Cache().Get(namespace, floatingIPName(cluster, 0)); err == nil {
-		return true
-	}
-	fips, err := h.fips.Cache().GetByIndex(fipByGuestCluster, namespace+"/"+cluster)
+	fips, err := h.clusterFloatingIPs(namespace, cluster)
 	return err == nil && len(fips) > 0
 }
 
@@ -241,19 +222,22 @@ func (h *handler) familiesHeld(namespace, cluster string) (heldFamilies, error) 
 // neither is known.
 func (h *handler) familyOfFloatingIP(f *v1.FloatingIP) harvester.Family {
 	for _, name := range []string{f.Status.Range, f.Annotations[v1.AnnotationFloatingIPRange]} {
-		if name == "" {
-			continue
-		}
-		if r, err := h.ranges.Cache().Get(name); err == nil {
-			if family := harvester.FamilyOfCIDR(r.Spec.IPRange); family != 0 {
-				return family
-			}
+		if family := h.familyOfRange(name); family != 0 {
+			return family
 		}
 	}
 	for _, a := range []string{f.Status.IPAddress, f.Spec.IPAddress} {
 		if addr, err := netip.ParseAddr(strings.TrimSpace(a)); err == nil {
 			return harvester.FamilyOfAddr(addr)
 		}
+	}
+	return 0
+}
+
+// familyOfRange is the family of the CIDR of the range name; none when the range is not known.
+func (h *handler) familyOfRange(name string) harvester.Family {
+	if r, err := h.ranges.Cache().Get(name); err == nil {
+		return harvester.FamilyOfCIDR(r.Spec.IPRange)
 	}
 	return 0
 }
@@ -313,7 +297,7 @@ func (h *handler) resolve(key string, c *provv1.Cluster) (*resolvedCluster, erro
 	case note != nil:
 		h.report(key, c, note)
 	}
-	p.selection, p.ranges = sel, ranges
+	p.selection = sel
 	if sel.NetworkMatched {
 		rng, refused := h.choose(c, p, 0)
 		if refused != nil {
@@ -394,23 +378,17 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 		// add it with an update of its own before claiming the address, one more write per cluster.
 		Finalizers: []string{v1.FloatingIPFinalizer},
 	}}
-	var proposal netip.Addr
-	rangeName := n.rng
 	cluster := v1.ClusterReference{Namespace: c.Namespace, Name: c.Name}
-	retained := h.alloc.RetainedFor(cluster)
-	propose := h.alloc.Propose
-	if n.dualStack {
-		propose = h.alloc.ProposeOwnFamily
+	proposal := h.alloc.Propose(n.rng, fip.Namespace, fip.Name, cluster, n.dualStack)
+	if proposal.Addr.IsValid() {
+		fip.Annotations[v1.AnnotationFloatingIPRange] = proposal.Range
+		fip.Spec.IPAddress = proposal.Addr.String()
+		fip.Annotations[v1.AnnotationProposedAddress] = proposal.Addr.String()
 	}
-	if rng, addr, ok := propose(n.rng, fip.Namespace, fip.Name, cluster); ok {
-		proposal, rangeName = addr, rng
-		fip.Annotations[v1.AnnotationFloatingIPRange] = rng
-		fip.Spec.IPAddress = addr.String()
-		fip.Annotations[v1.AnnotationProposedAddress] = addr.String()
-	}
+	rangeName := fip.Annotations[v1.AnnotationFloatingIPRange]
 	if _, err := h.fips.Create(fip); err != nil {
-		if proposal.IsValid() {
-			h.alloc.Withdraw(rangeName, proposal, fip.Namespace, fip.Name)
+		if proposal.Addr.IsValid() {
+			h.alloc.Withdraw(rangeName, proposal.Addr, fip.Namespace, fip.Name)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
@@ -419,15 +397,13 @@ func (h *handler) create(key string, c *provv1.Cluster, p *resolvedCluster, n ne
 	}
 	msg := fmt.Sprintf("created FloatingIP %s/%s from FloatingIPRange %s (Harvester cluster %s, network %s from HarvesterConfig %s, %s)",
 		fip.Namespace, fip.Name, rangeName, redact.Shorten(p.harvester, harvester.MaxQuoted), p.network.Network, p.config, p.network.From)
-	for _, r := range retained {
-		if r.Range == rangeName && r.Addr == proposal {
-			msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal)
-		}
+	if proposal.Retained {
+		msg += fmt.Sprintf("; it gets back %s, retained for this cluster since an earlier cluster of this name was deleted", proposal.Addr)
 	}
 	if why := p.passed[rangeName]; why != "" {
 		msg += "; the ranges before it in selection order were passed over: " + why
 	}
-	if f := p.familyOf(rangeName); n.dualStack && f != 0 {
+	if f := h.familyOfRange(rangeName); n.dualStack && f != 0 {
 		msg += fmt.Sprintf("; the cluster is dual-stack, and this is its %s address", f)
 	}
 	h.recorder.Event(c, v1.EventType(v1.ReasonFloatingIPCreated), v1.ReasonFloatingIPCreated, msg)

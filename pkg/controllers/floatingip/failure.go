@@ -1,8 +1,6 @@
 package floatingip
 
 import (
-	"fmt"
-
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -11,12 +9,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/status"
 )
 
-// failure turns an error explain does not know into a reason and a message.
-func failure(err error) (reason, msg string) {
-	return v1.ReasonAllocationFailed, fmt.Sprintf("allocation failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
-}
-
-// fail shows err on f as Ready=False and Stalled (and Allocated=False when f holds no address
+// fail shows err, which explain does not know, on f as Ready=False and Stalled (and Allocated=False when f holds no address
 // yet), with a Warning Event when that is news. A conflict or a vanished object is the ordinary race of a
 // controller reading its cache and is only retried; the status write is best effort, since the
 // error itself is returned for a retry anyway.
@@ -24,7 +17,8 @@ func (h *handler) fail(f *v1.FloatingIP, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	reason, msg := failure(err)
+	reason := v1.ReasonAllocationFailed
+	msg := "allocation failed and is retried: " + redact.Shorten(err.Error(), redact.MaxValue)
 	if !conditionIs(f.Status.Conditions, v1.Ready, reason, msg) {
 		h.recorder.Event(f, v1.EventType(reason), reason, msg)
 	}

@@ -125,10 +125,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return h.refuse(f, out, v1.ReasonNamespaceNotAllowed, msg)
 	}
 
-	claim := h.alloc.Claim
-	if proposed(f, want) {
-		claim = h.alloc.ClaimProposed
-	}
+	soft := proposed(f, want)
 	claimant := h.claimant(f)
 	var addr netip.Addr
 	var others []netip.Addr
@@ -137,7 +134,7 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	// moves on to the next range of its network in selection order, at most maxMoves times a pass.
 	refusedWhy := ""
 	for moves := 0; ; moves++ {
-		addr, others, err = claim(h.ctx, rangeName, claimant, want)
+		addr, others, err = h.alloc.Claim(h.ctx, rangeName, claimant, want, soft)
 		if err == nil || moves == maxMoves {
 			break
 		}
@@ -356,14 +353,8 @@ func (h *handler) clusterGone(cluster v1.ClusterReference, namespace string) boo
 // rangesOf names every range f may hold an address in: the one it asks for and the one its status
 // says it holds in.
 func rangesOf(f *v1.FloatingIP) []string {
-	var out []string
-	if r := f.Annotations[v1.AnnotationFloatingIPRange]; r != "" {
-		out = append(out, r)
-	}
-	if r := f.Status.Range; r != "" && (len(out) == 0 || out[0] != r) {
-		out = append(out, r)
-	}
-	return out
+	named := []string{f.Annotations[v1.AnnotationFloatingIPRange], f.Status.Range}
+	return slices.Compact(slices.DeleteFunc(named, func(r string) bool { return r == "" }))
 }
 
 func conditionIs(conds []genericcondition.GenericCondition, typ condition.Cond, reason, msg string) bool {

@@ -73,7 +73,7 @@ func TestOverflowStaysOnTheNetwork(t *testing.T) {
 			h := &handler{ctx: t.Context(), fips: fips, ranges: ranges.Cache(), clusters: guestClusters("c-m-1"), alloc: allocation.NewManager(allocation.Deps{
 				Allocations: fakes.NewAllocations(), Ranges: ranges,
 			}, allocation.Options{}), metrics: metrics.New(), recorder: record.NewFakeRecorder(100)}
-			if _, _, err := h.alloc.Claim(t.Context(), "a-full", allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-0", Name: "first", UID: "first-uid"}}, netip.Addr{}); err != nil {
+			if _, _, err := h.alloc.Claim(t.Context(), "a-full", allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-0", Name: "first", UID: "first-uid"}}, netip.Addr{}, false); err != nil {
 				t.Fatal(err)
 			}
 			f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "demo-kubevip", Namespace: "c-m-1", UID: "demo-uid", Finalizers: []string{v1.FloatingIPFinalizer},

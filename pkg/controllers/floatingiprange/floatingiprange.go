@@ -200,16 +200,24 @@ func (h *handler) statusFailed(r *v1.FloatingIPRange, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	msg := fmt.Sprintf("writing the status failed and is retried: %s", redact.Shorten(err.Error(), redact.MaxValue))
-	if !v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonStatusUpdateFailed, msg) {
-		return
+	h.showNotReady(r, v1.ReasonStatusUpdateFailed, "writing the status failed and is retried: "+redact.Shorten(err.Error(), redact.MaxValue))
+}
+
+// showNotReady shows Ready=False with reason and msg on r, and a Warning Event, when that is news.
+// It returns the range as written, or r when nothing was.
+func (h *handler) showNotReady(r *v1.FloatingIPRange, reason, msg string) *v1.FloatingIPRange {
+	if !v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, reason, msg) {
+		return r
 	}
-	h.recorder.Event(r, v1.EventType(v1.ReasonStatusUpdateFailed), v1.ReasonStatusUpdateFailed, msg)
-	if _, werr := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
-		v1.SetCondition(s, v1.Ready, false, v1.ReasonStatusUpdateFailed, msg)
-	}); werr != nil {
-		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, v1.ReasonStatusUpdateFailed, werr)
+	h.recorder.Event(r, v1.EventType(reason), reason, msg)
+	updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
+		v1.SetCondition(s, v1.Ready, false, reason, msg)
+	})
+	if err != nil {
+		logrus.Debugf("FloatingIPRange %s: showing %s: %v", r.Name, reason, err)
+		return r
 	}
+	return updated
 }
 
 func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
@@ -233,20 +241,11 @@ func (h *handler) setMetrics(r *v1.FloatingIPRange, sum allocation.Summary) {
 // OnRangeRemove keeps the finalizer while addresses are still allocated, saying so on the range.
 func (h *handler) OnRangeRemove(_ string, r *v1.FloatingIPRange) (*v1.FloatingIPRange, error) {
 	h.passStarts(r.Name)
-	if n := h.alloc.Count(r); n > 0 {
-		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", n, allocation.DescribeHolders(h.alloc.Holders(r, allocation.HoldersNamed), n))
-		if v1.SetCondition(r.Status.DeepCopy(), v1.Ready, false, v1.ReasonDeletionBlocked, msg) {
-			h.recorder.Event(r, v1.EventType(v1.ReasonDeletionBlocked), v1.ReasonDeletionBlocked, msg)
-			if updated, err := status.UpdateRange(h.ranges, r, func(s *v1.FloatingIPRangeStatus) {
-				v1.SetCondition(s, v1.Ready, false, v1.ReasonDeletionBlocked, msg)
-			}); err == nil {
-				r = updated
-			}
-		}
+	if holders := h.alloc.Holders(r); len(holders) > 0 {
+		msg := fmt.Sprintf("deletion waits until its %d allocated addresses are released: %s", len(holders), allocation.DescribeHolders(holders))
 		// Keep the finalizer without an error: every release runs this handler again.
-		return r, generic.ErrSkip
+		return h.showNotReady(r, v1.ReasonDeletionBlocked, msg), generic.ErrSkip
 	}
-	h.alloc.Forget(r.Name)
 	h.mu.Lock()
 	delete(h.labels, r.Name)
 	delete(h.due, r.Name)
@@ -290,14 +289,20 @@ func waiting(f *v1.FloatingIP, name string) bool {
 	return judged && (c.Status != corev1.ConditionTrue || f.Status.Range != name)
 }
 
-func (h *handler) enqueueOtherRanges(name string) {
+// enqueueRanges queues the ranges that match.
+func (h *handler) enqueueRanges(match func(*v1.FloatingIPRange) bool) {
 	all, err := h.ranges.Cache().List(labels.Everything())
 	if err != nil {
 		return
 	}
-	for _, o := range all {
-		if o.Name != name {
-			h.ranges.Enqueue(o.Name)
+	for _, r := range all {
+		if match(r) {
+			h.ranges.Enqueue(r.Name)
 		}
 	}
+}
+
+// enqueueOtherRanges queues every range but name.
+func (h *handler) enqueueOtherRanges(name string) {
+	h.enqueueRanges(func(r *v1.FloatingIPRange) bool { return r.Name != name })
 }

@@ -67,7 +67,7 @@ func TestUnknownHarvesterCluster(t *testing.T) {
 				t.Errorf("Event %q; want a Warning %s", e, v1.ReasonUnknownHarvesterCluster)
 			}
 			// Not Ready, but not closed: a FloatingIP that names the range gets its address.
-			if _, _, err := h.alloc.Claim(context.Background(), tc.r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "team", Name: "by-hand", UID: "uid"}}, netip.Addr{}); err != nil {
+			if _, _, err := h.alloc.Claim(context.Background(), tc.r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "team", Name: "by-hand", UID: "uid"}}, netip.Addr{}, false); err != nil {
 				t.Errorf("a claim on the range: %v; want an address", err)
 			}
 

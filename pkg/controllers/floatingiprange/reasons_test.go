@@ -72,7 +72,7 @@ func TestEveryRangeReason(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.claim != "" {
-				if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}}, netip.MustParseAddr(tc.claim)); err != nil {
+				if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}}, netip.MustParseAddr(tc.claim), false); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -132,7 +132,7 @@ func TestDeletionBlocked(t *testing.T) {
 	r := newRange("busy", "10.7.0.0/29", 0)
 	h, api, events := rangeHandler(t, r)
 	owner := ipam.Owner{Namespace: "c-m-1", Name: "holder", UID: "holder-uid"}
-	if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: owner}, netip.Addr{}); err != nil {
+	if _, _, err := h.alloc.Claim(context.Background(), r.Name, allocation.Claimant{Owner: owner}, netip.Addr{}, false); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.OnRangeRemove(r.Name, r.DeepCopy())

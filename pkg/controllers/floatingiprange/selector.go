@@ -46,29 +46,19 @@ func (s *selectors) noneSelected(r *v1.FloatingIPRange) *problem.Problem {
 // cluster comes or goes, or its labels or its deletion change: informer events only, the old
 // object against the new, so that a status update of a cluster wakes no range.
 func (h *handler) watchProvisioningClusters(clusters provcontrollers.ClusterController) error {
+	wake := func(interface{}) {
+		h.enqueueRanges(func(r *v1.FloatingIPRange) bool { return r.Spec.ClusterSelector != nil })
+	}
 	_, err := clusters.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { h.wakeSelecting() },
+		AddFunc: wake,
 		UpdateFunc: func(old, obj interface{}) {
 			a, okA := old.(*provv1.Cluster)
 			b, okB := obj.(*provv1.Cluster)
 			if !okA || !okB || !maps.Equal(a.Labels, b.Labels) || (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) {
-				h.wakeSelecting()
+				wake(obj)
 			}
 		},
-		DeleteFunc: func(interface{}) { h.wakeSelecting() },
+		DeleteFunc: wake,
 	})
 	return err
-}
-
-// wakeSelecting queues the ranges with a clusterSelector.
-func (h *handler) wakeSelecting() {
-	all, err := h.ranges.Cache().List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, r := range all {
-		if r.Spec.ClusterSelector != nil {
-			h.ranges.Enqueue(r.Name)
-		}
-	}
 }
