@@ -91,8 +91,9 @@ func Parse(data map[string]string, previous Config) (Config, []KeyProblem) {
 	problems = append(problems, checkPair(data, out.KubevipCloudProvider,
 		KeyKubevipCloudProviderChartRef, KeyKubevipCloudProviderChartVersion)...)
 
+	known := Keys()
 	for _, k := range slices.Sorted(maps.Keys(data)) {
-		if slices.ContainsFunc(opts, func(o option) bool { return o.key == k }) {
+		if slices.Contains(known, k) {
 			continue
 		}
 		msg := "unknown key, ignored"

@@ -140,7 +140,7 @@ func describe(kind EnvKind) string {
 	case EnvUint32:
 		return "a whole number from 0 up"
 	case EnvJSON:
-		return "a EnvJSON object of strings"
+		return "a JSON object of strings"
 	case EnvSubnetSuffix:
 		return `appends vip_subnet to the address as it is, so it must be "/<bits>" or unset`
 	case EnvSubnetBits:

@@ -46,7 +46,7 @@ func TestJudge(t *testing.T) {
 			[]EnvVar{{Name: "vip_nodename", FromRef: true}}, []EnvVar{{Name: "vip_nodename", FromRef: true}}, "v0.6 to v0.8", 0, []string{"vip_nodename"}, ""},
 		{"an empty value is unset", "plndr/kube-vip:v0.6.4", env("svc_enable", ""), env("svc_enable", ""), "v0.6 to v0.8", 0, nil, ""},
 		{"a bad bool", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_arp", "yes"), nil, "", 0, nil, `env vip_arp: it must be true or false`},
-		{"a bad EnvJSON", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_leaseannotations", "{"), nil, "", 0, nil, "a EnvJSON object"},
+		{"a bad EnvJSON", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_leaseannotations", "{"), nil, "", 0, nil, "a JSON object of strings"},
 		{"a subnet too wide", "ghcr.io/kube-vip/kube-vip:v1.0.0", env("vip_subnet", "33"), nil, "", 0, nil, "<IPv4 bits>,<IPv6 bits>"},
 		{"a subnet v0.6.4 appends", "plndr/kube-vip:v0.6.4", env("vip_subnet", "24"), nil, "", 0, nil, "appends vip_subnet"},
 		{"no tag", "plndr/kube-vip", nil, nil, "", 0, nil, "has no tag"},
