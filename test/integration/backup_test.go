@@ -230,7 +230,7 @@ func installChartResourceSet(t *testing.T, ns string) backup.ResourceSet {
 	if rendered == nil {
 		t.Fatal("the chart renders no ResourceSet with backup.resourceSet.enabled=true")
 	}
-	cfg := shardOf(t).Env.Config
+	cfg := shards.Of(t).Env.Config
 	if err := backup.InstallResourceSetCRD(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func operatorDeploymentStandIn(t *testing.T, ns string, set backup.ResourceSet) 
 			},
 		},
 	}
-	deployments := shardOf(t).Kube.AppsV1().Deployments(ns)
+	deployments := shards.Of(t).Kube.AppsV1().Deployments(ns)
 	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func operatorDeploymentStandIn(t *testing.T, ns string, set backup.ResourceSet) 
 
 func deploymentReplicas(t *testing.T, ns, name string) int32 {
 	t.Helper()
-	d, err := shardOf(t).Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	d, err := shards.Of(t).Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

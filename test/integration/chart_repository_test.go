@@ -161,7 +161,7 @@ func checkServedIcon(t *testing.T, data []byte, file string) {
 // expects from Rancher, and stops it when the test ends.
 func startChartGuest(t *testing.T, name string) *controlplane.Guest {
 	t.Helper()
-	guest, err := shardOf(t).Env.StartGuest(name)
+	guest, err := shards.Of(t).Env.StartGuest(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (w *uninstallWorld) startOperator() {
 	w.t.Helper()
 	port := rig.FreePort(w.t)
 	suite.PointWebhookAt(w.t, w.kube, "kube-fip-operator", port)
-	p, err := controlplane.StartOperator(shardOf(w.t).Operator, nil, nil, "--kubeconfig", w.helm.kubeconfig, "--namespace", chartNamespace,
+	p, err := controlplane.StartOperator(shards.Of(w.t).Operator, nil, nil, "--kubeconfig", w.helm.kubeconfig, "--namespace", chartNamespace,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(w.t)),
 		"--webhook-port", fmt.Sprint(port), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", "kube-fip-operator")
 	if err != nil {
@@ -296,7 +296,7 @@ func (w *uninstallWorld) uninstallWithHook(mode string) {
 	if _, err := as.CoreV1().Secrets(chartNamespace).List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		w.t.Fatalf("as the hook's ServiceAccount, listing Secrets: %v; want Forbidden (is RBAC enforced?)", err)
 	}
-	p, err := controlplane.StartOperator(shardOf(w.t).Operator, nil, []string{"KUBECONFIG=" + kubeconfig, "LOG_LEVEL=debug"}, c.Args...)
+	p, err := controlplane.StartOperator(shards.Of(w.t).Operator, nil, []string{"KUBECONFIG=" + kubeconfig, "LOG_LEVEL=debug"}, c.Args...)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ func TestDiscoveryWaitsForAMatchingRange(t *testing.T) {
 // countEvents counts the occurrences of Events with reason on an object of ns.
 func countEvents(t *testing.T, ns, name, reason string) int {
 	n := 0
-	for _, e := range shardOf(t).Events(t, ns, name) {
+	for _, e := range shards.Of(t).Events(t, ns, name) {
 		if e.Reason == reason {
 			n += int(e.Count)
 			if e.Count == 0 {

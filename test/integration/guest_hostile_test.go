@@ -535,7 +535,7 @@ func TestGuestHostileForgedRecordRunsNoHook(t *testing.T) {
 func eventMessages(t *testing.T, ns, name string) []string {
 	t.Helper()
 	var out []string
-	for _, e := range shardOf(t).Events(t, ns, name) {
+	for _, e := range shards.Of(t).Events(t, ns, name) {
 		out = append(out, e.Type+" "+e.Reason+": "+e.Message)
 	}
 	return out

@@ -45,7 +45,7 @@ func (gc *guestCluster) setKubeconfig(t *testing.T, proxy *guests.ClusterProxy, 
 // Events on them and their conditions.
 func guestTexts(t *testing.T, namespaces ...string) string {
 	t.Helper()
-	shard := shardOf(t)
+	shard := shards.Of(t)
 	kube := kubernetes.NewForConfigOrDie(shard.Env.Config)
 	api := shard.Kubefip
 	var b strings.Builder

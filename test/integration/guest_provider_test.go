@@ -194,7 +194,7 @@ func TestGuestInstallDisabledWritesTheOriginalConfigMap(t *testing.T) {
 // setRancherConditions replaces the management cluster's conditions, as Rancher's controllers do.
 func setRancherConditions(t *testing.T, id string, conds ...mgmtv3.ClusterCondition) {
 	t.Helper()
-	mgmt := management.NewFactoryFromConfigOrDie(shardOf(t).Env.Config).Management().V3().Cluster()
+	mgmt := management.NewFactoryFromConfigOrDie(shards.Of(t).Env.Config).Management().V3().Cluster()
 	m, err := mgmt.Get(id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

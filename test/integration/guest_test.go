@@ -23,7 +23,7 @@ import (
 // them at their index.
 func startGuests(t *testing.T, name string, from, to int) []*controlplane.Guest {
 	t.Helper()
-	env := shardOf(t).Env
+	env := shards.Of(t).Env
 	servers := make([]*controlplane.Guest, to)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)

@@ -10,9 +10,3 @@ import (
 var shards suite.Shards
 
 func TestMain(m *testing.M) { shards.Main(m) }
-
-// shardOf is the shard t's test took.
-func shardOf(t testing.TB) *suite.Suite {
-	t.Helper()
-	return shards.Of(t)
-}

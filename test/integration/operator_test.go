@@ -23,13 +23,13 @@ import (
 // when the test ends. Its output is echoed when the test fails.
 func startOperator(t *testing.T, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
-	return startOperatorAs(t, shardOf(t).Env.Kubeconfig, namespace, metricsPort, extra...)
+	return startOperatorAs(t, shards.Of(t).Env.Kubeconfig, namespace, metricsPort, extra...)
 }
 
 // startOperatorAs is startOperator with the identity of kubeconfig.
 func startOperatorAs(t *testing.T, kubeconfig, namespace string, metricsPort int, extra ...string) *controlplane.Process {
 	t.Helper()
-	return startOperatorWith(t, shardOf(t).Operator, kubeconfig, nil, namespace, metricsPort, extra...)
+	return startOperatorWith(t, shards.Of(t).Operator, kubeconfig, nil, namespace, metricsPort, extra...)
 }
 
 // startOperatorWith is startOperatorAs with the operator build binary and env added to the
@@ -181,7 +181,7 @@ func httpGetQuiet(url string) (int, error) {
 
 func updateConfig(t *testing.T, ns string, data map[string]string) {
 	t.Helper()
-	client := kubernetes.NewForConfigOrDie(shardOf(t).Env.Config)
+	client := kubernetes.NewForConfigOrDie(shards.Of(t).Env.Config)
 	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "kube-fip-config", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		t.Fatal("kube-fip-config is gone")

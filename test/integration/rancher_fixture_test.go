@@ -44,7 +44,7 @@ type guestCluster struct {
 // guest API server the proxy still knows the cluster (for the disconnected and provisioning modes).
 func rancherCluster(t *testing.T, proxy *guests.ClusterProxy, name, id string, labels map[string]string, g *controlplane.Guest) *guestCluster {
 	t.Helper()
-	return rancherClusterOn(t, shardOf(t), proxy, name, id, labels, g)
+	return rancherClusterOn(t, shards.Of(t), proxy, name, id, labels, g)
 }
 
 // rancherClusterOn is rancherCluster on the control plane of shard, one the test took or started.

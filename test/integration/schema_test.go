@@ -76,7 +76,7 @@ func expectInvalid(t *testing.T, err error, field string) {
 // name is given, else of every object of the resource (in namespace, when given).
 func tableOf(t *testing.T, resource, namespace, name string) metav1.Table {
 	t.Helper()
-	cfg := rest.CopyConfig(shardOf(t).Env.Config)
+	cfg := rest.CopyConfig(shards.Of(t).Env.Config)
 	cfg.GroupVersion = &kubefipv1.SchemeGroupVersion
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = kubernetesCodecs()

@@ -76,7 +76,7 @@ func TestSecretsAreReadOnlyByName(t *testing.T) {
 // when the test ends, and returns it with the path of a kubeconfig for it.
 func adminAPIProxy(t *testing.T) (*controlplane.APIProxy, string) {
 	t.Helper()
-	api, err := controlplane.StartAPIProxy(shardOf(t).Env.Config, true)
+	api, err := controlplane.StartAPIProxy(shards.Of(t).Env.Config, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,7 +249,7 @@ func newPreviousReleaseWorld(t *testing.T, namespaces ...string) (u *upgradeWorl
 			t.Errorf("stopping the control plane of %s: %v", t.Name(), err)
 		}
 	})
-	plane, err := suite.New(env, shardOf(t).Operator)
+	plane, err := suite.New(env, shards.Of(t).Operator)
 	rig.Must(t, err)
 	for _, ns := range append([]string{upgradeOperatorNamespace}, namespaces...) {
 		plane.CreateNamespace(t, ns)

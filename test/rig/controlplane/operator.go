@@ -49,15 +49,18 @@ func LoopbackChartSourceArgs() []string {
 	return []string{"--allowed-chart-sources=" + strings.Join(sources, ","), "--allow-http-chart-sources", StandInDigestsArg()}
 }
 
-// PinnedStandIns are the stand-ins of the pinned chart pair, at the pinned versions: they mirror
-// kube-vip/helm-charts' kube-vip 0.9.9 and kube-vip-cloud-provider 0.2.10 (the tags
-// kube-vip-0.9.9 and kube-vip-cloud-provider-0.2.10), as test/rig/chartrepo/charts/README.md records.
+// PinnedStandIns are the stand-ins of the pinned chart pair, at the pinned versions. They mirror
+// the upstream charts of github.com/kube-vip/helm-charts: chart kube-vip version 0.9.9 (tag
+// kube-vip-0.9.9) and chart kube-vip-cloud-provider version 0.2.10 (tag
+// kube-vip-cloud-provider-0.2.10), as test/rig/chartrepo/charts/README.md records.
 func PinnedStandIns() []*chart.Chart {
 	return []*chart.Chart{chartrepo.DefaultChart(guestchart.Kubevip), chartrepo.DefaultChart(guestchart.CloudProvider)}
 }
 
-// StandInDigestsArg is --allowed-chart-digests for the stand-ins of the pinned pair and charts: the
-// flag's last occurrence wins, so a test that allows more charts passes them here.
+// StandInDigestsArg is --allowed-chart-digests for the stand-ins of the pinned pair (upstream
+// kube-vip 0.9.9 and kube-vip-cloud-provider 0.2.10, PinnedStandIns) and charts, a test's variants
+// of those stand-ins: the flag's last occurrence wins, so a test that allows more charts passes
+// them here.
 func StandInDigestsArg(charts ...*chart.Chart) string {
 	return chartrepo.AllowDigestsArg(append(PinnedStandIns(), charts...)...)
 }
@@ -70,8 +73,8 @@ type Process struct {
 	err  error
 }
 
-// ChartEnv is the environment the chart's Deployment gives every operator process whatever its
-// values: lasso's controller metrics on.
+// ChartEnv is the environment the operator's own chart (charts/kube-fip-operator, its Deployment)
+// gives every operator process whatever its values: lasso's controller metrics on.
 func ChartEnv() []string { return []string{"CATTLE_PROMETHEUS_METRICS=true"} }
 
 // StartOperator runs binary with args and ChartEnv followed by env, its output copied to echo (may
