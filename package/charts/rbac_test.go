@@ -43,7 +43,7 @@ func grantsOf(group string, resources []string, verbs ...string) []string {
 }
 
 // wantClusterGrants is exactly what the operator does cluster-wide: each grant is shown needed
-// by test/leastprivilege's TestLeastPrivilegeRuleRemoval.
+// by test/leastprivilege's TestLeastPrivilegeUnderChartRBAC/RuleRemoval.
 func wantClusterGrants() []string {
 	watch := []string{"list", "watch"}
 	var out []string

@@ -215,7 +215,7 @@ func accesses(verbs []string, group, resource string, namespaces ...string) []ac
 // operator's service account may do. "" as namespace is a cluster-wide request.
 func checkServiceAccountRights(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
-	// Only what TestLeastPrivilegeRuleRemoval shows the operator needs.
+	// Only what TestLeastPrivilegeUnderChartRBAC/RuleRemoval shows the operator needs.
 	read, watch := []string{"get", "list", "watch"}, []string{"list", "watch"}
 	const guestNS = "c-m-abcd1234"
 	var allowed []access

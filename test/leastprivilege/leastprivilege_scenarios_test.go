@@ -28,8 +28,8 @@ func (e *lpEnv) scenarioNames() []string {
 		scenarioAllocationWatch, scenarioRenewal}
 }
 
-// scenarios are run's checks in order; each waits at most timeout.
-func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Duration) []scenario {
+// scenarios are run's checks in order; each waits at most scenarioTimeout.
+func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process) []scenario {
 	ctx, stop := context.Background(), p.Exited
 	fip := func(g rancher.Guest) (*v1.FloatingIP, error) {
 		return e.r.FIPs.FloatingIP().Get(g.ID, g.Name+"-kubevip", metav1.GetOptions{})
@@ -38,7 +38,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 	return []scenario{
 		{scenarioStartupConfig, func() error {
 			const waiting = "waiting to acquire the leader Lease"
-			if err := p.WaitForLog(ctx, waiting, timeout); err != nil {
+			if err := p.WaitForLog(ctx, waiting, scenarioTimeout); err != nil {
 				return err
 			}
 			logs := p.Logs()
@@ -49,7 +49,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			return nil
 		}},
 		{scenarioLeader, func() error {
-			return rig.Until(timeout, "the leader Lease held", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the leader Lease held", stop, func() (bool, error) {
 				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})
 				if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
 					return false, err
@@ -59,7 +59,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			})
 		}},
 		{scenarioStart, func() error {
-			return rig.Until(timeout, "caches synced and controllers running", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "caches synced and controllers running", stop, func() (bool, error) {
 				return strings.Contains(p.Logs(), "controllers running"), nil
 			})
 		}},
@@ -71,12 +71,12 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 				return err
 			}
 			twin := &v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-twin", Annotations: r.Annotations}, Spec: r.Spec}
-			return rig.Until(timeout, "an overlapping range refused by the webhook", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "an overlapping range refused by the webhook", stop, func() (bool, error) {
 				return suite.RefusedBecause(e.s.DryRunCreateRange(twin), "overlaps FloatingIPRange "+r.Name), nil
 			})
 		}},
 		{scenarioContention, func() error {
-			return rig.Until(timeout, fmt.Sprintf("%d contending FloatingIPs allocated, each its own address", contenders), stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, fmt.Sprintf("%d contending FloatingIPs allocated, each its own address", contenders), stop, func() (bool, error) {
 				held := map[string]bool{}
 				for _, name := range w.contenders {
 					x, err := e.r.FIPs.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
@@ -93,14 +93,14 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			if err := w.create(); err != nil {
 				return fmt.Errorf("creating the guest clusters: %w", err)
 			}
-			return rig.Until(timeout, "a FloatingIP for each guest cluster", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "a FloatingIP for each guest cluster", stop, func() (bool, error) {
 				_, errA := fip(w.a)
 				_, errB := fip(w.b)
 				return errA == nil && errB == nil, nil
 			})
 		}},
 		{scenarioAllocation, func() error {
-			return rig.Until(timeout, "both FloatingIPs allocated, the range recording them", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "both FloatingIPs allocated, the range recording them", stop, func() (bool, error) {
 				a, errA := fip(w.a)
 				b, errB := fip(w.b)
 				r, errR := e.r.FIPs.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
@@ -113,7 +113,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			})
 		}},
 		{scenarioGuest, func() error {
-			return rig.Until(timeout, "the guest's kube-system/kubevip holding "+addrA, stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the guest's kube-system/kubevip holding "+addrA, stop, func() (bool, error) {
 				cm, err := e.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
 				a, errA := fip(w.a)
 				return err == nil && errA == nil && cm.Data["cidr-global"] == addrA+"/32" &&
@@ -138,7 +138,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			}
 			e.proxy.SetMode(w.a.ID, guests.ProxyNotProvisioned)
 			rig.Must(e.t, e.r.LabelCluster(w.a.Name, "kubefip.k8s.binbash.org/test-touched", time.Now().Format("150405.000000")))
-			return rig.Until(timeout, "the guest state written over a stale cache (Provisioning)", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the guest state written over a stale cache (Provisioning)", stop, func() (bool, error) {
 				a, err := fip(w.a)
 				return err == nil && a.Status.GuestState == "Provisioning", nil
 			})
@@ -146,19 +146,19 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 		{scenarioReload, func() error {
 			// A bad value twice, so that its Warning Event is created, then aggregated.
 			e.writeConfig(map[string]string{"logLevel": "debug", "operateGuestClusterInterval": "often"})
-			if err := rig.Until(timeout, "the Warning Event for the bad value", stop, func() (bool, error) {
+			if err := rig.Until(scenarioTimeout, "the Warning Event for the bad value", stop, func() (bool, error) {
 				return e.configWarnings() >= 1, nil
 			}); err != nil {
 				return err
 			}
 			seen := len(p.Logs())
 			e.writeConfig(map[string]string{"logLevel": "info", "operateGuestClusterInterval": "often"})
-			return rig.Until(timeout, "the new log level in force", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the new log level in force", stop, func() (bool, error) {
 				return strings.Contains(p.Logs()[seen:], "log level is info"), nil
 			})
 		}},
 		{scenarioEvents, func() error {
-			return rig.Until(timeout, "the operator's Events", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the operator's Events", stop, func() (bool, error) {
 				return e.configWarnings() >= 2 &&
 					e.s.HasEvent(e.t, rancher.FleetNamespace, w.a.Name, corev1.EventTypeNormal, v1.ReasonFloatingIPCreated, "") &&
 					e.s.HasEvent(e.t, w.a.ID, w.a.Name+"-kubevip", corev1.EventTypeNormal, v1.ReasonAllocated, ""), nil
@@ -168,7 +168,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			if err := e.r.Prov.Delete(rancher.FleetNamespace, w.a.Name, nil); err != nil {
 				return err
 			}
-			return rig.Until(timeout, "the deleted cluster's FloatingIP gone and its address retained", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the deleted cluster's FloatingIP gone and its address retained", stop, func() (bool, error) {
 				_, err := fip(w.a)
 				r, errR := e.r.FIPs.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
 				return apierrors.IsNotFound(err) && errR == nil && r.Status.Used == 1 && r.Status.Retained == 1, nil
@@ -191,7 +191,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 				return err
 			}
 			w.late = append(w.late, name)
-			return rig.Until(timeout, "a FloatingIP allocated past an address another writer took", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "a FloatingIP allocated past an address another writer took", stop, func() (bool, error) {
 				x, err := e.r.FIPs.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
 				return err == nil && suite.Allocated(x) && !strings.HasPrefix(taken, x.Status.IPAddress+"."), nil
 			})
@@ -199,7 +199,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 		{scenarioAllocationWatch, func() error {
 			// Claims of other writers (another replica, the repair) reach the index through a
 			// watch; a list alone would learn of them only at the next relist.
-			return rig.Until(timeout, "a watch of FloatingIPAllocations served", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "a watch of FloatingIPAllocations served", stop, func() (bool, error) {
 				for _, r := range e.api.Responses() {
 					if r.Method == "GET" && r.Code == 200 && strings.HasSuffix(r.Path, "/floatingipallocations") && strings.Contains(r.Query, "watch=true") {
 						return true, nil
@@ -219,14 +219,14 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process, timeout time.Dura
 			if err := e.r.FIPs.FloatingIP().Delete(e.ns, name, nil); err != nil {
 				return err
 			}
-			return rig.Until(timeout, "the address of a FloatingIP deleted by hand released", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the address of a FloatingIP deleted by hand released", stop, func() (bool, error) {
 				_, err := e.r.FIPs.FloatingIP().Get(e.ns, name, metav1.GetOptions{})
 				_, held := suite.HeldIn(e.t, e.r.FIPs, w.rangeName)[x.Status.IPAddress]
 				return apierrors.IsNotFound(err) && !held, nil
 			})
 		}},
 		{scenarioRenewal, func() error {
-			return rig.Until(timeout, "the leader Lease renewed", stop, func() (bool, error) {
+			return rig.Until(scenarioTimeout, "the leader Lease renewed", stop, func() (bool, error) {
 				l, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, operator.LeaseName, metav1.GetOptions{})
 				return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.After(w.renewed), err
 			})

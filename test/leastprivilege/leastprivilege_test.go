@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -123,24 +122,12 @@ func newLPEnv(t *testing.T, s *suite.Suite, ns, tag string, octet int) *lpEnv {
 // g allows.
 func (e *lpEnv) mayDo(g grant) bool {
 	e.t.Helper()
-	sa := e.rbac.serviceAccount
 	resource, sub, _ := strings.Cut(g.resource, "/")
 	ns := g.namespace
 	if g.clusterScoped {
 		ns = "" // a cluster-wide request
 	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub, Name: g.name,
-		},
-	}}
-	got, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("SubjectAccessReview %s: %v", g, err)
-	}
-	return got.Status.Allowed
+	return e.allowed(request{Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub, Name: g.name})
 }
 
 // waitAuthorizer waits until the authorizer's answer for g is allowed.
@@ -175,19 +162,23 @@ func (e *lpEnv) startOperator() *controlplane.Process {
 	return p
 }
 
-// run prepares run k's world, starts the operator, walks the scenarios with timeout each and
-// stops at the first that fails.
-func (e *lpEnv) run(k int, timeout time.Duration) runResult {
+// scenarioTimeout is how long one scenario may take after the one before it. With every grant,
+// each passes within about a second (see TestLeastPrivilegeUnderChartRBAC's figures).
+const scenarioTimeout = 45 * time.Second
+
+// run prepares the run's world, starts the operator, walks the scenarios and stops at the first
+// that fails.
+func (e *lpEnv) run() runResult {
 	e.t.Helper()
-	w := e.newWorld(k)
+	w := e.newWorld()
 	e.prepare()
-	if err := w.createContended(k); err != nil {
-		e.t.Fatalf("run %d: %v", k, err)
+	if err := w.createContended(); err != nil {
+		e.t.Fatal(err)
 	}
 	start := time.Now()
 	p := e.startOperator()
 	res := runResult{scenario: map[string]time.Duration{}}
-	for _, s := range e.scenarios(w, p, timeout) {
+	for _, s := range e.scenarios(w, p) {
 		if err := s.check(); err != nil {
 			res.failed, res.err = s.name, err
 			break
@@ -196,7 +187,7 @@ func (e *lpEnv) run(k int, timeout time.Duration) runResult {
 	}
 	res.took = time.Since(start)
 	if err := p.Stop(20 * time.Second); err != nil {
-		e.t.Logf("run %d: %v", k, err)
+		e.t.Log(err)
 	}
 	res.logs = p.Logs()
 	res.refused = refusals(res.logs)
@@ -266,13 +257,24 @@ type scenario struct {
 // credentials in cattle-global-data and in fleet-default), allocation, the guest's ConfigMap
 // written through the cluster proxy, a configuration reload, Events created and aggregated, and a
 // deleted cluster's FloatingIP removed and its address retained for the cluster.
+//
+// Then every grant must be needed (RuleRemoval): the API server's own audit log holds each
+// request the operator made in the run, and with each grant taken away in turn — each verb on
+// each resource of each ClusterRole and Role — the API server's authorizer must refuse at least
+// one of them. A grant without which it refuses none does not belong in the chart. The table of
+// grants and the requests each one serves is printed.
 func TestLeastPrivilegeUnderChartRBAC(t *testing.T) {
 	begin := time.Now()
 	e := newLPEnv(t, shared.Suite, "kube-fip-lp-suite", "s", 181)
-	res := e.run(0, 45*time.Second)
+	log := shared.Env.Audit
+	from, err := log.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.run()
 	if res.failed != "" {
-		t.Errorf("scenario %s failed under the chart's RBAC: %v", res.failed, res.err)
 		fmt.Fprintf(os.Stderr, "---- operator output (%s) ----\n%s\n", t.Name(), res.logs)
+		t.Fatalf("scenario %s failed under the chart's RBAC: %v", res.failed, res.err)
 	}
 	for _, s := range e.scenarioNames() {
 		if d, ok := res.scenario[s]; ok {
@@ -280,4 +282,12 @@ func TestLeastPrivilegeUnderChartRBAC(t *testing.T) {
 		}
 	}
 	t.Logf("run %.1fs; suite including the setup %.1fs", res.took.Seconds(), time.Since(begin).Seconds())
+
+	t.Run("RuleRemoval", func(t *testing.T) {
+		requests := e.operatorRequests(log, from)
+		if len(requests) == 0 {
+			t.Fatal("the audit log holds no request of the operator's ServiceAccount")
+		}
+		checkEveryGrantNeeded(t, requests, e.ruleRemoval(requests))
+	})
 }

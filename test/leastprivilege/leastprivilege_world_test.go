@@ -34,14 +34,14 @@ type lpWorld struct {
 	renewed time.Time
 }
 
-func (e *lpEnv) newWorld(k int) *lpWorld {
-	harvID, display := fmt.Sprintf("c-m-lph%s%03d", e.tag, k), fmt.Sprintf("harv-lp%s-%02d", e.tag, k)
+// newWorld names the run's objects after the test's tag and its range after the test's octet.
+func (e *lpEnv) newWorld() *lpWorld {
 	g := func(which string) rancher.Guest {
-		return rancher.Guest{Name: fmt.Sprintf("lp%s%s-%02d", e.tag, which, k), ID: fmt.Sprintf("c-m-lp%s%s%03d", e.tag, which, k),
-			Harvester: harvID, Display: display, Network: rancher.Network("vlan10")}
+		return rancher.Guest{Name: fmt.Sprintf("lp%s%s", e.tag, which), ID: fmt.Sprintf("c-m-lp%s%s", e.tag, which),
+			Harvester: "c-m-lph" + e.tag, Display: "harv-lp" + e.tag, Network: rancher.Network("vlan10")}
 	}
-	return &lpWorld{e: e, rangeName: fmt.Sprintf("lp%s-%02d", e.tag, k), cidr: fmt.Sprintf("10.%d.%d.0/28", e.octet, k),
-		a: g("a"), b: g("b"), token: fmt.Sprintf("token-lp%s-%02d", e.tag, k), contended: fmt.Sprintf("lp%s-%02d-c", e.tag, k)}
+	return &lpWorld{e: e, rangeName: "lp" + e.tag, cidr: fmt.Sprintf("10.%d.0.0/28", e.octet),
+		a: g("a"), b: g("b"), token: "token-lp" + e.tag, contended: "lp" + e.tag + "-c"}
 }
 
 // contenders is how many FloatingIPs wait for the contended range: more than the operator's
@@ -51,12 +51,12 @@ const contenders = 8
 // createContended creates the contended range and its waiting FloatingIPs, before the operator
 // starts. Each names a guest cluster that does not exist, so guest operations write their status
 // too.
-func (w *lpWorld) createContended(k int) error {
+func (w *lpWorld) createContended() error {
 	api := w.e.r.FIPs
 	_, err := api.FloatingIPRange().Create(&v1.FloatingIPRange{
 		ObjectMeta: metav1.ObjectMeta{Name: w.contended, Annotations: map[string]string{
 			v1.AnnotationHarvesterClusterName: "harv-lp-contended", v1.AnnotationHarvesterNetworkName: "vlan10"}},
-		Spec: v1.FloatingIPRangeSpec{IPRange: fmt.Sprintf("10.%d.%d.0/28", w.e.octet, 128+k), AllowedNamespaces: []string{w.e.ns}},
+		Spec: v1.FloatingIPRangeSpec{IPRange: fmt.Sprintf("10.%d.128.0/28", w.e.octet), AllowedNamespaces: []string{w.e.ns}},
 	})
 	if err != nil {
 		return err

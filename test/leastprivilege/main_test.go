@@ -11,5 +11,5 @@ var shared suite.Shared
 
 func TestMain(m *testing.M) {
 	suite.Parallel(1000)
-	shared.Main(m)
+	shared.MainAudited(m)
 }

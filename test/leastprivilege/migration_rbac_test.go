@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,7 +100,7 @@ func TestMigrationRemovesOriginalRoles(t *testing.T) {
 		return
 	}
 
-	res := e.run(0, 45*time.Second)
+	res := e.run()
 	if res.failed != "" {
 		t.Errorf("scenario %s failed under the chart's RBAC after the migration: %v", res.failed, res.err) // refusals included
 		fmt.Fprintf(os.Stderr, "---- operator output (%s) ----\n%s\n", t.Name(), res.logs)

@@ -46,19 +46,28 @@ func enableAudit(server *envtest.APIServer, dir, name string) (*AuditLog, error)
 	return log, nil
 }
 
-// AuditRequest is what the counts read of one audit event.
+// AuditRequest is what the counts and the least-privilege tests read of one audit event.
 type AuditRequest struct {
 	Stage     string `json:"stage"`
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	RequestURI     string `json:"requestURI"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef      *AuditObject `json:"objectRef"`
+	RequestURI     string       `json:"requestURI"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+}
+
+// AuditObject is what a request was for, as the authorizer was asked about it.
+type AuditObject struct {
+	APIGroup    string `json:"apiGroup"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
 }
 
 // Resource is the request's resource and subresource; both empty for a request on no resource.

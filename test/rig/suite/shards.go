@@ -52,7 +52,7 @@ type claim struct {
 // as there are shards, and exits with their result. Unless -test.parallel says otherwise, every
 // test waits for its shard in Take, so that the shards go in the order Take gives them.
 func (s *Shards) Main(m *testing.M) {
-	n, err := ShardCount()
+	n, err := shardCount()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -79,8 +79,8 @@ func Parallel(n int) {
 	}
 }
 
-// ShardCount is the number of shards ShardsEnv asks for.
-func ShardCount() (int, error) {
+// shardCount is the number of shards ShardsEnv asks for.
+func shardCount() (int, error) {
 	v := os.Getenv(ShardsEnv)
 	if v == "" {
 		return DefaultShards, nil

@@ -114,22 +114,6 @@ func runOn(m *testing.M, n int, use func([]*Suite), startPlane func() (*controlp
 	return m.Run()
 }
 
-// StartShard starts an API server of its own on s's etcd (controlplane.Environment.StartShard) for
-// a test that needs several control planes at once, and returns its Suite, with s's operator
-// build. It stops with s's control plane.
-func (s *Suite) StartShard(t testing.TB, name string) *Suite {
-	t.Helper()
-	env, err := s.Env.StartShard(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := New(env, s.Operator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
 // New is the Suite of the control plane env and the operator binary: a package's own, or one a
 // test starts for itself, such as a control plane with another release's CRDs.
 func New(env *controlplane.Environment, binary string) (*Suite, error) {
