@@ -22,8 +22,9 @@ const (
 	maxBody        = 1 << 20
 	maxManifest    = 4 << 20
 	// reuse is how long one answer serves every pass asking for the same image: a tag moved in the
-	// registry is seen within it.
-	reuse = 30 * time.Second
+	// registry is seen within it. A registry answers one manifest HEAD per image and operator in
+	// that time, however many guests there are.
+	reuse = 10 * time.Second
 )
 
 // Mismatch is a tag that names another manifest than the image's pinned digest.
