@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -254,16 +253,4 @@ func refusals(logs string) []string {
 		}
 	}
 	return out
-}
-
-// covers reports whether a refused request (as refusals returns it) is allowed by grant g: the
-// same verb, group and resource, and a namespace g reaches.
-func (g grant) covers(refused string) bool {
-	request := g
-	request.clusterScoped = true
-	prefix := strings.TrimSuffix(request.String(), "cluster-wide")
-	if !strings.HasPrefix(refused, prefix) {
-		return false
-	}
-	return g.clusterScoped || refused == prefix+"in "+g.namespace
 }
