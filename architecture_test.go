@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/tools/go/packages"
@@ -16,12 +17,29 @@ import (
 
 const modulePath = "github.com/kubefip/kube-fip-operator"
 
-// typesAndImports loads each package's types, files and imports, all the way down.
-const typesAndImports = packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps
+// The two ways the tests load the module's packages: typesAndImports, each package's types, files
+// and imports, all the way down (from export data); syntaxAndTypes, each package's syntax and
+// types with what they resolve to, from source.
+const (
+	typesAndImports = packages.NeedName | packages.NeedTypes | packages.NeedFiles | packages.NeedImports | packages.NeedDeps
+	syntaxAndTypes  = packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports
+)
 
-// loadPackages loads every package of the module with what mode asks for.
+// loaded keeps each load of the module: every test of a mode reads the same packages, which are
+// loaded once (type-checking the module from source takes seconds).
+var loaded = struct {
+	sync.Mutex
+	byMode map[packages.LoadMode][]*packages.Package
+}{byMode: map[packages.LoadMode][]*packages.Package{}}
+
+// loadPackages loads every package of the module with what mode asks for, once.
 func loadPackages(t *testing.T, mode packages.LoadMode) []*packages.Package {
 	t.Helper()
+	loaded.Lock()
+	defer loaded.Unlock()
+	if pkgs, ok := loaded.byMode[mode]; ok {
+		return pkgs
+	}
 	cfg := &packages.Config{Mode: mode}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
@@ -30,6 +48,7 @@ func loadPackages(t *testing.T, mode packages.LoadMode) []*packages.Package {
 	if packages.PrintErrors(pkgs) > 0 {
 		t.Fatal("packages did not load")
 	}
+	loaded.byMode[mode] = pkgs
 	return pkgs
 }
 
@@ -148,7 +167,7 @@ func TestPurePackagesHaveNoKubernetesImports(t *testing.T) {
 // pkg/status, so that one conflict policy holds and Ready is derived in one place. A second call
 // of a generated UpdateStatus for one of these kinds anywhere else fails here.
 func TestOneStatusWriterPerKind(t *testing.T) {
-	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo)
+	pkgs := loadPackages(t, syntaxAndTypes)
 	const apiPath = modulePath + "/pkg/apis/kubefip.k8s.binbash.org/v1"
 	writers := map[string][]string{}
 	for _, pkg := range pkgs {
@@ -203,7 +222,7 @@ func TestOneStatusWriterPerKind(t *testing.T) {
 // only the approved manifest (helminstall's approvedManifest as its post-renderer) with hooks and CRDs
 // off. package/charts, which renders the operator's own chart offline for packaging, applies nothing.
 func TestInstallPolicyHasOneHome(t *testing.T) {
-	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo|packages.NeedImports)
+	pkgs := loadPackages(t, syntaxAndTypes)
 	const policy = modulePath + "/pkg/installpolicy"
 	judging := map[string][]string{
 		"helm.sh/helm/v3/pkg/engine":                      {policy + "/render"},
@@ -293,7 +312,7 @@ func TestInstallPolicyLayers(t *testing.T) {
 		below[""] = append(below[""], name)
 	}
 	found := 0
-	for _, pkg := range loadPackages(t, packages.NeedName|packages.NeedImports) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		name, ok := strings.CutPrefix(pkg.PkgPath, policy)
 		if !ok || (name != "" && !strings.HasPrefix(name, "/")) {
 			continue
@@ -391,7 +410,7 @@ func TestPackageMapIsTrue(t *testing.T) {
 			t.Errorf("the map names %s, which does not exist", path)
 		}
 	}
-	for _, pkg := range loadPackages(t, packages.NeedName) {
+	for _, pkg := range loadPackages(t, typesAndImports) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(pkg.PkgPath, modulePath), "/")
 		if rel == "" {
 			continue // main.go
@@ -435,7 +454,7 @@ func TestOneControllerShape(t *testing.T) {
 	const contextType = modulePath + "/pkg/controllers.Context"
 	checked := 0
 	// From source, not export data: the handlers are unexported types.
-	for _, pkg := range loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo) {
+	for _, pkg := range loadPackages(t, syntaxAndTypes) {
 		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/controllers/") || pkg.Types == nil {
 			continue
 		}
@@ -501,7 +520,7 @@ func TestNoCodeReadsATrimmedField(t *testing.T) {
 		mgmt + "ClusterStatus":    {"Conditions"},
 		mgmt + "ClusterCondition": {"Type", "Status", "Reason"},
 	}
-	pkgs := loadPackages(t, packages.NeedName|packages.NeedFiles|packages.NeedSyntax|packages.NeedTypes|packages.NeedTypesInfo)
+	pkgs := loadPackages(t, syntaxAndTypes)
 	read := 0
 	for _, pkg := range pkgs {
 		if !strings.HasPrefix(pkg.PkgPath, modulePath+"/pkg/") || pkg.PkgPath == modulePath+"/pkg/cachetrim" ||
