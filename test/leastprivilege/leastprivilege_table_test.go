@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -41,8 +41,7 @@ func (r request) String() string {
 // the chart's ServiceAccount made and was allowed, in a stable order.
 func (e *lpEnv) operatorRequests(log *controlplane.AuditLog, offset int64) []request {
 	e.t.Helper()
-	sa := e.rbac.serviceAccount
-	user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	user := e.serviceAccountUser()
 	seen := map[request]bool{}
 	_, err := log.Since(offset, func(ev controlplane.AuditRequest) {
 		if ev.User.Username != user || !ev.Counted() || ev.ObjectRef == nil || ev.Code() == 403 {
@@ -69,20 +68,25 @@ func (e *lpEnv) operatorRequests(log *controlplane.AuditLog, offset int64) []req
 
 // allowed asks the API server's authorizer, by SubjectAccessReview, whether the chart's
 // ServiceAccount may make request r.
-func (e *lpEnv) allowed(r request) bool {
-	e.t.Helper()
+func (e *lpEnv) allowed(r request) (bool, error) {
 	sa := e.rbac.serviceAccount
 	attrs := authorizationv1.ResourceAttributes(r)
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
+		User:               e.serviceAccountUser(),
 		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
 		ResourceAttributes: &attrs,
 	}}
 	got, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
 	if err != nil {
-		e.t.Fatalf("SubjectAccessReview %s: %v", r, err)
+		return false, fmt.Errorf("SubjectAccessReview %s: %w", r, err)
 	}
-	return got.Status.Allowed
+	return got.Status.Allowed, nil
+}
+
+// serviceAccountUser is the user name the API server gives the chart's ServiceAccount.
+func (e *lpEnv) serviceAccountUser() string {
+	sa := e.rbac.serviceAccount
+	return "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
 }
 
 // removalRow is one line of the rule-removal table: a grant and the operator's requests the
@@ -103,23 +107,20 @@ func (e *lpEnv) ruleRemoval(requests []request) []removalRow {
 	for i, g := range grants {
 		e.rbac.apply(e.t, &g)
 		e.waitAuthorizer(g, false)
+		// Eight reviews at a time; one that fails stops the test here, in the test's goroutine.
 		refused := make([]bool, len(requests))
-		var wg sync.WaitGroup
-		work := make(chan int)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := range work {
-					refused[j] = !e.allowed(requests[j])
-				}
-			}()
+		var reviews errgroup.Group
+		reviews.SetLimit(8)
+		for j, r := range requests {
+			reviews.Go(func() error {
+				ok, err := e.allowed(r)
+				refused[j] = !ok
+				return err
+			})
 		}
-		for j := range requests {
-			work <- j
+		if err := reviews.Wait(); err != nil {
+			e.t.Fatal(err)
 		}
-		close(work)
-		wg.Wait()
 		rows[i].grant = g
 		for j, r := range requests {
 			if refused[j] {

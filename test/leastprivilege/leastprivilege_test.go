@@ -127,7 +127,11 @@ func (e *lpEnv) mayDo(g grant) bool {
 	if g.clusterScoped {
 		ns = "" // a cluster-wide request
 	}
-	return e.allowed(request{Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub, Name: g.name})
+	ok, err := e.allowed(request{Namespace: ns, Verb: g.verb, Group: g.group, Resource: resource, Subresource: sub, Name: g.name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ok
 }
 
 // waitAuthorizer waits until the authorizer's answer for g is allowed.
