@@ -3,7 +3,10 @@ package guestapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,9 +30,25 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
 
-// rig is one real guest API server behind the test cluster proxy.
+// env is the package's control plane: its etcd holds every test's guest API server, under a
+// prefix of its own.
+var env *controlplane.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = controlplane.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// rig is one real guest API server, the test's own, behind the test cluster proxy.
 type rig struct {
-	env    *controlplane.Environment
 	server *controlplane.Guest
 	proxy  *guests.ClusterProxy
 	direct kubernetes.Interface
@@ -37,15 +56,11 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	env, err := controlplane.Start()
+	g, err := env.StartGuest(strings.ToLower(strings.TrimPrefix(t.Name(), "Test")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	g, err := env.StartGuest("guest-pkg")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(g.StopSoon)
 	proxy, err := guests.StartClusterProxy()
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +69,7 @@ func newRig(t *testing.T) *rig {
 	if err := proxy.Register("c-m-guest001", g, "token-1"); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{env: env, server: g, proxy: proxy, direct: kubernetes.NewForConfigOrDie(g.Config)}
+	return &rig{server: g, proxy: proxy, direct: kubernetes.NewForConfigOrDie(g.Config)}
 }
 
 func (r *rig) client(t *testing.T, token string) *guest.Client {

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 )
 
 // Values whose shape the schema takes but whose meaning changes what runs in a guest, against real
@@ -87,7 +88,8 @@ func podSpecsIn(t *testing.T, gc *guestCluster) string {
 //   - a provider configMapName naming someone else's ConfigMap, into which the operator would
 //     write its address pool.
 //
-// With the benign configuration the last guest gets both releases and its address.
+// The cases take turns on one guest; with the benign configuration it then gets both releases
+// and its address.
 func TestInstallPolicyMeaning(t *testing.T) {
 	shard := shards.TakeEarly(t)
 	ctx := context.Background()
@@ -135,10 +137,7 @@ func TestInstallPolicyMeaning(t *testing.T) {
 				return ""
 			}},
 	}
-	f.createRange("ipmeaning", "10.190.0.0/28")
-	f.operatorConfig(benign)
-	f.operator()
-	for i, c := range cases {
+	caseConfig := func(c meaningCase) map[string]string {
 		data := map[string]string{}
 		for k, v := range benign {
 			data[k] = v
@@ -146,39 +145,51 @@ func TestInstallPolicyMeaning(t *testing.T) {
 		for k, v := range c.data {
 			data[k] = v
 		}
-		f.operatorConfig(data)
-		name := fmt.Sprintf("ipmeaning%d", i+1)
-		gc := rancherCluster(t, proxy, name, "c-m-"+name, nil, shard.StartGuest(t, name))
-		if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Create(ctx, victim.DeepCopy(), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		return data
+	}
+	f.createRange("ipmeaning", "10.190.0.0/28")
+	// The operator starts with the first case's configuration, so that the FloatingIP never meets
+	// the benign one before the end.
+	f.operatorConfig(caseConfig(cases[0]))
+	f.operator()
+	// One guest for every case: a refused configuration leaves nothing in it, so each case finds
+	// it as the last one left it, and a case that left something is seen.
+	gc := rancherCluster(t, proxy, "ipmeaning", "c-m-ipmeaning", nil, shard.StartGuest(t, "ipmeaning"))
+	if _, err := gc.direct.CoreV1().ConfigMaps("kube-system").Create(ctx, victim.DeepCopy(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.extraNamespace(gc.id)
+	f.createFIPIn(gc.id, "ipmeaning", "ipmeaning", "10.190.0.2")
+	for i, c := range cases {
+		if i > 0 {
+			f.operatorConfig(caseConfig(c))
 		}
-		f.extraNamespace(gc.id)
-		f.createFIPIn(gc.id, name, "ipmeaning", fmt.Sprintf("10.190.0.%d", i+2))
-		x := f.kubevipDecided(gc, name)
+		refused := func(x *v1.FloatingIP) bool {
+			msg := message(x.Status.Conditions, v1.KubevipInstalled)
+			ok := kubevipReason(v1.ReasonChartValuesNotAllowed)(x)
+			for _, s := range c.says {
+				ok = ok && strings.Contains(msg, s)
+			}
+			return ok
+		}
+		var x *v1.FloatingIP
+		if !rig.Within(90*time.Second, func() bool { x = f.getFIPIn(gc.id, "ipmeaning"); return refused(x) }) {
+			t.Errorf("%s: KubevipInstalled %q; want %s naming %s", c.name, message(x.Status.Conditions, v1.KubevipInstalled),
+				v1.ReasonChartValuesNotAllowed, strings.Join(c.says, " and "))
+		}
 		// More passes, so that whatever the configuration would do has happened.
 		time.Sleep(5 * time.Second)
 		if effect := c.effect(t, gc); effect != "" {
 			t.Errorf("%s: in the guest: %s", c.name, effect)
-		}
-		msg := message(x.Status.Conditions, v1.KubevipInstalled)
-		ok := kubevipReason(v1.ReasonChartValuesNotAllowed)(x)
-		for _, s := range c.says {
-			ok = ok && strings.Contains(msg, s)
-		}
-		if !ok {
-			t.Errorf("%s: KubevipInstalled %q; want %s naming %s", c.name, msg, v1.ReasonChartValuesNotAllowed, strings.Join(c.says, " and "))
 		}
 	}
 	if n := charts.requests.Load(); n != 0 {
 		t.Errorf("the chart repository got %d requests; refused values come before any fetch", n)
 	}
 
-	// The benign configuration installs, so that each "nothing there" above could have seen
-	// something.
+	// The benign configuration installs into the same guest, so that each "nothing there" above
+	// could have seen something.
 	f.operatorConfig(benign)
-	gc := rancherCluster(t, proxy, "ipmeaningok", "c-m-ipmeaningok", nil, shard.StartGuest(t, "ipmeaningok"))
-	f.extraNamespace(gc.id)
-	f.createFIPIn(gc.id, "ipmeaningok", "ipmeaning", "10.190.0.14")
-	f.waitFIPIn(gc.id, "ipmeaningok", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
-	gc.waitCIDR(t, "10.190.0.14/32", 30*time.Second)
+	f.waitFIPIn(gc.id, "ipmeaning", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
+	gc.waitCIDR(t, "10.190.0.2/32", 30*time.Second)
 }

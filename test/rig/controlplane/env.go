@@ -36,7 +36,10 @@ type Environment struct {
 	// API servers then keep one each too (Guest.Audit).
 	Audit *AuditLog
 
-	assets       string
+	assets string
+	// oneCore is the path of a program that runs the kube-apiserver of assets on one core
+	// (GOMAXPROCS=1), for the guests' and the shards' API servers (writeOneCore).
+	oneCore      string
 	dir          string
 	etcdURL      *url.URL
 	startTimeout time.Duration
@@ -102,6 +105,12 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 		return nil, err
 	}
 
+	oneCore, err := writeOneCore(dir, filepath.Join(assets, "kube-apiserver"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+
 	// envtest logs through controller-runtime's logger; its messages are not the operator's.
 	ctrllog.SetLogger(logr.Discard())
 
@@ -144,7 +153,7 @@ func start(audit bool, crds func(*envtest.Environment)) (*Environment, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
-	e := &Environment{Config: cfg, Audit: log, assets: assets, dir: dir, etcdURL: env.ControlPlane.Etcd.URL,
+	e := &Environment{Config: cfg, Audit: log, assets: assets, oneCore: oneCore, dir: dir, etcdURL: env.ControlPlane.Etcd.URL,
 		startTimeout: env.ControlPlaneStartTimeout, prefix: "/", installCRDs: installCRDs, stop: env.Stop}
 	if e.Kubeconfig, err = writeKubeconfig(&env.ControlPlane, filepath.Join(dir, "kubeconfig")); err != nil {
 		_ = e.Stop()
@@ -166,7 +175,7 @@ func (e *Environment) StartShard(name string) (*Environment, error) {
 		return nil, err
 	}
 	server := &envtest.APIServer{
-		Path:         filepath.Join(e.assets, "kube-apiserver"),
+		Path:         e.oneCore,
 		EtcdURL:      e.etcdURL,
 		StartTimeout: e.startTimeout,
 	}
@@ -182,7 +191,7 @@ func (e *Environment) StartShard(name string) (*Environment, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the API server of shard %s: %w", name, err)
 	}
-	s := &Environment{Audit: log, assets: e.assets, dir: dir, etcdURL: e.etcdURL, startTimeout: e.startTimeout,
+	s := &Environment{Audit: log, assets: e.assets, oneCore: e.oneCore, dir: dir, etcdURL: e.etcdURL, startTimeout: e.startTimeout,
 		prefix: "/shard-" + name + "-", installCRDs: e.installCRDs, stop: server.Stop}
 	plane := &envtest.ControlPlane{APIServer: server}
 	fail := func(err error) (*Environment, error) {
