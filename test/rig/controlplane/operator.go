@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,11 +24,21 @@ import (
 )
 
 // BuildOperator builds the operator binary into dir and returns its path. Tests run the real
-// binary, as a cluster would, rather than calling into its packages.
+// binary, as a cluster would, rather than calling into its packages. When make test has packaged
+// this tree (KUBE_FIP_PACKAGED names it), the release binary it built for this machine's
+// architecture is the one returned: the tests run what the image ships, and no package links
+// another.
 func BuildOperator(dir string) (string, error) {
 	root, err := rig.RepoRoot()
 	if err != nil {
 		return "", err
+	}
+	if os.Getenv("KUBE_FIP_PACKAGED") == root {
+		packaged := filepath.Join(root, "bin", "linux-"+runtime.GOARCH, "kube-fip-operator")
+		if _, err := os.Stat(packaged); err != nil {
+			return "", fmt.Errorf("KUBE_FIP_PACKAGED names this tree, but its release binary is missing: %w", err)
+		}
+		return packaged, nil
 	}
 	out := filepath.Join(dir, "kube-fip-operator")
 	cmd := exec.Command("go", "build", "-o", out, ".")
