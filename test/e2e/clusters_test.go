@@ -141,7 +141,7 @@ security:
   allowHTTPChartSources: true
 config:
   kubevipChartRepoUrl: %s
-  operateGuestClusterInterval: "10"
+  operateGuestClusterInterval: "3"
   kubevipUpdate: "%t"
 `, registryHost, s.mgmt.HostAddr, s.repo.URL, update)
 	return values, yaml.Unmarshal([]byte(text), &values)
