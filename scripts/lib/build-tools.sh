@@ -16,6 +16,10 @@ heartbeat() {
     while sleep 30; do log "still building $what ($((SECONDS - start))s)"; done
 }
 
+# The pinned programs are linked without DWARF (-s, and -w where named), so they are compiled
+# without it too: a seventh less compiling on a first run.
+nodwarf=-gcflags=all=-dwarf=false
+
 # build_tool WHAT DIR PKG LDFLAGS OUT: builds package PKG (or several, space-separated, into the
 # directory OUT/) as the module in DIR pins it, into OUT.
 build_tool() {
@@ -24,7 +28,7 @@ build_tool() {
     heartbeat "$what" &
     local hb=$!
     local start=$SECONDS
-    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" $pkg); then
+    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath "$nodwarf" -ldflags "$ldflags" -o "$out" $pkg); then
         kill "$hb" 2>/dev/null || true
         log "building $what failed"
         return 1
@@ -55,7 +59,7 @@ go_tool() {
     log "building $name $version with $want from the Go module proxy into $dir (this takes minutes on 2 cores)"
     heartbeat "$name" &
     local hb=$! start=$SECONDS
-    if ! (cd "$tmp" && GOTOOLCHAIN=$want CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath "$pkg@$version") >&2; then
+    if ! (cd "$tmp" && GOTOOLCHAIN=$want CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath "$nodwarf" -ldflags=-s "$pkg@$version") >&2; then
         kill "$hb" 2>/dev/null || true
         rm -rf "$tmp"
         log "building $name $version failed"
