@@ -26,6 +26,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -81,11 +82,8 @@ func buildOperator(t *testing.T, binDir string, archs []string) {
 	ldflags := "-s -w -X github.com/kubefip/kube-fip-operator/pkg/version.Version=" + testVersion +
 		" -X github.com/kubefip/kube-fip-operator/pkg/version.GitCommit=" + testRevision
 	for _, arch := range archs {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", BinaryPath(binDir, arch), ".")
-		cmd.Dir = filepath.Join("..", "..")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building the operator for linux/%s: %v\n%s", arch, err, out)
+		if err := rig.GoBuild(filepath.Join("..", ".."), ".", BinaryPath(binDir, arch), ldflags, "GOOS=linux", "GOARCH="+arch); err != nil {
+			t.Fatalf("the operator for linux/%s: %v", arch, err)
 		}
 	}
 }

@@ -41,11 +41,8 @@ func BuildOperator(dir string) (string, error) {
 		return packaged, nil
 	}
 	out := filepath.Join(dir, "kube-fip-operator")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the operator: %w\n%s", err, output)
+	if err := rig.GoBuild(root, ".", out, "-s -w"); err != nil {
+		return "", err
 	}
 	return out, nil
 }

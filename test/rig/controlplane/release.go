@@ -90,15 +90,12 @@ func BuildRelease(commit string) (string, error) {
 	// log lines say which release it is.
 	ldflags := "-s -w -X github.com/kubefip/kube-fip-operator/pkg/version.Version=" + short +
 		" -X github.com/kubefip/kube-fip-operator/pkg/version.GitCommit=" + short
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp.Name(), ".")
-	cmd.Dir = src
 	// The exported tree is a module of its own: no workspace above the temporary directory may
 	// take part in the build.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
-	output, err := cmd.CombinedOutput()
+	err = rig.GoBuild(src, ".", tmp.Name(), ldflags, "GOWORK=off")
 	stop()
 	if err != nil {
-		return "", fmt.Errorf("building the operator at %s: %w\n%s", short, err, output)
+		return "", fmt.Errorf("the operator at %s: %w", short, err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
 		return "", err

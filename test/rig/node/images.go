@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -136,15 +135,12 @@ func BuildEcho(dir string) (Image, error) {
 // buildProgram builds the program in this package's directory name, static, into dir.
 func buildProgram(dir, name string) (string, error) {
 	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	src, err := packageDir()
 	if err != nil {
 		return "", err
 	}
-	cmd.Dir = src
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %w: %s", name, err, out)
+	if err := rig.GoBuild(src, "./"+name, bin, "-s -w"); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
