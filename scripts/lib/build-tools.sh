@@ -17,7 +17,9 @@ heartbeat() {
 }
 
 # The pinned programs are linked without DWARF (-s, and -w where named), so they are compiled
-# without it too: a seventh less compiling on a first run.
+# without it too. From empty caches etcd's server built in 78 s instead of 91 s. Over a whole first
+# run most builds took 3-23% less (go vet's 555 s became 513 s), though kube-apiserver took 551 s
+# against 450 s: the spread between runs on this machine is as large as the gain.
 nodwarf=-gcflags=all=-dwarf=false
 
 # build_tool WHAT DIR PKG LDFLAGS OUT: builds package PKG (or several, space-separated, into the
