@@ -135,6 +135,8 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "guest clusters operated on at once"},
 		&cli.DurationFlag{Name: "guest-timeout", EnvVars: []string{"GUEST_TIMEOUT"}, Value: o.GuestTimeout, Destination: &o.GuestTimeout,
 			Usage: "timeout of every request to a guest cluster"},
+		&cli.DurationFlag{Name: "harvester-read-interval", EnvVars: []string{"HARVESTER_READ_INTERVAL"}, Value: o.HarvesterReadInterval, Destination: &o.HarvesterReadInterval,
+			Usage: "how often each Harvester cluster a range names is read through Rancher for its networks, load balancer and DHCP pools and VM addresses; a negative value reads none"},
 		&cli.DurationFlag{Name: "serve-grace-period", EnvVars: []string{"SERVE_GRACE_PERIOD"}, Value: o.ServeGracePeriod, Destination: &o.ServeGracePeriod,
 			Usage: "how long kube-vip has to start and to bind an address a guest asks for before the FloatingIP says it is not served"},
 		&cli.StringFlag{Name: "helm-cache-dir", EnvVars: []string{"HELM_CACHE_HOME"}, Value: o.HelmCacheDir, Destination: &o.HelmCacheDir,

@@ -120,6 +120,12 @@ func TestPrometheusRule(t *testing.T) {
 						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_ready == 0 for 15m", r.Alert, r.Expr, r.For)
 					}
 				},
+				"KubeFIPAddressInUseOnNetwork": func(r alertRule, q query) {
+					op, val, ok := q.threshold()
+					if !q.reads("kubefipoperator_fipranges_in_use_elsewhere") || !ok || op.String() != ">" || val != 0 || r.Labels["severity"] != "critical" {
+						t.Errorf("%s: %q; want kubefipoperator_fipranges_in_use_elsewhere > 0, critical", r.Alert, r.Expr)
+					}
+				},
 				"KubeFIPFloatingIPNotServed": func(r alertRule, q query) {
 					d, err := model.ParseDuration(r.For)
 					op, val, ok := q.threshold()

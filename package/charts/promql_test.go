@@ -27,6 +27,10 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.DiscoveryNoRange.WithLabelValues("h").Inc()
 	m.ConfigReloads.WithLabelValues(metrics.StatusSuccess).Inc()
 	m.SetFloatingIP("c-m-1", "f", "g", true, metrics.ServedYes)
+	m.RangeWithheld.WithLabelValues("r").Set(1)
+	m.RangeInUse.WithLabelValues("r").Set(0)
+	m.HarvesterReads.WithLabelValues("h", "read").Inc()
+	m.HarvesterRequests.WithLabelValues("h").Inc()
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

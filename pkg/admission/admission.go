@@ -41,6 +41,8 @@ type Deps struct {
 	// Policy is the install policy kube-fip-config's chart settings are judged by, the one the
 	// operator itself runs.
 	Policy installpolicy.Policy
+	// Harvester reads the Harvester cluster a range names, for its pools; nil checks none.
+	Harvester HarvesterReader
 }
 
 // Validator judges admission requests.

@@ -46,9 +46,18 @@ func (v *Validator) ranges(req *webhook.Request) (verdict, error) {
 		return refuse("FloatingIPRange %s (%s) overlaps FloatingIPRange %s (%s) in the same address space (Harvester cluster %q, network %q); change one of them so that no address is in both",
 			r.Name, r.Spec.IPRange, o.Name, o.Spec.IPRange, v1.SpaceOf(r).HarvesterClusterName, v1.SpaceOf(r).HarvesterNetworkName), nil
 	}
-	if old == nil {
-		return allow(), nil
+	wire := v.onTheWire(r, old, all.Items)
+	if wire.refusal != "" || old == nil {
+		return wire, nil
 	}
+	out, err := v.keepsHeld(old, r, pool)
+	out.warnings = append(wire.warnings, out.warnings...)
+	return out, err
+}
+
+// keepsHeld refuses an edit of old into r that takes away addresses FloatingIPs hold, unless r
+// carries AnnotationAllowOrphans.
+func (v *Validator) keepsHeld(old, r *v1.FloatingIPRange, pool *ipam.Pool) (verdict, error) {
 	held, err := v.heldOutside(old.Name, pool)
 	if err != nil || len(held) == 0 {
 		return allow(), err

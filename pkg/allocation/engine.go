@@ -78,6 +78,9 @@ type engine struct {
 	// or a pool was built: while a space's count stays the same, a range of it found full stays
 	// full, and selection skips it (Manager.Choose).
 	freed map[string]uint64
+	// withheld are, by range name, the addresses claimed outside the operator on the range's
+	// network (Manager.Withhold): its pool never hands them out.
+	withheld map[string]withholding
 }
 
 type placeholder struct {
@@ -101,7 +104,7 @@ func newEngine(legacySpace func(rangeName string) string) *engine {
 	idx := newAllocIndex()
 	idx.legacySpace = legacySpace
 	return &engine{idx: idx, ranges: map[string]*rangeState{}, byPrefix: prefixSets{},
-		placeholders: map[slot]placeholder{}, freed: map[string]uint64{}}
+		placeholders: map[slot]placeholder{}, freed: map[string]uint64{}, withheld: map[string]withholding{}}
 }
 
 func (g *engine) notifyLocked(rng string) {

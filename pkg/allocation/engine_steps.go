@@ -212,6 +212,8 @@ type rangeSummary struct {
 	capacity *big.Int
 	// poolHeld is what the pool holds: the range's own, foreign and reserved addresses.
 	poolHeld int
+	// withheld counts the addresses the pool holds back for claims outside the operator.
+	withheld *big.Int
 	warnings []problem.Problem
 }
 
@@ -225,6 +227,7 @@ func (g *engine) summarize(r *v1.FloatingIPRange) rangeSummary {
 	if st.pool != nil {
 		sum.capacity = st.pool.Capacity()
 		sum.poolHeld = st.pool.Held()
+		sum.withheld = st.pool.Withheld()
 	}
 	sum.warnings = warnings(r, st.pool)
 	return sum

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"go4.org/netipx"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -373,6 +374,15 @@ func (m *Manager) HeldBy(rangeName, uid string) []netip.Addr {
 	return out
 }
 
+// Withhold keeps the addresses of set out of what range rangeName hands out, from now on: the
+// addresses something outside the operator hands out or uses on the range's network (a Harvester
+// pool, a virtual machine). Allocations already made there stay (a later claim never moves an
+// address given), and the range's next Summary counts them; nil withholds nothing. It reports
+// whether anything changed, and a change runs the range's pass (OnRangeChanged).
+func (m *Manager) Withhold(rangeName string, set *netipx.IPSet) bool {
+	return m.g.withhold(rangeName, set)
+}
+
 // Summary is what the range controller shows of a range.
 type Summary struct {
 	Capacity *big.Int
@@ -380,6 +390,9 @@ type Summary struct {
 	Used      int
 	Retained  int
 	Available *big.Int
+	// Withheld counts the range's addresses claimed outside the operator (Withhold) that nobody
+	// here holds: they are left out of Available.
+	Withheld *big.Int
 	// Problem keeps the range from handing out addresses; nil when it can.
 	Problem *problem.Problem
 	Orphans []Orphan
@@ -393,10 +406,14 @@ type Summary struct {
 func (m *Manager) Summarize(r *v1.FloatingIPRange) Summary {
 	g := m.g.summarize(r)
 	legacy := legacyOrphans(r)
-	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Used: g.held + len(legacy) - g.retained, Retained: g.retained}
+	sum := Summary{Capacity: new(big.Int), Available: new(big.Int), Withheld: new(big.Int), Used: g.held + len(legacy) - g.retained, Retained: g.retained}
 	if g.capacity != nil {
 		sum.Capacity.Set(g.capacity)
+		if g.withheld != nil {
+			sum.Withheld.Set(g.withheld)
+		}
 		sum.Available.Sub(sum.Capacity, big.NewInt(int64(g.poolHeld)))
+		sum.Available.Sub(sum.Available, sum.Withheld)
 		if sum.Available.Sign() < 0 {
 			sum.Available.SetInt64(0)
 		}

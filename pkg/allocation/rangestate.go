@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"go4.org/netipx"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -37,6 +38,50 @@ type rangeState struct {
 	// so that two workers of one guest cluster's FloatingIPs cannot both pass the limit.
 	limit   int32
 	pending map[string]int
+	// withheldKey is the key of the withholding the pool was built with.
+	withheldKey string
+}
+
+// withholding is a set of addresses withheld from a range's pool, and its key: the set's runs as
+// text, which compares two withholdings without comparing sets.
+type withholding struct {
+	set *netipx.IPSet
+	key string
+}
+
+// withholdingOf makes the withholding of set; nil or empty withholds nothing.
+func withholdingOf(set *netipx.IPSet) withholding {
+	if set == nil || len(set.Ranges()) == 0 {
+		return withholding{}
+	}
+	runs := make([]string, 0, len(set.Ranges()))
+	for _, r := range set.Ranges() {
+		runs = append(runs, r.String())
+	}
+	return withholding{set: set, key: strings.Join(runs, ",")}
+}
+
+// withhold makes range name's pool hand out nothing of set from now on, and reports whether that
+// changed anything. The range's state is built again at its next use: what its allocations hold
+// stays held.
+func (g *engine) withhold(name string, set *netipx.IPSet) bool {
+	w := withholdingOf(set)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.withheld[name].key == w.key {
+		return false
+	}
+	if w.key == "" {
+		delete(g.withheld, name)
+	} else {
+		g.withheld[name] = w
+	}
+	if st := g.ranges[name]; st != nil {
+		// Not the object last read: stateLocked compares the withholding and builds again.
+		st.obj = nil
+	}
+	g.notifyLocked(name)
+	return true
 }
 
 // orphanNote is why a range's allocation is an orphan, and the space of its slot, under which the
@@ -62,7 +107,7 @@ func (g *engine) stateLocked(r *v1.FloatingIPRange) *rangeState {
 		// of specKey.
 		return st
 	}
-	if st == nil || st.uid != r.UID || st.spec != specKey(r) {
+	if st == nil || st.uid != r.UID || st.spec != specKey(r) || st.withheldKey != g.withheld[r.Name].key {
 		st = g.buildLocked(r.Name, v1.SpaceOf(r), r.Spec.IPRange, r.Spec.Exclude)
 		st.uid, st.spec = r.UID, specKey(r)
 		// A new pool may have room a space's selection found none in before.
@@ -83,9 +128,10 @@ func (g *engine) atLimitLocked(rng string, st *rangeState, namespace string) boo
 // hand out are held as foreign, so that no worker here tries them.
 func (g *engine) buildLocked(name string, space v1.AddressSpace, cidr string, exclude []string) *rangeState {
 	g.unlistLocked(name)
-	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]orphanNote{}, pending: map[string]int{}}
+	w := g.withheld[name]
+	st := &rangeState{space: space, hash: space.Hash(), orphans: map[netip.Addr]orphanNote{}, pending: map[string]int{}, withheldKey: w.key}
 	g.ranges[name] = st
-	p, err := ipam.NewPool(cidr, exclude)
+	p, err := ipam.NewPoolWithheld(cidr, exclude, w.set)
 	if err != nil {
 		st.invalid = err
 		return st
@@ -154,6 +200,7 @@ func (g *engine) forgetRange(name string) {
 	defer g.mu.Unlock()
 	g.unlistLocked(name)
 	delete(g.ranges, name)
+	delete(g.withheld, name)
 }
 
 // unlistLocked takes range name out of byPrefix, under the prefix its current state has.

@@ -18,6 +18,7 @@ import (
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
@@ -64,6 +65,8 @@ type Context struct {
 	FirstGuest *FirstGuestStatus
 
 	Guest GuestOptions
+	// Harvester tunes the reading of the Harvester clusters the ranges name.
+	Harvester harvesterview.Options
 
 	starters  []func(context.Context)
 	informers []Informer

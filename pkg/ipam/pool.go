@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"net/netip"
 	"slices"
+
+	"go4.org/netipx"
 )
 
 // Owner identifies who holds an address: a FloatingIP object. Only UID is
@@ -66,6 +68,10 @@ type Pool struct {
 	// tentative marks the held addresses that are only reserved (see reserve.go); nil until the
 	// first reservation.
 	tentative map[netip.Addr]struct{}
+	// withheld are the addresses claimed outside the operator, never free (see withhold.go);
+	// withheldFree counts those of them nobody here holds. Both nil when nothing is withheld.
+	withheld     *netipx.IPSet
+	withheldFree *big.Int
 }
 
 // NewPool builds an empty pool for cidr minus exclude. Each exclude is a
@@ -132,6 +138,13 @@ func (p *Pool) take(addr netip.Addr, owner Owner, tentative bool) error {
 		}
 		return nil
 	}
+	if tentative {
+		// A reservation is a new request: an address claimed outside the operator is refused.
+		// A claim is the record of truth, which keeps what it already holds.
+		if err := p.withheldError(addr); err != nil {
+			return err
+		}
+	}
 	p.hold(addr, owner)
 	if tentative {
 		p.markTentative(addr)
@@ -155,6 +168,9 @@ func (p *Pool) nextFree() (netip.Addr, error) {
 }
 
 func (p *Pool) hold(a netip.Addr, owner Owner) {
+	if p.isWithheld(a) {
+		p.withheldFree.Sub(p.withheldFree, big.NewInt(1))
+	}
 	p.free.take(a)
 	p.held[a] = owner
 	h := p.byUID[owner.UID]
@@ -170,7 +186,12 @@ func (p *Pool) Release(addr netip.Addr) (Owner, bool) {
 	}
 	delete(p.held, addr)
 	delete(p.tentative, addr)
-	p.free.put(addr)
+	if p.isWithheld(addr) {
+		// Released, but still claimed outside the operator: not free.
+		p.withheldFree.Add(p.withheldFree, big.NewInt(1))
+	} else {
+		p.free.put(addr)
+	}
 	h := p.byUID[o.UID]
 	if h.remove(addr) {
 		delete(p.byUID, o.UID)

@@ -66,6 +66,15 @@ type Metrics struct {
 	RangeAvailable *prometheus.GaugeVec
 	// RangeRetained counts the addresses kept for deleted guest clusters, apart from those held.
 	RangeRetained *prometheus.GaugeVec
+	// RangeWithheld counts a range's addresses its Harvester cluster hands out or uses on the
+	// range's segment, held back; RangeInUse its held addresses a virtual machine of another guest
+	// (or of none) reports there.
+	RangeWithheld *prometheus.GaugeVec
+	RangeInUse    *prometheus.GaugeVec
+	// HarvesterReads counts the reads of each Harvester cluster by result (read, limited,
+	// failed); HarvesterRequests the requests they made to it.
+	HarvesterReads    *prometheus.CounterVec
+	HarvesterRequests *prometheus.CounterVec
 	// AllocationConflicts counts FloatingIPs refused an address another one holds.
 	AllocationConflicts *prometheus.CounterVec
 	// AllocationClaimSeconds is the time one new claim took, collisions with other writers
@@ -147,6 +156,14 @@ func New() *Metrics {
 			"Guest clusters found for which no FloatingIPRange matched their Harvester cluster.", LabelHarvesterClusterName),
 		ConfigReloads: counter("kubefipoperator_config_reloads_total",
 			"Reloads of the kube-fip-config ConfigMap by result (success, error).", LabelStatus),
+		RangeWithheld: gauge("kubefipoperator_fipranges_withheld",
+			"Number of addresses of a FloatingIPRange its Harvester cluster hands out or uses on the range's layer-2 segment (load balancer and DHCP pools, VM addresses): never handed out.", LabelRangeName),
+		RangeInUse: gauge("kubefipoperator_fipranges_in_use_elsewhere",
+			"Number of addresses of a FloatingIPRange held by a FloatingIP that a VM of another guest cluster, or of none, reports on the range's segment.", LabelRangeName),
+		HarvesterReads: counter("kubefipoperator_harvester_reads_total",
+			"Reads of a Harvester cluster's networks, pools and VM addresses, by result: read, limited (cut short by a read limit) or failed.", LabelHarvesterClusterName, "result"),
+		HarvesterRequests: counter("kubefipoperator_harvester_requests_total",
+			"Requests made to a Harvester cluster through Rancher's cluster proxy by its reads.", LabelHarvesterClusterName),
 		FloatingIPReady: gauge("kubefipoperator_floatingip_ready",
 			"Whether a FloatingIP is Ready (1) or not (0): it holds its address, its guest cluster uses it, and the address is served or nothing asks for it yet.",
 			LabelNamespace, LabelName, LabelGuestClusterName),
@@ -187,6 +204,8 @@ func (m *Metrics) DeleteRange(name string) {
 	m.RangeReserved.DeletePartialMatch(match)
 	m.RangeAvailable.DeletePartialMatch(match)
 	m.RangeRetained.DeletePartialMatch(match)
+	m.RangeWithheld.DeletePartialMatch(match)
+	m.RangeInUse.DeletePartialMatch(match)
 	m.AllocationConflicts.DeletePartialMatch(match)
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/imagedigest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
@@ -95,6 +96,9 @@ type Options struct {
 	// Fairness protects it). KubeAPIBurst is the burst above it (0: twice the QPS).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// HarvesterReadInterval is how often each Harvester cluster a range names is read through
+	// Rancher for its networks, pools and VM addresses; negative reads none.
+	HarvesterReadInterval time.Duration
 	// Webhook is the admission webhook every replica serves, leader or not.
 	Webhook WebhookOptions
 }
@@ -141,18 +145,19 @@ type Operator struct {
 // default lives (the flags show them; New fills in whatever an Options leaves zero).
 func DefaultOptions() Options {
 	return Options{
-		Namespace:           "kube-fip",
-		Threads:             5,
-		LeaderElection:      true,
-		FleetNamespace:      "fleet-default",
-		GlobalDataNamespace: "cattle-global-data",
-		GuestWorkers:        10,
-		GuestTimeout:        guest.DefaultTimeout,
-		ServeGracePeriod:    2 * time.Minute,
-		OrphanGracePeriod:   allocation.DefaultOrphanGracePeriod,
-		HelmCacheDir:        filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
-		ChartPolicy:         installpolicy.Default(),
-		GuestChartsDir:      chartarchive.DefaultGuestChartsDir,
+		Namespace:             "kube-fip",
+		Threads:               5,
+		LeaderElection:        true,
+		FleetNamespace:        "fleet-default",
+		GlobalDataNamespace:   "cattle-global-data",
+		GuestWorkers:          10,
+		GuestTimeout:          guest.DefaultTimeout,
+		ServeGracePeriod:      2 * time.Minute,
+		OrphanGracePeriod:     allocation.DefaultOrphanGracePeriod,
+		HelmCacheDir:          filepath.Join(os.TempDir(), "kube-fip-operator-helm"),
+		ChartPolicy:           installpolicy.Default(),
+		GuestChartsDir:        chartarchive.DefaultGuestChartsDir,
+		HarvesterReadInterval: harvesterview.DefaultInterval,
 		Webhook: WebhookOptions{
 			Service:       "kube-fip-operator-webhook",
 			Secret:        "kube-fip-operator-webhook-tls",
@@ -174,6 +179,9 @@ func (opts Options) withDefaults() Options {
 	opts.GuestTimeout = positiveOr(opts.GuestTimeout, d.GuestTimeout)
 	opts.OrphanGracePeriod = positiveOr(opts.OrphanGracePeriod, d.OrphanGracePeriod)
 	opts.HelmCacheDir = cmp.Or(opts.HelmCacheDir, d.HelmCacheDir)
+	if opts.HarvesterReadInterval == 0 {
+		opts.HarvesterReadInterval = d.HarvesterReadInterval
+	}
 	return opts
 }
 
@@ -261,10 +269,16 @@ func (o *Operator) serveWebhook(ctx context.Context) error {
 	api := clients.Kubefip().V1()
 	certs := admission.NewCerts(o.client.CoreV1().Secrets(o.opts.Namespace), o.client.AdmissionregistrationV1().ValidatingWebhookConfigurations(),
 		admission.CertOptions{Namespace: o.opts.Namespace, SecretName: w.Secret, Hosts: w.hosts(o.opts.Namespace), Lifetime: w.CertLifetime, Webhook: w.Configuration})
-	v := admission.NewValidator(admission.Deps{
+	deps := admission.Deps{
 		Ranges: api.FloatingIPRange(), FloatingIPs: api.FloatingIP(), Allocations: api.FloatingIPAllocation(),
 		Namespace: o.opts.Namespace, Policy: o.opts.ChartPolicy,
-	})
+	}
+	if o.opts.HarvesterReadInterval >= 0 {
+		if deps.Harvester, err = o.harvesterReader(); err != nil {
+			return err
+		}
+	}
+	v := admission.NewValidator(deps)
 	server := admission.NewServer(o.opts.MetricsBind, w.Port, certs, v)
 	o.server.AlsoReadyWhen(server.Ready)
 	go func() {
@@ -410,6 +424,7 @@ func (o *Operator) context(f *factories, fips kubefipcontrollers.FloatingIPContr
 			ImagePullSecret:        o.opts.ImagePullSecret,
 			Images:                 imagedigest.New(o.opts.ImageRegistryPlainHTTP, imagedigest.DefaultTimeout),
 		},
+		Harvester: o.harvesterOptions(),
 	}
 }
 

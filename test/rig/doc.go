@@ -7,6 +7,9 @@
 //   - rancher: Rancher's CRDs and the objects Rancher keeps for a Harvester guest cluster;
 //   - guests: the test cluster proxy through which Rancher serves each guest's API, and hostile
 //     Helm release records;
+//   - harvester: a Harvester cluster as Rancher reaches it, a real API server with the CRDs of its
+//     VM networks, load balancer and DHCP pools and VMs, copied from those projects, and objects
+//     shaped as their controllers write them;
 //   - cloudprovider: kube-vip-cloud-provider's reading of its ConfigMap;
 //   - chartrepo: stand-in charts, a chart repository and an OCI registry;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;

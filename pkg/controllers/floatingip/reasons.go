@@ -39,6 +39,8 @@ func explain(err error, rangeName string, want netip.Addr) (reason, msg string, 
 			want, taken.Holder.Namespace, taken.Holder.Name, rangeName), nil
 	case errors.Is(err, ipam.ErrExhausted):
 		return v1.ReasonRangeExhausted, fmt.Sprintf("FloatingIPRange %s has no free address; one is allocated here as soon as another is released", rangeName), nil
+	case errors.Is(err, ipam.ErrWithheld):
+		return v1.ReasonClaimedOnNetwork, fmt.Sprintf("%s is handed out or used by the Harvester cluster on the network of FloatingIPRange %s; the range's Warning condition names what claims it", want, rangeName), nil
 	case errors.Is(err, ipam.ErrExcluded):
 		return v1.ReasonExcluded, fmt.Sprintf("%s is excluded from FloatingIPRange %s (spec.exclude)", want, rangeName), nil
 	case errors.Is(err, ipam.ErrReserved):

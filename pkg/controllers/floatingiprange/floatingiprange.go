@@ -23,6 +23,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	kubefipcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 	"github.com/kubefip/kube-fip-operator/pkg/status"
@@ -52,6 +53,8 @@ type handler struct {
 	selectors *selectors
 	// harvesters judges the ranges' harvesterClusterName against Rancher's management clusters.
 	harvesters *harvesters
+	// views are the Harvester clusters the ranges name, as last read; nil when none is read.
+	views *harvesterview.Views
 
 	mu sync.Mutex
 	// labels are the metric labels each range was last exported with, so that a change of CIDR or
@@ -88,6 +91,9 @@ func Register(ctx context.Context, c *controllers.Context) error {
 		if err := h.watchManagementClusters(c.ManagementClusters); err != nil {
 			return fmt.Errorf("watching management clusters: %w", err)
 		}
+	}
+	if err := h.readHarvesters(c); err != nil {
+		return err
 	}
 	c.Alloc.OnRangeChanged(h.allocationsChanged)
 	c.Ranges.OnRemove(ctx, HandlerName, h.OnRangeRemove)
@@ -132,15 +138,24 @@ func (h *handler) OnRangeChange(_ string, r *v1.FloatingIPRange) (*v1.FloatingIP
 	// FloatingIPs waiting for an address of its network try again: those of the range, and those
 	// of the other ranges of its space, which may move here.
 	h.wakeWaiters(r)
+	// What Harvester hands out on the range's segment is withheld before the pool is counted.
+	wire, onSegment := h.onTheWire(r)
 	sum := h.alloc.Summarize(r)
 	if p := h.selectors.noneSelected(r); p != nil {
 		sum.Warnings = append(sum.Warnings, *p)
 	}
+	sum.Warnings = append(sum.Warnings, wire.Warnings...)
 	// What keeps the range from handing out addresses comes first; then whether any guest
 	// cluster can be given them.
 	notReady := sum.Problem
 	if notReady == nil {
+		notReady = onSegment
+	}
+	if notReady == nil {
 		notReady = h.harvesters.unknown(r)
+	}
+	if h.views != nil {
+		h.showInUse(r, wire)
 	}
 	v := verdict{sum: sum, problem: notReady, generation: r.Generation, selector: allocation.ClusterSelectorOf(r).String()}
 	want := r.Status.DeepCopy()

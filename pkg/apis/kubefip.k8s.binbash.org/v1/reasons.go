@@ -77,6 +77,13 @@ const (
 	// names another network than its guest cluster's control-plane pool; it is kept, not moved
 	// (the FloatingIP's Warning condition, set by discovery, and an Event).
 	ReasonAddressOnAnotherNetwork = "AddressOnAnotherNetwork"
+	// ReasonClaimedOnNetwork: the address asked for is one the range's Harvester cluster hands
+	// out or uses on the range's network (a load balancer or DHCP pool, a virtual machine).
+	ReasonClaimedOnNetwork = "ClaimedOnNetwork"
+	// ReasonAddressInUse: a virtual machine of no guest cluster of this FloatingIP reports the
+	// FloatingIP's address on the range's network: two hosts answer for one address (the
+	// FloatingIP's Warning condition and an Event). The address is kept, not moved.
+	ReasonAddressInUse = "AddressInUseOnNetwork"
 )
 
 // Reasons of a FloatingIP's GuestConfigured and KubevipInstalled conditions and of the guest
@@ -243,6 +250,17 @@ const (
 	// ReasonUnknownHarvesterCluster: the range's harvesterClusterName is the display name of no
 	// management cluster Rancher has, so discovery gives no guest cluster an address from it.
 	ReasonUnknownHarvesterCluster = "UnknownHarvesterCluster"
+	// ReasonHarvesterClaims: the range overlaps what its Harvester cluster hands out or uses on
+	// the range's network (a load balancer or DHCP pool, a virtual machine's address), named in the
+	// message; those addresses are not handed out (Warning).
+	ReasonHarvesterClaims = "HarvesterClaimsAddresses"
+	// ReasonHarvesterNotRead: the range's Harvester cluster could not be read, or not wholly, so
+	// conflicts with its pools and virtual machines are not known; allocation goes on (Warning).
+	ReasonHarvesterNotRead = "HarvesterNotRead"
+	// ReasonNetworkNotFound: the Harvester cluster has no NetworkAttachmentDefinition of the
+	// range's harvesterNetworkName, or several of that bare name, so the range's layer-2 segment is
+	// not known and its name as written is its address space (Warning).
+	ReasonNetworkNotFound = "NetworkNotFound"
 )
 
 // Reasons of the Events discovery records on a Rancher provisioning cluster
@@ -344,6 +362,8 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonClusterNotSelected}, Failure, "FloatingIP, provisioning cluster", "no range of the network whose `spec.clusterSelector` admits the cluster has room: label the cluster (Rancher: **Edit Config**, **Labels**) or widen a selector"},
 		{[]string{ReasonAddressOnAnotherNetwork}, Notice, "FloatingIP Warning", "the address is of a range that names another network than the guest's control-plane pool, named in the message: kube-vip cannot serve it there. It is kept, not moved: create a range for the guest's network, then delete the FloatingIP, and discovery makes a new one from that range (the guest's address changes)"},
 		{[]string{ReasonRangeChanged}, Done, "FloatingIP Event", "nothing: the FloatingIP moved to the next range in [selection order](docs/concepts.md#range-selection) with room; the Event names the ranges passed over"},
+		{[]string{ReasonClaimedOnNetwork}, Failure, "FloatingIP", "the Harvester cluster hands out or uses the address asked for on the range's network (the range's `HarvesterClaimsAddresses` warning names what): give `spec.ipaddress` another address, or clear it to get the next free one"},
+		{[]string{ReasonAddressInUse}, Failure, "FloatingIP Warning", "a virtual machine of the Harvester cluster that is no node of this guest reports the address on the range's network, named in the message: two hosts answer for it. The address is kept, not moved: take it off that VM (its static configuration, or the DHCP or load balancer pool that gave it), or delete the FloatingIP to have a new address allocated (alert `KubeFIPAddressInUseOnNetwork`)"},
 		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
 		// waiting for a retention to run out
 		{[]string{ReasonIPRetained}, Progress, "FloatingIP", "the address is kept for a deleted cluster until the time in the message; wait, pick another, or delete the `FloatingIPAllocation` the message names"},
@@ -412,6 +432,9 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonStatusUpdateFailed}, Failure, "FloatingIPRange", "its status could not be written; retried; the Event and the operator's log say why"},
 		{[]string{ReasonWholeAddressSpace, ReasonNoCapacity}, Notice, "FloatingIPRange Warning", "`0.0.0.0/0` or `::/0`, or nothing left to hand out after the excludes: almost certainly a typo"},
 		{[]string{ReasonUnknownHarvesterCluster}, Failure, "FloatingIPRange", "`harvesterClusterName` is the display name of no cluster in Rancher, so no guest cluster gets an address from the range (FloatingIPs that name it still do): correct the annotation to the Harvester cluster's name in Rancher, or import that Harvester cluster; the range turns `Ready` by itself"},
+		{[]string{ReasonHarvesterClaims}, Notice, "FloatingIPRange Warning", "the Harvester cluster's load balancer or DHCP pools, or its virtual machines, hand out or use some of the range's addresses, named in the message: they are not handed out, and addresses already allocated there are reported on their FloatingIPs, not moved. Shrink or exclude them from the range, or move the Harvester pool, to make the warning go"},
+		{[]string{ReasonHarvesterNotRead}, Notice, "FloatingIPRange Warning", "the range's Harvester cluster could not be read through Rancher, or a read limit ended the read (the message says which), so conflicts with its pools and VMs are not known: allocation goes on. Check that the Harvester cluster is connected in Rancher ([what the operator reads there](docs/security.md#what-the-operator-reads-in-a-harvester-cluster))"},
+		{[]string{ReasonNetworkNotFound}, Notice, "FloatingIPRange Warning", "`harvesterNetworkName` names no VM network of the Harvester cluster, or a bare name several namespaces have: write it as `namespace/name` of an existing network; until then the name as written is the range's address space"},
 		{[]string{ReasonNoClusterSelected}, Notice, "FloatingIPRange Warning", "`spec.clusterSelector` matches no provisioning cluster, so the range hands out nothing: check the selector against the clusters' labels"},
 
 		// Discovery, on Rancher's provisioning clusters (pkg/controllers/discovery, pkg/harvester).

@@ -55,8 +55,11 @@ func classOf(reason string) Class {
 		return Progress
 	case
 		"AddressOnAnotherNetwork",
+		"HarvesterClaimsAddresses",
+		"HarvesterNotRead",
 		"KubevipEnvIgnored",
 		"NetworkNameWithoutNamespace",
+		"NetworkNotFound",
 		"NoCapacity",
 		"NoClusterSelected",
 		"NoRangeForFamily",
@@ -65,11 +68,13 @@ func classOf(reason string) Class {
 		"WholeAddressSpace":
 		return Notice
 	case
+		"AddressInUseOnNetwork",
 		"AllocationFailed",
 		"ChartCredentialsInvalid",
 		"ChartRefused",
 		"ChartSourceNotAllowed",
 		"ChartValuesNotAllowed",
+		"ClaimedOnNetwork",
 		"ClusterLimitReached",
 		"ClusterNotSelected",
 		"ConfigMapFailed",
