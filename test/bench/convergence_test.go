@@ -35,11 +35,11 @@ import (
 )
 
 // startBenchOperator starts the operator with its Lease, Events and kube-fip-config in ns and the
-// words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
+// extra flags and the words of $BENCH_OPERATOR_ARGS appended to its flags. It does not wait for the controllers.
 // Its kube-fip-config sets addressRetention to 0, and nothing else: the benchmarks delete their
 // clusters and then their range, which would otherwise wait a day for the retained addresses.
 // prof, when not nil, has the operator serve its profiles and starts fetching its CPU profile.
-func startBenchOperator(b *testing.B, ns string, prof *benchProfiles) *controlplane.Process {
+func startBenchOperator(b *testing.B, ns string, prof *benchProfiles, extra ...string) *controlplane.Process {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
 		Data: map[string]string{config.KeyAddressRetention: "0"}}
 	cms := kubernetes.NewForConfigOrDie(shared.Env.Config).CoreV1().ConfigMaps(ns)
@@ -47,7 +47,7 @@ func startBenchOperator(b *testing.B, ns string, prof *benchProfiles) *controlpl
 		b.Fatalf("writing the benchmark operator's %s: %v", config.ConfigMapName, err)
 	}
 	args := []string{"--kubeconfig", shared.Env.Kubeconfig, "--namespace", ns, "--metrics-bind-address", "127.0.0.1", "--metrics-port", strconv.Itoa(rig.FreePort(b))}
-	args = append(append(args, prof.args()...), benchOperatorArgs()...)
+	args = append(append(append(args, prof.args()...), extra...), benchOperatorArgs()...)
 	p, err := controlplane.StartOperator(shared.Operator, nil, chartRuntimeEnv(b), args...)
 	if err != nil {
 		b.Fatal(err)

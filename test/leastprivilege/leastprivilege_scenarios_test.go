@@ -24,7 +24,7 @@ import (
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
 	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioWebhook, scenarioContention, scenarioDiscovery, scenarioAllocation,
-		scenarioGuest, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
+		scenarioGuest, scenarioHarvester, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
 		scenarioAllocationWatch, scenarioRenewal}
 }
 
@@ -120,6 +120,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process) []scenario {
 					v1.GuestConfigured.IsTrue(a), nil
 			})
 		}},
+		{scenarioHarvester, func() error { return e.harvesterRead(w, stop) }},
 		{scenarioFIPConflict, func() error {
 			// The operator's FloatingIP cache stops at the version it has; the FloatingIP moves
 			// on without it. The guest pass a relabelled provisioning cluster starts finds the cluster

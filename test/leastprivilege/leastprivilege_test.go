@@ -31,6 +31,7 @@ const (
 	scenarioDiscovery          = "discovery"
 	scenarioAllocation         = "allocation"
 	scenarioGuest              = "guest"
+	scenarioHarvester          = "harvester"           // the Harvester cluster read through Rancher, by the controllers and the webhook
 	scenarioFIPConflict        = "floatingip-conflict" // a guest pass writes status over a stale cache
 	scenarioReload             = "config-reload"
 	scenarioEvents             = "events"
@@ -159,7 +160,8 @@ func (e *lpEnv) startOperator() *controlplane.Process {
 	env := []string{"CATTLE_ELECTION_LEASE_DURATION=20s", "CATTLE_ELECTION_RENEW_DEADLINE=15s", "CATTLE_ELECTION_RETRY_PERIOD=1s"}
 	p, err := controlplane.StartOperator(e.s.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info",
-		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration)
+		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration,
+		"--harvester-read-interval", "2s")
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/rancher/wrangler/v2/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
+	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
@@ -54,6 +57,27 @@ func (h *handler) onTheWire(r *v1.FloatingIPRange) (harvesterview.Judgement, *pr
 		}
 	}
 	return j, nil
+}
+
+// importedHarvester finds the provisioning cluster of an imported Harvester cluster by its
+// display name: Rancher names it so, but a cluster imported before Rancher's provisioning
+// clusters has one named by its management cluster's id (Rancher's
+// generateProvisioningClusterFromLegacyCluster), found through the management clusters of that
+// display name.
+func (h *handler) importedHarvester(clusters provcontrollers.ClusterCache) harvesterview.ClusterGetter {
+	return func(namespace, display string) (*provv1.Cluster, error) {
+		c, err := clusters.Get(namespace, display)
+		if !apierrors.IsNotFound(err) || h.harvesters == nil || h.harvesters.clusters == nil {
+			return c, err
+		}
+		known, _ := h.harvesters.clusters.GetByIndex(managementByDisplayName, display)
+		for _, m := range known {
+			if legacy, lerr := clusters.Get(namespace, m.Name); lerr == nil {
+				return legacy, nil
+			}
+		}
+		return nil, err
+	}
 }
 
 // guestNamespace is the namespace of the FloatingIPs of the guest cluster whose provisioning
@@ -164,9 +188,8 @@ func (h *handler) readHarvesters(c *controllers.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the client of Rancher's settings: %w", err)
 	}
-	clusters := c.ProvisioningClusters.Cache()
 	reacher := &harvesterview.Reacher{
-		Clusters: clusters.Get, Secrets: c.Secrets, Settings: dyn.Resource(guest.SettingResource()),
+		Clusters: h.importedHarvester(c.ProvisioningClusters.Cache()), Secrets: c.Secrets, Settings: dyn.Resource(guest.SettingResource()),
 		FleetNamespace: c.FleetNamespace, Timeout: cmp.Or(c.Harvester.Timeout, c.Guest.Timeout),
 	}
 	h.views = harvesterview.New(&harvesterview.Reader{Reacher: reacher, Limits: c.Harvester.Limits}, c.Harvester.Interval, c.Metrics,
