@@ -23,7 +23,7 @@ const benchHarvesters = 3
 // test cluster proxy holding Harvester's CRDs, one VM network, a load balancer and a DHCP pool of
 // it, and a VM per guest node (one per guest) whose guest agent reports its address there; one
 // range per Harvester cluster. It runs the start-up backlog twice, on clusters of their own: with
-// no Harvester cluster read (--harvester-read-interval=-1), then as installed (every 2 minutes),
+// no Harvester cluster read (--harvester-read-interval=-1s), then as installed (every 2 minutes),
 // and reports
 //
 //	s-to-converge-unread, s-to-converge-read   operator started → every guest holds its address
@@ -62,7 +62,7 @@ func BenchmarkHarvesterReads(b *testing.B) {
 		name  string
 		flags []string
 		into  *float64
-	}{{"unread", []string{"--harvester-read-interval=-1"}, &unread}, {"read", nil, &read}} {
+	}{{"unread", []string{"--harvester-read-interval=-1s"}, &unread}, {"read", nil, &read}} {
 		prefix := "hv" + run.name
 		ns := "kube-fip-" + prefix
 		rig.Must(b, r.AddNamespace(ns))
