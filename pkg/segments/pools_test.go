@@ -78,15 +78,9 @@ func TestParseLBPool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			claims, err := parseLBPool(fromYAML(t, tt.yaml), segments)
-			if tt.skipped {
-				if err == nil {
-					t.Fatalf("parsed %v, want it skipped", claims)
-				}
+			claims, ok := parsed(t, parseLBPool, tt.yaml, tt.skipped)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("skipped: %v", err)
 			}
 			var runs []string
 			for _, c := range claims {
@@ -156,15 +150,9 @@ func TestParseDHCPPool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			claims, err := parseDHCPPool(fromYAML(t, tt.yaml), segments)
-			if tt.skipped {
-				if err == nil {
-					t.Fatalf("parsed %v, want it skipped", claims)
-				}
+			claims, ok := parsed(t, parseDHCPPool, tt.yaml, tt.skipped)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("skipped: %v", err)
 			}
 			var runs, objects []string
 			for _, c := range claims {
@@ -181,4 +169,18 @@ func TestParseDHCPPool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parsed parses the pool in yaml and checks that it was skipped, or not, as the case says; ok is
+// false when the case is done (a skipped pool).
+func parsed(t *testing.T, parse func([]byte, segmentFunc) ([]Claim, error), yaml string, skipped bool) ([]Claim, bool) {
+	t.Helper()
+	claims, err := parse(fromYAML(t, yaml), segments)
+	switch {
+	case skipped && err == nil:
+		t.Fatalf("parsed %v, want it skipped", claims)
+	case !skipped && err != nil:
+		t.Fatalf("skipped: %v", err)
+	}
+	return claims, !skipped
 }
