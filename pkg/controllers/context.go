@@ -65,8 +65,10 @@ type Context struct {
 	FirstGuest *FirstGuestStatus
 
 	Guest GuestOptions
-	// Harvester tunes the reading of the Harvester clusters the ranges name.
-	Harvester harvesterview.Options
+	// Harvester tunes the reading of the Harvester clusters the ranges name; Harvesters are those
+	// clusters as last read, set by the range controller, which reads them (nil: none is read).
+	Harvester  harvesterview.Options
+	Harvesters *harvesterview.Views
 
 	starters  []func(context.Context)
 	informers []Informer

@@ -56,8 +56,9 @@ type Views struct {
 	metrics  *metrics.Metrics
 	// wanted tells whether a range still names the cluster; one no range names is forgotten.
 	wanted func(display string) bool
-	// changed hears of a cluster whose view or error changed.
-	changed func(display string)
+	// changed hear of a cluster whose view or error changed: the one New was given, and those
+	// added with OnChange.
+	changed []func(display string)
 
 	queue workqueue.TypedDelayingInterface[string]
 	mu    sync.Mutex
@@ -76,9 +77,12 @@ func New(reader *Reader, interval time.Duration, m *metrics.Metrics, wanted func
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	return &Views{reader: reader, interval: interval, metrics: m, wanted: wanted, changed: changed,
+	return &Views{reader: reader, interval: interval, metrics: m, wanted: wanted, changed: []func(string){changed},
 		queue: workqueue.NewTypedDelayingQueue[string](), known: map[string]known{}}
 }
+
+// OnChange adds fn to what hears of a cluster whose view or error changed; only before Run.
+func (v *Views) OnChange(fn func(display string)) { v.changed = append(v.changed, fn) }
 
 // Get returns what is known of the Harvester cluster display; ok is false before its first read
 // ended, and the cluster is then read at once.
@@ -154,7 +158,9 @@ func (v *Views) read(ctx context.Context, display string) {
 		if err != nil {
 			logrus.Warnf("Harvester cluster %s: %s", display, err)
 		}
-		v.changed(display)
+		for _, fn := range v.changed {
+			fn(display)
+		}
 	}
 }
 

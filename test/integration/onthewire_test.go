@@ -13,7 +13,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
+	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/harvester"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
@@ -29,10 +32,9 @@ type harvesterCluster struct {
 }
 
 // importHarvester starts a Harvester cluster named display, with the CRDs of its networks, pools
-// and VMs, and imports it into Rancher as cluster id.
-func (f *fixture) importHarvester(id, display string) *harvesterCluster {
+// and VMs, and imports it into Rancher as cluster id, served by proxy.
+func (f *fixture) importHarvester(proxy *guests.ClusterProxy, id, display string) *harvesterCluster {
 	f.t.Helper()
-	proxy := f.shard.StartClusterProxy(f.t)
 	g := f.shard.StartGuest(f.t, display)
 	rig.Must(f.t, harvester.Install(context.Background(), g.Config))
 	c, err := harvester.NewCluster(g.Config)
@@ -90,7 +92,7 @@ func rangeWarns(parts ...string) func(*v1.FloatingIPRange) bool {
 // goes on.
 func TestRangeKeepsClearOfWhatHarvesterHandsOut(t *testing.T) {
 	f := newFixture(t, "c-m-wire0001")
-	hv := f.importHarvester("c-m-hvwire01", "hvwire")
+	hv := f.importHarvester(f.shard.StartClusterProxy(t), "c-m-hvwire01", "hvwire")
 	ctx := context.Background()
 	rig.Must(t, firstErr(
 		ignore(hv.NAD(ctx, "default", "vlan10", "mgmt", 10, "10.181.0.0/24", "10.181.0.1")),
@@ -190,7 +192,7 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) { w.got = a
 // pool is let through with a warning, as is one of a Harvester cluster Rancher cannot reach.
 func TestWebhookJudgesRangesOnTheWire(t *testing.T) {
 	f := newFixture(t, "c-m-wire0002")
-	hv := f.importHarvester("c-m-hvwire02", "hvwire2")
+	hv := f.importHarvester(f.shard.StartClusterProxy(t), "c-m-hvwire02", "hvwire2")
 	ctx := context.Background()
 	rig.Must(t, firstErr(
 		ignore(hv.NAD(ctx, "default", "vlan10", "mgmt", 10, "10.182.0.0/16", "10.182.0.1")),
@@ -247,5 +249,55 @@ func TestWebhookJudgesRangesOnTheWire(t *testing.T) {
 		if !slices.ContainsFunc(got.got, func(s string) bool { return strings.Contains(s, c.warn) }) {
 			t.Errorf("a range of %s: warnings %q; want one saying %q", what, got.got, c.warn)
 		}
+	}
+}
+
+// TestGuestKubevipAnnouncesOnTheRangesNIC: kube-vip is installed in a guest to announce on the NIC
+// its control-plane VMs have on the range's network, as the guest agent names it in Harvester
+// (eth1 on the second network, not the first NIC); a node of the guest that has no NIC there keeps
+// the guest from being Ready, KubevipInstalled naming the node.
+func TestGuestKubevipAnnouncesOnTheRangesNIC(t *testing.T) {
+	f := newFixture(t, "c-m-nic00001")
+	proxy := f.shard.StartClusterProxy(t)
+	hv := f.importHarvester(proxy, "c-m-hvnic001", "hvnic")
+	gc := rancherCluster(t, proxy, "nicguest", "c-m-nicguest", nil, f.shard.StartGuest(t, "nicguest"))
+	repo := chartrepo.ChartRepoForTest(t, controlplane.PinnedStandIns()...)
+	ctx := context.Background()
+	rig.Must(t, firstErr(
+		ignore(hv.NAD(ctx, "default", "vlan10", "mgmt", 10, "", "")),
+		ignore(hv.NAD(ctx, "default", "vlan20", "mgmt", 20, "10.183.0.0/24", "10.183.0.1")),
+		hv.CreateVM(ctx, harvester.VM{Namespace: "default", Name: "nicguest-pool1-5c6d7e8f9-aaaaa", GuestCluster: "nicguest", NICs: []harvester.NIC{
+			{Name: "nic-0", Network: "default/vlan10", GuestName: "enp1s0", Addresses: []string{"10.184.0.11"}},
+			{Name: "nic-1", Network: "default/vlan20", GuestName: "eth1", Addresses: []string{"10.183.0.11"}},
+		}}),
+	))
+	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipChartRepoUrl": repo.URL, "kubevipGuestInstall": "enabled"})
+	f.operator(controlplane.StandInDigestsArg(), "--harvester-read-interval=2s")
+	f.createWireRange("nic-r", "10.183.0.32/28", hv.display, "default/vlan20")
+	f.createFIPIn(gc.id, "nicguest-kubevip", "nic-r", "")
+
+	rig.Eventually(t, 60*time.Second, "kube-vip's DaemonSet announcing on eth1", func() bool {
+		ds, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "vip_interface" {
+				return e.Value == "eth1"
+			}
+		}
+		return false
+	})
+
+	rig.Must(t, hv.CreateVM(ctx, harvester.VM{Namespace: "default", Name: "nicguest-pool1-5c6d7e8f9-bbbbb", GuestCluster: "nicguest", NICs: []harvester.NIC{
+		{Name: "nic-0", Network: "default/vlan10", GuestName: "enp1s0", Addresses: []string{"10.184.0.12"}},
+	}}))
+	x := f.waitFIPIn(gc.id, "nicguest-kubevip", 60*time.Second, v1.ReasonNoInterfaceOnNetwork+" naming the node", func(x *v1.FloatingIP) bool {
+		c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
+		return ok && c.Reason == v1.ReasonNoInterfaceOnNetwork && strings.Contains(c.Message, "default/nicguest-pool1-5c6d7e8f9-bbbbb") &&
+			!strings.Contains(c.Message, "aaaaa")
+	})
+	if v1.Ready.IsTrue(x) {
+		t.Errorf("the FloatingIP is Ready while a control-plane node has no NIC on the range's network: %s", suite.StatusText(x))
 	}
 }

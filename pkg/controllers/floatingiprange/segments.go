@@ -194,6 +194,7 @@ func (h *handler) readHarvesters(c *controllers.Context) error {
 	}
 	h.views = harvesterview.New(&harvesterview.Reader{Reacher: reacher, Limits: c.Harvester.Limits}, c.Harvester.Interval, c.Metrics,
 		h.namedByRange, h.harvesterChanged)
+	c.Harvesters = h.views
 	c.OnStart(h.views.Run)
 	return nil
 }

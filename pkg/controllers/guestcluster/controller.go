@@ -29,6 +29,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
@@ -62,6 +63,9 @@ type deps struct {
 	Store    *config.Store
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
+	// Harvesters are the Harvester clusters as last read, which tell the NIC kube-vip announces
+	// on; nil when none is read.
+	Harvesters *harvesterview.Views
 }
 
 // controller is the guest queue and its workers.
@@ -100,7 +104,7 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	c := &controller{
 		deps: deps{Settings: dyn.Resource(guest.SettingResource()), FloatingIPs: cc.FloatingIPs, Ranges: cc.Ranges.Cache(), Alloc: cc.Alloc, Provisioning: cc.ProvisioningClusters,
 			Management: cc.ManagementClusters, Secrets: cc.Secrets, Store: cc.Store,
-			Metrics: cc.Metrics, Recorder: cc.Recorder},
+			Metrics: cc.Metrics, Recorder: cc.Recorder, Harvesters: cc.Harvesters},
 		opts:      opts,
 		connect:   connectThroughRancher(installer, opts.Timeout),
 		addresses: sharedread.New[[]string](addressReuse, time.Now),
@@ -122,6 +126,9 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 	c.Management.OnChange(ctx, HandlerName, c.onManagementCluster)
 	c.Provisioning.OnChange(ctx, HandlerName, c.onProvisioningCluster)
 	c.Store.Subscribe(func(_, _ config.Config) { c.enqueueAll() })
+	if c.Harvesters != nil {
+		c.Harvesters.OnChange(c.harvesterChanged)
+	}
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()

@@ -28,6 +28,19 @@ type step struct {
 // install keeps kube-vip and kube-vip-cloud-provider installed in the guest and says where the
 // installed provider reads its address pool; found is false when that is not known.
 func (c *controller) install(ctx context.Context, cfg config.Config, client guestAPI, p *pass) (result outcome, ref kubevipconfig.ConfigMapRef, found bool) {
+	// kube-vip announces on the NIC the guest's control-plane VMs have on the range's network,
+	// unless kube-fip-config names one; nodes that lack it or name it apart keep the guest from
+	// being Ready, whatever else the install does.
+	nic, wrongNIC := c.nicOf(p.fip)
+	if wrongNIC != nil && wrongNIC.Reason == v1.ReasonWaitingForHarvester {
+		return outcome{reason: wrongNIC.Reason, message: p.redact(wrongNIC.Message)}, ref, false
+	}
+	cfg = withInterface(cfg, nic.Name)
+	defer func() {
+		if result.ok && wrongNIC != nil {
+			result = outcome{reason: wrongNIC.Reason, message: p.redact(wrongNIC.Message)}
+		}
+	}()
 	policy := c.opts.ChartPolicy
 	steps := []step{
 		{"kube-vip", cfg.Kubevip, policy.PlanKubevip, metrics.EventKubevipInstall},

@@ -245,6 +245,10 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if p.installs {
 		k, ref, found := c.install(ctx, cfg, client, p)
 		p.kubevip = &k
+		if k.reason == v1.ReasonWaitingForHarvester {
+			p.set(v1.GuestStatePending, k)
+			return errRetry
+		}
 		if !found {
 			// Where the provider will read is not known until it is installed.
 			p.set(v1.GuestStateError, outcome{reason: k.reason, message: "kube-vip-cloud-provider is not installed, so the address is not written yet: " + k.message})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -36,6 +37,10 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	}
 	if mgmt, err := c.Management.Cache().Get(f.Namespace); err == nil {
 		parts = append(parts, string(rancherState(mgmt)), labelState(mgmt.Labels))
+	}
+	if nic, wrong := c.nicOf(f); nic.Name != "" || wrong != nil {
+		// Only when Harvester tells, for the same reason as below.
+		parts = append(parts, "nic", nic.Name, fmt.Sprint(wrong))
 	}
 	if ns, ok := f.Annotations[v1.AnnotationGuestNamespace]; ok {
 		// Only when set, so that the inputs of a FloatingIP without it stay those of earlier

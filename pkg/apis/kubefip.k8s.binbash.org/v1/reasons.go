@@ -89,6 +89,15 @@ const (
 // Reasons of a FloatingIP's GuestConfigured and KubevipInstalled conditions and of the guest
 // operations' Events (pkg/controllers/guestcluster).
 const (
+	// ReasonNoInterfaceOnNetwork: control-plane nodes of the guest, named in the message, have no
+	// NIC on the range's network, as their VMs in Harvester show them (KubevipInstalled).
+	ReasonNoInterfaceOnNetwork = "NoInterfaceOnNetwork"
+	// ReasonInterfaceNamesDiffer: the guest's control-plane nodes name their NIC on the range's
+	// network differently, and kube-vip takes one name for every node (KubevipInstalled).
+	ReasonInterfaceNamesDiffer = "InterfaceNamesDiffer"
+	// ReasonWaitingForHarvester: the range's Harvester cluster is being read for the first time;
+	// kube-vip is installed once the NIC it announces on is known (KubevipInstalled).
+	ReasonWaitingForHarvester = "WaitingForHarvester"
 	// ReasonConfigured: the guest's ConfigMap holds the address.
 	ReasonConfigured = "Configured"
 	// ReasonProvisioning: Rancher is still provisioning the guest cluster.
@@ -432,6 +441,10 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonStatusUpdateFailed}, Failure, "FloatingIPRange", "its status could not be written; retried; the Event and the operator's log say why"},
 		{[]string{ReasonWholeAddressSpace, ReasonNoCapacity}, Notice, "FloatingIPRange Warning", "`0.0.0.0/0` or `::/0`, or nothing left to hand out after the excludes: almost certainly a typo"},
 		{[]string{ReasonUnknownHarvesterCluster}, Failure, "FloatingIPRange", "`harvesterClusterName` is the display name of no cluster in Rancher, so no guest cluster gets an address from the range (FloatingIPs that name it still do): correct the annotation to the Harvester cluster's name in Rancher, or import that Harvester cluster; the range turns `Ready` by itself"},
+		// waiting for the first read of the range's Harvester cluster
+		{[]string{ReasonWaitingForHarvester}, Progress, "KubevipInstalled", "nothing: the range's Harvester cluster is read first, for the NIC kube-vip announces on; the install follows within seconds. If it stays, the range's `HarvesterNotRead` warning says why the cluster cannot be read"},
+		{[]string{ReasonNoInterfaceOnNetwork}, Failure, "KubevipInstalled", "the guest's control-plane VMs named in the message have no NIC on the range's network in Harvester, so kube-vip cannot announce the address there: add a NIC on that network to the control-plane machine pool (Rancher: **Edit Config**, the pool's **Networks**), or use a range of a network the nodes have"},
+		{[]string{ReasonInterfaceNamesDiffer}, Failure, "KubevipInstalled", "the guest's control-plane nodes, named in the message, call their NIC on the range's network by different names (different images): kube-vip takes one name for every node. Give the pool's nodes one image, or set `env.vip_interface` in `kubevipChartValues`"},
 		{[]string{ReasonHarvesterClaims}, Notice, "FloatingIPRange Warning", "the Harvester cluster's load balancer or DHCP pools, or its virtual machines, hand out or use some of the range's addresses, named in the message: they are not handed out, and addresses already allocated there are reported on their FloatingIPs, not moved. Shrink or exclude them from the range, or move the Harvester pool, to make the warning go"},
 		{[]string{ReasonHarvesterNotRead}, Notice, "FloatingIPRange Warning", "the range's Harvester cluster could not be read through Rancher, or a read limit ended the read (the message says which), so conflicts with its pools and VMs are not known: allocation goes on. Check that the Harvester cluster is connected in Rancher ([what the operator reads there](docs/security.md#what-the-operator-reads-in-a-harvester-cluster))"},
 		{[]string{ReasonNetworkNotFound}, Notice, "FloatingIPRange Warning", "`harvesterNetworkName` names no VM network of the Harvester cluster, or a bare name several namespaces have: write it as `namespace/name` of an existing network; until then the name as written is the range's address space"},

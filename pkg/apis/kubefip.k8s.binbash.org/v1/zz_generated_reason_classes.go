@@ -51,7 +51,8 @@ func classOf(reason string) Class {
 		"Provisioning",
 		"RangeNotFound",
 		"ServePending",
-		"SpaceChangePending":
+		"SpaceChangePending",
+		"WaitingForHarvester":
 		return Progress
 	case
 		"AddressOnAnotherNetwork",
@@ -87,6 +88,7 @@ func classOf(reason string) Class {
 		"ImagePullSecretInvalid",
 		"ImageTagMoved",
 		"IncompleteChartSelection",
+		"InterfaceNamesDiffer",
 		"InternalError",
 		"InvalidAddress",
 		"InvalidCloudCredential",
@@ -104,6 +106,7 @@ func classOf(reason string) Class {
 		"NamespaceNotAllowed",
 		"NoCloudCredential",
 		"NoControlPlanePool",
+		"NoInterfaceOnNetwork",
 		"NoMachineConfigRef",
 		"NoMatchingRange",
 		"NoRangeForNetwork",
