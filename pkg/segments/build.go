@@ -111,12 +111,10 @@ type builder struct {
 	v *View
 	// nads are the networks read so far, by "namespace/name".
 	nads map[string]Network
-	// guests are the guest labels of the VirtualMachines read, by "namespace/name".
-	guests map[string]string
 }
 
 func newBuilder(cluster string) *builder {
-	return &builder{v: &View{Cluster: cluster}, nads: map[string]Network{}, guests: map[string]string{}}
+	return &builder{v: &View{Cluster: cluster}, nads: map[string]Network{}}
 }
 
 // add reads one object of kind k into the view, or skips it.
@@ -147,17 +145,8 @@ func (b *builder) add(k Kind, item []byte) {
 			return
 		}
 		b.v.Claims = append(b.v.Claims, claims...)
-	case KindVirtualMachine:
-		key, guest, err := parseVM(item)
-		if err != nil {
-			b.v.skip(k, nameOf(item))
-			return
-		}
-		if guest != "" {
-			b.guests[key] = guest
-		}
 	case KindVM:
-		ifaces, claims, partial, err := parseVMI(item, b.guests, b.segmentOf)
+		ifaces, claims, partial, err := parseVMI(item, b.segmentOf)
 		if err != nil || partial {
 			b.v.skip(k, nameOf(item))
 		}

@@ -84,19 +84,15 @@ func (l Limits) withDefaults() Limits {
 type source struct {
 	kind Kind
 	path string
-	// selector, when set, is the labelSelector of the list.
-	selector string
 }
 
 // sources are the lists a read makes, in the order the builder needs them: NADs before the pools
-// and VMIs placed through them, VirtualMachines (only those with a guest label) before the VMIs
-// that take their label.
+// and VMIs placed through them.
 func sources() []source {
 	return []source{
 		{kind: KindNetwork, path: "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"},
 		{kind: KindLoadBalancerPool, path: "/apis/loadbalancer.harvesterhci.io/v1beta1/ippools"},
 		{kind: KindDHCPPool, path: "/apis/network.harvesterhci.io/v1alpha1/ippools"},
-		{kind: KindVirtualMachine, path: "/apis/kubevirt.io/v1/virtualmachines", selector: labelGuest},
 		{kind: KindVM, path: "/apis/kubevirt.io/v1/virtualmachineinstances"},
 	}
 }
@@ -113,8 +109,6 @@ func whatOf(k Kind) string {
 		return "load balancer IPPools"
 	case KindDHCPPool:
 		return "DHCP IPPools"
-	case KindVirtualMachine:
-		return "VirtualMachines"
 	case KindVM:
 		return "VirtualMachineInstances"
 	}
@@ -129,7 +123,7 @@ func whatOf(k Kind) string {
 func Read(ctx context.Context, get Getter, cluster string, lim Limits) (*View, error) {
 	r := &reader{get: get, lim: lim.withDefaults(), b: newBuilder(cluster)}
 	for _, s := range sources() {
-		if r.lim.NoVMs && (s.kind == KindVirtualMachine || s.kind == KindVM) {
+		if r.lim.NoVMs && s.kind == KindVM {
 			continue
 		}
 		if err := r.list(ctx, s); err != nil {
@@ -172,9 +166,6 @@ func (r *reader) list(ctx context.Context, s source) error {
 		q := url.Values{"limit": {strconv.Itoa(ask)}}
 		if cont != "" {
 			q.Set("continue", cont)
-		}
-		if s.selector != "" {
-			q.Set("labelSelector", s.selector)
 		}
 		body, err := r.get.Get(ctx, s.path+"?"+q.Encode())
 		r.b.v.Requests++

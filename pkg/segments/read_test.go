@@ -69,7 +69,6 @@ const (
 	pathNAD  = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"
 	pathLB   = "/apis/loadbalancer.harvesterhci.io/v1beta1/ippools"
 	pathDHCP = "/apis/network.harvesterhci.io/v1alpha1/ippools"
-	pathVM   = "/apis/kubevirt.io/v1/virtualmachines"
 	pathVMI  = "/apis/kubevirt.io/v1/virtualmachineinstances"
 )
 
@@ -87,7 +86,6 @@ func cluster(t testing.TB) *fakeGetter {
 				"    network: default/vlan10\n    scope:\n      - namespace: default\n")),
 			fromYAML(t, lbPool("global", "", "    - subnet: 192.168.0.0/24\n", "    scope:\n      - namespace: \"*\"\n        project: \"*\"\n        guestCluster: \"*\"\n")),
 		},
-		pathVM: {[]byte(`{"metadata":{"name":"guest1-pool1-abcde","namespace":"default","labels":{"guestcluster.harvesterhci.io/name":"guest1"}}}`)},
 		pathVMI: {[]byte(guestNodeVMI),
 			[]byte(`{"metadata":{"name":"other","namespace":"prod"},"spec":{"networks":[{"name":"n","multus":{"networkName":"vlan20"}}]},"status":{"interfaces":[{"name":"n","ipAddress":"10.0.20.9"}]}}`)},
 	}}
@@ -130,14 +128,9 @@ func TestRead(t *testing.T) {
 	if !slices.Equal(v.Skipped[KindNetwork], []string{"default/macvlan"}) || v.SkippedCount[KindNetwork] != 1 {
 		t.Errorf("skipped %v %v", v.Skipped, v.SkippedCount)
 	}
-	// NADs in 2 pages, pools 1, DHCP 1 (absent), VMs 1, VMIs 1.
-	if v.Requests != 6 || v.Requests != len(get.requests) {
+	// NADs in 2 pages, pools 1, DHCP 1 (absent), VMIs 1.
+	if v.Requests != 5 || v.Requests != len(get.requests) {
 		t.Errorf("%d requests counted, %d made: %q", v.Requests, len(get.requests), get.requests)
-	}
-	for _, r := range get.requests {
-		if strings.HasPrefix(r, pathVM+"?") && !strings.Contains(r, "labelSelector=guestcluster.harvesterhci.io%2Fname") {
-			t.Errorf("VMs listed without the guest label selector: %s", r)
-		}
 	}
 	if got := v.Overlapping(seg("mgmt", 10), addr("10.0.10.200"), addr("10.0.10.210")); len(got) != 1 || got[0].Guest != "guest1" {
 		t.Errorf("the guest's floating IP is not found as its VM's: %v", got)
@@ -202,7 +195,7 @@ func TestReadLimits(t *testing.T) {
 	}
 	get := &fakeGetter{endless: true}
 	v, err := Read(context.Background(), get, testCluster, Limits{MaxPages: 3})
-	if err != nil || len(get.requests) != 15 || !strings.Contains(v.Limited, "VirtualMachineInstances: MaxPages (3 pages)") {
+	if err != nil || len(get.requests) != 12 || !strings.Contains(v.Limited, "VirtualMachineInstances: MaxPages (3 pages)") {
 		t.Errorf("endless pages: %v, %d requests, %q", err, len(get.requests), v.Limited)
 	}
 }

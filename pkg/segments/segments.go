@@ -90,9 +90,6 @@ const (
 	KindVM Kind = "VM"
 	// KindNetwork is a NetworkAttachmentDefinition, for skips and absent APIs only.
 	KindNetwork Kind = "Network"
-	// KindVirtualMachine is a VirtualMachine (read for its guest label), for skips and absent
-	// APIs only.
-	KindVirtualMachine Kind = "VirtualMachine"
 )
 
 // Claim is a run of addresses something in Harvester hands out or uses.

@@ -12,45 +12,24 @@ import (
 )
 
 // labelGuest is what docker-machine-driver-harvester (v1.0.6, harvester/create.go) labels a guest
-// cluster's VirtualMachine with: the provisioning cluster's name.
+// cluster's VirtualMachine with: the provisioning cluster's name. The VMI carries it too: the
+// driver builds the VM with Harvester's VMBuilder, whose labels are those of the VM and of its
+// template alike (harvester pkg/builder NewVMBuilder), and KubeVirt copies the template's labels
+// to the VMI; Harvester's own VMI controller reads the driver's labels there. So the VMIs alone
+// are read, not the VirtualMachines as well.
 const labelGuest = "guestcluster.harvesterhci.io/name"
 
 // maxInterfaceName bounds the guest OS's name of a NIC that is kept: a Linux name has at most 15
 // bytes, a Windows one ("Ethernet 2") a few more; anything longer is no name worth repeating.
 const maxInterfaceName = 64
 
-// vmObject is what is read of a VirtualMachine (kubevirt.io/v1): its metadata's name and labels.
-type vmObject struct {
-	Metadata struct {
-		Namespace string            `json:"namespace"`
-		Name      string            `json:"name"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"metadata"`
-}
-
-// parseVM reads a VirtualMachine's "namespace/name" and guest label ("" for none).
-func parseVM(item []byte) (string, string, error) {
-	var o vmObject
-	if err := json.Unmarshal(item, &o); err != nil {
-		return "", "", err
-	}
-	m := o.Metadata
-	if m.Namespace == "" || !validNames(m.Namespace, m.Name) {
-		return "", "", errBadName
-	}
-	guest := m.Labels[labelGuest]
-	if guest != "" && len(validation.IsValidLabelValue(guest)) > 0 {
-		return "", "", errBadName
-	}
-	return m.Namespace + "/" + m.Name, guest, nil
-}
-
 // vmiObject is what is read of a VirtualMachineInstance (kubevirt.io/v1, kubevirt/api v1.7.0):
 // its networks and the interfaces its status reports.
 type vmiObject struct {
 	Metadata struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
+		Namespace string            `json:"namespace"`
+		Name      string            `json:"name"`
+		Labels    map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
 		Networks []struct {
@@ -75,7 +54,7 @@ type vmiObject struct {
 // one without a name is an interface only the guest agent knows (a bridge, a VLAN device, a pod's
 // veth in a guest cluster) and one on the pod network has no segment: both are left out. partial
 // is true when an address or a network reference was malformed and left out.
-func parseVMI(item []byte, guests map[string]string, segmentOf segmentFunc) (ifaces []Interface, claims []Claim, partial bool, err error) {
+func parseVMI(item []byte, segmentOf segmentFunc) (ifaces []Interface, claims []Claim, partial bool, err error) {
 	var o vmiObject
 	if err := json.Unmarshal(item, &o); err != nil {
 		return nil, nil, false, err
@@ -85,7 +64,10 @@ func parseVMI(item []byte, guests map[string]string, segmentOf segmentFunc) (ifa
 		return nil, nil, false, errBadName
 	}
 	vm := m.Namespace + "/" + m.Name
-	guest := guests[vm]
+	guest := m.Labels[labelGuest]
+	if guest != "" && len(validation.IsValidLabelValue(guest)) > 0 {
+		return nil, nil, false, errBadName
+	}
 	nets := map[string]string{}
 	for _, n := range o.Spec.Networks {
 		if n.Multus == nil {

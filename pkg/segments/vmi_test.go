@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -13,7 +12,8 @@ import (
 // reports the floating IP kube-vip added, a link-local address, and interfaces of its own.
 const guestNodeVMI = `{
   "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-  "metadata": {"name": "guest1-pool1-abcde", "namespace": "default", "labels": {"harvesterhci.io/vmName": "guest1-pool1-abcde"}},
+  "metadata": {"name": "guest1-pool1-abcde", "namespace": "default", "labels": {"harvesterhci.io/vmName": "guest1-pool1-abcde",
+    "guestcluster.harvesterhci.io/name": "guest1", "nodepool.harvesterhci.io/name": "pool1-6d8f9c7b5", "harvesterhci.io/machineSetName": "default-guest1-pool1"}},
   "spec": {
     "domain": {"devices": {"interfaces": [{"bridge": {}, "model": "virtio", "name": "nic-0"}, {"masquerade": {}, "name": "pod"}]}},
     "networks": [{"multus": {"networkName": "vlan10"}, "name": "nic-0"}, {"pod": {}, "name": "pod"}]
@@ -46,7 +46,7 @@ func TestParseVMI(t *testing.T) {
 	tests := []struct {
 		name    string
 		item    string
-		guests  map[string]string
+		guest   string
 		want    []Interface
 		claims  []string
 		segment Segment
@@ -58,7 +58,7 @@ func TestParseVMI(t *testing.T) {
 			want:   []Interface{{VM: "default/pinned-to-host", Network: "default/workload", InterfaceName: "eth0", Addresses: []netip.Addr{addr("172.19.106.159")}}},
 			claims: []string{"172.19.106.159"}, object: "VirtualMachineInstance default/pinned-to-host"},
 		{name: "guest node: pod network and guest-only interfaces left out, duplicates once",
-			item: guestNodeVMI, guests: map[string]string{"default/guest1-pool1-abcde": "guest1"}, segment: seg("mgmt", 10),
+			item: guestNodeVMI, guest: "guest1", segment: seg("mgmt", 10),
 			want: []Interface{{VM: "default/guest1-pool1-abcde", Guest: "guest1", Network: "default/vlan10", InterfaceName: "enp1s0",
 				Addresses: []netip.Addr{addr("10.0.10.5"), addr("10.0.10.200"), addr("fd00:10::5")}}},
 			claims: []string{"10.0.10.5", "10.0.10.200", "fd00:10::5"}},
@@ -80,12 +80,14 @@ func TestParseVMI(t *testing.T) {
 				"status":{"interfaces":[{"name":"n","interfaceName":"eth0\u001b[31m"}]}}`,
 			want: []Interface{{VM: "prod/a", Network: "prod/untagged"}}},
 		{name: "not running: no status", item: `{"metadata":{"name":"a","namespace":"prod"},"spec":{"networks":[{"name":"n","multus":{"networkName":"x"}}]}}`},
+		{name: "a guest label that is no label value", skipped: true,
+			item: `{"metadata":{"name":"a","namespace":"b","labels":{"guestcluster.harvesterhci.io/name":"not a label value"}}}`},
 		{name: "interfaces of the wrong type", skipped: true, item: `{"metadata":{"name":"a","namespace":"prod"},"status":{"interfaces":"eth0"}}`},
 		{name: "no namespace", skipped: true, item: `{"metadata":{"name":"a"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ifaces, claims, partial, err := parseVMI([]byte(tt.item), tt.guests, workload)
+			ifaces, claims, partial, err := parseVMI([]byte(tt.item), workload)
 			if tt.skipped {
 				if err == nil {
 					t.Fatalf("parsed %+v, want it skipped", ifaces)
@@ -106,7 +108,7 @@ func TestParseVMI(t *testing.T) {
 			var runs []string
 			for _, c := range claims {
 				runs = append(runs, run(c))
-				if c.Kind != KindVM || c.Segment != tt.segment || (tt.object != "" && c.Object != tt.object) || c.Guest != tt.guests[strings.TrimPrefix(c.Object, "VirtualMachineInstance ")] {
+				if c.Kind != KindVM || c.Segment != tt.segment || (tt.object != "" && c.Object != tt.object) || c.Guest != tt.guest {
 					t.Errorf("claim %+v, want a VM's on %+v named %q", c, tt.segment, tt.object)
 				}
 			}
@@ -114,19 +116,5 @@ func TestParseVMI(t *testing.T) {
 				t.Errorf("claims %v, want %v", runs, tt.claims)
 			}
 		})
-	}
-}
-
-func TestParseVM(t *testing.T) {
-	vm := `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine","metadata":{"name":"guest1-pool1-abcde","namespace":"default",
-		"annotations":{"harvesterhci.io/volumeClaimTemplates":"[{\"metadata\":{\"name\":\"x\"}}]"},
-		"labels":{"guestcluster.harvesterhci.io/name":"guest1","harvesterhci.io/machineSetName":"default-guest1-pool1","nodepool.harvesterhci.io/name":"pool1"}},
-		"spec":{"runStrategy":"RerunOnFailure","template":{"spec":{"networks":[{"multus":{"networkName":"default/vlan10"},"name":"nic-0"}]}}}}`
-	key, guest, err := parseVM([]byte(vm))
-	if err != nil || key != "default/guest1-pool1-abcde" || guest != "guest1" {
-		t.Fatalf("parseVM = %q %q %v", key, guest, err)
-	}
-	if _, _, err := parseVM([]byte(`{"metadata":{"name":"a","namespace":"b","labels":{"guestcluster.harvesterhci.io/name":"not a label value"}}}`)); err == nil {
-		t.Error("a guest label that is no label value was read")
 	}
 }
