@@ -10,6 +10,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/harvester"
 	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/problem"
 )
 
@@ -72,9 +73,11 @@ func defaultInterface() string {
 }
 
 // withInterface is cfg with kube-vip told to announce on the NIC name, unless kube-fip-config
-// names one itself or name is empty. cfg's values are shared: the maps changed are copies.
+// names one itself, or name is empty or no Linux interface name (the guest's agent reported it:
+// a name the values' judge would refuse is not passed on, and the values' own is used). cfg's
+// values are shared: the maps changed are copies.
 func withInterface(cfg config.Config, name string) config.Config {
-	if name == "" || vipInterface(cfg.Kubevip.Values) != "" {
+	if !chartvalues.IsInterfaceName(name) || vipInterface(cfg.Kubevip.Values) != "" {
 		return cfg
 	}
 	values := maps.Clone(cfg.Kubevip.Values)

@@ -18,6 +18,10 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
+// IsInterfaceName reports whether name is what kube-vip's interface variables may hold: a Linux
+// network interface name.
+func IsInterfaceName(name string) bool { return interfaceName.MatchString(name) }
+
 // Patterns of kube-vip's variables. They are compiled once and only ever read.
 var (
 	// interfaceName is a Linux network interface name: at most 15 bytes, no slash or space.
