@@ -1,3 +1,8 @@
+// The operator process of the tests, and the chart stand-ins it may install. Those stand-ins
+// mirror upstream github.com/kube-vip/helm-charts: chart kube-vip 0.9.9 (tag kube-vip-0.9.9) and
+// chart kube-vip-cloud-provider 0.2.10 (tag kube-vip-cloud-provider-0.2.10), as
+// test/rig/chartrepo/charts/README.md records.
+
 package controlplane
 
 import (
