@@ -223,7 +223,8 @@ func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps 
 }
 
 // whyNotReady reads at most MaxPods pods of ds for what keeps them from being ready: a container
-// waiting (ErrImagePull, CrashLoopBackOff, ...) or a pod not scheduled. "" when none says.
+// waiting (ErrImagePull, CrashLoopBackOff, ...) or a pod not scheduled, naming the pod and its
+// node (kube-vip exits at start on a node that lacks the interface it is told). "" when none says.
 func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *appsv1.DaemonSet) string {
 	if ds.Spec.Selector == nil || len(ds.Spec.Selector.MatchLabels) == 0 {
 		return ""
@@ -235,12 +236,16 @@ func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *app
 	}
 	for i := range min(len(pods.Items), MaxPods) {
 		p := &pods.Items[i]
+		pod := "pod " + shortName(p.Name)
+		if p.Spec.NodeName != "" {
+			pod += " on node " + shortName(p.Spec.NodeName)
+		}
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && w.Reason != "" {
-				return fmt.Sprintf("pod %s: container %s is waiting: %s", shortName(p.Name), shortName(c.Name), shortName(w.Reason))
+				return fmt.Sprintf("%s: container %s is waiting: %s", pod, shortName(c.Name), shortName(w.Reason))
 			}
 			if t := c.State.Terminated; t != nil && t.Reason != "" {
-				return fmt.Sprintf("pod %s: container %s terminated: %s", shortName(p.Name), shortName(c.Name), shortName(t.Reason))
+				return fmt.Sprintf("%s: container %s terminated: %s", pod, shortName(c.Name), shortName(t.Reason))
 			}
 		}
 		for _, cond := range p.Status.Conditions {

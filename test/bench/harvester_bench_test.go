@@ -31,6 +31,10 @@ const benchHarvesters = 3
 //
 //	s-to-converge-unread, s-to-converge-read   operator started → every guest holds its address
 //	converge-ratio                             the second over the first
+//	cpu-s-unread, cpu-s-read, cpu-ratio        the operator's processor time in that while
+//
+// The processor time is the operator's own: the wall time also holds what the Harvester clusters'
+// API servers, on this machine here, spend answering the reads.
 //
 // and after the last run that reads leaves the operator alone for $BENCH_HARVESTER_IDLE_SECONDS
 // (default 360, three reads of each cluster) and reports the requests the proxy forwarded to the Harvester clusters:
@@ -57,11 +61,11 @@ func BenchmarkHarvesterReads(b *testing.B) {
 			b.Fatal(err)
 		}
 		display := fmt.Sprintf("hvb-%d", i)
-		rig.Must(b, harvester.Register(r, proxy, g, "c-m-"+display, display, "token-"+display))
+		rig.Must(b, harvester.Register(r, proxy, g.Name, g.Config, "c-m-"+display, display, "token-"+display))
 		rig.Must(b, harvesterNetwork(clusters[i], i))
 	}
 	rounds := max(envInt(b, "BENCH_HARVESTER_ROUNDS", 3), 1)
-	var unread, read []float64
+	var unread, read, cpuUnread, cpuRead []float64
 	for round := range rounds {
 		// Alternate which goes first, so that whatever the machine does over time falls on both.
 		runs := []bool{false, true}
@@ -69,15 +73,15 @@ func BenchmarkHarvesterReads(b *testing.B) {
 			runs = []bool{true, false}
 		}
 		for _, reads := range runs {
-			s := harvesterRun(b, r, fips, clusters, n, round, reads, reads && round == rounds-1 && idle > 0, func() {
+			s, cpu := harvesterRun(b, r, fips, clusters, n, round, reads, reads && round == rounds-1 && idle > 0, func() {
 				proxy.ResetRequests()
 				time.Sleep(idle)
 				reportHarvesterRequests(b, proxy, idle)
 			})
 			if reads {
-				read = append(read, s)
+				read, cpuRead = append(read, s), append(cpuRead, cpu)
 			} else {
-				unread = append(unread, s)
+				unread, cpuUnread = append(unread, s), append(cpuUnread, cpu)
 			}
 		}
 	}
@@ -85,14 +89,21 @@ func BenchmarkHarvesterReads(b *testing.B) {
 	b.ReportMetric(mu, "s-to-converge-unread")
 	b.ReportMetric(mr, "s-to-converge-read")
 	b.ReportMetric(mr/mu, "converge-ratio")
+	cu, cr := median(cpuUnread), median(cpuRead)
+	b.ReportMetric(cu, "cpu-s-unread")
+	b.ReportMetric(cr, "cpu-s-read")
+	b.ReportMetric(cr/cu, "cpu-ratio")
 	fmt.Printf("%s: start-up backlog, median of %d rounds: %.1f s without reading Harvester %v, %.1f s reading it %v: %.2fx\n",
 		b.Name(), rounds, mu, unread, mr, read, mr/mu)
+	fmt.Printf("%s: the operator's processor time in it, median: %.1f s without reading Harvester %v, %.1f s reading it %v: %.2fx\n",
+		b.Name(), cu, cpuUnread, cr, cpuRead, cr/cu)
 }
 
 // harvesterRun is one start-up backlog: n guests on the clusters and a range on each, the
 // operator started reading the Harvester clusters or not, the seconds until every guest holds
-// its address; with idle, idle runs with the operator still there. Then everything is removed.
-func harvesterRun(b *testing.B, r *rancher.World, fips *fipWatch, clusters []*harvester.Cluster, n, round int, reads, withIdle bool, idle func()) float64 {
+// its address and the operator's processor time until then; with idle, idle runs with the
+// operator still there. Then everything is removed.
+func harvesterRun(b *testing.B, r *rancher.World, fips *fipWatch, clusters []*harvester.Cluster, n, round int, reads, withIdle bool, idle func()) (float64, float64) {
 	name, flags := "unread", []string{"--harvester-read-interval=-1s"}
 	if reads {
 		name, flags = "read", nil
@@ -113,13 +124,20 @@ func harvesterRun(b *testing.B, r *rancher.World, fips *fipWatch, clusters []*ha
 		worlds = append(worlds, s)
 	}
 	var stop func()
+	var cpu float64
 	t := newConvergence(len(all)).measure(b, r, fips, all, func() *controlplane.Process {
 		p := startBenchOperator(b, ns, nil, flags...)
 		stop = func() { _ = p.Stop(30 * time.Second) }
 		return p
-	}, nil)
+	}, func(p *controlplane.Process) time.Time {
+		var err error
+		cpu, err = p.CPUSeconds()
+		rig.Must(b, err)
+		return time.Now()
+	})
 	took := t.done.Sub(t.start).Seconds()
-	fmt.Printf("%s: round %d: every address held %.1f s after the start, Harvester clusters %s\n", b.Name(), round, took, name)
+	fmt.Printf("%s: round %d: every address held %.1f s after the start (%.1f s of the operator's processor time), Harvester clusters %s\n",
+		b.Name(), round, took, cpu, name)
 	if withIdle {
 		idle()
 	}
@@ -130,7 +148,7 @@ func harvesterRun(b *testing.B, r *rancher.World, fips *fipWatch, clusters []*ha
 		rig.Must(b, dropGuestNodes(clusters[i], s))
 	}
 	stop()
-	return took
+	return took, cpu
 }
 
 // median is the middle of xs, the mean of the two middle ones for an even count.

@@ -232,6 +232,8 @@ func (s *suite) upgradeToThisRelease(ctx context.Context) error {
 	security["allowedChartDigests"] = strings.Join(chartrepo.DigestEntries(controlplane.PinnedStandIns()...), ",")
 	// The uninstall at the end (zz_uninstall_test.go) takes the operator's changes out of the guest.
 	values["cleanup"] = map[string]interface{}{"guests": "clean"}
+	// The Harvester cluster's changes a test makes are seen within seconds.
+	values["harvesterReadInterval"] = "10s"
 	if err := s.upgrade(ctx, "kube-fip-operator-crd", s.crdChart, nil, false); err != nil {
 		return err
 	}

@@ -73,9 +73,9 @@ func podReady(p corev1.Pod) bool {
 	return false
 }
 
-// onInterface reports whether addr is on the guest node's interface, and the interface's hardware
-// address.
-func (s *suite) onInterface(t *testing.T, addr netip.Addr) (bool, net.HardwareAddr) {
+// onInterface reports whether addr is on the guest node's interface link, and the interface's
+// hardware address.
+func (s *suite) onInterface(t *testing.T, link string, addr netip.Addr) (bool, net.HardwareAddr) {
 	t.Helper()
 	var found bool
 	var mac net.HardwareAddr
@@ -85,12 +85,12 @@ func (s *suite) onInterface(t *testing.T, addr netip.Addr) (bool, net.HardwareAd
 			return err
 		}
 		defer h.Close()
-		link, err := h.LinkByName(node.NodeInterface)
+		l, err := h.LinkByName(link)
 		if err != nil {
 			return err
 		}
-		mac = link.Attrs().HardwareAddr
-		addrs, err := h.AddrList(link, netlink.FAMILY_V4)
+		mac = l.Attrs().HardwareAddr
+		addrs, err := h.AddrList(l, netlink.FAMILY_V4)
 		if err != nil {
 			return err
 		}
@@ -102,16 +102,17 @@ func (s *suite) onInterface(t *testing.T, addr netip.Addr) (bool, net.HardwareAd
 	return found, mac
 }
 
-// fromClient asks url from the client machine on the guest node's network, and returns the body
-// and the hardware address the client's neighbour table holds for host.
-func (s *suite) fromClient(t *testing.T, url string, host netip.Addr) (string, net.HardwareAddr, error) {
+// fromClient asks url from the client machine in the network namespace client, on one of the
+// guest node's networks, and returns the body and the hardware address the client's neighbour
+// table holds for host.
+func (s *suite) fromClient(t *testing.T, client, url string, host netip.Addr) (string, net.HardwareAddr, error) {
 	t.Helper()
-	body, err := getIn(s.guest.ClientNamespace, url)
+	body, err := getIn(client, url)
 	if err != nil {
 		return "", nil, err
 	}
 	var mac net.HardwareAddr
-	err = node.In(s.guest.ClientNamespace, func() error {
+	err = node.In(client, func() error {
 		h, err := netlink.NewHandle()
 		if err != nil {
 			return err
@@ -155,40 +156,64 @@ func TestKubevipServesTheFloatingIP(t *testing.T) {
 	s.servedThrough(t, fip, "kube-vip's pod the DaemonSet brought back")
 }
 
+// vmNetwork is one of the guest node's VM networks: the node's link there, and the network
+// namespace of a client on it.
+type vmNetwork struct{ link, client string }
+
+// firstNetwork is the guest node's network, where its API server is.
+func (s *suite) firstNetwork() vmNetwork {
+	return vmNetwork{node.NodeInterface, s.guest.ClientNamespace}
+}
+
 // servedThrough waits until fip is on the guest node's interface and the client reaches the echo
 // Service through it over ARP.
 func (s *suite) servedThrough(t *testing.T, fip netip.Addr, who string) {
+	s.servedOn(t, s.firstNetwork(), fip, who)
+}
+
+// servedOn waits until fip is on the guest node's link to network n and n's client reaches the
+// echo Service through it over ARP, answered by that link.
+func (s *suite) servedOn(t *testing.T, n vmNetwork, fip netip.Addr, who string) {
 	t.Helper()
 	var body string
 	var seen net.HardwareAddr
 	var lastErr error
 	if !rig.Within(90*time.Second, func() bool {
-		if on, _ := s.onInterface(t, fip); !on {
-			lastErr = fmt.Errorf("%s is not on the node's %s", fip, node.NodeInterface)
+		if on, _ := s.onInterface(t, n.link, fip); !on {
+			lastErr = fmt.Errorf("%s is not on the node's %s", fip, n.link)
 			return false
 		}
-		body, seen, lastErr = s.fromClient(t, "http://"+fip.String()+"/", fip)
+		body, seen, lastErr = s.fromClient(t, n.client, "http://"+fip.String()+"/", fip)
 		return lastErr == nil && strings.HasPrefix(body, "hello from echo-")
 	}) {
 		t.Fatalf("%s: %s not served to the client within 90s: %v (answer %q)", who, fip, lastErr, body)
 	}
-	_, mac := s.onInterface(t, fip)
+	_, mac := s.onInterface(t, n.link, fip)
 	if seen.String() != mac.String() {
-		t.Errorf("%s: the client's neighbour entry for %s is %s; the node's %s is %s", who, fip, seen, node.NodeInterface, mac)
+		t.Errorf("%s: the client's neighbour entry for %s is %s; the node's %s is %s", who, fip, seen, n.link, mac)
 	}
-	t.Logf("%s: %s answered %q; %s is at %s (the node's %s)", who, fip, strings.TrimSpace(body), fip, seen, node.NodeInterface)
+	t.Logf("%s: %s answered %q; %s is at %s (the node's %s)", who, fip, strings.TrimSpace(body), fip, seen, n.link)
 }
 
 // echoServed runs the echo backend behind the Service echo, waits for the Service to be given fip,
 // and for fip to be served through it (servedThrough).
 func (s *suite) echoServed(t *testing.T, fip netip.Addr, who string) {
+	s.echoServedOn(t, s.firstNetwork(), fip, who)
+}
+
+// echoServedOn is echoServed on the guest node's network n.
+func (s *suite) echoServedOn(t *testing.T, n vmNetwork, fip netip.Addr, who string) {
 	t.Helper()
 	s.echoService(t)
-	rig.Eventually(t, 2*time.Minute, "the LoadBalancer Service given "+fip.String(), func() bool {
-		svc, err := s.guestKube.CoreV1().Services("default").Get(context.Background(), "echo", metav1.GetOptions{})
+	var svc *corev1.Service
+	if !rig.Within(2*time.Minute, func() bool {
+		var err error
+		svc, err = s.guestKube.CoreV1().Services("default").Get(context.Background(), "echo", metav1.GetOptions{})
 		return err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 && svc.Status.LoadBalancer.Ingress[0].IP == fip.String()
-	})
-	s.servedThrough(t, fip, who)
+	}) {
+		t.Fatalf("%s: the LoadBalancer Service echo is not given %s within 2m0s: %+v, annotations %v", who, fip, svc.Status.LoadBalancer, svc.Annotations)
+	}
+	s.servedOn(t, n, fip, who)
 }
 
 // echoService runs the echo backend in the guest behind a LoadBalancer Service named echo.

@@ -23,6 +23,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/dataplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
+	"github.com/kubefip/kube-fip-operator/test/rig/harvester"
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/kubefip/kube-fip-operator/test/rig/registry"
@@ -64,6 +65,10 @@ type suite struct {
 	images   map[string]v1image.Image
 	registry *registry.Registry
 	dir      string
+	// hv is the Harvester cluster the guest's ranges name, once a test started it (its API server
+	// hvPlane).
+	hv      *harvester.Cluster
+	hvPlane *controlplane.Environment
 }
 
 var e2e suite
@@ -318,6 +323,9 @@ func (s *suite) stop() {
 	}
 	if s.proxy != nil {
 		_ = s.proxy.Close()
+	}
+	if s.hvPlane != nil {
+		_ = s.hvPlane.Stop()
 	}
 	for _, c := range []*node.Cluster{s.guest, s.mgmt} {
 		if c != nil {

@@ -42,7 +42,7 @@ func (f *fixture) importHarvester(proxy *guests.ClusterProxy, id, display string
 	if f.world == nil {
 		f.world = f.shard.Rancher(f.t)
 	}
-	rig.Must(f.t, harvester.Register(f.world, proxy, g, id, display, "token-"+display))
+	rig.Must(f.t, harvester.Register(f.world, proxy, g.Name, g.Config, id, display, "token-"+display))
 	return &harvesterCluster{Cluster: c, id: id, display: display, proxy: proxy}
 }
 

@@ -28,7 +28,7 @@ func (e *lpEnv) harvesterRead(w *lpWorld, stop func() error) error {
 	if err != nil {
 		return err
 	}
-	if err := harvester.Register(e.r, e.proxy, g, w.a.Harvester, w.a.Display, "token-lph"+e.tag); err != nil {
+	if err := harvester.Register(e.r, e.proxy, g.Name, g.Config, w.a.Harvester, w.a.Display, "token-lph"+e.tag); err != nil {
 		return err
 	}
 	if _, err := c.NAD(ctx, "default", "vlan10", "mgmt", 10, "", ""); err != nil {

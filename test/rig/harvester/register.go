@@ -8,9 +8,9 @@ import (
 	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
@@ -27,7 +27,7 @@ const (
 	annotationDisplayName = "provisioning.cattle.io/management-cluster-display-name"
 )
 
-// Register makes the Harvester API server of g reachable as Rancher makes an imported Harvester
+// Register makes the Harvester API server an administrator reaches with cfg (named name) reachable as Rancher makes an imported Harvester
 // cluster: through the test cluster proxy as cluster id with token, and known to Rancher's objects
 // in the management API server of w.
 //
@@ -50,8 +50,8 @@ const (
 // one that exists (World.AddManagementCluster leaves an existing one alone) is given the label,
 // the display name, the provider and those conditions. w's Cleanup deletes what w created; the
 // proxy keeps the registration, as it has no way to drop one.
-func Register(w *rancher.World, proxy *guests.ClusterProxy, g *controlplane.Guest, id, display, token string) error {
-	if err := proxy.Register(id, g, token); err != nil {
+func Register(w *rancher.World, proxy *guests.ClusterProxy, name string, cfg *rest.Config, id, display, token string) error {
+	if err := proxy.RegisterConfig(id, name, cfg, token); err != nil {
 		return fmt.Errorf("registering Harvester cluster %s with the cluster proxy: %w", id, err)
 	}
 	kubeconfig, err := proxy.Kubeconfig(id, token)

@@ -74,6 +74,26 @@ func interfaceStatuses(vm VM, nics []NIC) []interface{} {
 // guest: what a guest that takes an address by DHCP, or has kube-vip add a floating one to its
 // NIC, shows. No addresses clear them, as an agent that reports none does.
 func (c *Cluster) SetAddresses(ctx context.Context, namespace, name, iface string, addresses ...string) error {
+	return c.editInterface(ctx, namespace, name, iface, "addresses", func(entry map[string]interface{}) {
+		if _, named := entry["name"]; named {
+			// KubeVirt orders a known NIC's addresses IPv4 first; the agent's own as given.
+			addresses = v4First(addresses)
+		}
+		setAddresses(entry, addresses)
+	})
+}
+
+// SetGuestName sets the name the agent reports for the NIC nic (its VM network's name) of VMI
+// namespace/name: what a guest whose image names its NICs otherwise shows once it runs.
+func (c *Cluster) SetGuestName(ctx context.Context, namespace, name, nic, guestName string) error {
+	return c.editInterface(ctx, namespace, name, nic, "guest name", func(entry map[string]interface{}) {
+		entry["interfaceName"] = guestName
+	})
+}
+
+// editInterface edits the status entry of one interface of VMI namespace/name, named by its VM
+// network (name) or its name in the guest.
+func (c *Cluster) editInterface(ctx context.Context, namespace, name, iface, what string, edit func(map[string]interface{})) error {
 	_, err := c.change(ctx, VMIResource, namespace, name, false, func(vmi *unstructured.Unstructured) error {
 		entries, _, err := unstructured.NestedSlice(vmi.Object, "status", "interfaces")
 		if err != nil {
@@ -85,18 +105,14 @@ func (c *Cluster) SetAddresses(ctx context.Context, namespace, name, iface strin
 				if !ok || entry[want] != iface {
 					continue
 				}
-				if _, named := entry["name"]; named {
-					// KubeVirt orders a known NIC's addresses IPv4 first; the agent's own as given.
-					addresses = v4First(addresses)
-				}
-				setAddresses(entry, addresses)
+				edit(entry)
 				return unstructured.SetNestedSlice(vmi.Object, entries, "status", "interfaces")
 			}
 		}
 		return fmt.Errorf("no interface %s", iface)
 	})
 	if err != nil {
-		return fmt.Errorf("setting the addresses of VMI %s/%s: %w", namespace, name, err)
+		return fmt.Errorf("setting the %s of VMI %s/%s: %w", what, namespace, name, err)
 	}
 	return nil
 }

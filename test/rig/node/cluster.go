@@ -281,6 +281,10 @@ func (c *Cluster) ForgetImages(ctx context.Context, prefix string) ([]string, er
 	return names, nil
 }
 
+// AddSegment joins the running node to a second VM network through a new link named link, with
+// a client there (see the package comment); it goes with the cluster.
+func (c *Cluster) AddSegment(link string) (Segment, error) { return c.net.addSegment(link) }
+
 // Logs is the end of the named program's log ("kubelet", "containerd", ...).
 func (c *Cluster) Logs(name string, lines int) string {
 	for _, p := range c.procs {

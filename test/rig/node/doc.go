@@ -10,6 +10,10 @@
 //	node:   enp1s0 198.18.<i>.2/24 — containerd, the kubelet, kube-proxy and every pod's sandbox
 //	client: eth0 198.18.<i>.3/24   — another machine on the node's network
 //
+// A test may join the node to a second VM network (Cluster.AddSegment): a bridge of its own
+// (lan2), the node's second link at 198.18.<100+i>.2/24 and a client (client2) at .3; the host is
+// not on it.
+//
 // The node's interface is named as a Harvester VM's first virtio NIC is, enp1s0, the interface the
 // operator's default kube-vip values name. Pods get 198.19.<2i>.0/24 and Services 198.19.<2i+1>.0/24.
 //

@@ -22,6 +22,7 @@ const NodeInterface = "enp1s0"
 type network struct {
 	index                          int
 	lan, node, client              string
+	lan2, client2                  string
 	HostAddr, NodeAddr, ClientAddr netip.Addr
 	hostLink                       string
 	// lock is held while the network exists, so that two runs on one machine never share an index.
@@ -43,7 +44,7 @@ func newNetwork(i int) (*network, error) {
 		return nil, fmt.Errorf("cluster index %d: must be from 1 to 100", i)
 	}
 	n := &network{index: i, lan: fmt.Sprintf("kfo%d-lan", i), node: fmt.Sprintf("kfo%d-node", i), client: fmt.Sprintf("kfo%d-client", i),
-		hostLink: fmt.Sprintf("kfo%d", i)}
+		lan2: fmt.Sprintf("kfo%d-lan2", i), client2: fmt.Sprintf("kfo%d-client2", i), hostLink: fmt.Sprintf("kfo%d", i)}
 	n.HostAddr, n.NodeAddr, n.ClientAddr, _, _ = addressesOf(i)
 	lock, err := os.OpenFile(fmt.Sprintf("/run/kube-fip-node-%d.lock", i), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -68,77 +69,123 @@ func (n *network) wire() error {
 			return err
 		}
 	}
-	lan, err := handleIn(n.lan)
+	// One veth a machine: its end named as the machine's interface (the host's kfo<i>), the other a
+	// bridge port.
+	if err := plug(n.lan, n.HostAddr, machine{"", n.hostLink, "host", n.HostAddr},
+		machine{n.node, NodeInterface, "node", n.NodeAddr}, machine{n.client, "eth0", "client", n.ClientAddr}); err != nil {
+		return err
+	}
+	return n.routeServices()
+}
+
+// machine is one machine's link into a LAN: a veth whose end in the machine's namespace (the
+// host's for "") is named end and has addr in a /24, and whose other end is the bridge's port.
+type machine struct {
+	ns, end, port string
+	addr          netip.Addr
+}
+
+// plug makes a bridge in the namespace lan and plugs every machine into it. A machine in a
+// namespace of its own gets its loopback up and, when gw is valid, a default route through gw.
+func plug(lan string, gw netip.Addr, machines ...machine) error {
+	h, err := handleIn(lan)
 	if err != nil {
 		return err
 	}
-	defer lan.Close()
+	defer h.Close()
 	bridge := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-	if err := lan.LinkAdd(bridge); err != nil {
-		return fmt.Errorf("creating the bridge of %s: %w", n.lan, err)
+	if err := h.LinkAdd(bridge); err != nil {
+		return fmt.Errorf("creating the bridge of %s: %w", lan, err)
 	}
-	if err := lan.LinkSetUp(bridge); err != nil {
+	if err := h.LinkSetUp(bridge); err != nil {
 		return err
 	}
-	lanFD, err := netns.GetFromName(n.lan)
+	lanFD, err := netns.GetFromName(lan)
 	if err != nil {
 		return err
 	}
 	defer lanFD.Close()
-	// One veth a machine: its end named as the machine's interface (the host's kfo<i>), the other a
-	// bridge port.
-	for _, m := range []struct {
-		ns, end, port string
-		addr          netip.Addr
-	}{{"", n.hostLink, "host", n.HostAddr}, {n.node, NodeInterface, "node", n.NodeAddr}, {n.client, "eth0", "client", n.ClientAddr}} {
-		h, err := handleIn(m.ns)
+	for _, m := range machines {
+		if err := m.link(lanFD, gw); err != nil {
+			return err
+		}
+		port, err := h.LinkByName(m.port)
 		if err != nil {
 			return err
 		}
-		err = func() error {
-			defer h.Close()
-			veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: m.end}, PeerName: m.port, PeerNamespace: netlink.NsFd(lanFD)}
-			if err := h.LinkAdd(veth); err != nil {
-				return fmt.Errorf("creating %s of %s: %w", m.end, orHost(m.ns), err)
-			}
-			link, err := h.LinkByName(m.end)
-			if err != nil {
-				return err
-			}
-			if err := h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: m.addr.AsSlice(), Mask: net.CIDRMask(24, 32)}}); err != nil {
-				return err
-			}
-			if err := h.LinkSetUp(link); err != nil {
-				return err
-			}
-			if m.ns == "" {
-				return nil
-			}
-			lo, err := h.LinkByName("lo")
-			if err != nil {
-				return err
-			}
-			if err := h.LinkSetUp(lo); err != nil {
-				return err
-			}
-			gw := net.IP(n.HostAddr.AsSlice())
-			return h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw})
-		}()
-		if err != nil {
+		if err := h.LinkSetMaster(port, bridge); err != nil {
 			return err
 		}
-		port, err := lan.LinkByName(m.port)
-		if err != nil {
-			return err
-		}
-		if err := lan.LinkSetMaster(port, bridge); err != nil {
-			return err
-		}
-		if err := lan.LinkSetUp(port); err != nil {
+		if err := h.LinkSetUp(port); err != nil {
 			return err
 		}
 	}
-	return n.routeServices()
+	return nil
+}
+
+// link creates the machine's veth with its port in the namespace lan.
+func (m machine) link(lan netns.NsHandle, gw netip.Addr) error {
+	h, err := handleIn(m.ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: m.end}, PeerName: m.port, PeerNamespace: netlink.NsFd(lan)}
+	if err := h.LinkAdd(veth); err != nil {
+		return fmt.Errorf("creating %s of %s: %w", m.end, orHost(m.ns), err)
+	}
+	link, err := h.LinkByName(m.end)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: m.addr.AsSlice(), Mask: net.CIDRMask(24, 32)}}); err != nil {
+		return err
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return err
+	}
+	if m.ns == "" {
+		return nil
+	}
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return err
+	}
+	if !gw.IsValid() {
+		return nil
+	}
+	return h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw.AsSlice()})
+}
+
+// Segment is a second VM network of a cluster's node: another LAN, which the node joins through a
+// second link, and a client on it.
+type Segment struct {
+	// Link is the node's interface on the segment.
+	Link string
+	// Prefix is the segment's /24, NodeAddr the node's address there and ClientAddr the client's.
+	Prefix               netip.Prefix
+	NodeAddr, ClientAddr netip.Addr
+	// ClientNamespace is the client's network namespace.
+	ClientNamespace string
+}
+
+// addSegment wires the node into a second LAN, kfo<i>-lan2 (198.18.<100+i>.0/24), through a link
+// named link, with a client (kfo<i>-client2) there. Neither has a route off the segment: it is a
+// VM network of its own, which the host does not join.
+func (n *network) addSegment(link string) (Segment, error) {
+	base := netip.AddrFrom4([4]byte{198, 18, byte(100 + n.index), 0})
+	s := Segment{Link: link, Prefix: netip.PrefixFrom(base, 24), NodeAddr: base.Next().Next(), ClientAddr: base.Next().Next().Next(),
+		ClientNamespace: n.client2}
+	for _, name := range []string{n.lan2, n.client2} {
+		if err := newNamed(name); err != nil {
+			return Segment{}, err
+		}
+	}
+	err := plug(n.lan2, netip.Addr{}, machine{n.node, link, "node", s.NodeAddr}, machine{n.client2, "eth0", "client", s.ClientAddr})
+	return s, err
 }
 
 // routeServices sends the host's traffic for the cluster's Services to the node, where kube-proxy
@@ -172,7 +219,7 @@ func orHost(ns string) string {
 // remove deletes the namespaces, and with them every link in them; the host's end of its veth goes
 // with its peer.
 func (n *network) remove() {
-	for _, name := range []string{n.client, n.node, n.lan} {
+	for _, name := range []string{n.client2, n.lan2, n.client, n.node, n.lan} {
 		_ = netns.DeleteNamed(name)
 	}
 	if h, err := netlink.NewHandle(); err == nil {
