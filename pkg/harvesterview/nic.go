@@ -31,9 +31,8 @@ func NICOf(view *segments.View, guest, prefix, network string) (NIC, *problem.Pr
 	}
 	names := map[string]string{} // node → NIC name on the network ("" unknown)
 	onNetwork := map[string]bool{}
-	for _, i := range view.Interfaces {
-		_, vm, _ := strings.Cut(i.VM, "/")
-		if i.Guest != guest || !strings.HasPrefix(vm, prefix) {
+	for _, i := range view.InterfacesOf(guest) {
+		if _, vm, _ := strings.Cut(i.VM, "/"); !strings.HasPrefix(vm, prefix) {
 			continue
 		}
 		if _, seen := names[i.VM]; !seen {

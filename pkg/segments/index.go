@@ -11,12 +11,14 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// index makes a View's lookups cheap: a network by reference or bare name is a map lookup, and the
-// claims overlapping a run are found by binary search, per segment and family.
+// index makes a View's lookups cheap: a network by reference or bare name, and a guest's
+// interfaces, are a map lookup, and the claims overlapping a run are found by binary search, per
+// segment and family.
 type index struct {
-	byRef  map[string]int
-	byName map[string][]int
-	segs   map[Segment]*[2]family
+	byRef   map[string]int
+	byName  map[string][]int
+	byGuest map[string][]int
+	segs    map[Segment]*[2]family
 }
 
 // family holds one segment's claims of one family (0 IPv4, 1 IPv6), as indices into View.Claims,
@@ -66,10 +68,15 @@ func (v *View) Reindex() {
 	slices.SortFunc(v.Interfaces, func(a, b Interface) int {
 		return cmp.Or(strings.Compare(a.VM, b.VM), strings.Compare(a.Network, b.Network), strings.Compare(a.InterfaceName, b.InterfaceName))
 	})
-	idx := &index{byRef: map[string]int{}, byName: map[string][]int{}, segs: map[Segment]*[2]family{}}
+	idx := &index{byRef: map[string]int{}, byName: map[string][]int{}, byGuest: map[string][]int{}, segs: map[Segment]*[2]family{}}
 	for i, n := range v.Networks {
 		idx.byRef[n.String()] = i
 		idx.byName[n.Name] = append(idx.byName[n.Name], i)
+	}
+	for i, in := range v.Interfaces {
+		if in.Guest != "" {
+			idx.byGuest[in.Guest] = append(idx.byGuest[in.Guest], i)
+		}
 	}
 	for i, c := range v.Claims {
 		if !wellFormed(c) {
@@ -93,6 +100,23 @@ func (v *View) Reindex() {
 		f.reach = append(f.reach, reach)
 	}
 	v.idx = idx
+}
+
+// InterfacesOf are the interfaces of the VMs of guest cluster guest (not ""), in the view's order.
+func (v *View) InterfacesOf(guest string) []Interface {
+	var out []Interface
+	if v.idx == nil {
+		for _, in := range v.Interfaces {
+			if in.Guest == guest && guest != "" {
+				out = append(out, in)
+			}
+		}
+		return out
+	}
+	for _, i := range v.idx.byGuest[guest] {
+		out = append(out, v.Interfaces[i])
+	}
+	return out
 }
 
 // NetworkNamed resolves a range's harvesterNetworkName as written: "namespace/name", or a bare

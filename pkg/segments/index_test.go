@@ -161,3 +161,33 @@ func BenchmarkOverlapping(b *testing.B) {
 		}
 	}
 }
+
+// TestInterfacesOf: a guest's interfaces are found alike by the index and, in a view built by
+// hand and not reindexed, one by one; a VM of no guest is no guest's.
+func TestInterfacesOf(t *testing.T) {
+	v := &View{Interfaces: []Interface{
+		{VM: "default/b-pool1-x", Guest: "b", Network: "default/vlan10", InterfaceName: "enp1s0"},
+		{VM: "default/a-pool1-x", Guest: "a", Network: "default/vlan20", InterfaceName: "enp2s0"},
+		{VM: "default/plain", Network: "default/vlan10"},
+		{VM: "default/a-pool1-x", Guest: "a", Network: "default/vlan10", InterfaceName: "enp1s0"},
+	}}
+	names := func(in []Interface) []string {
+		var out []string
+		for _, i := range in {
+			out = append(out, i.VM+" "+i.Network)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"default/a-pool1-x default/vlan10", "default/a-pool1-x default/vlan20"}
+	if got := names(v.InterfacesOf("a")); !slices.Equal(got, want) {
+		t.Errorf("by hand: %v, want %v", got, want)
+	}
+	v.Reindex()
+	if got := names(v.InterfacesOf("a")); !slices.Equal(got, want) {
+		t.Errorf("indexed: %v, want %v", got, want)
+	}
+	if got := v.InterfacesOf(""); len(got) != 0 {
+		t.Errorf("the guest \"\" has %v", got)
+	}
+}

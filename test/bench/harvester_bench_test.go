@@ -42,7 +42,8 @@ const benchHarvesters = 3
 //	harvester-requests/cluster/h               per Harvester cluster and hour
 //	harvester-requests/range/h                 the same per range (one range per cluster here)
 //
-// with their table by method and resource. It asserts nothing about time.
+// with their table by method and resource. It asserts nothing about time. $BENCH_PROFILE names a
+// directory for each run's operator's profiles, as for BenchmarkStartup.
 func BenchmarkHarvesterReads(b *testing.B) {
 	n := envInt(b, "BENCH_HARVESTER_GUESTS", 1000)
 	idle := time.Duration(envInt(b, "BENCH_HARVESTER_IDLE_SECONDS", 360)) * time.Second
@@ -125,14 +126,16 @@ func harvesterRun(b *testing.B, r *rancher.World, fips *fipWatch, clusters []*ha
 	}
 	var stop func()
 	var cpu float64
+	prof := newBenchProfiles(b, "-"+prefix)
 	t := newConvergence(len(all)).measure(b, r, fips, all, func() *controlplane.Process {
-		p := startBenchOperator(b, ns, nil, flags...)
+		p := startBenchOperator(b, ns, prof, flags...)
 		stop = func() { _ = p.Stop(30 * time.Second) }
 		return p
 	}, func(p *controlplane.Process) time.Time {
-		var err error
-		cpu, err = p.CPUSeconds()
+		used, err := processCPU(p)
 		rig.Must(b, err)
+		cpu = used.Seconds()
+		prof.snapshot(b)
 		return time.Now()
 	})
 	took := t.done.Sub(t.start).Seconds()

@@ -52,6 +52,13 @@ func (c *controller) nicOf(f *v1.FloatingIP) (harvesterview.NIC, *problem.Proble
 	return harvesterview.NICOf(e.View, cluster, prefix, n.String())
 }
 
+// harvesterPending says whether the first read of the Harvester cluster f's range names has not
+// ended, so that the NIC f's guest announces on is not known yet.
+func (c *controller) harvesterPending(f *v1.FloatingIP) bool {
+	_, p := c.nicOf(f)
+	return p != nil && p.Reason == v1.ReasonWaitingForHarvester
+}
+
 // vipInterface is the interface name kube-fip-config's kube-vip values give, "" when they leave it
 // at the product's default: a name set there is the deployment's override of every guest's NIC.
 func vipInterface(values map[string]interface{}) string {

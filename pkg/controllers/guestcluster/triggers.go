@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -40,7 +39,10 @@ func (c *controller) inputsOf(f *v1.FloatingIP) string {
 	}
 	if nic, wrong := c.nicOf(f); nic.Name != "" || wrong != nil {
 		// Only when Harvester tells, for the same reason as below.
-		parts = append(parts, "nic", nic.Name, fmt.Sprint(wrong))
+		parts = append(parts, "nic", nic.Name)
+		if wrong != nil {
+			parts = append(parts, wrong.Reason, wrong.Message)
+		}
 	}
 	if ns, ok := f.Annotations[v1.AnnotationGuestNamespace]; ok {
 		// Only when set, so that the inputs of a FloatingIP without it stay those of earlier
@@ -67,11 +69,17 @@ func (c *controller) enqueueIfChanged(ns string) {
 
 // enqueueIfNew starts a pass for f's cluster when what f's guest must get differs from what the
 // last pass worked from (the last pass this process started, else the one f's status shows), and
-// says whether it did. The inputs count as started from here on: a
+// says whether it did; nothing while the first read of the Harvester cluster of f's range is under
+// way. The inputs count as started from here on: a
 // second look at the same inputs (the FloatingIP handlers run twice for one change that both the
 // informer and another controller announce) while the pass waits in the queue, or has just left
 // it, starts no second pass.
 func (c *controller) enqueueIfNew(f *v1.FloatingIP) bool {
+	if c.harvesterPending(f) {
+		// The NIC is not known yet: a pass would only wait for it, and its inputs change again
+		// when the read ends, which starts the pass (harvesterChanged).
+		return false
+	}
 	inputs := c.inputsOf(f)
 	if inputs == c.started.last(f) {
 		return false

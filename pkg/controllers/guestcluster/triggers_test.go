@@ -2,6 +2,7 @@ package guestcluster
 
 import (
 	"testing"
+	"time"
 
 	mgmtv3 "github.com/rancher/rancher/pkg/apis/management.cattle.io/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +10,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // triggerWorld is a controller over w's caches whose queue the test reads.
@@ -227,5 +230,34 @@ func TestOneChangeAnnouncedTwiceRunsOnePass(t *testing.T) {
 	c.queue.Done(item)
 	if got := queued(); len(got) != 0 {
 		t.Errorf("queued %v again after a worker took the pass, want nothing", got)
+	}
+}
+
+// TestNoPassWhileHarvesterIsRead: a FloatingIP of a range of a Harvester cluster whose first read
+// has not ended starts no pass, which would only wait for the NIC; the read's end starts it
+// (harvesterChanged). Without Harvester reads, the same FloatingIP starts its pass.
+func TestNoPassWhileHarvesterIsRead(t *testing.T) {
+	w := newWorld()
+	c, queued := triggerWorld(w)
+	defer c.queue.ShutDown()
+	c.Ranges = fakes.NewRanges(&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: map[string]string{
+		v1.AnnotationHarvesterClusterName: "hv", v1.AnnotationHarvesterNetworkName: "default/vlan10"}}}).Cache()
+	f := w.fip(t)
+	for _, s := range []struct {
+		what       string
+		harvesters *harvesterview.Views
+		want       int
+	}{
+		{"the Harvester cluster's first read under way", harvesterview.New(&harvesterview.Reader{}, time.Minute, nil,
+			func(string) bool { return true }, func(string) {}), 0},
+		{"no Harvester cluster read", nil, 1},
+	} {
+		c.Harvesters = s.harvesters
+		if _, err := c.onFloatingIP(testNS+"/"+f.Name, f); err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		if got := queued(); len(got) != s.want {
+			t.Errorf("%s: queued %v, want %d pass(es)", s.what, got, s.want)
+		}
 	}
 }
