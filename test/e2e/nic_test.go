@@ -178,10 +178,11 @@ func TestKubevipAnnouncesOnTheRangesNIC(t *testing.T) {
 	// The guest agent reports a name the node has no link of.
 	rig.Must(t, hv.SetGuestName(ctx, vm.Namespace, vm.Name, "nic-0", "ens9"))
 	x := s.waitServed(t, 3*time.Minute, v1.ReasonServePending, v1.ReasonKubevipNotReady)
-	rig.Eventually(t, 2*time.Minute, "the Served condition naming node "+s.guest.Name, func() bool {
+	rig.Eventually(t, 2*time.Minute, "the Served condition naming node "+s.guest.Name+", where kube-vip exited", func() bool {
 		x = s.waitServed(t, time.Minute, v1.ReasonServePending, v1.ReasonKubevipNotReady)
 		c, _ := v1.GetCondition(x.Status.Conditions, v1.Served)
-		return strings.Contains(c.Message, "on node "+s.guest.Name+":")
+		return strings.Contains(c.Message, "on node "+s.guest.Name+": container kube-vip ") &&
+			(strings.Contains(c.Message, "terminated") || strings.Contains(c.Message, "CrashLoopBackOff"))
 	})
 	if v1.Ready.IsTrue(x) {
 		t.Errorf("the FloatingIP is Ready while kube-vip cannot start on the guest's node: %v", x.Status.Conditions)
