@@ -24,7 +24,10 @@ import (
 
 // guestFIP waits for the guest's FloatingIP, which discovery creates, to hold its address with
 // kube-vip installed and the guest configured, and returns its address.
-func (s *suite) guestFIP(t *testing.T) netip.Addr {
+func (s *suite) guestFIP(t *testing.T) netip.Addr { return s.guestFIPIn(t, "") }
+
+// guestFIPIn is guestFIP for a FloatingIP of range rangeName, or of any range for "".
+func (s *suite) guestFIPIn(t *testing.T, rangeName string) netip.Addr {
 	t.Helper()
 	var addr netip.Addr
 	rig.Eventually(t, 3*time.Minute, "the guest's FloatingIP Ready, kube-vip installed", func() bool {
@@ -34,7 +37,8 @@ func (s *suite) guestFIP(t *testing.T) netip.Addr {
 		}
 		x := &list.Items[0]
 		a, err := netip.ParseAddr(x.Status.IPAddress)
-		if err != nil || !v1.KubevipInstalled.IsTrue(x) || !v1.GuestConfigured.IsTrue(x) {
+		if err != nil || x.DeletionTimestamp != nil || (rangeName != "" && x.Status.Range != rangeName) ||
+			!v1.KubevipInstalled.IsTrue(x) || !v1.GuestConfigured.IsTrue(x) {
 			return false
 		}
 		addr = a

@@ -95,21 +95,7 @@ func (s *suite) renewGuestFIP(t *testing.T, rangeName string) netip.Addr {
 			t.Fatal(err)
 		}
 	}
-	var addr netip.Addr
-	rig.Eventually(t, 3*time.Minute, "the guest's new FloatingIP in "+rangeName+", kube-vip installed and the guest configured", func() bool {
-		list, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
-		if err != nil || len(list.Items) != 1 {
-			return false
-		}
-		x := &list.Items[0]
-		a, err := netip.ParseAddr(x.Status.IPAddress)
-		if err != nil || x.DeletionTimestamp != nil || x.Status.Range != rangeName || !v1.KubevipInstalled.IsTrue(x) || !v1.GuestConfigured.IsTrue(x) {
-			return false
-		}
-		addr = a
-		return true
-	})
-	return addr
+	return s.guestFIPIn(t, rangeName)
 }
 
 // dropEcho deletes the echo Service, so that the next test's is given the guest's address anew.
