@@ -36,6 +36,9 @@ type Result struct {
 	// Untrusted describes the guest's release record that was not used as the base of the
 	// upgrade, because its manifest is none the operator applied; "" when there was none.
 	Untrusted string
+	// Restored names the objects of the deployed revision that were missing or changed in the
+	// guest and were put back (Outcome Restored), each with how it had departed.
+	Restored []string
 	// Approval is what the policy approved, when Ensure rendered the chart.
 	Approval *approve.Approval
 }
@@ -48,9 +51,10 @@ type Applied struct {
 
 // Ensure makes rel installed in the guest: installed when missing; upgraded over a record that is
 // pending (for longer than InstallTimeout), failed, or not the operator's own; upgraded when
-// allowed and what it would apply differs from what is there; else left alone. What Helm applies
-// is only what rel.Plan approved, and nothing a guest's record lists is acted on unless its
-// manifest is one the operator applied.
+// allowed and what it would apply differs from what is there; else kept at its revision, with
+// what the guest lost of it put back (restore). What Helm applies is only what rel.Plan approved,
+// or the revision the operator applied earlier, and nothing a guest's record lists is acted on
+// unless its manifest is one the operator applied.
 func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (Result, error) {
 	if rel.Plan == nil {
 		return Result{}, errors.New("no install plan: nothing is installed")
@@ -66,8 +70,8 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 				last.Info.LastDeployed.UTC().Format(time.RFC3339), ErrReleaseBusy)
 		}
 		if last.Info.Status == release.StatusDeployed && !rel.Update {
-			// Left as it is: nothing of the record is used, so whose it is does not matter.
-			return Result{Outcome: Unchanged}, nil
+			// Kept at its revision: only a record the operator applied is restored.
+			return in.keep(c, rel, records, last, rel.Trusted, Result{Outcome: Unchanged})
 		}
 	}
 	pkg, err := in.chart(ctx, rel)
@@ -92,7 +96,8 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 			return Result{}, fmt.Errorf("reading release %s/%s: %w", rel.Namespace, rel.Name, err)
 		}
 		if last.Info.Status == release.StatusDeployed && guestchart.Digest([]byte(last.Manifest)) == approval.Digest {
-			return Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval}, nil
+			return in.keep(c, rel, records, last, []string{approval.Digest},
+				Result{Outcome: Unchanged, Applied: &Applied{Revision: last.Version, Digest: approval.Digest}, Approval: approval})
 		}
 		if !view.trusts(base) {
 			result.Untrusted = fmt.Sprintf("release record %s/sh.helm.release.v1.%s.v%d (%s)", rel.Namespace, rel.Name, base.Version, base.Info.Status)
@@ -110,6 +115,20 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 		return Result{}, err
 	}
 	result.Applied = &Applied{Revision: target.Revision, Digest: approval.Digest}
+	return result, nil
+}
+
+// keep is Ensure's result when the deployed revision last stays: result, or Restored with what
+// was put back of last when it is one of trusted.
+func (in *Installer) keep(c *guest.Client, rel Release, records *boundedSecrets, last *release.Release, trusted []string, result Result) (Result, error) {
+	restored, err := in.restore(c, rel, records, last, trusted)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(restored) > 0 {
+		result.Outcome, result.Restored = Restored, restored
+		result.Applied = &Applied{Revision: last.Version, Digest: guestchart.Digest([]byte(last.Manifest))}
+	}
 	return result, nil
 }
 

@@ -67,6 +67,8 @@ const (
 	Unchanged Outcome = "unchanged"
 	// Recovered: the release was stuck in a pending state and was brought back.
 	Recovered Outcome = "recovered"
+	// Restored: the deployed revision stays, and what the guest had lost of it was put back.
+	Restored Outcome = "restored"
 )
 
 // Installer installs and upgrades releases with the Helm SDK. Charts are fetched with bounded

@@ -77,7 +77,13 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 				"guest cluster %s: the %s was not written by the operator (its manifest is none the operator applied): nothing it lists was deleted, and release %s/%s was installed over it",
 				p.cluster, res.Untrusted, rel.Namespace, rel.Name)
 		}
-		if res.Outcome != helminstall.Unchanged {
+		switch res.Outcome {
+		case helminstall.Unchanged:
+		case helminstall.Restored:
+			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonReleaseRestored), v1.ReasonReleaseRestored,
+				"guest cluster %s: release %s/%s is kept at revision %d, and what the guest had lost of it was put back: %s",
+				p.cluster, rel.Namespace, rel.Name, res.Applied.Revision, p.redact(strings.Join(res.Restored, "; ")))
+		default:
 			c.countEvent(p, s.event, metrics.StatusSuccess)
 			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonInstalled), v1.ReasonInstalled, "guest cluster %s: release %s %s", p.cluster, what, res.Outcome)
 			c.recordDecisions(p, res.Approval)

@@ -86,10 +86,7 @@ func (k Kind) ref(namespace, name string) ObjectRef {
 // guest: each of the chart's kinds under the name the product gives its objects. It is what an
 // upgrade may delete when it renders one no more, and what an uninstall may delete.
 func Owned(chart guestchart.Chart, namespace string) []ObjectRef {
-	name := chartvalues.ObjectName(chart, "")
-	if chart == guestchart.Kubevip {
-		name = chartvalues.KubevipNameOverride
-	}
+	name := ownedName(chart)
 	var out []ObjectRef
 	for _, k := range Kinds() {
 		if k.createdBy(chart) {
@@ -97,4 +94,12 @@ func Owned(chart guestchart.Chart, namespace string) []ObjectRef {
 		}
 	}
 	return out
+}
+
+// ownedName is the name the product gives every object of chart's release.
+func ownedName(chart guestchart.Chart) string {
+	if chart == guestchart.Kubevip {
+		return chartvalues.KubevipNameOverride
+	}
+	return chartvalues.ObjectName(chart, "")
 }

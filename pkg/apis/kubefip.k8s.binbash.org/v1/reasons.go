@@ -166,6 +166,16 @@ const (
 	// provider's kube-vip DaemonSet was removed, as the guest no longer wants the operator's
 	// kube-vip (Event).
 	ReasonHarvesterKubevipRestored = "HarvesterKubevipRestored"
+	// ReasonReleaseRestored: objects of a release the operator applied in the guest were missing or
+	// changed there, and were put back as that revision has them (Event).
+	ReasonReleaseRestored = "ReleaseRestored"
+	// ReasonKubevipHandedOver: the guest no longer wants the operator's kube-vip and the Harvester
+	// cloud provider's kube-vip has a ready pod, so the operator's releases were uninstalled
+	// (Event).
+	ReasonKubevipHandedOver = "KubevipHandedOver"
+	// ReasonHandOverPending: the guest no longer wants the operator's kube-vip, whose releases stay
+	// until the Harvester cloud provider's kube-vip has a ready pod.
+	ReasonHandOverPending = "KubevipHandOverPending"
 	// ReasonInvalidGuestNamespace: the FloatingIP's guest-namespace annotation names no namespace
 	// a pool can be written for.
 	ReasonInvalidGuestNamespace = "InvalidGuestNamespace"
@@ -421,11 +431,15 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonNotServed}, Failure, "Served", "a Service asks for the address and no kube-vip announced it: check kube-vip's pods and logs in the guest (`vip_interface` must be the nodes' NIC) ([the guest side](docs/troubleshooting.md#ready-but-my-service-is-pending))"},
 		{[]string{ReasonKubevipNotScheduled}, Failure, "Served", "kube-vip's DaemonSet matches no node: check its `nodeSelector` and `tolerations` in `kubevipChartValues` against the guest's control-plane nodes"},
 		{[]string{ReasonKubevipNotReady}, Failure, "Served", "no kube-vip pod is ready; the message says why (an image that cannot be pulled, a crash): fix the image or values, and check the pod's logs in the guest"},
-		{[]string{ReasonKubevipMissing}, Failure, "Served", "kube-vip's DaemonSet is gone from the guest though its release is there; set `kubevipUpdate: \"true\"` once to install it again"},
+		{[]string{ReasonKubevipMissing}, Failure, "Served", "kube-vip's DaemonSet is gone from the guest and was not put back: the pass puts back what the release it remembers applying lost (`ReleaseRestored`), so its release record is none the operator applied (the `UntrustedReleaseRecord` Event says so); set `kubevipUpdate: \"true\"` once to install the configured revision over it"},
 		{[]string{ReasonServedUnknown}, Failure, "Served", "the guest did not answer the operator's reads of kube-vip and its Services; retried; the message says why"},
 		{[]string{ReasonServedReadLimited}, Failure, "Served", "the guest holds more kube-vip Services, or larger ones, than one look reads, and none read holds the address: the message names the limit and the Services naming too many addresses; delete or shrink them in the guest ([what a guest may cost](docs/security.md#what-a-guest-may-cost))"},
 		{[]string{ReasonHarvesterKubevip}, Done, "FloatingIP Event", "nothing: the operator's kube-vip is ready, so the Harvester cloud provider's own kube-vip was kept off the guest's nodes, so that one kube-vip serves the address"},
 		{[]string{ReasonHarvesterKubevipRestored}, Done, "FloatingIP Event", "nothing: the guest no longer wants the operator's kube-vip, so the Harvester cloud provider's kube-vip was given back its nodes"},
+		{[]string{ReasonReleaseRestored}, Notice, "FloatingIP Event", "objects of the operator's release in the guest, named in the Event with the fields that differed, were deleted or edited there and were put back as the revision the operator applied: the release is the operator's to change. Change `kubevipChartValues` (with `kubevipUpdate`) instead, or take the guest out of `kubevipGuestInstall`"},
+		{[]string{ReasonKubevipHandedOver}, Done, "FloatingIP Event", "nothing: the guest no longer wants the operator's kube-vip, the Harvester cloud provider's kube-vip has a ready pod, and the operator's releases and image pull Secret were uninstalled"},
+		// waiting for the Harvester cloud provider's kube-vip to have a ready pod
+		{[]string{ReasonHandOverPending}, Progress, "KubevipInstalled", "the guest no longer wants the operator's kube-vip, which stays installed until the Harvester cloud provider's kube-vip (`kube-system/kube-vip`) has a ready pod, so that a kube-vip always serves the address; the message says what it waits for. A guest without that DaemonSet keeps the operator's: label it `kube-vip=true` again, or uninstall the releases the message names in the guest ([hand-over](docs/operations.md#handing-a-guest-back-to-harvesters-kube-vip))"},
 		{[]string{ReasonKubevipTranslated}, Done, "FloatingIP Event", "nothing: a chart value was rendered in the form the kube-vip image reads ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonKubevipIgnored}, Notice, "FloatingIP Event", "the kube-vip image does not read a variable the chart sets, named in the Event: remove it from the values, or change the chart version and image tag together"},
 		{[]string{ReasonUntrustedRecord}, Notice, "FloatingIP Event", "the guest's newest release record is none the operator wrote (planted, or written before this version remembered its releases): it was not used to upgrade from and nothing it lists was deleted; nothing to do, unless you did not expect it"},

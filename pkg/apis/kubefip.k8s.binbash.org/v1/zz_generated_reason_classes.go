@@ -31,6 +31,7 @@ func classOf(reason string) Class {
 		"Idle",
 		"ImagePullSecretWritten",
 		"Installed",
+		"KubevipHandedOver",
 		"KubevipValuesTranslated",
 		"NotWanted",
 		"RangeChanged",
@@ -47,6 +48,7 @@ func classOf(reason string) Class {
 		"Disconnected",
 		"IPRetained",
 		"KubeconfigMissing",
+		"KubevipHandOverPending",
 		"NotAllocated",
 		"Provisioning",
 		"RangeNotFound",
@@ -65,6 +67,7 @@ func classOf(reason string) Class {
 		"NoClusterSelected",
 		"NoRangeForFamily",
 		"RangeNetworkMismatch",
+		"ReleaseRestored",
 		"UntrustedReleaseRecord",
 		"WholeAddressSpace":
 		return Notice
