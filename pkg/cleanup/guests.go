@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,8 +23,6 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
-	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
@@ -154,34 +151,15 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 		o.Problem = "not reached: " + err.Error()
 		return o
 	}
-	var problems []string
-	releases := slices.Clone(w.releases)
-	// kube-vip before the provider: the addresses stop being announced first.
-	sort.SliceStable(releases, func(i, j int) bool {
-		return chartOf(releases[i]) == guestchart.Kubevip && chartOf(releases[j]) != guestchart.Kubevip
-	})
+	removal := installer.RemoveReleases(ctx, client, w.releases)
+	o.Done = removal.Done
+	problems := removal.Problems
 	refs := []kubevipconfig.ConfigMapRef{kubevipconfig.DefaultConfigMap()}
-	for _, r := range releases {
-		removed, err := installer.Uninstall(ctx, client, chartOf(r), r.Namespace, r.Name, []string{r.ManifestDigest})
-		switch {
-		case err != nil:
-			problems = append(problems, client.Redact(err.Error()))
-		case removed == helminstall.RemovedRelease:
-			o.Done = append(o.Done, fmt.Sprintf("release %s/%s uninstalled", r.Namespace, r.Name))
-		}
+	for _, r := range w.releases {
 		for _, ref := range helminstall.ProviderConfigMaps(r.Namespace) {
 			if !slices.Contains(refs, ref) {
 				refs = append(refs, ref)
 			}
-		}
-	}
-	// The operator's copy of the image pull Secret, in each namespace its releases went into.
-	for _, ns := range releaseNamespaces(releases) {
-		switch removed, err := kubevipconfig.RemovePullSecret(ctx, client.Core, ns, imagepolicy.GuestPullSecretName); {
-		case err != nil:
-			problems = append(problems, client.Redact(err.Error()))
-		case removed:
-			o.Done = append(o.Done, fmt.Sprintf("image pull Secret %s/%s removed", ns, imagepolicy.GuestPullSecretName))
 		}
 	}
 	for _, ref := range refs {
@@ -201,25 +179,6 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	}
 	o.Problem = strings.Join(problems, "; ")
 	return o
-}
-
-// releaseNamespaces are the namespaces of releases, each once.
-func releaseNamespaces(releases []v1.GuestRelease) []string {
-	var out []string
-	for _, r := range releases {
-		if !slices.Contains(out, r.Namespace) {
-			out = append(out, r.Namespace)
-		}
-	}
-	return out
-}
-
-// chartOf is the chart of a remembered release, by the chart name it was applied with.
-func chartOf(r v1.GuestRelease) guestchart.Chart {
-	if strings.HasPrefix(r.Chart, string(guestchart.CloudProvider)) {
-		return guestchart.CloudProvider
-	}
-	return guestchart.Kubevip
 }
 
 // connect builds a guest client from the cluster's provisioning cluster and kubeconfig Secret.

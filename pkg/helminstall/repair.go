@@ -188,26 +188,8 @@ func toMap(obj runtime.Object) (map[string]interface{}, error) {
 	if err := d.Decode(&out); err != nil {
 		return nil, err
 	}
-	dropNulls(out)
+	approve.Prune(out)
 	return out, nil
-}
-
-// dropNulls removes the null values of v's maps, at every depth.
-func dropNulls(v interface{}) {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		for k, x := range t {
-			if x == nil {
-				delete(t, k)
-				continue
-			}
-			dropNulls(x)
-		}
-	case []interface{}:
-		for _, x := range t {
-			dropNulls(x)
-		}
-	}
 }
 
 // typed is content in the form of like, the object the REST client encodes.

@@ -19,7 +19,8 @@ import (
 
 // What the operator reads back from a guest to say whether its addresses are served. Anyone who
 // may create a Service in one namespace of a guest shapes this read, so it is budgeted as a
-// whole, not answer by answer: one DaemonSet; at most MaxServices Services in at most
+// whole, not answer by answer: one DaemonSet (two while the operator's is missing, see
+// KubevipRef); at most MaxServices Services in at most
 // MaxServicePages pages and MaxServedBytes; at most MaxServiceAddresses addresses of a Service
 // looked at; only the addresses of the guest's own FloatingIPs kept; and, only while no kube-vip
 // pod is ready, at most MaxPods pods. Where a limit is reached the read stops and says which.
@@ -82,13 +83,32 @@ type ServiceState struct {
 
 func (s ServiceState) String() string { return s.Namespace + "/" + s.Name }
 
-// ReadServing reads what serves the addresses addrs of a guest: the DaemonSet namespace/name when
-// name is not "" (the operator's own kube-vip), and the Services kube-vip-cloud-provider handles,
-// of which it keeps only those that ask for or hold one of addrs.
-func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, namespace, name string, addrs []netip.Addr) (Serving, error) {
+// KubevipRef names the operator's kube-vip DaemonSet in a guest and the release it belongs to.
+type KubevipRef struct {
+	Namespace, Name string
+	// Release is the kube-vip release's name. While Name is not in the guest, a DaemonSet of that
+	// release in Namespace named as the kube-vip chart names its objects by default
+	// (LegacyKubevipName), which is how the original kube-fip-operator installed kube-vip, stands
+	// for it: such a guest is served by that one until an upgrade of the release replaces it.
+	Release string
+}
+
+// LegacyKubevipName is the name the kube-vip chart gives its DaemonSet without a nameOverride.
+const LegacyKubevipName = "kube-vip"
+
+// Helm's annotations naming the release an object belongs to.
+const (
+	helmReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	helmReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+)
+
+// ReadServing reads what serves the addresses addrs of a guest: the operator's own kube-vip
+// DaemonSet when kubevip is not nil, and the Services kube-vip-cloud-provider handles, of which it
+// keeps only those that ask for or hold one of addrs.
+func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, kubevip *KubevipRef, addrs []netip.Addr) (Serving, error) {
 	var s Serving
-	if name != "" {
-		ds, err := readDaemonSet(ctx, core, apps, namespace, name)
+	if kubevip != nil {
+		ds, err := readKubevipState(ctx, core, apps, *kubevip)
 		if err != nil {
 			return s, err
 		}
@@ -204,14 +224,22 @@ func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) 
 	return st, true
 }
 
-func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, namespace, name string) (*DaemonSetState, error) {
-	st := &DaemonSetState{Namespace: namespace, Name: name}
-	ds, err := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return st, nil
+// readKubevipState reads the state of the kube-vip DaemonSet ref names, or, while it is not there, of
+// the original kube-fip-operator's of the same release (see KubevipRef).
+func readKubevipState(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, ref KubevipRef) (*DaemonSetState, error) {
+	st := &DaemonSetState{Namespace: ref.Namespace, Name: ref.Name}
+	ds, err := readDaemonSet(ctx, apps, ref.Namespace, ref.Name)
+	if ds == nil && err == nil && ref.Release != "" && ref.Name != LegacyKubevipName {
+		ds, err = readDaemonSet(ctx, apps, ref.Namespace, LegacyKubevipName)
+		if ds != nil && (ds.Annotations[helmReleaseNameAnnotation] != ref.Release || ds.Annotations[helmReleaseNamespaceAnnotation] != ref.Namespace) {
+			ds = nil // another release's, such as the Harvester cloud provider's
+		}
+		if ds != nil {
+			st.Name = LegacyKubevipName
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading kube-vip's DaemonSet %s/%s: %w", namespace, name, err)
+	if err != nil || ds == nil {
+		return st, err
 	}
 	st.Found = true
 	st.Observed = ds.Status.ObservedGeneration >= ds.Generation
@@ -220,6 +248,18 @@ func readDaemonSet(ctx context.Context, core corev1client.CoreV1Interface, apps 
 		st.Why = whyNotReady(ctx, core, ds)
 	}
 	return st, nil
+}
+
+// readDaemonSet reads DaemonSet namespace/name; nil when it is not there.
+func readDaemonSet(ctx context.Context, apps appsv1client.AppsV1Interface, namespace, name string) (*appsv1.DaemonSet, error) {
+	ds, err := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading kube-vip's DaemonSet %s/%s: %w", namespace, name, err)
+	}
+	return ds, nil
 }
 
 // whyNotReady reads at most MaxPods pods of ds for what keeps them from being ready: a container

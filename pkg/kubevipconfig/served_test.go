@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,7 +44,7 @@ func TestReadServingReadsWhatServes(t *testing.T) {
 			Annotations: map[string]string{LoadBalancerIPsAnnotation: "10.0.0.5"}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
 	}
 	kube := fake.NewSimpleClientset(objs...)
-	s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "kube-system", "kube-fip-kube-vip", ours)
+	s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), &KubevipRef{Namespace: "kube-system", Name: "kube-fip-kube-vip"}, ours)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestReadServingIsBudgeted(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), "", "", ours)
+		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), nil, ours)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -122,6 +123,41 @@ func TestReadServingIsBudgeted(t *testing.T) {
 		}
 		if tc.wantRequests > 0 && requests != tc.wantRequests {
 			t.Errorf("%s: %d list requests; want %d", tc.name, requests, tc.wantRequests)
+		}
+	}
+}
+
+// TestOriginalOperatorsKubevipStandsIn: while the operator's kube-vip DaemonSet is not in the
+// guest, the original kube-fip-operator's of the same release (kube-system/kube-vip, as the
+// kube-vip chart names it) is judged in its place; the Harvester cloud provider's of that name, or
+// one of another release, is not; and once the operator's is there, it alone is judged.
+func TestOriginalOperatorsKubevipStandsIn(t *testing.T) {
+	t.Parallel()
+	ds := func(name, release string, ready int32) *appsv1.DaemonSet {
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system",
+			Annotations: map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": "kube-system"}},
+			Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, NumberReady: ready}}
+	}
+	ref := &KubevipRef{Namespace: "kube-system", Name: "kube-fip-kube-vip", Release: "kube-vip"}
+	for _, tc := range []struct {
+		name      string
+		objs      []runtime.Object
+		wantFound bool
+		wantName  string
+		wantReady int32
+	}{
+		{"the original's", []runtime.Object{ds("kube-vip", "kube-vip", 1)}, true, "kube-vip", 1},
+		{"Harvester's", []runtime.Object{ds("kube-vip", "harvester-cloud-provider", 1)}, false, "kube-fip-kube-vip", 0},
+		{"another release's", []runtime.Object{ds("kube-vip", "kube-vip-other", 1)}, false, "kube-fip-kube-vip", 0},
+		{"the operator's beside the original's", []runtime.Object{ds("kube-vip", "kube-vip", 1), ds("kube-fip-kube-vip", "kube-vip", 0)}, true, "kube-fip-kube-vip", 0},
+	} {
+		kube := fake.NewSimpleClientset(tc.objs...)
+		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), ref, ours)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if k := s.Kubevip; k.Found != tc.wantFound || k.Name != tc.wantName || k.Ready != tc.wantReady {
+			t.Errorf("%s: judged %+v; want found %v, %s with %d ready", tc.name, k, tc.wantFound, tc.wantName, tc.wantReady)
 		}
 	}
 }

@@ -11,19 +11,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
-	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
-	"github.com/kubefip/kube-fip-operator/test/rig/node"
 )
 
 // waitServed waits for the guest's FloatingIP's Served condition to have one of reasons.
@@ -69,12 +65,21 @@ func (s *suite) editKubevipValues(t *testing.T, edit func(map[string]interface{}
 // setKubevipValues puts text back as kubevipChartValues.
 func (s *suite) setKubevipValues(t *testing.T, text string) {
 	t.Helper()
+	s.setConfig(t, config.KeyKubevipChartValues, text)
+}
+
+// setConfig sets key of kube-fip-config to value, as an administrator does in the ConfigMap, and
+// returns what it held.
+func (s *suite) setConfig(t *testing.T, key, value string) string {
+	t.Helper()
 	ctx := context.Background()
 	cm, err := s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Get(ctx, config.ConfigMapName, metav1.GetOptions{})
 	rig.Must(t, err)
-	cm.Data[config.KeyKubevipChartValues] = text
+	was := cm.Data[key]
+	cm.Data[key] = value
 	_, err = s.mgmtKube.CoreV1().ConfigMaps(operatorNS).Update(ctx, cm, metav1.UpdateOptions{})
 	rig.Must(t, err)
+	return was
 }
 
 // operatorMetrics is what every operator pod serves at /metrics, scraped from the management
@@ -228,63 +233,4 @@ func TestNotServedIsShownAndRecovers(t *testing.T) {
 		return len(alertHolds(t, expr, s.operatorMetrics(t))) == 0
 	})
 	s.servedThrough(t, fip, "kube-vip back on its node")
-}
-
-// harvesterKubevip is the Harvester cloud provider's kube-vip DaemonSet as every Harvester guest
-// carries it (kube-system/kube-vip of release harvester-cloud-provider), here running the sandbox
-// image: what matters to the operator is the object, and a second real kube-vip would contend for
-// the address.
-func harvesterKubevip() *appsv1.DaemonSet {
-	labels := map[string]string{"app.kubernetes.io/name": "kube-vip", "app.kubernetes.io/instance": "harvester-cloud-provider"}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: kubevipconfig.HarvesterDaemonSetName, Namespace: kubevipconfig.HarvesterDaemonSetNamespace,
-			Annotations: map[string]string{kubevipconfig.HarvesterReleaseAnnotation: kubevipconfig.HarvesterReleaseName}},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-				Containers:  []corev1.Container{{Name: "kube-vip", Image: node.PauseImage, ImagePullPolicy: corev1.PullIfNotPresent}}}},
-		},
-	}
-}
-
-// harvesterSelector is the node selector of the Harvester cloud provider's kube-vip DaemonSet.
-func (s *suite) harvesterSelector(t *testing.T) map[string]string {
-	t.Helper()
-	ds, err := s.guestKube.AppsV1().DaemonSets(kubevipconfig.HarvesterDaemonSetNamespace).Get(context.Background(), kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{})
-	rig.Must(t, err)
-	return ds.Spec.Template.Spec.NodeSelector
-}
-
-// TestHarvesterKubevipOnlyBesideOurs: the Harvester cloud provider's kube-vip is kept off the
-// nodes only while the operator's own kube-vip runs a ready pod in the guest; once the guest no
-// longer wants the operator's kube-vip (its kube-vip label set to false in Rancher), Harvester's is
-// given its nodes back and its pod runs again; wanted again, it is kept off again.
-func TestHarvesterKubevipOnlyBesideOurs(t *testing.T) {
-	s := current(t)
-	ctx := context.Background()
-	s.guestFIP(t)
-	s.kubevipPod(t, "")
-	if _, err := s.guestKube.AppsV1().DaemonSets(kubevipconfig.HarvesterDaemonSetNamespace).Create(ctx, harvesterKubevip(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip kept off the nodes beside the operator's ready one", func() bool {
-		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
-	})
-
-	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "false"))
-	defer func() { rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true")) }()
-	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip given its nodes back once the guest does not want the operator's", func() bool {
-		_, still := s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey]
-		return !still
-	})
-	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip pod running again", func() bool {
-		ds, err := s.guestKube.AppsV1().DaemonSets(kubevipconfig.HarvesterDaemonSetNamespace).Get(ctx, kubevipconfig.HarvesterDaemonSetName, metav1.GetOptions{})
-		return err == nil && ds.Status.NumberReady == 1
-	})
-
-	rig.Must(t, s.world.LabelGuest(guestName, guestID, config.ClusterLabel, "true"))
-	rig.Eventually(t, 2*time.Minute, "Harvester's kube-vip kept off the nodes again", func() bool {
-		return s.harvesterSelector(t)[kubevipconfig.DisabledNodeSelectorKey] == "true"
-	})
 }

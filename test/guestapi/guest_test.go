@@ -229,10 +229,7 @@ func TestHelmReleasesFromRepositoryAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 
 	values := map[string]interface{}{"env": map[string]interface{}{"vip_interface": "enp1s0"}}
 	kubevip := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, guestchart.Kubevip, "", values)}
@@ -319,6 +316,16 @@ func testPlan(t *testing.T, chart guestchart.Chart, version string, values map[s
 	return p
 }
 
+// newInstaller is an installer with the default limits and a cache of the test's own.
+func newInstaller(t *testing.T) *helminstall.Installer {
+	t.Helper()
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // ensureRelease is Ensure's outcome.
 func ensureRelease(in *helminstall.Installer, ctx context.Context, c *guest.Client, rel helminstall.Release) (helminstall.Outcome, error) {
 	res, err := in.Ensure(ctx, c, rel)
@@ -341,10 +348,7 @@ func TestHelmRecoversPendingRelease(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 
 	cfg := r.helm(t)
 	stuck := &release.Release{Name: "kube-vip", Namespace: "kube-system", Version: 1, Chart: chartrepo.KubevipChart("0.1.0"),

@@ -58,10 +58,7 @@ func TestForeignReleasesAreLeftAlone(t *testing.T) {
 	}
 	before := state()
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 	rel := helminstall.Release{Namespace: "kube-system", Name: controlplane.HarvesterRelease, Chart: "kube-vip", RepoURL: repo.URL, Version: "0.9.9", Update: true,
 		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var foreign *helminstall.ForeignRelease
@@ -87,10 +84,7 @@ func TestForgedRecordRunsNoHook(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.9.9"))
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 	cfg := r.helm(t)
 	for _, tc := range []struct {
 		name    string
@@ -164,16 +158,13 @@ func TestPlantedReleaseRecordIsReadWithinBounds(t *testing.T) {
 	if _, err := r.direct.CoreV1().Secrets("kube-system").Create(ctx, bomb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: "http://127.0.0.1:1", Version: "0.9.9",
 		Plan: testPlan(t, guestchart.Kubevip, "0.9.9", nil)}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err = in.Ensure(ctx, c, rel)
+	_, err := in.Ensure(ctx, c, rel)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, helminstall.ErrReleaseRecordTooLarge) {
 		t.Fatalf("Ensure over a %d KiB record of 200 MiB = %v; want ErrReleaseRecordTooLarge", gz.Len()/1024, err)

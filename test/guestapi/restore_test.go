@@ -23,10 +23,7 @@ func TestKeptReleaseIsRestored(t *testing.T) {
 	ctx := context.Background()
 	c := r.client(t, "token-1")
 	repo := chartrepo.ChartRepoForTest(t, chartrepo.KubevipChart("0.1.0"))
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newInstaller(t)
 	rel := helminstall.Release{Namespace: "kube-system", Name: "kube-vip", Chart: "kube-vip", RepoURL: repo.URL, Plan: testPlan(t, guestchart.Kubevip, "", nil)}
 	res, err := in.Ensure(ctx, c, rel)
 	if err != nil || res.Outcome != helminstall.Installed {

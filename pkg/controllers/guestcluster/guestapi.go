@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
@@ -21,9 +22,14 @@ type guestAPI interface {
 	Check(ctx context.Context) (guest.Connection, error)
 	DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
 	RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
-	// Serving reads what serves the guest's addresses addrs: the kube-vip DaemonSet
-	// namespace/name (none when name is ""), and the Services kube-vip-cloud-provider handles.
-	Serving(ctx context.Context, namespace, name string, addrs []netip.Addr) (kubevipconfig.Serving, error)
+	// HarvesterKubevipServes says whether the Harvester cloud provider's kube-vip can take over
+	// (kubevipconfig.HarvesterKubevipServes).
+	HarvesterKubevipServes(ctx context.Context) (bool, string, error)
+	// RemoveReleases uninstalls the operator's releases and pull Secret (helminstall).
+	RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal
+	// Serving reads what serves the guest's addresses addrs: the operator's kube-vip DaemonSet
+	// (none when kubevip is nil), and the Services kube-vip-cloud-provider handles.
+	Serving(ctx context.Context, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) (kubevipconfig.Serving, error)
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	EnsurePullSecret(ctx context.Context, namespace, name string, dockerConfig []byte) (kubevipconfig.PullSecretResult, error)
 	EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error)
@@ -50,8 +56,16 @@ func (g helmGuest) RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.D
 	return kubevipconfig.RestoreHarvesterKubevip(ctx, g.Apps)
 }
 
-func (g helmGuest) Serving(ctx context.Context, namespace, name string, addrs []netip.Addr) (kubevipconfig.Serving, error) {
-	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, namespace, name, addrs)
+func (g helmGuest) HarvesterKubevipServes(ctx context.Context) (bool, string, error) {
+	return kubevipconfig.HarvesterKubevipServes(ctx, g.Apps)
+}
+
+func (g helmGuest) RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal {
+	return g.installer.RemoveReleases(ctx, g.Client, releases)
+}
+
+func (g helmGuest) Serving(ctx context.Context, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) (kubevipconfig.Serving, error) {
+	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, kubevip, addrs)
 }
 
 func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {

@@ -74,6 +74,31 @@ type fakeGuest struct {
 	serving  func(name string) (kubevipconfig.Serving, error)
 	restored int
 	disabled int
+	// harvesterServes says whether Harvester's kube-vip can take over; nil: it can.
+	harvesterServes func() (bool, string, error)
+	// removed are the releases RemoveReleases was asked to take out; removeProblem, when set,
+	// leaves them all.
+	removed       []v1.GuestRelease
+	removeProblem string
+}
+
+func (g *fakeGuest) HarvesterKubevipServes(context.Context) (bool, string, error) {
+	if g.harvesterServes != nil {
+		return g.harvesterServes()
+	}
+	return true, "", nil
+}
+
+func (g *fakeGuest) RemoveReleases(_ context.Context, releases []v1.GuestRelease) helminstall.Removal {
+	g.removed = append(g.removed, releases...)
+	if g.removeProblem != "" {
+		return helminstall.Removal{Problems: []string{g.removeProblem}, Left: releases}
+	}
+	var done []string
+	for _, r := range releases {
+		done = append(done, "release "+r.Namespace+"/"+r.Name+" uninstalled")
+	}
+	return helminstall.Removal{Done: done}
 }
 
 func (g *fakeGuest) Credentials() []string { return []string{"guest-token-abcdef"} }
@@ -95,13 +120,17 @@ func (g *fakeGuest) RestoreHarvesterKubevip(context.Context) (kubevipconfig.Daem
 	return kubevipconfig.DaemonSetNotDisabled, nil
 }
 
-func (g *fakeGuest) Serving(_ context.Context, namespace, name string, _ []netip.Addr) (kubevipconfig.Serving, error) {
+func (g *fakeGuest) Serving(_ context.Context, kubevip *kubevipconfig.KubevipRef, _ []netip.Addr) (kubevipconfig.Serving, error) {
+	name := ""
+	if kubevip != nil {
+		name = kubevip.Name
+	}
 	if g.serving != nil {
 		return g.serving(name)
 	}
 	var s kubevipconfig.Serving
-	if name != "" {
-		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1}
+	if kubevip != nil {
+		s.Kubevip = &kubevipconfig.DaemonSetState{Namespace: kubevip.Namespace, Name: name, Found: true, Observed: true, Desired: 1, Ready: 1}
 	}
 	return s, nil
 }
@@ -152,6 +181,8 @@ type world struct {
 	settings   fakeSettings
 	recorder   *record.FakeRecorder
 	metrics    *metrics.Metrics
+	// after is when the last pass said the next one is due.
+	after time.Duration
 }
 
 func newWorld() *world {
@@ -218,7 +249,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 	// the test made it.
 	fips := fakes.NewFloatingIPs(w.fips.Objects()...)
 	c := w.controller(fips, kube.CoreV1())
-	_, _ = c.sync(context.Background(), testNS)
+	w.after, _ = c.sync(context.Background(), testNS)
 	w.written = append(w.written, fips.Written...)
 	var events []string
 	for len(w.recorder.Events) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
@@ -26,17 +27,18 @@ type served struct {
 }
 
 // observe reads, after the addresses are written, what serves them: the operator's own kube-vip
-// in namespace where it installs one, and the Services kube-vip-cloud-provider handles.
-func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, namespace string) {
-	name := ""
+// where it installs one (or the original kube-fip-operator's of the same release, until the
+// operator's replaces it), and the Services kube-vip-cloud-provider handles.
+func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, cfg config.Config) {
+	var kubevip *kubevipconfig.KubevipRef
 	if p.installs {
-		name = chartvalues.KubevipNameOverride
+		kubevip = &kubevipconfig.KubevipRef{Namespace: cfg.KubevipNamespace, Name: chartvalues.KubevipNameOverride, Release: cfg.Kubevip.ReleaseName}
 	}
 	addrs := slices.Clone(p.want.Global)
 	for _, ns := range p.want.Namespaced {
 		addrs = append(addrs, ns...)
 	}
-	if s, err := client.Serving(ctx, namespace, name, addrs); err != nil {
+	if s, err := client.Serving(ctx, kubevip, addrs); err != nil {
 		p.servingErr = p.redact(err.Error())
 	} else {
 		p.serving = &s

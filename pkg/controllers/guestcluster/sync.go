@@ -57,6 +57,9 @@ type pass struct {
 	// FloatingIPs remember them; releasesChanged says the pass learnt something new of them.
 	releases        []v1.GuestRelease
 	releasesChanged bool
+	// recheck, when set, is how soon the cluster's next pass is due, before the usual interval:
+	// something the pass waits for is expected soon.
+	recheck time.Duration
 	// installs says the operator keeps its own kube-vip in this guest; serving is what the guest
 	// showed of what serves its addresses (servingErr why it could not be read), and served this
 	// FloatingIP's verdict on it.
@@ -114,6 +117,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		lead.releases = rememberedReleases(members)
 		start := time.Now()
 		retry = c.runSafely(ctx, cfg, &lead)
+		soon = lead.recheck
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
 		now := time.Now()
 		for _, m := range members {
@@ -261,8 +265,11 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if err := c.writeConfigMap(ctx, client, p, target); err != nil {
 		return err
 	}
-	c.observe(ctx, client, p, cfg.KubevipNamespace)
+	c.observe(ctx, client, p, cfg)
 	c.harvesterKubevip(ctx, client, p)
+	if !p.installs && len(p.releases) > 0 {
+		c.handOver(ctx, client, p)
+	}
 	if p.kubevip.reason == v1.ReasonHelmFailed || p.kubevip.reason == v1.ReasonChartFetching {
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
@@ -440,6 +447,48 @@ func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *p
 		c.Recorder.Event(p.fip, v1.EventType(reason), reason, "guest cluster "+p.cluster+": "+why)
 	}
 }
+
+// handOver takes the operator's kube-vip out of a guest that no longer wants it, once the Harvester
+// cloud provider's kube-vip, given its nodes back by harvesterKubevip, has a ready pod: the releases
+// the operator remembers applying there and its image pull Secret are uninstalled, and forgotten.
+// Until then they stay, so that a kube-vip announces the addresses throughout, and the pass looks
+// again after handOverRecheck; a guest without Harvester's kube-vip keeps the operator's.
+func (c *controller) handOver(ctx context.Context, client guestAPI, p *pass) {
+	names := make([]string, 0, len(p.releases))
+	for _, r := range p.releases {
+		names = append(names, r.Namespace+"/"+r.Name)
+	}
+	pending := func(why string) {
+		p.kubevip = &outcome{reason: v1.ReasonHandOverPending, message: p.redact(fmt.Sprintf(
+			"%s; the operator's releases %s stay installed until the Harvester cloud provider's kube-vip has a ready pod: %s",
+			p.kubevip.message, strings.Join(names, ", "), why))}
+		p.recheck = handOverRecheck
+	}
+	serves, why, err := client.HarvesterKubevipServes(ctx)
+	switch {
+	case err != nil:
+		pending(err.Error())
+		return
+	case !serves:
+		pending(why)
+		return
+	}
+	removal := client.RemoveReleases(ctx, p.releases)
+	if len(removal.Left) != len(p.releases) {
+		p.releases, p.releasesChanged = removal.Left, true
+	}
+	if len(removal.Done) > 0 {
+		c.Recorder.Event(p.fip, v1.EventType(v1.ReasonKubevipHandedOver), v1.ReasonKubevipHandedOver, p.redact(fmt.Sprintf(
+			"guest cluster %s: the Harvester cloud provider's kube-vip has a ready pod and the guest no longer wants the operator's: %s",
+			p.cluster, strings.Join(removal.Done, "; "))))
+	}
+	if len(removal.Problems) > 0 {
+		pending("it has one, but the uninstall failed: " + strings.Join(removal.Problems, "; "))
+	}
+}
+
+// handOverRecheck is how soon a pass looks again while a hand-over waits.
+const handOverRecheck = 10 * time.Second
 
 // writeConfigMap puts the address where the provider reads it.
 func (c *controller) writeConfigMap(ctx context.Context, client guestAPI, p *pass, target kubevipconfig.ConfigMapRef) error {

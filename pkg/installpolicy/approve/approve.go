@@ -85,11 +85,12 @@ func canonical(obj runtime.Object) ([]byte, error) {
 		return nil, fmt.Errorf("a %T does not serialise as an object", obj)
 	}
 	delete(m, "status")
-	return yaml.Marshal(prune(m))
+	return yaml.Marshal(Prune(m))
 }
 
-// prune drops the nulls a typed object marshals to (creationTimestamp: null).
-func prune(v interface{}) interface{} {
+// Prune drops the nulls a typed object marshals to (creationTimestamp: null), at every depth of
+// its JSON form, and returns v.
+func Prune(v interface{}) interface{} {
 	switch t := v.(type) {
 	case map[string]interface{}:
 		for k, x := range t {
@@ -97,11 +98,11 @@ func prune(v interface{}) interface{} {
 				delete(t, k)
 				continue
 			}
-			t[k] = prune(x)
+			t[k] = Prune(x)
 		}
 	case []interface{}:
 		for i := range t {
-			t[i] = prune(t[i])
+			t[i] = Prune(t[i])
 		}
 	}
 	return v

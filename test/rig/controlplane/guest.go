@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -123,11 +124,17 @@ const HarvesterRelease = "harvester-cloud-provider"
 // Rancher does, with the Helm SDK: everything that chart and its kube-vip subchart leave behind,
 // owned by release kube-system/harvester-cloud-provider.
 func (g *Guest) InstallHarvesterCloudProvider() error {
+	return g.InstallRelease(HarvesterRelease, chartrepo.HarvesterCloudProviderChart(), nil)
+}
+
+// InstallRelease installs ch with values into the guest's kube-system as release name, with the
+// Helm SDK as a person or another tool does: hooks, Helm's own records and ownership annotations.
+func (g *Guest) InstallRelease(name string, ch *chart.Chart, values map[string]interface{}) error {
 	kubeconfig, err := g.Kubeconfig()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "kube-fip-harvester-")
+	dir, err := os.MkdirTemp("", "kube-fip-release-")
 	if err != nil {
 		return err
 	}
@@ -144,10 +151,10 @@ func (g *Guest) InstallHarvesterCloudProvider() error {
 		return err
 	}
 	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace = HarvesterRelease, namespace
+	install.ReleaseName, install.Namespace = name, namespace
 	install.Timeout = time.Minute
-	if _, err := install.Run(chartrepo.HarvesterCloudProviderChart(), nil); err != nil {
-		return fmt.Errorf("installing the Harvester cloud provider stand-in into guest %s: %w", g.Name, err)
+	if _, err := install.Run(ch, values); err != nil {
+		return fmt.Errorf("installing release %s into guest %s: %w", name, g.Name, err)
 	}
 	return nil
 }
