@@ -2,6 +2,7 @@ package charts
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +64,8 @@ func renderRelease(t *testing.T, values map[string]interface{}) (*release.Releas
 // TestCleanupHookOrderAndLifetime: by default the chart has exactly the clean-up hooks, all
 // pre-delete, the ServiceAccount and roles weighted before their bindings and both before the Job,
 // each deleted once the hooks succeeded and before being created again; none of them is part of
-// the release's own manifest, so they exist only while the hook runs.
+// the release's own manifest, so they exist only while the hook runs. The clean-up's report is
+// never rendered, so that the uninstall leaves it.
 func TestCleanupHookOrderAndLifetime(t *testing.T) {
 	hooks, _ := renderHooks(t, nil)
 	weights := map[string]int{}
@@ -102,6 +104,15 @@ func TestCleanupHookOrderAndLifetime(t *testing.T) {
 	for _, o := range renderOperator(t, nil) {
 		if o.GetName() == cleanupName {
 			t.Errorf("%s %s is in the release manifest; want it only as a hook", o.GetKind(), o.GetName())
+		}
+	}
+	// The report of the guests not cleaned must outlive the uninstall: the chart never owns it.
+	values := allSwitchesOn()
+	values["cleanup"] = map[string]interface{}{"onUninstall": "delete"}
+	_, hookObjs := renderHooks(t, values)
+	for _, o := range append(renderOperator(t, values), hookObjs...) {
+		if o.GetName() == cleanup.ReportConfigMapName {
+			t.Errorf("the chart renders %s %s; Helm would delete the report with the release", o.GetKind(), o.GetName())
 		}
 	}
 }
@@ -282,8 +293,9 @@ func TestCleanupQuestion(t *testing.T) {
 // TestCleanupHookRBACForGuests: cleaning the guests (guests clean, or onUninstall delete, which
 // gives the addresses back) adds to the hook's roles what reaching a guest takes, as the operator
 // reaches it, and nothing else: Rancher's two address settings by name, and in Rancher's fleet
-// namespace get of provisioning clusters and Secrets, bound to the hook's ServiceAccount. Keeping
-// the guests adds nothing.
+// namespace get of provisioning clusters and Secrets, bound to the hook's ServiceAccount; and, in
+// the release namespace, writing the report of the guests not cleaned: create of ConfigMaps (which
+// no name can limit) and update of the report's by name, no read. Keeping the guests adds nothing.
 func TestCleanupHookRBACForGuests(t *testing.T) {
 	const guestRole = cleanupName + "-guests"
 	for _, tc := range []struct {
@@ -315,11 +327,26 @@ func TestCleanupHookRBACForGuests(t *testing.T) {
 					role = o
 				}
 			}
+			var own rbacv1.Role
+			convert(t, find(t, objs, "Role", cleanupName), &own)
+			var report []rbacv1.PolicyRule
+			for _, r := range own.Rules {
+				if slices.Contains(r.Resources, "configmaps") {
+					report = append(report, r)
+				}
+			}
 			if !tc.clean {
-				if hasSettings || role != nil {
-					t.Errorf("keeping the guests: settings rule %t, Role %s %v; want neither", hasSettings, guestRole, role != nil)
+				if hasSettings || role != nil || len(report) != 0 {
+					t.Errorf("keeping the guests: settings rule %t, Role %s %v, ConfigMap rules %+v; want none", hasSettings, guestRole, role != nil, report)
 				}
 				return
+			}
+			wantReport := []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{cleanup.ReportConfigMapName}, Verbs: []string{"update"}},
+			}
+			if !reflect.DeepEqual(report, wantReport) {
+				t.Errorf("cleaning the guests: the release namespace's ConfigMap rules %+v; want %+v", report, wantReport)
 			}
 			if !hasSettings || role == nil {
 				t.Fatalf("cleaning the guests: settings rule %t, Role %s %v; want both", hasSettings, guestRole, role != nil)

@@ -1,16 +1,21 @@
 package charts
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/test/rig/alerts"
 )
 
 // alertRule is one rule of the rendered PrometheusRule.
@@ -35,26 +40,27 @@ type ruleGroups struct {
 
 // TestPrometheusRule parses every alert expression with Prometheus' own parser, checks each reads
 // only metrics the operator exports, and checks what each alert is for: the usage thresholds from
-// the values, exhaustion, a guest cluster down for two intervals of the rendered configuration, and
-// allocation conflicts.
+// the values, exhaustion, a guest cluster down for two intervals of the rendered configuration,
+// allocation conflicts, and the durations of the not-served and kube-vip-not-installed alerts.
 func TestPrometheusRule(t *testing.T) {
 	exported := exportedMetrics(t)
 	for _, tc := range []struct {
-		name               string
-		values             map[string]interface{}
-		warn, crit         float64
-		guestDownFor       time.Duration
-		wantPrometheusRule bool
-		notServedFor       time.Duration
+		name                   string
+		values                 map[string]interface{}
+		warn, crit             float64
+		guestDownFor           time.Duration
+		wantPrometheusRule     bool
+		notServedFor           time.Duration
+		kubevipNotInstalledFor time.Duration
 	}{
-		{"defaults", nil, 0, 0, 0, false, 0},
+		{"defaults", nil, 0, 0, 0, false, 0, 0},
 		{"rule-on", map[string]interface{}{"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true}}},
-			80, 95, 960 * time.Second, true, 10 * time.Minute},
+			80, 95, 960 * time.Second, true, 10 * time.Minute, 15 * time.Minute},
 		// Labels for a Prometheus whose ruleSelector asks for them: every alert is still rendered.
 		{"rule-with-labels", map[string]interface{}{"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true,
-			"labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}, "notServedFor": "20m"}}},
-			80, 95, 960 * time.Second, true, 20 * time.Minute},
-		{"all-switches", allSwitchesOn(), 70, 90, 1200 * time.Second, true, 10 * time.Minute},
+			"labels": map[string]interface{}{"release": "rancher-monitoring", "team": "network"}, "notServedFor": "20m", "kubevipNotInstalledFor": "1h"}}},
+			80, 95, 960 * time.Second, true, 20 * time.Minute, time.Hour},
+		{"all-switches", allSwitchesOn(), 70, 90, 1200 * time.Second, true, 10 * time.Minute, 15 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderOperator(t, tc.values)
@@ -134,6 +140,15 @@ func TestPrometheusRule(t *testing.T) {
 						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_served == 0 for %s, critical", r.Alert, r.Expr, r.For, tc.notServedFor)
 					}
 				},
+				"KubeFIPKubevipNotInstalled": func(r alertRule, q query) {
+					d, err := model.ParseDuration(r.For)
+					op, val, ok := q.threshold()
+					if err != nil || time.Duration(d) != tc.kubevipNotInstalledFor || !q.reads("kubefipoperator_floatingip_kubevip_installed") ||
+						!ok || op.String() != "==" || val != metrics.KubevipInstalledNo || r.Labels["severity"] != "warning" {
+						t.Errorf("%s: %q for %q; want kubefipoperator_floatingip_kubevip_installed == 0 for %s, warning", r.Alert, r.Expr, r.For, tc.kubevipNotInstalledFor)
+					}
+					checkKubevipNotInstalledHolds(t, r.Expr)
+				},
 			}
 			if len(got) != len(checks) {
 				t.Errorf("%d alerts rendered; want %d", len(got), len(checks))
@@ -159,6 +174,33 @@ func TestPrometheusRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkKubevipNotInstalledHolds evaluates expr, KubeFIPKubevipNotInstalled's, over what the
+// operator's registry serves for three FloatingIPs: it holds for the one whose kube-vip install was
+// refused, not for the one installed, and not for the one whose guest does not want the operator's
+// kube-vip.
+func checkKubevipNotInstalledHolds(t *testing.T, expr string) {
+	t.Helper()
+	m := metrics.New()
+	m.SetFloatingIP("c-m-1", "refused", "guest-1", false, metrics.ServedNo, metrics.KubevipInstalledNo)
+	m.SetFloatingIP("c-m-2", "installed", "guest-2", true, metrics.ServedYes, metrics.KubevipInstalledYes)
+	m.SetFloatingIP("c-m-3", "not-wanted", "guest-3", true, metrics.ServedIdle, metrics.KubevipNotWanted)
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := alerts.Holds(t, expr, text.String())
+	if len(held) != 1 || !strings.Contains(held[0], "name:refused") {
+		t.Errorf("%q holds for %v; want the refused FloatingIP's series only", expr, held)
 	}
 }
 

@@ -26,7 +26,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m.GuestOperationDuration.WithLabelValues("h").Observe(1)
 	m.DiscoveryNoRange.WithLabelValues("h").Inc()
 	m.ConfigReloads.WithLabelValues(metrics.StatusSuccess).Inc()
-	m.SetFloatingIP("c-m-1", "f", "g", true, metrics.ServedYes)
+	m.SetFloatingIP("c-m-1", "f", "g", true, metrics.ServedYes, metrics.KubevipInstalledYes)
 	m.RangeWithheld.WithLabelValues("r").Set(1)
 	m.RangeInUse.WithLabelValues("r").Set(0)
 	m.HarvesterReads.WithLabelValues("h", "read").Inc()
@@ -50,7 +50,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	for _, want := range []string{"kubefipoperator_fipranges_capacity", "kubefipoperator_fipranges_reserved",
 		"kubefipoperator_fipranges_available", "kubefipoperator_allocation_conflicts_total",
 		"kubefipoperator_guestcluster_status", "kubefipoperator_guestcluster_events", "kubefipoperator_floatingip_ready",
-		"kubefipoperator_floatingip_served"} {
+		"kubefipoperator_floatingip_served", "kubefipoperator_floatingip_kubevip_installed"} {
 		if !names[want] {
 			t.Fatalf("the registry does not export %s", want)
 		}

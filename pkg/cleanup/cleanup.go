@@ -8,7 +8,8 @@
 // objects with their addresses and the ranges' allocation records, for a later install to adopt;
 // ModeDelete deletes every FloatingIP, FloatingIPAllocation and FloatingIPRange and removes the
 // operator's finalizers from them, so that nothing is left. With Guests.Clean, every reachable
-// guest is first given back as it was before the operator (guests.go).
+// guest is first given back as it was before the operator (guests.go), and the guests that could
+// not be are kept in a ConfigMap the uninstall leaves (report.go).
 package cleanup
 
 import (
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // Mode says what happens to the objects.
@@ -108,10 +110,11 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		// cannot be cleaned is reported and does not stop the uninstall.
 		outcomes, err := cleanGuests(ctx, kube, dyn, g)
 		if err != nil {
-			logrus.Warnf("the guest clusters were not cleaned: %v", err)
+			logrus.Warnf("the guest clusters were not cleaned: %s", redact.Error(err))
 		}
 		logGuests(outcomes)
 		res.Guests = outcomes
+		keepReport(ctx, kube, opts, notCleaned(outcomes, err))
 	}
 	for _, k := range kinds() {
 		if err := cleanKind(ctx, dyn, k, opts.Mode, &res); err != nil {

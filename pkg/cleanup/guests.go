@@ -24,6 +24,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // GuestOptions say whether and how the clean-up reaches the guest clusters.
@@ -148,7 +149,9 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	defer cancel()
 	client, err := connect(ctx, kube, dyn, rancher, w.cluster, opts)
 	if err != nil {
-		o.Problem = "not reached: " + err.Error()
+		// connect's errors quote what the API server and the guest client said: redacted here,
+		// like every problem found in a guest, before the log and the report show it.
+		o.Problem = "not reached: " + redact.Error(err)
 		return o
 	}
 	removal := installer.RemoveReleases(ctx, client, w.releases)

@@ -103,8 +103,12 @@ type Metrics struct {
 	// FloatingIPServed is what the guest showed of a FloatingIP's address at the last look:
 	// ServedYes, ServedIdle or ServedNo; no series before the first look.
 	FloatingIPServed *prometheus.GaugeVec
+	// FloatingIPKubevipInstalled is whether the operator's kube-vip is installed in a FloatingIP's
+	// guest: KubevipInstalledYes, KubevipInstalledNo or KubevipNotWanted; no series before a guest
+	// pass says.
+	FloatingIPKubevipInstalled *prometheus.GaugeVec
 	// readyGuest is, per FloatingIP (namespace/name), the guest cluster name of its FloatingIPReady
-	// series, set through SetFloatingIPReady; readyMu guards it and keeps it in step with the
+	// series, set through SetFloatingIP; readyMu guards it and keeps it in step with the
 	// series.
 	readyMu    sync.Mutex
 	readyGuest map[string]string
@@ -170,6 +174,9 @@ func New() *Metrics {
 		FloatingIPServed: gauge("kubefipoperator_floatingip_served",
 			"What the guest showed of a FloatingIP's address at the last look: 1 a LoadBalancer Service's status holds it, 2 nothing asks for it yet, 0 it is not served (kube-vip not ready, or asked for and not bound).",
 			LabelNamespace, LabelName, LabelGuestClusterName),
+		FloatingIPKubevipInstalled: gauge("kubefipoperator_floatingip_kubevip_installed",
+			"Whether the operator's kube-vip is installed in a FloatingIP's guest cluster: 1 installed, 0 not (refused or failed; its KubevipInstalled condition says why), 2 the guest does not want the operator's kube-vip.",
+			LabelNamespace, LabelName, LabelGuestClusterName),
 	}
 }
 
@@ -226,10 +233,21 @@ const (
 	ServedUnknown = -1
 )
 
-// SetFloatingIP records whether the FloatingIP namespace/name of guest cluster guest is Ready, and
-// whether its address is served (ServedUnknown: no series). A FloatingIP has one series of each:
+// The values of kubefipoperator_floatingip_kubevip_installed.
+const (
+	KubevipInstalledNo  = 0
+	KubevipInstalledYes = 1
+	// KubevipNotWanted: kubevipGuestInstall leaves the guest to its owner; nothing to alert on.
+	KubevipNotWanted = 2
+	// KubevipInstalledUnknown: no series, no guest pass has said yet.
+	KubevipInstalledUnknown = -1
+)
+
+// SetFloatingIP records whether the FloatingIP namespace/name of guest cluster guest is Ready,
+// whether its address is served (ServedUnknown: no series) and whether the operator's kube-vip is
+// installed in the guest (KubevipInstalledUnknown: no series). A FloatingIP has one series of each:
 // one left under another guest cluster name is removed.
-func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, served float64) {
+func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, served, kubevip float64) {
 	value := 0.0
 	if ready {
 		value = 1
@@ -243,15 +261,22 @@ func (m *Metrics) SetFloatingIP(namespace, name, guest string, ready bool, serve
 		old := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: previous}
 		m.FloatingIPReady.Delete(old)
 		m.FloatingIPServed.Delete(old)
+		m.FloatingIPKubevipInstalled.Delete(old)
 	}
 	m.readyGuest[key] = guest
 	labels := prometheus.Labels{LabelNamespace: namespace, LabelName: name, LabelGuestClusterName: guest}
 	m.FloatingIPReady.With(labels).Set(value)
-	if served == ServedUnknown {
-		m.FloatingIPServed.Delete(labels)
-	} else {
-		m.FloatingIPServed.With(labels).Set(served)
+	setOrDelete(m.FloatingIPServed, labels, served, ServedUnknown)
+	setOrDelete(m.FloatingIPKubevipInstalled, labels, kubevip, KubevipInstalledUnknown)
+}
+
+// setOrDelete sets the series of g with labels to value, or removes it when value is unknown.
+func setOrDelete(g *prometheus.GaugeVec, labels prometheus.Labels, value, unknown float64) {
+	if value == unknown {
+		g.Delete(labels)
+		return
 	}
+	g.With(labels).Set(value)
 }
 
 // DeleteFloatingIP removes the series of the FloatingIP namespace/name, whatever its guest cluster.
@@ -262,6 +287,7 @@ func (m *Metrics) DeleteFloatingIP(namespace, name string) {
 	match := prometheus.Labels{LabelNamespace: namespace, LabelName: name}
 	m.FloatingIPReady.DeletePartialMatch(match)
 	m.FloatingIPServed.DeletePartialMatch(match)
+	m.FloatingIPKubevipInstalled.DeletePartialMatch(match)
 }
 
 // GuestClusters lists the guest clusters that have series.

@@ -3,22 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/alerts"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -102,95 +98,6 @@ func (s *suite) operatorMetrics(t *testing.T) string {
 // metricsPort is the operator chart's default config.metricsPort.
 const metricsPort = 8080
 
-// alertExpr is the expression of alert in the PrometheusRule the operator chart renders.
-func (s *suite) alertExpr(t *testing.T, alert string) string {
-	t.Helper()
-	for _, obj := range chartrepo.RenderOperatorChart(t, operatorNS, map[string]interface{}{
-		"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true}},
-	}, "monitoring.coreos.com/v1/PrometheusRule") {
-		if obj.GetKind() != "PrometheusRule" {
-			continue
-		}
-		groups, _, _ := unstructured.NestedSlice(obj.Object, "spec", "groups")
-		for _, g := range groups {
-			rules, _, _ := unstructured.NestedSlice(g.(map[string]interface{}), "rules")
-			for _, r := range rules {
-				r := r.(map[string]interface{})
-				if r["alert"] == alert {
-					return r["expr"].(string)
-				}
-			}
-		}
-	}
-	t.Fatalf("the operator chart renders no alert %s", alert)
-	return ""
-}
-
-// alertHolds evaluates expr over the series of metrics (the text format the operator serves) as
-// Prometheus evaluates a comparison of a selector with a number, which is the shape of the alerts
-// this suite evaluates: parsed by Prometheus' own parser, each series the selector's matchers
-// match is kept when its value compares true. It returns the series kept.
-func alertHolds(t *testing.T, expr, metrics string) []string {
-	t.Helper()
-	node, err := parser.ParseExpr(expr)
-	rig.Must(t, err)
-	bin, ok := node.(*parser.BinaryExpr)
-	var sel *parser.VectorSelector
-	var num *parser.NumberLiteral
-	if ok {
-		sel, _ = bin.LHS.(*parser.VectorSelector)
-		num, _ = bin.RHS.(*parser.NumberLiteral)
-	}
-	if sel == nil || num == nil || bin.ReturnBool {
-		t.Fatalf("%q is not a comparison of a selector with a number, which this suite evaluates", expr)
-	}
-	text := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := text.TextToMetricFamilies(strings.NewReader(metrics))
-	if err != nil {
-		t.Fatalf("the operator's metrics do not parse: %v", err)
-	}
-	var out []string
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			if m.GetGauge() == nil {
-				continue
-			}
-			lbls := map[string]string{"__name__": name}
-			for _, l := range m.GetLabel() {
-				lbls[l.GetName()] = l.GetValue()
-			}
-			matched := true
-			for _, matcher := range sel.LabelMatchers {
-				matched = matched && matcher.Matches(lbls[matcher.Name])
-			}
-			if matched && compare(bin.Op, m.GetGauge().GetValue(), num.Val) {
-				out = append(out, fmt.Sprintf("%s%v", name, lbls))
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// compare applies a PromQL comparison operator.
-func compare(op parser.ItemType, a, b float64) bool {
-	switch op {
-	case parser.EQLC:
-		return a == b
-	case parser.NEQ:
-		return a != b
-	case parser.GTR:
-		return a > b
-	case parser.LSS:
-		return a < b
-	case parser.GTE:
-		return a >= b
-	case parser.LTE:
-		return a <= b
-	}
-	return false
-}
-
 // TestNotServedIsShownAndRecovers: on real nodes, the FloatingIP says what the guest does. Served
 // while kube-vip's pod holds the address for the echo Service; then, with kube-vip's node selector
 // matching no node, kube-vip's DaemonSet schedules no pod: the FloatingIP is not Ready with
@@ -205,7 +112,7 @@ func TestNotServedIsShownAndRecovers(t *testing.T) {
 	if !v1.Ready.IsTrue(x) || x.Status.ServedBy != "default/echo" {
 		t.Errorf("served: Ready %v, servedBy %q; want Ready, served by default/echo", v1.Ready.IsTrue(x), x.Status.ServedBy)
 	}
-	expr := s.alertExpr(t, "KubeFIPFloatingIPNotServed")
+	expr := chartrepo.OperatorAlertExpr(t, operatorNS, "KubeFIPFloatingIPNotServed")
 
 	was := s.editKubevipValues(t, func(v map[string]interface{}) {
 		v["nodeSelector"] = map[string]interface{}{"kubefip.e2e/no-such-node": "true"}
@@ -219,7 +126,7 @@ func TestNotServedIsShownAndRecovers(t *testing.T) {
 	}
 	var firing []string
 	rig.Eventually(t, time.Minute, "KubeFIPFloatingIPNotServed's expression to hold for the FloatingIP", func() bool {
-		firing = alertHolds(t, expr, s.operatorMetrics(t))
+		firing = alerts.Holds(t, expr, s.operatorMetrics(t))
 		return len(firing) == 1 && strings.Contains(firing[0], x.Name)
 	})
 	t.Logf("%s holds for %v", expr, firing)
@@ -230,7 +137,7 @@ func TestNotServedIsShownAndRecovers(t *testing.T) {
 		t.Errorf("Ready is not True once served again: %s", v1.Ready.GetMessage(x))
 	}
 	rig.Eventually(t, time.Minute, "KubeFIPFloatingIPNotServed's expression to hold no more", func() bool {
-		return len(alertHolds(t, expr, s.operatorMetrics(t))) == 0
+		return len(alerts.Holds(t, expr, s.operatorMetrics(t))) == 0
 	})
 	s.servedThrough(t, fip, "kube-vip back on its node")
 }

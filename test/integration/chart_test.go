@@ -91,8 +91,10 @@ func (h *helmCluster) uninstall(name string) {
 // hook (played by running the hook Job's own command with the hook's ServiceAccount, as the API
 // server has no kubelet) stops the operator first and, by default, leaves every object without the
 // operator's finalizers and unchanged, so that a reinstall adopts each with its address; with
-// cleanup.onUninstall=delete nothing is left. Uninstalling removes the operator's objects and the
-// hook's, and keeps the CRDs.
+// cleanup.onUninstall=delete nothing is left, and the guests it could not reach (as delete cleans
+// the guests) are named in a ConfigMap that outlives the uninstall, written under the hook's own
+// roles; the default, keeping the guests, writes none. Uninstalling removes the operator's objects
+// and the hook's, and keeps the CRDs.
 func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	shards.Take(t)
 	ctx := context.Background()
@@ -133,6 +135,7 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	world.createObjects()
 	world.uninstallWithHook("keep")
 	world.checkKeptObjects(false)
+	world.checkReport()
 
 	values["cleanup"] = map[string]interface{}{"onUninstall": "delete"}
 	if err := helm.install(charts.OperatorChart, values); err != nil {
@@ -142,8 +145,11 @@ func TestChartInstallAndServiceAccountRights(t *testing.T) {
 	world.waitAllocated("the operator to adopt the kept FloatingIPs and range")
 
 	// Uninstalled with cleanup.onUninstall=delete: nothing is left.
+	// The guests of the FloatingIPs are no Rancher clusters: the clean-up, under the hook's own
+	// roles, cannot reach them and names them in a ConfigMap that Helm's uninstall leaves.
 	world.uninstallWithHook("delete")
 	world.checkNothingLeft()
+	world.checkReport("one", "two")
 
 	helm.uninstall(charts.CRDChart)
 	if _, err := kube.RbacV1().ClusterRoles().Get(ctx, "kube-fip-operator", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

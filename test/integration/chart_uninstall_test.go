@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/package/charts"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -383,6 +384,31 @@ func (w *uninstallWorld) checkHookObjects(present bool) {
 		if !present && !apierrors.IsNotFound(err) {
 			w.t.Errorf("hook %s %s after the uninstall: %v; want NotFound", kind, cleanupHook, err)
 		}
+	}
+}
+
+// checkReport: after the uninstall, the ConfigMap the clean-up leaves in the release namespace
+// names exactly the guests it could not clean, each on a line of its own, or is not there when it
+// could clean them all (or kept them).
+func (w *uninstallWorld) checkReport(notCleaned ...string) {
+	w.t.Helper()
+	cm, err := w.kube.CoreV1().ConfigMaps(chartNamespace).Get(context.Background(), cleanup.ReportConfigMapName, metav1.GetOptions{})
+	if len(notCleaned) == 0 {
+		if !apierrors.IsNotFound(err) {
+			w.t.Errorf("ConfigMap %s after an uninstall with nothing to report: %v; want NotFound", cleanup.ReportConfigMapName, err)
+		}
+		return
+	}
+	if err != nil {
+		w.t.Fatalf("the list of the guests not cleaned, after the uninstall: %v", err)
+	}
+	var named []string
+	for _, line := range strings.Split(strings.TrimSuffix(cm.Data[cleanup.ReportKeyGuests], "\n"), "\n") {
+		guest, _, _ := strings.Cut(line, ": ")
+		named = append(named, guest)
+	}
+	if !reflect.DeepEqual(named, notCleaned) {
+		w.t.Errorf("ConfigMap %s names %q:\n%s\nwant %q", cleanup.ReportConfigMapName, named, cm.Data[cleanup.ReportKeyGuests], notCleaned)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
+	"github.com/kubefip/kube-fip-operator/pkg/cleanup"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig"
@@ -22,7 +23,9 @@ import (
 // kube-vip-cloud-provider releases it applied (objects and records), cidr-global of the
 // provider's ConfigMap (a key a person wrote there stays), and the node selector it gave the
 // Harvester cloud provider's kube-vip. A guest it cannot reach is named in its output, and does
-// not stop it. With --guests=keep nothing in a guest changes.
+// not stop it; once it is done, the guest is still named in the ConfigMap it leaves in its
+// namespace, which outlives the Job and its log, and the guest cleaned is not. With --guests=keep
+// nothing in a guest changes, and no ConfigMap is written.
 func TestUninstallCleansTheGuests(t *testing.T) {
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
@@ -95,6 +98,9 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 	if strings.Contains(logs, "guest cluster") {
 		t.Errorf("--guests=keep looked at the guests:\n%s", logs)
 	}
+	if _, err := f.shard.Kube.CoreV1().ConfigMaps(f.ns).Get(ctx, cleanup.ReportConfigMapName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("--guests=keep: ConfigMap %s: %v; want none, nothing to report", cleanup.ReportConfigMapName, err)
+	}
 
 	logs = run("clean")
 	t.Logf("the clean-up said:\n%s", grepLines(logs, "guest cluster"))
@@ -126,5 +132,13 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 	}
 	if !strings.Contains(logs, "guest cluster gclean-gone") || !strings.Contains(logs, "NOT CLEANED") {
 		t.Errorf("the clean-up's output does not name the guest it could not reach:\n%s", logs)
+	}
+	report, err := f.shard.Kube.CoreV1().ConfigMaps(f.ns).Get(ctx, cleanup.ReportConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the list of the guests not cleaned, after the clean-up: %v", err)
+	}
+	guests := report.Data[cleanup.ReportKeyGuests]
+	if !strings.HasPrefix(guests, "gclean-gone: not reached: ") || strings.Count(guests, "\n") != 1 || report.Data[cleanup.ReportKeyMode] != "keep" {
+		t.Errorf("ConfigMap %s/%s: %v; want one line naming gclean-gone, the guest not reached, and the mode keep", f.ns, report.Name, report.Data)
 	}
 }

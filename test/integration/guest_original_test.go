@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/alerts"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -14,8 +15,8 @@ import (
 // installed (release kube-system/kube-vip of the kube-vip chart, its objects under the chart's own
 // name, kube-vip) and that the operator, with kubevipUpdate off, leaves at that release, is judged
 // by that DaemonSet: with a ready pod and nothing asking for the address it is Idle and Ready, and
-// kubefipoperator_floatingip_served is 2, idle (KubeFIPFloatingIPNotServed fires on 0), where before
-// it was KubevipMissing and 0; with no pod ready past the grace period it is KubevipNotReady,
+// kubefipoperator_floatingip_served is 2, idle, so that the chart's KubeFIPFloatingIPNotServed
+// does not hold for it, where before it was KubevipMissing and 0; with no pod ready past the grace period it is KubevipNotReady,
 // naming that DaemonSet.
 func TestOriginalOperatorsKubevipIsJudged(t *testing.T) {
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
@@ -39,7 +40,13 @@ func TestOriginalOperatorsKubevipIsJudged(t *testing.T) {
 	if !v1.Ready.IsTrue(x) || !strings.Contains(message(x.Status.Conditions, v1.Served), "kube-vip kube-system/kube-vip has 1 of 1 pods ready") {
 		t.Errorf("Ready %v, Served %q; want Ready, judged by kube-system/kube-vip", v1.Ready.IsTrue(x), message(x.Status.Conditions, v1.Served))
 	}
-	rig.Eventually(t, 10*time.Second, "the served metric 2 (idle)", func() bool { return servedMetric(t, port, gc.id, fip) == "2" })
+	rig.Eventually(t, 10*time.Second, "the served metric 2 (idle)", func() bool {
+		return floatingIPMetric(t, port, "kubefipoperator_floatingip_served", gc.id, fip) == "2"
+	})
+	expr := chartrepo.OperatorAlertExpr(t, f.ns, "KubeFIPFloatingIPNotServed")
+	if held := alerts.Holds(t, expr, metricsOf(t, port)); len(held) != 0 {
+		t.Errorf("%s holds for %v", expr, held)
+	}
 
 	gc.setDaemonSetStatus(t, "kube-system", "kube-vip", 1, 0)
 	x = f.servedReason(gc, fip, v1.ReasonKubevipNotReady, 30*time.Second)

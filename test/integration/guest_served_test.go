@@ -44,13 +44,26 @@ func (f *fixture) servedReason(gc *guestCluster, name, reason string, timeout ti
 	})
 }
 
-// servedMetric is the value of kubefipoperator_floatingip_served for the FloatingIP, "" without
-// a series.
-func servedMetric(t *testing.T, port int, namespace, name string) string {
+// metricsOf is what the operator on port serves at /metrics.
+func metricsOf(t *testing.T, port int) string {
 	t.Helper()
 	_, body := httpGet(t, "http://127.0.0.1:"+itoa(port)+"/metrics")
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "kubefipoperator_floatingip_served{") &&
+	return body
+}
+
+// The per-FloatingIP series these tests read.
+const (
+	servedSeries  = "kubefipoperator_floatingip_served"
+	kubevipSeries = "kubefipoperator_floatingip_kubevip_installed"
+)
+
+// floatingIPMetric is the value of the operator's per-FloatingIP gauge metric (such as
+// kubefipoperator_floatingip_served) for the FloatingIP, as the operator on port serves it; ""
+// without a series.
+func floatingIPMetric(t *testing.T, port int, metric, namespace, name string) string {
+	t.Helper()
+	for _, line := range strings.Split(metricsOf(t, port), "\n") {
+		if strings.HasPrefix(line, metric+"{") &&
 			strings.Contains(line, `namespace="`+namespace+`"`) && strings.Contains(line, `name="`+name+`"`) {
 			return line[strings.LastIndex(line, " ")+1:]
 		}
@@ -118,7 +131,7 @@ func TestGuestServedStateIsReadBack(t *testing.T) {
 	gc.setDaemonSetStatus(t, "kube-system", "kube-fip-kube-vip", 0, 0)
 	x = f.servedReason(gc, fip, v1.ReasonKubevipNotScheduled, 30*time.Second)
 	notReady(x, v1.ReasonKubevipNotScheduled, true)
-	rig.Eventually(t, 10*time.Second, "the served metric 0", func() bool { return servedMetric(t, port, gc.id, fip) == "0" })
+	rig.Eventually(t, 10*time.Second, "the served metric 0", func() bool { return floatingIPMetric(t, port, servedSeries, gc.id, fip) == "0" })
 	if sel := harvesterSelector(); len(sel) != 0 {
 		t.Errorf("Harvester's kube-vip got node selector %v while the operator's has no pod", sel)
 	}
@@ -150,7 +163,7 @@ func TestGuestServedStateIsReadBack(t *testing.T) {
 	if msg := message(x.Status.Conditions, v1.Served); !strings.Contains(msg, "default/ingress asks for "+addr) {
 		t.Errorf("Served says %q; want it to name the Service asking", msg)
 	}
-	rig.Eventually(t, 10*time.Second, "the served metric 0", func() bool { return servedMetric(t, port, gc.id, fip) == "0" })
+	rig.Eventually(t, 10*time.Second, "the served metric 0", func() bool { return floatingIPMetric(t, port, servedSeries, gc.id, fip) == "0" })
 
 	got, err := gc.direct.CoreV1().Services("default").Get(ctx, "ingress", metav1.GetOptions{})
 	if err != nil {
@@ -164,7 +177,7 @@ func TestGuestServedStateIsReadBack(t *testing.T) {
 	if !v1.Ready.IsTrue(x) || x.Status.ServedBy != "default/ingress" {
 		t.Errorf("Ready %v, servedBy %q; want Ready and default/ingress", v1.Ready.IsTrue(x), x.Status.ServedBy)
 	}
-	rig.Eventually(t, 10*time.Second, "the served metric 1", func() bool { return servedMetric(t, port, gc.id, fip) == "1" })
+	rig.Eventually(t, 10*time.Second, "the served metric 1", func() bool { return floatingIPMetric(t, port, servedSeries, gc.id, fip) == "1" })
 
 	// The guest no longer wants the operator's kube-vip: Harvester's gets its nodes back.
 	disabled := map[string]string{}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/alerts"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 )
@@ -100,7 +101,10 @@ func reachedGuest(t *testing.T, gc *guestCluster) []string {
 // configuration then using a value key the schema no longer accepts (extraArgs, which the chart
 // passes through tpl) gets ChartValuesNotAllowed naming the key, even with kubevipUpdate on, and
 // what was installed keeps running as it was: no release record is added or removed, and the
-// DaemonSet is not touched.
+// DaemonSet is not touched. The refusal is seen: the operator's
+// kubefipoperator_floatingip_kubevip_installed goes from 1 to 0 for the FloatingIP, and the chart's
+// KubeFIPKubevipNotInstalled expression, which held for nothing while kube-vip was installed, holds
+// for it.
 func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	ctx := context.Background()
 	repo := chartrepo.ChartRepoForTest(t, defaultCharts()...)
@@ -111,13 +115,18 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	base := map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL, "kubevipUpdate": "true",
 		"kubevipChartValues": kubevipValuesWith(t, func(v map[string]interface{}) { v["podMonitor"] = monitored })}
 	f.operatorConfig(base)
-	f.operator()
+	_, port := f.operator()
 	g := f.shard.StartGuest(t, "ipkeep")
 	installMonitoringAPI(t, g.Config, "PodMonitor")
 	gc := rancherCluster(t, proxy, "ipkeep", "c-m-ipkeep", nil, g)
 	f.extraNamespace(gc.id)
 	f.createFIPIn(gc.id, "ipkeep", "ipkeep", "10.189.0.2")
 	f.waitFIPIn(gc.id, "ipkeep", 90*time.Second, "KubevipInstalled=True", func(x *v1.FloatingIP) bool { return v1.KubevipInstalled.IsTrue(x) })
+	expr := chartrepo.OperatorAlertExpr(t, f.ns, "KubeFIPKubevipNotInstalled")
+	rig.Eventually(t, 10*time.Second, "the kube-vip installed metric 1", func() bool { return floatingIPMetric(t, port, kubevipSeries, gc.id, "ipkeep") == "1" })
+	if held := alerts.Holds(t, expr, metricsOf(t, port)); len(held) != 0 {
+		t.Errorf("%s holds for %v while kube-vip is installed; want nothing", expr, held)
+	}
 	before, err := gc.direct.AppsV1().DaemonSets("kube-system").Get(ctx, chartvalues.KubevipNameOverride, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +155,11 @@ func TestInstallPolicyRefusalKeepsWhatRuns(t *testing.T) {
 	})
 	if msg := message(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(msg, config.KeyKubevipChartValues) {
 		t.Errorf("KubevipInstalled %q does not name %s", msg, config.KeyKubevipChartValues)
+	}
+	rig.Eventually(t, 10*time.Second, "the kube-vip installed metric 0", func() bool { return floatingIPMetric(t, port, kubevipSeries, gc.id, "ipkeep") == "0" })
+	held := alerts.Holds(t, expr, metricsOf(t, port))
+	if len(held) != 1 || !strings.Contains(held[0], "name:ipkeep") || !strings.Contains(held[0], "namespace:"+gc.id) {
+		t.Errorf("%s holds for %v after the refusal; want the FloatingIP %s/ipkeep", expr, held, gc.id)
 	}
 	rig.Eventually(t, 30*time.Second, "a Warning Event on the ConfigMap naming extraArgs", func() bool {
 		return f.shard.HasEvent(t, f.ns, config.ConfigMapName, corev1.EventTypeWarning, v1.ReasonChartValuesNotAllowed, "extraArgs")

@@ -12,6 +12,8 @@
 //     shaped as their controllers write them;
 //   - cloudprovider: kube-vip-cloud-provider's reading of its ConfigMap;
 //   - chartrepo: stand-in charts, a chart repository and an OCI registry;
+//   - alerts: a rendered PrometheusRule's alert expressions, evaluated over the series an operator
+//     serves;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;
 //   - node: clusters whose kubelet runs pods, for the end-to-end suite;
 //   - backup: Rancher Backups' ResourceSets;
@@ -19,6 +21,7 @@
 //   - suite: what the packages of tests against the real control plane share, and the shards the
 //     integration tests run on side by side.
 //
-// devenv is `make run`'s local environment. The unit tests under pkg/ use rig itself, fakes,
-// chartrepo, cloudprovider and backup: none needs a control plane (see architecture_test.go).
+// devenv is `make run`'s local environment. The unit tests under pkg/ and package/ use rig itself,
+// fakes, chartrepo, cloudprovider, backup and alerts: none needs a control plane (see
+// architecture_test.go).
 package rig

@@ -9,9 +9,9 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
 )
 
-// ReadyMetricHandlerName names the handler that mirrors a FloatingIP's Ready and Served conditions
-// in kubefipoperator_floatingip_ready and kubefipoperator_floatingip_served; it puts no finalizer
-// on.
+// ReadyMetricHandlerName names the handler that mirrors a FloatingIP's Ready, Served and
+// KubevipInstalled conditions in kubefipoperator_floatingip_ready, kubefipoperator_floatingip_served
+// and kubefipoperator_floatingip_kubevip_installed; it puts no finalizer on.
 const ReadyMetricHandlerName = HandlerName + "-ready-metric"
 
 // OnFloatingIPReadyMetric sets kubefipoperator_floatingip_ready from the FloatingIP's Ready
@@ -33,7 +33,7 @@ func (h *handler) OnFloatingIPReadyMetric(key string, f *v1.FloatingIP) (*v1.Flo
 		return f, nil
 	}
 	ready, _ := v1.GetCondition(f.Status.Conditions, v1.Ready)
-	h.metrics.SetFloatingIP(f.Namespace, f.Name, guestClusterName(f), ready.Status == corev1.ConditionTrue, servedValue(f))
+	h.metrics.SetFloatingIP(f.Namespace, f.Name, guestClusterName(f), ready.Status == corev1.ConditionTrue, servedValue(f), kubevipValue(f))
 	return f, nil
 }
 
@@ -49,6 +49,22 @@ func servedValue(f *v1.FloatingIP) float64 {
 		return metrics.ServedIdle
 	}
 	return metrics.ServedNo
+}
+
+// kubevipValue is kubefipoperator_floatingip_kubevip_installed of f, from its KubevipInstalled
+// condition: a guest whose configuration does not want the operator's kube-vip (NotWanted) is no
+// refusal, and is told apart from one where the install was refused or failed.
+func kubevipValue(f *v1.FloatingIP) float64 {
+	installed, ok := v1.GetCondition(f.Status.Conditions, v1.KubevipInstalled)
+	switch {
+	case !ok:
+		return metrics.KubevipInstalledUnknown
+	case installed.Status == corev1.ConditionTrue:
+		return metrics.KubevipInstalledYes
+	case installed.Reason == v1.ReasonNotWanted:
+		return metrics.KubevipNotWanted
+	}
+	return metrics.KubevipInstalledNo
 }
 
 // guestClusterName is the guest cluster a FloatingIP is for: as recorded in its status, else as

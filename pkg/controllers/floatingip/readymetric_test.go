@@ -56,3 +56,49 @@ func TestReadyMetric(t *testing.T) {
 		t.Errorf("%d series after the FloatingIP is gone; want none", count())
 	}
 }
+
+// TestKubevipInstalledMetric: kubefipoperator_floatingip_kubevip_installed has no series before a
+// guest pass sets KubevipInstalled; it is 1 while the condition is True, 2 while the guest does not
+// want the operator's kube-vip (NotWanted), and 0 for every other reason, refusals and failures
+// alike; its series goes with the FloatingIP.
+func TestKubevipInstalledMetric(t *testing.T) {
+	m := metrics.New()
+	h := &handler{metrics: m}
+	f := &v1.FloatingIP{ObjectMeta: metav1.ObjectMeta{Name: "fip", Namespace: "c-m-1",
+		Annotations: map[string]string{v1.AnnotationClusterName: "guest"}}}
+	count := func() int { return testutil.CollectAndCount(m.FloatingIPKubevipInstalled) }
+	handle := func(f *v1.FloatingIP) {
+		t.Helper()
+		if _, err := h.OnFloatingIPReadyMetric("c-m-1/fip", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	handle(f)
+	if count() != 0 {
+		t.Fatalf("%d series before KubevipInstalled is set; want none", count())
+	}
+	for _, tc := range []struct {
+		ok     bool
+		reason string
+		want   float64
+	}{
+		{true, v1.ReasonInstalled, metrics.KubevipInstalledYes},
+		{false, v1.ReasonImageTagMoved, metrics.KubevipInstalledNo},
+		{false, v1.ReasonNotWanted, metrics.KubevipNotWanted},
+		{false, v1.ReasonRenderRefused, metrics.KubevipInstalledNo},
+		{false, v1.ReasonImageNotResolved, metrics.KubevipInstalledNo},
+		{false, v1.ReasonHelmFailed, metrics.KubevipInstalledNo},
+		{false, v1.ReasonChartFetching, metrics.KubevipInstalledNo},
+	} {
+		v1.SetCondition(&f.Status, v1.KubevipInstalled, tc.ok, tc.reason, "a message")
+		handle(f)
+		if got := testutil.ToFloat64(m.FloatingIPKubevipInstalled.WithLabelValues("c-m-1", "fip", "guest")); got != tc.want {
+			t.Errorf("KubevipInstalled %v/%s: metric %v; want %v", tc.ok, tc.reason, got, tc.want)
+		}
+	}
+	handle(nil)
+	if count() != 0 {
+		t.Errorf("%d series after the FloatingIP is gone; want none", count())
+	}
+}

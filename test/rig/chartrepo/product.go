@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/package/charts"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/alerts"
 )
 
 // RepoChart loads the chart name from the repository's charts/ directory, the product's own.
@@ -35,4 +36,14 @@ func RenderOperatorChart(t testing.TB, ns string, values map[string]interface{},
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// OperatorAlertExpr is the expression of alert in the PrometheusRule the operator chart renders for
+// release namespace ns with its alerts on.
+func OperatorAlertExpr(t testing.TB, ns, alert string) string {
+	t.Helper()
+	objs := RenderOperatorChart(t, ns, map[string]interface{}{
+		"monitoring": map[string]interface{}{"prometheusRule": map[string]interface{}{"enabled": true}},
+	}, "monitoring.coreos.com/v1/PrometheusRule")
+	return alerts.Expr(t, objs, alert)
 }
