@@ -108,25 +108,37 @@ func jsonPointerEscape(key string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
-// HarvesterKubevipServes reports whether the Harvester cloud provider's kube-vip DaemonSet can take
-// over announcing the addresses: it carries no node selector of the operator's, the DaemonSet
-// controller has seen its spec, and a pod of it is ready. When it cannot, why says what it lacks.
-func HarvesterKubevipServes(ctx context.Context, apps appsv1client.DaemonSetsGetter) (serves bool, why string, err error) {
+// HarvesterKubevip says whether the Harvester cloud provider's kube-vip can take over announcing.
+type HarvesterKubevip int
+
+const (
+	// HarvesterKubevipServes: it carries no node selector of the operator's, the DaemonSet
+	// controller has seen its spec, and a pod of it is ready.
+	HarvesterKubevipServes HarvesterKubevip = iota
+	// HarvesterKubevipStarting: it is there but not yet so; expected soon.
+	HarvesterKubevipStarting
+	// HarvesterKubevipAbsent: the guest has none (or kube-system/kube-vip is another release's).
+	HarvesterKubevipAbsent
+)
+
+// ReadHarvesterKubevip reads whether the Harvester cloud provider's kube-vip DaemonSet can take
+// over announcing the addresses, and, when it cannot, what it lacks.
+func ReadHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (HarvesterKubevip, string, error) {
 	where := HarvesterDaemonSetNamespace + "/" + HarvesterDaemonSetName
 	ds, res, err := readHarvesterDaemonSet(ctx, apps.DaemonSets(HarvesterDaemonSetNamespace))
 	switch {
 	case err != nil:
-		return false, "", err
+		return HarvesterKubevipStarting, "", err
 	case res == DaemonSetNotHarvesters:
-		return false, fmt.Sprintf("the guest's DaemonSet %s is not the %s release's", where, HarvesterReleaseName), nil
+		return HarvesterKubevipAbsent, fmt.Sprintf("the guest's DaemonSet %s is not the %s release's", where, HarvesterReleaseName), nil
 	case ds == nil:
-		return false, fmt.Sprintf("the guest has no DaemonSet %s of the %s release", where, HarvesterReleaseName), nil
+		return HarvesterKubevipAbsent, fmt.Sprintf("the guest has no DaemonSet %s of the %s release", where, HarvesterReleaseName), nil
 	case ds.Spec.Template.Spec.NodeSelector[DisabledNodeSelectorKey] == "true":
-		return false, fmt.Sprintf("the Harvester cloud provider's kube-vip %s still carries the operator's node selector", where), nil
+		return HarvesterKubevipStarting, fmt.Sprintf("the Harvester cloud provider's kube-vip %s still carries the operator's node selector", where), nil
 	case ds.Status.ObservedGeneration < ds.Generation:
-		return false, fmt.Sprintf("the Harvester cloud provider's kube-vip %s is being rolled out", where), nil
+		return HarvesterKubevipStarting, fmt.Sprintf("the Harvester cloud provider's kube-vip %s is being rolled out", where), nil
 	case ds.Status.NumberReady == 0:
-		return false, fmt.Sprintf("none of the %d pods of the Harvester cloud provider's kube-vip %s is ready", ds.Status.DesiredNumberScheduled, where), nil
+		return HarvesterKubevipStarting, fmt.Sprintf("none of the %d pods of the Harvester cloud provider's kube-vip %s is ready", ds.Status.DesiredNumberScheduled, where), nil
 	}
-	return true, "", nil
+	return HarvesterKubevipServes, "", nil
 }

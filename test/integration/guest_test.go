@@ -282,12 +282,20 @@ func TestGuestKubevipInstallModes(t *testing.T) {
 		}
 	}
 
-	// disabled: nothing more happens.
+	// disabled: these guests have no Harvester kube-vip to hand over to, so the operator's stays,
+	// and the FloatingIP says so.
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "2", "kubevipGuestInstall": "disabled"})
-	f.waitFIPIn(clusters["plain"].id, "install-plain-kubevip", 30*time.Second, "KubevipInstalled=NotWanted", func(x *v1.FloatingIP) bool {
+	x := f.waitFIPIn(clusters["plain"].id, "install-plain-kubevip", 30*time.Second, "KubevipInstalled=KubevipHandOverPending", func(x *v1.FloatingIP) bool {
 		c, ok := v1.GetCondition(x.Status.Conditions, v1.KubevipInstalled)
-		return ok && c.Reason == "NotWanted"
+		return ok && c.Reason == v1.ReasonHandOverPending
 	})
+	if msg := message(x.Status.Conditions, v1.KubevipInstalled); !strings.Contains(msg, "the guest has no DaemonSet kube-system/kube-vip") {
+		t.Errorf("KubevipInstalled says %q; want it to say the guest has no Harvester kube-vip", msg)
+	}
+	waitGuestPasses(t, port, clusters["plain"])
+	if n, _ := revision(clusters["plain"], "kube-vip"); n != 2 {
+		t.Errorf("with no Harvester kube-vip to hand over to, kube-vip's release changed: %d revisions; want 2", n)
+	}
 }
 
 // TestGuestUnreachableClustersDoNotDelayOthers: of 20 guest clusters 5 are unreachable (the proxy

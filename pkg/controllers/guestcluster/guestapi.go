@@ -22,9 +22,9 @@ type guestAPI interface {
 	Check(ctx context.Context) (guest.Connection, error)
 	DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
 	RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error)
-	// HarvesterKubevipServes says whether the Harvester cloud provider's kube-vip can take over
-	// (kubevipconfig.HarvesterKubevipServes).
-	HarvesterKubevipServes(ctx context.Context) (bool, string, error)
+	// HarvesterKubevip says whether the Harvester cloud provider's kube-vip can take over
+	// (kubevipconfig.ReadHarvesterKubevip).
+	HarvesterKubevip(ctx context.Context) (kubevipconfig.HarvesterKubevip, string, error)
 	// RemoveReleases uninstalls the operator's releases and pull Secret (helminstall).
 	RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal
 	// Serving reads what serves the guest's addresses addrs: the operator's kube-vip DaemonSet
@@ -56,8 +56,8 @@ func (g helmGuest) RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.D
 	return kubevipconfig.RestoreHarvesterKubevip(ctx, g.Apps)
 }
 
-func (g helmGuest) HarvesterKubevipServes(ctx context.Context) (bool, string, error) {
-	return kubevipconfig.HarvesterKubevipServes(ctx, g.Apps)
+func (g helmGuest) HarvesterKubevip(ctx context.Context) (kubevipconfig.HarvesterKubevip, string, error) {
+	return kubevipconfig.ReadHarvesterKubevip(ctx, g.Apps)
 }
 
 func (g helmGuest) RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal {

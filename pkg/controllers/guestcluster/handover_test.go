@@ -8,12 +8,14 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // TestHandOver: a guest that no longer wants the operator's kube-vip keeps the operator's releases
 // while the Harvester cloud provider's kube-vip has no ready pod (or cannot be read, or the
-// uninstall fails), says so and looks again soon; once Harvester's serves, the releases are
+// uninstall fails), says so and looks again soon (at the usual interval when the guest has no
+// Harvester kube-vip to hand over to); once Harvester's serves, the releases are
 // uninstalled, forgotten, and an Event says so. A guest that wants the operator's kube-vip, or
 // whose releases are forgotten, is not touched.
 func TestHandOver(t *testing.T) {
@@ -31,16 +33,24 @@ func TestHandOver(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name   string
-		serves func() (bool, string, error)
-		why    string
+		name      string
+		harvester func() (kubevipconfig.HarvesterKubevip, string, error)
+		why       string
+		soon      bool
 	}{
-		{"Harvester's kube-vip not ready", func() (bool, string, error) { return false, "none of the 1 pods is ready", nil }, "none of the 1 pods is ready"},
-		{"Harvester's kube-vip not read", func() (bool, string, error) { return false, "", errors.New("the guest did not answer") }, "the guest did not answer"},
+		{"Harvester's kube-vip not ready", func() (kubevipconfig.HarvesterKubevip, string, error) {
+			return kubevipconfig.HarvesterKubevipStarting, "none of the 1 pods is ready", nil
+		}, "none of the 1 pods is ready", true},
+		{"Harvester's kube-vip not read", func() (kubevipconfig.HarvesterKubevip, string, error) {
+			return kubevipconfig.HarvesterKubevipStarting, "", errors.New("the guest did not answer")
+		}, "the guest did not answer", true},
+		{"no Harvester kube-vip", func() (kubevipconfig.HarvesterKubevip, string, error) {
+			return kubevipconfig.HarvesterKubevipAbsent, "the guest has no DaemonSet kube-system/kube-vip", nil
+		}, "the guest has no DaemonSet kube-system/kube-vip", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newHandOverWorld()
-			w.guest.harvesterServes = tc.serves
+			w.guest.harvester = tc.harvester
 			got, _ := w.pass(t, testCluster+"-kubevip")
 			if len(w.guest.removed) != 0 {
 				t.Errorf("releases removed while Harvester's kube-vip does not serve: %v", w.guest.removed)
@@ -52,8 +62,8 @@ func TestHandOver(t *testing.T) {
 			if !slices.Equal(got.Status.KubevipReleases, remembered) {
 				t.Errorf("releases remembered = %v; want them kept", got.Status.KubevipReleases)
 			}
-			if w.after != handOverRecheck {
-				t.Errorf("next pass after %s; want %s", w.after, handOverRecheck)
+			if soon := w.after == handOverRecheck; soon != tc.soon {
+				t.Errorf("next pass after %s; want it soon (%s): %v", w.after, handOverRecheck, tc.soon)
 			}
 		})
 	}

@@ -74,19 +74,19 @@ type fakeGuest struct {
 	serving  func(name string) (kubevipconfig.Serving, error)
 	restored int
 	disabled int
-	// harvesterServes says whether Harvester's kube-vip can take over; nil: it can.
-	harvesterServes func() (bool, string, error)
+	// harvester says whether Harvester's kube-vip can take over; nil: it can.
+	harvester func() (kubevipconfig.HarvesterKubevip, string, error)
 	// removed are the releases RemoveReleases was asked to take out; removeProblem, when set,
 	// leaves them all.
 	removed       []v1.GuestRelease
 	removeProblem string
 }
 
-func (g *fakeGuest) HarvesterKubevipServes(context.Context) (bool, string, error) {
-	if g.harvesterServes != nil {
-		return g.harvesterServes()
+func (g *fakeGuest) HarvesterKubevip(context.Context) (kubevipconfig.HarvesterKubevip, string, error) {
+	if g.harvester != nil {
+		return g.harvester()
 	}
-	return true, "", nil
+	return kubevipconfig.HarvesterKubevipServes, "", nil
 }
 
 func (g *fakeGuest) RemoveReleases(_ context.Context, releases []v1.GuestRelease) helminstall.Removal {

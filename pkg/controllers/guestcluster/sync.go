@@ -452,25 +452,28 @@ func (c *controller) harvesterKubevip(ctx context.Context, client guestAPI, p *p
 // cloud provider's kube-vip, given its nodes back by harvesterKubevip, has a ready pod: the releases
 // the operator remembers applying there and its image pull Secret are uninstalled, and forgotten.
 // Until then they stay, so that a kube-vip announces the addresses throughout, and the pass looks
-// again after handOverRecheck; a guest without Harvester's kube-vip keeps the operator's.
+// again after handOverRecheck; a guest without Harvester's kube-vip keeps the operator's, and is
+// looked at again at the usual interval.
 func (c *controller) handOver(ctx context.Context, client guestAPI, p *pass) {
 	names := make([]string, 0, len(p.releases))
 	for _, r := range p.releases {
 		names = append(names, r.Namespace+"/"+r.Name)
 	}
-	pending := func(why string) {
+	pending := func(why string, soon bool) {
 		p.kubevip = &outcome{reason: v1.ReasonHandOverPending, message: p.redact(fmt.Sprintf(
 			"%s; the operator's releases %s stay installed until the Harvester cloud provider's kube-vip has a ready pod: %s",
 			p.kubevip.message, strings.Join(names, ", "), why))}
-		p.recheck = handOverRecheck
+		if soon {
+			p.recheck = handOverRecheck
+		}
 	}
-	serves, why, err := client.HarvesterKubevipServes(ctx)
+	state, why, err := client.HarvesterKubevip(ctx)
 	switch {
 	case err != nil:
-		pending(err.Error())
+		pending(err.Error(), true)
 		return
-	case !serves:
-		pending(why)
+	case state != kubevipconfig.HarvesterKubevipServes:
+		pending(why, state == kubevipconfig.HarvesterKubevipStarting)
 		return
 	}
 	removal := client.RemoveReleases(ctx, p.releases)
@@ -483,7 +486,7 @@ func (c *controller) handOver(ctx context.Context, client guestAPI, p *pass) {
 			p.cluster, strings.Join(removal.Done, "; "))))
 	}
 	if len(removal.Problems) > 0 {
-		pending("it has one, but the uninstall failed: " + strings.Join(removal.Problems, "; "))
+		pending("it has one, but the uninstall failed: "+strings.Join(removal.Problems, "; "), true)
 	}
 }
 
