@@ -53,6 +53,7 @@ type settings struct {
 	kubevipModes   string
 	guestNS        string
 	chartDigests   string
+	chartCreds     string
 	guestCharts    string
 	imageRegistry  string
 	requireDigests bool
@@ -163,7 +164,10 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "directory of the pinned chart archives the image ships, installed without fetching; missing: they are fetched"},
 		&cli.StringFlag{Name: "allowed-image-prefixes", EnvVars: []string{"ALLOWED_IMAGE_PREFIXES"}, Destination: &s.imagePrefixes, Hidden: true,
 			Usage: "replaced by --allowed-kubevip-images and --allowed-cloud-provider-images"},
-		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &o.ChartCredentialsSecret,
+		&cli.StringFlag{Name: "security-secret", EnvVars: []string{"SECURITY_SECRET"}, Destination: &o.SecuritySecret,
+			Usage: "Secret in --namespace that holds the deployment's security settings (the chart's security.*, key " + installpolicy.SecretKey + "), " +
+				"read at start and at every write of kube-fip-config the webhook judges; it replaces the " + strings.Join(securityFlags(), ", ") + " flags"},
+		&cli.StringFlag{Name: "chart-credentials-secret", EnvVars: []string{"CHART_CREDENTIALS_SECRET"}, Destination: &s.chartCreds,
 			Usage: "Secret in --namespace with the keys username, password and source (the one chart source, scheme://host[:port], they are sent to)"},
 		&cli.StringFlag{Name: "guest-image-registry", EnvVars: []string{"GUEST_IMAGE_REGISTRY"}, Destination: &s.imageRegistry,
 			Usage: "registry (host[:port][/path]) every guest image comes from, as Rancher's system default registry prefixes its charts' images: " +
@@ -214,8 +218,52 @@ func renderBudget(limit, retry time.Duration) render.Budget {
 	return b
 }
 
-// options checks what the flags say and completes the operator's options from it.
-func (s *settings) options() (operator.Options, error) {
+// securityFlags are the flags of the deployment's security settings, which --security-secret
+// replaces: the two are never mixed.
+func securityFlags() []string {
+	return []string{"--allowed-chart-sources", "--allow-http-chart-sources", "--allowed-kubevip-images", "--allowed-cloud-provider-images",
+		"--allowed-chart-digests", "--allowed-kubevip-modes", "--allowed-guest-namespaces", "--chart-credentials-secret"}
+}
+
+// deployment is the deployment's security settings as the flags give them.
+func (s *settings) deployment() installpolicy.Deployment {
+	return installpolicy.Deployment{
+		ChartSources: s.chartSources, AllowHTTP: s.allowHTTP, KubevipImages: s.kubevipImages, CloudProviderImages: s.providerImages,
+		ChartDigests: s.chartDigests, KubevipModes: s.kubevipModes, Namespaces: s.guestNS, ChartCredentialsSecret: s.chartCreds,
+	}
+}
+
+// withSecurity completes opts with the deployment's security settings d, which come from source
+// (named in errors, credentials where the chart credentials Secret's name was given).
+func withSecurity(opts operator.Options, d installpolicy.Deployment, source, credentials string) (operator.Options, error) {
+	policy, err := installpolicy.New(d.Apply(opts.PolicySettings))
+	if err != nil {
+		return opts, fmt.Errorf("%s: %w", source, err)
+	}
+	if secret := d.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
+		return opts, fmt.Errorf("%s: %q is not a Secret name", credentials, secret)
+	}
+	opts.ChartPolicy, opts.ChartCredentialsSecret = policy, d.ChartCredentialsSecret
+	return opts, nil
+}
+
+// readSecurity completes opts with the security settings of its security Secret, read once.
+func readSecurity(ctx context.Context, restConfig *rest.Config, opts operator.Options) (operator.Options, error) {
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return opts, err
+	}
+	d, err := operator.ReadSecurity(ctx, kube.CoreV1(), opts.Namespace, opts.SecuritySecret)
+	if err != nil {
+		return opts, fmt.Errorf("--security-secret: %w", err)
+	}
+	where := fmt.Sprintf("--security-secret: the deployment's security Secret %s/%s", opts.Namespace, opts.SecuritySecret)
+	return withSecurity(opts, d, where, where+": chartCredentialsSecret")
+}
+
+// options checks what the flags say and completes the operator's options from it. With
+// --security-secret, the security settings are left to readSecurity.
+func (s *settings) options(c *cli.Context) (operator.Options, error) {
 	opts := s.opts
 	if s.kubeAPIQPS < 0 {
 		return opts, fmt.Errorf("--kube-api-qps: %v is not a number of requests per second", s.kubeAPIQPS)
@@ -229,25 +277,29 @@ func (s *settings) options() (operator.Options, error) {
 	if err != nil {
 		return opts, fmt.Errorf("finding the operator's binary, which renders the guest charts: %w", err)
 	}
-	policy, err := installpolicy.New(installpolicy.Settings{
-		ChartSources:        strings.Split(s.chartSources, ","),
-		AllowHTTP:           s.allowHTTP,
-		KubevipImages:       strings.Split(s.kubevipImages, ","),
-		CloudProviderImages: strings.Split(s.providerImages, ","),
-		KubevipModes:        strings.Split(s.kubevipModes, ","),
-		Namespaces:          strings.Split(s.guestNS, ","),
-		ChartDigests:        strings.Split(s.chartDigests, ","),
-		Registry:            s.imageRegistry,
-		RequireDigest:       s.requireDigests,
-		PullSecret:          opts.ImagePullSecret != "",
-		RenderCommand:       []string{self, renderCommand},
-		RenderBudget:        renderBudget(s.renderTime, s.renderRetry),
-	})
-	if err != nil {
-		return opts, fmt.Errorf("--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, --allowed-kubevip-modes, --allowed-guest-namespaces, "+
-			"--allowed-chart-digests, --guest-image-registry: %w", err)
+	opts.PolicySettings = installpolicy.Settings{
+		Registry:      s.imageRegistry,
+		RequireDigest: s.requireDigests,
+		PullSecret:    opts.ImagePullSecret != "",
+		RenderCommand: []string{self, renderCommand},
+		RenderBudget:  renderBudget(s.renderTime, s.renderRetry),
 	}
-	opts.ChartPolicy = policy
+	if opts.SecuritySecret == "" {
+		opts, err = withSecurity(opts, s.deployment(), "--allowed-chart-sources, --allowed-kubevip-images, --allowed-cloud-provider-images, "+
+			"--allowed-kubevip-modes, --allowed-guest-namespaces, --allowed-chart-digests, --guest-image-registry", "--chart-credentials-secret")
+		if err != nil {
+			return opts, err
+		}
+	} else {
+		if len(validation.IsDNS1123Subdomain(opts.SecuritySecret)) > 0 {
+			return opts, fmt.Errorf("--security-secret: %q is not a Secret name", opts.SecuritySecret)
+		}
+		for _, name := range securityFlags() {
+			if c.IsSet(strings.TrimPrefix(name, "--")) {
+				return opts, fmt.Errorf("%s: the security settings come from --security-secret alone; leave %s out", name, name)
+			}
+		}
+	}
 	opts.GuestChartsDir = s.guestCharts
 	// admission.NewCerts trims the hosts and drops empty ones.
 	opts.Webhook.Hosts = strings.Split(s.webhookHosts, ",")
@@ -257,23 +309,31 @@ func (s *settings) options() (operator.Options, error) {
 	if opts.Webhook.Port != 0 && len(validation.IsDNS1123Subdomain(opts.Webhook.Secret)) > 0 {
 		return opts, fmt.Errorf("--webhook-secret: %q is not a Secret name", opts.Webhook.Secret)
 	}
-	if secret := opts.ChartCredentialsSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
-		return opts, fmt.Errorf("--chart-credentials-secret: %q is not a Secret name", secret)
-	}
 	if secret := opts.ImagePullSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
 		return opts, fmt.Errorf("--guest-image-pull-secret: %q is not a Secret name", secret)
 	}
 	return opts, nil
 }
 
-func (s *settings) run(*cli.Context) error {
+func (s *settings) run(c *cli.Context) error {
 	if err := setupLogging(s.logLevel); err != nil {
 		return err
 	}
 	logrus.Infof("kube-fip-operator %s (%s) starting", version.Version, version.GitCommit)
-	opts, err := s.options()
+	opts, err := s.options(c)
 	if err != nil {
 		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	restConfig, err := managementConfig(s.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if opts.SecuritySecret != "" {
+		if opts, err = readSecurity(ctx, restConfig, opts); err != nil {
+			return err
+		}
 	}
 	limit, err := memlimit.Apply(os.Getenv, s.containerLimit, s.memoryRatio)
 	if err != nil {
@@ -291,18 +351,12 @@ func (s *settings) run(*cli.Context) error {
 	}
 	opts.GuestCharts = bundle
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if s.profiling != "" {
 		go func() {
 			if err := profiling.Serve(ctx, s.profiling); err != nil {
 				logrus.Errorf("serving Go profiles: %v", err)
 			}
 		}()
-	}
-	restConfig, err := managementConfig(s.kubeconfig)
-	if err != nil {
-		return err
 	}
 	op, err := operator.New(restConfig, opts)
 	if err != nil {

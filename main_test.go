@@ -19,9 +19,9 @@ func parse(t *testing.T, env map[string]string, args ...string) (operator.Option
 	}
 	s := settings{opts: operator.DefaultOptions()}
 	var opts operator.Options
-	app := &cli.App{Name: "kube-fip-operator", Flags: s.flags(), Action: func(*cli.Context) error {
+	app := &cli.App{Name: "kube-fip-operator", Flags: s.flags(), Action: func(c *cli.Context) error {
 		var err error
-		opts, err = s.options()
+		opts, err = s.options(c)
 		return err
 	}}
 	err := app.Run(append([]string{"kube-fip-operator"}, args...))
@@ -114,13 +114,18 @@ func TestBadFlagValues(t *testing.T) {
 		args []string
 		says string
 	}{
-		"env not a number":   {env: map[string]string{"THREADS": "many"}, says: "THREADS"},
-		"env not a duration": {env: map[string]string{"GUEST_TIMEOUT": "15"}, says: "GUEST_TIMEOUT"},
-		"negative qps":       {args: []string{"--kube-api-qps=-1"}, says: "--kube-api-qps"},
-		"http source":        {args: []string{"--allowed-chart-sources=http://charts.example.com"}, says: "allow-http-chart-sources"},
-		"secret name":        {args: []string{"--chart-credentials-secret=Not_A_Name"}, says: "--chart-credentials-secret"},
-		"chart digest":       {args: []string{"--allowed-chart-digests=kube-vip@sha256:abc"}, says: "--allowed-chart-digests"},
-		"chart digest env":   {env: map[string]string{"ALLOWED_CHART_DIGESTS": "nginx@sha256:" + strings.Repeat("0", 64)}, says: `names chart "nginx"`},
+		"env not a number":     {env: map[string]string{"THREADS": "many"}, says: "THREADS"},
+		"env not a duration":   {env: map[string]string{"GUEST_TIMEOUT": "15"}, says: "GUEST_TIMEOUT"},
+		"negative qps":         {args: []string{"--kube-api-qps=-1"}, says: "--kube-api-qps"},
+		"http source":          {args: []string{"--allowed-chart-sources=http://charts.example.com"}, says: "allow-http-chart-sources"},
+		"secret name":          {args: []string{"--chart-credentials-secret=Not_A_Name"}, says: "--chart-credentials-secret"},
+		"chart digest":         {args: []string{"--allowed-chart-digests=kube-vip@sha256:abc"}, says: "--allowed-chart-digests"},
+		"security secret name": {args: []string{"--security-secret=Not_A_Name"}, says: "--security-secret"},
+		"security secret and a flag": {args: []string{"--security-secret=kube-fip-operator-security", "--allowed-chart-sources=https://a.example.com"},
+			says: "--allowed-chart-sources: the security settings come from --security-secret alone"},
+		"security secret and an env": {env: map[string]string{"ALLOW_HTTP_CHART_SOURCES": "true"}, args: []string{"--security-secret=kube-fip-operator-security"},
+			says: "--allow-http-chart-sources: the security settings come from --security-secret alone"},
+		"chart digest env": {env: map[string]string{"ALLOWED_CHART_DIGESTS": "nginx@sha256:" + strings.Repeat("0", 64)}, says: `names chart "nginx"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, tc.env, tc.args...)

@@ -94,14 +94,25 @@ func images(specs map[string]corev1.PodSpec) map[string]string {
 }
 
 // guestImages are the images the operator, as the chart deploys it, sends to a guest: its flags
-// made into the install policy as main.go makes it, the kube-fip-config the chart renders read as
-// the operator reads it, both charts planned and approved with the pinned stand-ins.
+// and security Secret made into the install policy as main.go makes it, the kube-fip-config the
+// chart renders read as the operator reads it, both charts planned and approved with the pinned
+// stand-ins.
 func guestImages(t *testing.T, objs []*unstructured.Unstructured) (map[string]string, installpolicy.Policy) {
 	t.Helper()
 	flags := map[string]string{}
 	var cfgData map[string]string
+	var security installpolicy.Deployment
 	for _, o := range objs {
 		switch {
+		case o.GetKind() == "Secret" && o.GetName() == "kube-fip-operator-security":
+			var secret corev1.Secret
+			err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &secret)
+			if err == nil {
+				security, err = installpolicy.ParseDeployment(secret.Data)
+			}
+			if err != nil {
+				t.Fatalf("the operator refuses the chart's security Secret: %v", err)
+			}
 		case o.GetKind() == "Deployment" && o.GetName() == "kube-fip-operator":
 			spec := podSpecs(t, []*unstructured.Unstructured{o})["Deployment/kube-fip-operator"]
 			for _, a := range spec.Containers[0].Args {
@@ -113,14 +124,11 @@ func guestImages(t *testing.T, objs []*unstructured.Unstructured) (map[string]st
 			cfgData, _, _ = unstructured.NestedStringMap(o.Object, "data")
 		}
 	}
-	policy, err := installpolicy.New(installpolicy.Settings{
-		ChartSources:        strings.Split(flags["allowed-chart-sources"], ","),
-		KubevipImages:       strings.Split(flags["allowed-kubevip-images"], ","),
-		CloudProviderImages: strings.Split(flags["allowed-cloud-provider-images"], ","),
-		Registry:            flags["guest-image-registry"],
-		RequireDigest:       flags["require-image-digests"] == "true",
-		PullSecret:          flags["guest-image-pull-secret"] != "",
-	})
+	policy, err := installpolicy.New(security.Apply(installpolicy.Settings{
+		Registry:      flags["guest-image-registry"],
+		RequireDigest: flags["require-image-digests"] == "true",
+		PullSecret:    flags["guest-image-pull-secret"] != "",
+	}))
 	if err != nil {
 		t.Fatalf("the operator refuses the chart's flags %v: %v", flags, err)
 	}

@@ -105,9 +105,10 @@ func TestRBAC(t *testing.T) {
 					checkGrants(t, "Role "+r.Namespace+"/"+r.Name, r.Rules, append(append(
 						grantsOf("", []string{"configmaps"}, "get", "list", "watch"),
 						grantsOf("coordination.k8s.io", []string{"leases"}, "get", "create", "update")...),
+						" secrets get name=kube-fip-operator-security",
 						" secrets get name=kube-fip-operator-webhook-tls", " secrets update name=kube-fip-operator-webhook-tls"))
-					if len(r.Rules) != 3 {
-						t.Errorf("Role %s/%s without a chart credentials Secret: %d rules, want 3", r.Namespace, r.Name, len(r.Rules))
+					if len(r.Rules) != 4 {
+						t.Errorf("Role %s/%s without a chart credentials Secret: %d rules, want 4", r.Namespace, r.Name, len(r.Rules))
 					}
 				case r.Name == "kube-fip-operator-secrets":
 					secretNSs = append(secretNSs, r.Namespace)

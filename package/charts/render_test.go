@@ -77,6 +77,7 @@ func TestRenderObjects(t *testing.T) {
 		"Deployment kube-fip/kube-fip-operator",
 		"Role kube-fip/kube-fip-operator",
 		"RoleBinding kube-fip/kube-fip-operator",
+		"Secret kube-fip/kube-fip-operator-security",
 		"Secret kube-fip/kube-fip-operator-webhook-tls",
 		"Service kube-fip/kube-fip-operator-metrics",
 		"Service kube-fip/kube-fip-operator-webhook",

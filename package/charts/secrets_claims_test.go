@@ -95,8 +95,8 @@ func exclusiveSecretClaims(text string) []string {
 // TestSecretClaimsMatchTheRoles: every sentence of the README, docs/, the chart's README,
 // app-readme, form and values that says which Secrets the operator reads, and no others, names
 // each Secret the chart's roles let it read: any Secret, by name, of Rancher's provisioning and
-// global data namespaces; in its own namespace the webhook certificate Secret, the chart
-// credentials Secret and the guests' image pull Secret. A Secret the roles grant and the test does not know fails it, so a new
+// global data namespaces; in its own namespace the security settings' Secret, the webhook
+// certificate Secret, the chart credentials Secret and the guests' image pull Secret. A Secret the roles grant and the test does not know fails it, so a new
 // grant is documented before it passes.
 func TestSecretClaimsMatchTheRoles(t *testing.T) {
 	grants := operatorSecretGrants(t, map[string]interface{}{"security": map[string]interface{}{"chartCredentialsSecret": "chart-credentials"},
@@ -106,6 +106,7 @@ func TestSecretClaimsMatchTheRoles(t *testing.T) {
 		{"fleet-default", ""}:                            {"rancher.fleetNamespace", "fleet-default", "provisioning namespace"},
 		{"cattle-global-data", ""}:                       {"rancher.globalDataNamespace", "cattle-global-data", "global data namespace"},
 		{testNamespace, "kube-fip-operator-webhook-tls"}: {"kube-fip-operator-webhook-tls", "webhook certificate"},
+		{testNamespace, "kube-fip-operator-security"}:    {"kube-fip-operator-security", "security settings"},
 		{testNamespace, "chart-credentials"}:             {"security.chartCredentialsSecret", "chart credentials"},
 		{testNamespace, "registry-pull"}:                 {"guestImages.pullSecret", "pull Secret"},
 	}

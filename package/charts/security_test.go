@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -23,59 +24,73 @@ func flagValues(args []string) map[string]string {
 	return out
 }
 
-// TestChartSecurityFlags: the chart passes security.* to the operator as flags, so that the
-// allow-list is set at deployment level; by default they are the upstream kube-vip sources and
-// images over https, and the operator accepts what the chart renders.
-func TestChartSecurityFlags(t *testing.T) {
-	_, c := renderDeployment(t, nil)
+// securitySettings are the deployment's security settings as the chart renders them with values
+// into the Secret kube-fip-operator-security, read as the operator reads them.
+func securitySettings(t *testing.T, values map[string]interface{}) installpolicy.Deployment {
+	t.Helper()
+	var secret corev1.Secret
+	convert(t, find(t, renderOperator(t, values), "Secret", "kube-fip-operator-security"), &secret)
+	d, err := installpolicy.ParseDeployment(secret.Data)
+	if err != nil {
+		t.Fatalf("the operator refuses the chart's security Secret: %v", err)
+	}
+	return d
+}
+
+// TestChartSecuritySettings: the chart passes security.* to the operator in the Secret
+// kube-fip-operator-security, which the Deployment names and whose checksum rolls its pods, so
+// that the allow-list is set at deployment level and none of it is a flag; by default they are the
+// upstream kube-vip sources and images over https, and the operator accepts what the chart renders.
+func TestChartSecuritySettings(t *testing.T) {
+	d, c := renderDeployment(t, nil)
 	flags := flagValues(c.Args)
-	if got, want := flags["allowed-chart-sources"], strings.Join(chartsource.DefaultChartSources(), ","); got != want {
-		t.Errorf("--allowed-chart-sources=%q; want %q", got, want)
+	if flags["security-secret"] != "kube-fip-operator-security" {
+		t.Errorf("--security-secret=%q; want kube-fip-operator-security", flags["security-secret"])
 	}
-	if got, want := flags["allowed-kubevip-images"], strings.Join(imagepolicy.DefaultKubevipImages(), ","); got != want {
-		t.Errorf("--allowed-kubevip-images=%q; want %q", got, want)
+	for name := range flags {
+		if strings.HasPrefix(name, "allow") || name == "chart-credentials-secret" {
+			t.Errorf("the chart passes --%s: the security settings are in the Secret alone", name)
+		}
 	}
-	if got, want := flags["allowed-cloud-provider-images"], strings.Join(imagepolicy.DefaultCloudProviderImages(), ","); got != want {
-		t.Errorf("--allowed-cloud-provider-images=%q; want %q", got, want)
+	sum := d.Spec.Template.Annotations["checksum/security"]
+	settings := securitySettings(t, nil)
+	want := installpolicy.Deployment{
+		ChartSources: strings.Join(chartsource.DefaultChartSources(), ","), KubevipImages: strings.Join(imagepolicy.DefaultKubevipImages(), ","),
+		CloudProviderImages: strings.Join(imagepolicy.DefaultCloudProviderImages(), ","), Namespaces: "kube-system",
 	}
-	if _, ok := flags["allowed-image-prefixes"]; ok {
-		t.Error("the chart passes the replaced --allowed-image-prefixes")
+	if settings != want {
+		t.Errorf("default security settings %+v; want %+v", settings, want)
 	}
-	if flags["allow-http-chart-sources"] != "false" {
-		t.Errorf("--allow-http-chart-sources=%q; want false", flags["allow-http-chart-sources"])
-	}
-	if _, ok := flags["chart-credentials-secret"]; ok {
-		t.Error("--chart-credentials-secret is passed without a Secret")
-	}
-	if got, ok := flags["allowed-chart-digests"]; !ok || got != "" {
-		t.Errorf("--allowed-chart-digests=%q (present %t); want it empty: the pinned charts only", got, ok)
-	}
-	if _, err := installpolicy.New(installpolicy.Settings{ChartSources: strings.Split(flags["allowed-chart-sources"], ","),
-		KubevipImages:       strings.Split(flags["allowed-kubevip-images"], ","),
-		CloudProviderImages: strings.Split(flags["allowed-cloud-provider-images"], ","),
-		ChartDigests:        strings.Split(flags["allowed-chart-digests"], ",")}); err != nil {
-		t.Errorf("the operator refuses the default flags: %v", err)
+	if _, err := installpolicy.New(settings.Apply(installpolicy.Settings{})); err != nil {
+		t.Errorf("the operator refuses the default settings: %v", err)
 	}
 
 	// A comma-separated string works as well as a list (the Rancher form sets strings).
 	kubevip, provider := "kube-vip@sha256:"+strings.Repeat("ab", 32), "kube-vip-cloud-provider@sha256:"+strings.Repeat("cd", 32)
-	digests := kubevip + "," + provider
-	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{
+	wider := map[string]interface{}{"security": map[string]interface{}{
 		"allowedChartDigests":    []interface{}{kubevip, provider},
 		"allowedChartSources":    "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080",
 		"allowHTTPChartSources":  true,
 		"allowedImages":          map[string]interface{}{"kubevip": []interface{}{"registry.corp.example/kube-vip"}},
 		"chartCredentialsSecret": "chart-pull",
-	}})
-	flags = flagValues(c.Args)
-	if _, err := installpolicy.New(installpolicy.Settings{ChartDigests: strings.Split(flags["allowed-chart-digests"], ","),
-		AllowHTTP: true, ChartSources: strings.Split(flags["allowed-chart-sources"], ",")}); err != nil || flags["allowed-chart-digests"] != digests {
-		t.Errorf("--allowed-chart-digests=%q (%v); want %q, which the operator accepts", flags["allowed-chart-digests"], err, digests)
+		"kubevipModes":           []interface{}{"bgp", "dhcp"},
+		"allowedGuestNamespaces": []interface{}{"kube-system", "kube-vip"},
+	}}
+	settings = securitySettings(t, wider)
+	want = installpolicy.Deployment{
+		ChartSources: "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080", AllowHTTP: true,
+		KubevipImages: "registry.corp.example/kube-vip", CloudProviderImages: strings.Join(imagepolicy.DefaultCloudProviderImages(), ","),
+		ChartDigests: kubevip + "," + provider, KubevipModes: "bgp,dhcp",
+		Namespaces: "kube-system,kube-vip", ChartCredentialsSecret: "chart-pull",
 	}
-	if flags["allowed-chart-sources"] != "https://charts.corp.example/kube-vip,http://mirror.corp.example:8080" ||
-		flags["allow-http-chart-sources"] != "true" || flags["allowed-kubevip-images"] != "registry.corp.example/kube-vip" ||
-		flags["chart-credentials-secret"] != "chart-pull" {
-		t.Errorf("flags %v", flags)
+	if settings != want {
+		t.Errorf("security settings %+v; want %+v", settings, want)
+	}
+	if _, err := installpolicy.New(settings.Apply(installpolicy.Settings{})); err != nil {
+		t.Errorf("the operator refuses the settings: %v", err)
+	}
+	if d, _ := renderDeployment(t, wider); d.Spec.Template.Annotations["checksum/security"] == sum || sum == "" {
+		t.Errorf("checksum/security %q is the same for other security settings: the pods would not roll", sum)
 	}
 	// The replaced allowedImagePrefixes stops the install with a message, unless it is its old
 	// default (which Rancher keeps in the values of an upgraded release).
@@ -83,19 +98,19 @@ func TestChartSecurityFlags(t *testing.T) {
 		!strings.Contains(err.Error(), "allowedImages") {
 		t.Errorf("a non-default allowedImagePrefixes renders: %v", err)
 	}
-	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedImagePrefixes": "ghcr.io/kube-vip,docker.io/plndr,docker.io/kubevip"}})
-	if flagValues(c.Args)["allowed-kubevip-images"] != strings.Join(imagepolicy.DefaultKubevipImages(), ",") {
+	if securitySettings(t, map[string]interface{}{"security": map[string]interface{}{"allowedImagePrefixes": "ghcr.io/kube-vip,docker.io/plndr,docker.io/kubevip"}}).KubevipImages !=
+		strings.Join(imagepolicy.DefaultKubevipImages(), ",") {
 		t.Error("the old default allowedImagePrefixes changes the images")
 	}
 	// An empty list allows nothing; it does not fall back to the defaults.
-	_, c = renderDeployment(t, map[string]interface{}{"security": map[string]interface{}{"allowedChartSources": []interface{}{}}})
-	if v, ok := flagValues(c.Args)["allowed-chart-sources"]; !ok || v != "" {
-		t.Errorf("empty allowedChartSources renders %q (present %t)", v, ok)
+	if v := securitySettings(t, map[string]interface{}{"security": map[string]interface{}{"allowedChartSources": []interface{}{}}}).ChartSources; v != "" {
+		t.Errorf("empty allowedChartSources renders %q", v)
 	}
 }
 
 // TestChartCredentialsSecretRBAC: the operator may read the chart credentials Secret, and only
-// that one, in its namespace; besides it, only the webhook's certificate Secret, by name.
+// that one, in its namespace; besides it, only the security settings' Secret and the webhook's
+// certificate Secret, by name.
 func TestChartCredentialsSecretRBAC(t *testing.T) {
 	secretRules := func(values map[string]interface{}) []string {
 		var role rbacv1.Role
@@ -108,12 +123,13 @@ func TestChartCredentialsSecretRBAC(t *testing.T) {
 		}
 		return out
 	}
-	webhook := []string{" secrets get name=kube-fip-operator-webhook-tls", " secrets update name=kube-fip-operator-webhook-tls"}
+	security := " secrets get name=kube-fip-operator-security"
+	webhook := []string{security, " secrets get name=kube-fip-operator-webhook-tls", " secrets update name=kube-fip-operator-webhook-tls"}
 	if rules := secretRules(nil); strings.Join(rules, "\n") != strings.Join(webhook, "\n") {
-		t.Errorf("Secret grants without a credentials Secret: %q; want the webhook certificate's only", rules)
+		t.Errorf("Secret grants without a credentials Secret: %q; want the webhook certificate's and the security settings' only", rules)
 	}
-	if rules := secretRules(map[string]interface{}{"webhook": map[string]interface{}{"enabled": false}}); len(rules) != 0 {
-		t.Errorf("Secret grants without a credentials Secret or the webhook: %q", rules)
+	if rules := secretRules(map[string]interface{}{"webhook": map[string]interface{}{"enabled": false}}); strings.Join(rules, "\n") != security {
+		t.Errorf("Secret grants without a credentials Secret or the webhook: %q; want the security settings' only", rules)
 	}
 	rules := secretRules(map[string]interface{}{"security": map[string]interface{}{"chartCredentialsSecret": "chart-pull"}})
 	want := append([]string{" secrets get name=chart-pull"}, webhook...)
@@ -154,7 +170,8 @@ func TestGuestImageFlagsAndRBAC(t *testing.T) {
 			secrets = append(secrets, g)
 		}
 	}
-	want := []string{" secrets get name=kube-fip-operator-webhook-tls", " secrets get name=registry-pull", " secrets update name=kube-fip-operator-webhook-tls"}
+	want := []string{" secrets get name=kube-fip-operator-security", " secrets get name=kube-fip-operator-webhook-tls", " secrets get name=registry-pull",
+		" secrets update name=kube-fip-operator-webhook-tls"}
 	if strings.Join(secrets, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Secret grants %q; want get on the pull Secret by name and the webhook certificate's", secrets)
 	}

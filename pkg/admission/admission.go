@@ -8,6 +8,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -38,12 +39,16 @@ type Deps struct {
 	Allocations kubefipv1.FloatingIPAllocationClient
 	// Namespace is the operator's namespace, where kube-fip-config lives.
 	Namespace string
-	// Policy is the install policy kube-fip-config's chart settings are judged by, the one the
-	// operator itself runs.
-	Policy installpolicy.Policy
+	// Policy gives the install policy kube-fip-config's chart settings are judged by, as the
+	// deployment sets it at the time of the request.
+	Policy PolicySource
 	// Harvester reads the Harvester cluster a range names, for its pools; nil checks none.
 	Harvester HarvesterReader
 }
+
+// PolicySource gives the install policy as it is now, or why it cannot be had; kube-fip-config is
+// then refused.
+type PolicySource func(ctx context.Context) (installpolicy.Policy, error)
 
 // Validator judges admission requests.
 type Validator struct {

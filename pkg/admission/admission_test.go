@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -99,7 +100,7 @@ func TestRules(t *testing.T) {
 	other := testRange("other", "10.0.0.0/28", "h2")
 	ranges := fakes.NewRanges(a, other)
 	allocs := fakes.NewAllocations(testAllocation(a, "10.0.0.1", "c-m-a", "held"))
-	v := NewValidator(Deps{Ranges: ranges, FloatingIPs: fakes.NewFloatingIPs(), Allocations: allocs, Namespace: "kube-fip", Policy: installpolicy.Default()})
+	v := NewValidator(Deps{Ranges: ranges, FloatingIPs: fakes.NewFloatingIPs(), Allocations: allocs, Namespace: "kube-fip", Policy: func(context.Context) (installpolicy.Policy, error) { return installpolicy.Default(), nil }})
 	h := v.Handler()
 	rk := metav1.GroupVersionKind{Group: v1.SchemeGroupVersion.Group, Version: "v1", Kind: "FloatingIPRange"}
 	fk := metav1.GroupVersionKind{Group: v1.SchemeGroupVersion.Group, Version: "v1", Kind: "FloatingIP"}

@@ -28,7 +28,13 @@ func (v *Validator) config(req *webhook.Request) (verdict, error) {
 		}
 		refused = append(refused, p.Error())
 	}
-	for _, p := range v.deps.Policy.Check(parsed) {
+	policy, err := v.deps.Policy(req.Context)
+	if err != nil {
+		// Never judged by a policy that could not be read: refused, so that nothing the
+		// deployment did not allow gets in while its settings are missing or broken.
+		return refuse("kube-fip-config cannot be judged: %v; nothing was changed", err), nil
+	}
+	for _, p := range policy.Check(parsed) {
 		// Both charts' checks may name one shared key (kubevipChartRepoUrl): said once.
 		if msg := p.Error(); !slices.Contains(refused, msg) {
 			refused = append(refused, msg)

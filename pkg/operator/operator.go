@@ -78,6 +78,12 @@ type Options struct {
 	// ChartPolicy is what kube-fip-config may install into guest clusters: chart sources,
 	// plain http, images. Set at deployment level; the zero Policy allows nothing.
 	ChartPolicy installpolicy.Policy
+	// PolicySettings are the settings ChartPolicy was built from.
+	PolicySettings installpolicy.Settings
+	// SecuritySecret, when set, names the Secret in Namespace that holds the deployment's security
+	// settings (installpolicy.Deployment): ChartPolicy was built from it at start, and the webhook
+	// judges every write of kube-fip-config by its settings at that time.
+	SecuritySecret string
 	// GuestChartsDir holds the pinned chart archives the image ships; GuestCharts are those of
 	// them loaded and checked at start (installpolicy.Policy.LoadBundle).
 	GuestChartsDir string
@@ -271,7 +277,7 @@ func (o *Operator) serveWebhook(ctx context.Context) error {
 		admission.CertOptions{Namespace: o.opts.Namespace, SecretName: w.Secret, Hosts: w.hosts(o.opts.Namespace), Lifetime: w.CertLifetime, Webhook: w.Configuration})
 	deps := admission.Deps{
 		Ranges: api.FloatingIPRange(), FloatingIPs: api.FloatingIP(), Allocations: api.FloatingIPAllocation(),
-		Namespace: o.opts.Namespace, Policy: o.opts.ChartPolicy,
+		Namespace: o.opts.Namespace, Policy: o.admissionPolicy,
 	}
 	if o.opts.HarvesterReadInterval >= 0 {
 		if deps.Harvester, err = o.harvesterReader(); err != nil {

@@ -153,7 +153,8 @@ type runResult struct {
 	scenario map[string]time.Duration // how long after the start each passed scenario passed
 }
 
-// startOperator runs the operator binary with the ServiceAccount's kubeconfig. The leader
+// startOperator runs the operator binary with the ServiceAccount's kubeconfig and, as the chart's
+// Deployment does, the security settings of the chart's Secret. The leader
 // election periods are short so that a renewal is seen within seconds.
 func (e *lpEnv) startOperator() *controlplane.Process {
 	e.t.Helper()
@@ -161,7 +162,7 @@ func (e *lpEnv) startOperator() *controlplane.Process {
 	p, err := controlplane.StartOperator(e.s.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info",
 		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration,
-		"--harvester-read-interval", "2s")
+		"--harvester-read-interval", "2s", "--security-secret", suite.SecuritySecret)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -66,3 +66,24 @@ matchConditions:
   expression: {{ printf "object.metadata.name == '%s'" . | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+The deployment's security settings (security.*) as the operator reads them from the Secret
+kube-fip-operator-security (key settings): a JSON object of comma-separated lists. A list may be
+given as a YAML list or comma-separated; an empty list allows nothing.
+*/}}
+{{- define "kube-fip-operator.securitySettings" -}}
+{{- with .Values.security -}}
+{{- if and .allowedImagePrefixes (ne (toString .allowedImagePrefixes) "ghcr.io/kube-vip,docker.io/plndr,docker.io/kubevip") -}}
+{{- fail "security.allowedImagePrefixes was replaced by security.allowedImages.kubevip and security.allowedImages.kubevipCloudProvider: a prefix also allowed image variants that ship a shell; name the exact image repositories instead" -}}
+{{- end -}}
+{{- $lists := dict -}}
+{{- range $key, $value := dict "allowedChartSources" .allowedChartSources "allowedKubevipImages" (.allowedImages).kubevip "allowedCloudProviderImages" (.allowedImages).kubevipCloudProvider "allowedChartDigests" .allowedChartDigests "allowedKubevipModes" .kubevipModes "allowedGuestNamespaces" .allowedGuestNamespaces -}}
+{{- $list := $value | default list -}}
+{{- $_ := set $lists $key (kindIs "string" $list | ternary $list (join "," $list)) -}}
+{{- end -}}
+{{- $_ := set $lists "allowHTTPChartSources" (.allowHTTPChartSources | default false) -}}
+{{- $_ := set $lists "chartCredentialsSecret" (.chartCredentialsSecret | default "" | toString) -}}
+{{- toJson $lists -}}
+{{- end -}}
+{{- end -}}

@@ -25,7 +25,12 @@ import (
 // WebhookSecret is the Secret the chart creates for the webhook's certificate.
 const WebhookSecret = "kube-fip-operator-webhook-tls"
 
-// InstallWebhook creates the operator chart's webhook Secret and ValidatingWebhookConfiguration,
+// SecuritySecret is the Secret the chart writes the deployment's security settings to, which the
+// operator reads when --security-secret names it.
+const SecuritySecret = "kube-fip-operator-security"
+
+// InstallWebhook creates the operator chart's webhook Secret, its security settings' Secret
+// (SecuritySecret) and its ValidatingWebhookConfiguration,
 // rendered by Helm's renderer for release namespace ns with values, the configuration named name
 // and pointed at https://127.0.0.1:port — the one change a cluster without kube-proxy needs, where
 // the chart names its Service. The webhooks named in leaveOut are left out. The configuration is
@@ -34,7 +39,7 @@ func (s *Suite) InstallWebhook(t testing.TB, ns, name string, port int, values m
 	t.Helper()
 	ctx := context.Background()
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	var secret corev1.Secret
+	var secret, security corev1.Secret
 	for _, o := range chartrepo.RenderOperatorChart(t, ns, values) {
 		var err error
 		switch {
@@ -42,13 +47,15 @@ func (s *Suite) InstallWebhook(t testing.TB, ns, name string, port int, values m
 			err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &vwc)
 		case o.GetKind() == "Secret" && o.GetName() == WebhookSecret:
 			err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &secret)
+		case o.GetKind() == "Secret" && o.GetName() == SecuritySecret:
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &security)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(vwc.Webhooks) == 0 || secret.Name == "" {
-		t.Fatalf("the chart rendered no webhook configuration or certificate Secret")
+	if len(vwc.Webhooks) == 0 || secret.Name == "" || security.Name == "" {
+		t.Fatalf("the chart rendered no webhook configuration, certificate Secret or security settings' Secret")
 	}
 	vwc.Name = name
 	kept := vwc.Webhooks[:0]
@@ -59,8 +66,10 @@ func (s *Suite) InstallWebhook(t testing.TB, ns, name string, port int, values m
 	}
 	vwc.Webhooks = kept
 	pointAt(&vwc, port)
-	if _, err := s.Kube.CoreV1().Secrets(ns).Create(ctx, &secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	for _, o := range []*corev1.Secret{&secret, &security} {
+		if _, err := s.Kube.CoreV1().Secrets(ns).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	vwcs := s.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	if _, err := vwcs.Create(ctx, &vwc, metav1.CreateOptions{}); err != nil {
