@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -169,5 +170,24 @@ func TestMalformedReview(t *testing.T) {
 		if rec.Code == http.StatusOK && out.Response != nil && out.Response.Allowed {
 			t.Errorf("%s: allowed", name)
 		}
+	}
+}
+
+// TestConfigNotJudgedWithoutPolicy: while the deployment's security settings cannot be read, every
+// write of kube-fip-config is refused, a valid one too, saying why; other ConfigMaps pass.
+func TestConfigNotJudgedWithoutPolicy(t *testing.T) {
+	t.Parallel()
+	v := NewValidator(Deps{Ranges: fakes.NewRanges(), FloatingIPs: fakes.NewFloatingIPs(), Allocations: fakes.NewAllocations(), Namespace: "kube-fip",
+		Policy: func(context.Context) (installpolicy.Policy, error) {
+			return installpolicy.Policy{}, errors.New("the deployment's security Secret kube-fip/kube-fip-operator-security does not exist")
+		}})
+	h := v.Handler()
+	ck := metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	resp := review(t, h, admissionv1.Update, ck, "kube-fip", nil, configMap("kube-fip-config", "logLevel", "Debug"))
+	if got := refusedWith(resp); resp.Allowed || !strings.Contains(got, "kube-fip-config cannot be judged") || !strings.Contains(got, "does not exist") {
+		t.Errorf("a valid kube-fip-config without a readable policy: allowed %v, %q; want it refused, saying why", resp.Allowed, got)
+	}
+	if resp := review(t, h, admissionv1.Update, ck, "kube-fip", nil, configMap("other", "logLevel", "Debug")); !resp.Allowed {
+		t.Errorf("another ConfigMap refused: %+v", resp.Result)
 	}
 }

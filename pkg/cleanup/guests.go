@@ -214,7 +214,12 @@ func logGuests(outcomes []GuestOutcome) {
 		if len(o.Done) > 0 {
 			done = strings.Join(o.Done, "; ")
 		}
-		if o.Problem != "" {
+		switch {
+		case o.Problem != "" && len(o.Done) == 0:
+			// Nothing was found because nothing could be looked at.
+			logrus.Warnf("guest cluster %s: NOT CLEANED: %s", o.Cluster, o.Problem)
+			continue
+		case o.Problem != "":
 			logrus.Warnf("guest cluster %s: %s; NOT CLEANED: %s", o.Cluster, done, o.Problem)
 			continue
 		}
