@@ -121,7 +121,7 @@ func (in *Installer) Ensure(ctx context.Context, c *guest.Client, rel Release) (
 // keep is Ensure's result when the deployed revision last stays: result, or Restored with what
 // was put back of last when it is one of trusted.
 func (in *Installer) keep(c *guest.Client, rel Release, records *boundedSecrets, last *release.Release, trusted []string, result Result) (Result, error) {
-	restored, err := in.restore(c, rel, records, last, trusted)
+	restored, err := in.restore(c, rel, records, last, trusted, result)
 	if err != nil {
 		return Result{}, err
 	}

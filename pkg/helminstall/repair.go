@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/approve"
+	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 )
 
 // Helm's ownership metadata, which it gives every object of a release it applies: an object put
@@ -38,14 +39,18 @@ const (
 // is set whole, so that an item added to it (a container's variable) goes too. Nothing is restored
 // from a record whose manifest the operator did not apply (trusted holds the digests it did). It
 // returns what it put back, each object with how it had departed.
-func (in *Installer) restore(c *guest.Client, rel Release, records *boundedSecrets, last *release.Release, trusted []string) ([]string, error) {
+func (in *Installer) restore(c *guest.Client, rel Release, records *boundedSecrets, last *release.Release, trusted []string, result Result) ([]string, error) {
 	view := newTrustView(records, rel.Name, trusted)
 	if last.Manifest == "" || !view.trusts(last) {
 		return nil, nil
 	}
-	approval, err := approve.Recorded(rel.Plan.Chart, rel.Namespace, last.Manifest)
-	if err != nil {
-		return nil, err
+	// The approval of this very manifest when Ensure made one, else the record's own.
+	approval := result.Approval
+	if approval == nil || approval.Digest != guestchart.Digest([]byte(last.Manifest)) {
+		var err error
+		if approval, err = approve.Recorded(rel.Plan.Chart, rel.Namespace, last.Manifest); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := in.configuration(c, rel.Namespace, view, approval)
 	if err != nil {

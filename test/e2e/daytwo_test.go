@@ -158,7 +158,8 @@ func TestReleaseRestoredWithoutUpdate(t *testing.T) {
 }
 
 // harvesterKubevip creates in the guest the Harvester cloud provider's kube-vip as its chart
-// (harvester/charts harvester-cloud-provider, kube-vip subchart 0.11.0) renders it: the DaemonSet
+// renders it (harvester/charts at 48a577b: chart harvester-cloud-provider, appVersion v0.2.8, its
+// kube-vip subchart 0.11.0, values.yaml's kube-vip.env and dependency_charts/kube-vip's rbac.yaml): the DaemonSet
 // kube-system/kube-vip of release harvester-cloud-provider, its ServiceAccount and RBAC, and the
 // chart's environment (ARP, services, no election). Its image is the real kube-vip the operator's
 // runs here (the same registry, the same NIC), so that it announces the address once it takes over.

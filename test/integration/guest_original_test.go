@@ -13,7 +13,8 @@ import (
 
 // TestOriginalOperatorsKubevipIsJudged: a guest whose kube-vip the original kube-fip-operator
 // installed (release kube-system/kube-vip of the kube-vip chart, its objects under the chart's own
-// name, kube-vip) and that the operator, with kubevipUpdate off, leaves at that release, is judged
+// name, kube-vip, as upstream kube-vip/helm-charts' kube-vip.name helper names them without a
+// nameOverride; the stand-in mirrors kube-vip 0.9.9, as test/rig/chartrepo/charts/README.md records) and that the operator, with kubevipUpdate off, leaves at that release, is judged
 // by that DaemonSet: with a ready pod and nothing asking for the address it is Idle and Ready, and
 // kubefipoperator_floatingip_served is 2, idle, so that the chart's KubeFIPFloatingIPNotServed
 // does not hold for it, where before it was KubevipMissing and 0; with no pod ready past the grace period it is KubevipNotReady,
