@@ -308,3 +308,36 @@ func TestReadmeIsShort(t *testing.T) {
 		t.Errorf("README.md has %d lines; keep it at or under 200 and move the rest to docs/", n)
 	}
 }
+
+// TestAirGapSaysWhatReadyFollows: a moved tag or a missing image turns KubevipInstalled False and
+// nothing else; Ready (v1.SetReady) follows the served state, so the FloatingIP stays Ready while
+// the kube-vip installed before serves, and is not Ready where nothing serves (KubevipMissing).
+// airgap.md's section on digests says both, and does not say the refusal itself makes it not Ready.
+func TestAirGapSaysWhatReadyFollows(t *testing.T) {
+	readyWith := func(served bool, servedReason string) bool {
+		var s v1.FloatingIPStatus
+		v1.SetCondition(&s, v1.Allocated, true, v1.ReasonAllocated, "held")
+		v1.SetCondition(&s, v1.GuestConfigured, true, v1.ReasonConfigured, "configured")
+		v1.SetCondition(&s, v1.KubevipInstalled, false, v1.ReasonImageTagMoved, "the tag moved")
+		v1.SetCondition(&s, v1.Served, served, servedReason, "as read")
+		v1.SetReady(&s)
+		c, _ := v1.GetCondition(s.Conditions, v1.Ready)
+		return c.Status == "True"
+	}
+	if !readyWith(true, v1.ReasonServed) || readyWith(false, v1.ReasonKubevipMissing) {
+		t.Fatal("Ready does not follow Served beside KubevipInstalled=False; the page's claim must change with it")
+	}
+	section, err := rig.DocSection("docs/airgap.md", "## Pinned by digest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, want := range []string{"stays `Ready`", "`" + v1.ReasonKubevipMissing + "`", "not `Ready`"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("airgap.md's Pinned by digest does not say %q", want)
+		}
+	}
+	if strings.Contains(flat, "Either makes the FloatingIP not `Ready`") {
+		t.Error("airgap.md says a moved tag or a missing image makes the FloatingIP not Ready; Ready follows the served state")
+	}
+}
