@@ -53,6 +53,7 @@ func start(parent context.Context, opts Options, t Target, fp string, client *gu
 		w.streams = append(w.streams, w.daemonSetsStream(ref))
 	}
 	for _, st := range w.streams {
+		st.listDone = make(chan struct{})
 		go w.run(ctx, st)
 	}
 	return w
@@ -106,6 +107,8 @@ func (w *clusterWatch) listed(st *stream, err error) {
 	defer w.mu.Unlock()
 	// A list that fails leaves the state as it was, but no longer known to be the guest's.
 	st.err, st.synced = err, err == nil
+	close(st.listDone)
+	st.listDone = make(chan struct{})
 	if st.tried {
 		return
 	}
@@ -118,8 +121,20 @@ func (w *clusterWatch) listed(st *stream, err error) {
 	close(w.tried)
 }
 
-// serving judges addrs from the state, and reads why kube-vip has no ready pod if it has none.
-func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr) (kubevipconfig.Serving, error) {
+// serving judges addrs from the state, and reads why kube-vip has no ready pod if it has none. A
+// state cut short by a limit is listed anew first, as every pass listed the Services before they
+// were watched: what a limit hid may have gone. listed says the watch had listed before this pass.
+func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr, listed bool) (kubevipconfig.Serving, error) {
+	w.mu.Lock()
+	limited := w.limited != ""
+	w.mu.Unlock()
+	if limited && listed {
+		select {
+		case <-w.relistNow(w.streams[0]):
+		case <-ctx.Done():
+			return kubevipconfig.Serving{}, fmt.Errorf("listing the guest's kube-vip Services: %w", context.Cause(ctx))
+		}
+	}
 	w.mu.Lock()
 	for _, st := range w.streams {
 		if !st.synced {
@@ -135,7 +150,7 @@ func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr) (kubevip
 	for _, s := range w.services {
 		services = append(services, s)
 	}
-	limited := w.limited
+	limitedBy := w.limited
 	var kubevip *kubevipconfig.DaemonSetState
 	var ds kubevipconfig.DaemonSetStatus
 	if w.kubevip != nil {
@@ -148,7 +163,7 @@ func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr) (kubevip
 	if kubevip.NeedsWhy() {
 		kubevip.Why = kubevipconfig.WhyNotReady(ctx, w.client.List.Core, kubevip.Namespace, ds.Selector)
 	}
-	return kubevipconfig.ServingOf(kubevip, services, limited, addrs), nil
+	return kubevipconfig.ServingOf(kubevip, services, limitedBy, addrs), nil
 }
 
 // changed queues a pass of the cluster, at once if the watch queued none within Debounce, else

@@ -17,7 +17,7 @@ import (
 func (w *clusterWatch) servicesStream() *stream {
 	st := &stream{what: "kube-vip Services", wake: make(chan struct{}, 1),
 		request: guest.WatchRequest{Resource: "services", LabelSelector: kubevipconfig.ImplementationLabel}}
-	st.relist = func(ctx context.Context) (string, error) {
+	st.relist = func(ctx context.Context, notify bool) (string, error) {
 		list, err := kubevipconfig.ListServices(ctx, w.client.List.Core)
 		if err != nil {
 			return "", err
@@ -30,7 +30,7 @@ func (w *clusterWatch) servicesStream() *stream {
 		again := st.tried
 		w.services, w.limited = services, list.Limited
 		w.mu.Unlock()
-		if again {
+		if again && notify {
 			// What happened while the watch was away is not known in detail: a pass judges.
 			w.changed()
 		}
@@ -43,11 +43,6 @@ func (w *clusterWatch) servicesStream() *stream {
 		}
 		w.applyService(eventType, &svc)
 		return svc.ResourceVersion, nil
-	}
-	st.relistAfter = func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.limited != ""
 	}
 	return st
 }
@@ -89,7 +84,7 @@ func (w *clusterWatch) daemonSetsStream(ref kubevipconfig.KubevipRef) *stream {
 	st := &stream{what: "DaemonSets in " + ref.Namespace, wake: make(chan struct{}, 1),
 		request: guest.WatchRequest{Group: "apps", Resource: "daemonsets", Namespace: ref.Namespace}}
 	wanted := func(name string) bool { return name == ref.Name || name == kubevipconfig.LegacyKubevipName }
-	st.relist = func(ctx context.Context) (string, error) {
+	st.relist = func(ctx context.Context, notify bool) (string, error) {
 		kept := map[string]kubevipconfig.DaemonSetStatus{}
 		opts := metav1.ListOptions{Limit: daemonSetPage}
 		var rv string
@@ -118,7 +113,7 @@ func (w *clusterWatch) daemonSetsStream(ref kubevipconfig.KubevipRef) *stream {
 		again := st.tried
 		w.daemonSets = kept
 		w.mu.Unlock()
-		if again {
+		if again && notify {
 			w.changed()
 		}
 		return rv, nil

@@ -108,6 +108,12 @@ func (s *Set) Serving(ctx context.Context, t Target, relevant, addrs []netip.Add
 		return kubevipconfig.Serving{}, err
 	}
 	w.setRelevant(relevant)
+	listed := false
+	select {
+	case <-w.tried:
+		listed = true
+	default:
+	}
 	wait := time.NewTimer(2 * s.opts.Timeout)
 	defer wait.Stop()
 	select {
@@ -117,7 +123,7 @@ func (s *Set) Serving(ctx context.Context, t Target, relevant, addrs []netip.Add
 	case <-wait.C:
 		return kubevipconfig.Serving{}, fmt.Errorf("the guest's watch has not listed what serves its addresses within %s", 2*s.opts.Timeout)
 	}
-	return w.serving(ctx, addrs)
+	return w.serving(ctx, addrs, listed)
 }
 
 // Stop ends the watch of the cluster key, if one runs: it has no FloatingIP left, or its pass could

@@ -24,20 +24,23 @@ type stream struct {
 	// what names the resource in messages.
 	what    string
 	request guest.WatchRequest
-	// relist replaces the stream's part of the state with a list, and returns its resourceVersion.
-	relist func(ctx context.Context) (string, error)
+	// relist replaces the stream's part of the state with a list, and returns its resourceVersion;
+	// with notify, a pass is queued if the list is not the first (a pass asked for none).
+	relist func(ctx context.Context, notify bool) (string, error)
 	// apply changes the state by one event's object; it returns the object's resourceVersion.
 	apply func(eventType string, object json.RawMessage) (string, error)
-	// relistAfter says a watch request that ended should be followed by a list, not resumed: the
-	// state was cut short by a limit, which a list may lift.
-	relistAfter func() bool
 	wake        chan struct{}
 
 	// Guarded by the clusterWatch's mu: synced says the state holds the last list and what
 	// followed it; tried that a first list was tried; err the last list's failure; refused the
-	// guest's refusal (401, 403) that stopped the stream.
+	// guest's refusal (401, 403) that stopped the stream. relistWanted says a pass asked for a
+	// list (relistNow), endWatch ends the watch request under way, and listDone is closed, and
+	// replaced, when a list ends.
 	synced, tried bool
 	err, refused  error
+	relistWanted  bool
+	endWatch      context.CancelFunc
+	listDone      chan struct{}
 }
 
 // run lists and watches st until ctx ends or the guest refuses the token: a watch request resumes
@@ -48,8 +51,12 @@ func (w *clusterWatch) run(ctx context.Context, st *stream) {
 	backoff := w.opts.Backoff
 	rv := ""
 	for ctx.Err() == nil {
+		asked := w.takeRelist(st)
+		if asked {
+			rv = ""
+		}
 		if rv == "" {
-			next, err := st.relist(ctx)
+			next, err := st.relist(ctx, !asked)
 			if refusal(err) {
 				w.refuse(st, err)
 				return
@@ -70,6 +77,8 @@ func (w *clusterWatch) run(ctx context.Context, st *stream) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case w.relistAsked(st):
+			// A pass asked for a list, which ended the watch request: listed at once.
 		case refusal(err):
 			w.refuse(st, err)
 			return
@@ -93,9 +102,6 @@ func (w *clusterWatch) run(ctx context.Context, st *stream) {
 			}
 		default:
 			backoff = w.opts.Backoff
-			if st.relistAfter != nil && st.relistAfter() {
-				rv = ""
-			}
 		}
 	}
 }
@@ -105,6 +111,15 @@ func (w *clusterWatch) watchOnce(ctx context.Context, st *stream, rv string) (st
 	req := st.request
 	req.ResourceVersion = rv
 	req.Timeout = jitter(w.opts.WatchTimeout)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	st.endWatch = cancel
+	wanted := st.relistWanted
+	w.mu.Unlock()
+	if wanted {
+		return rv, nil
+	}
 	body, err := w.client.Watch(ctx, req)
 	if err != nil {
 		return rv, err
@@ -150,6 +165,38 @@ func (w *clusterWatch) watchOnce(ctx context.Context, st *stream, rv string) (st
 			return rv, fmt.Errorf("the watch of the guest's %s sent an event of unknown type %s", st.what, redact.Quote(ev.Type, 32))
 		}
 	}
+}
+
+// relistNow asks st for a list, ending its watch request or its wait, and returns what is closed
+// once a list has ended.
+func (w *clusterWatch) relistNow(st *stream) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st.relistWanted = true
+	if st.endWatch != nil {
+		st.endWatch()
+	}
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+	return st.listDone
+}
+
+// relistAsked says a pass asked st for a list that has not started yet.
+func (w *clusterWatch) relistAsked(st *stream) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return st.relistWanted
+}
+
+// takeRelist says a pass asked st for a list, and takes the request: the list starts now.
+func (w *clusterWatch) takeRelist(st *stream) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	asked := st.relistWanted
+	st.relistWanted = false
+	return asked
 }
 
 // sleep waits backoff, give or take a fifth, and doubles it up to MaxBackoff; a pass that reaches
