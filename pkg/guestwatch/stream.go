@@ -29,7 +29,7 @@ type stream struct {
 	relist func(ctx context.Context, notify bool) (string, error)
 	// apply changes the state by one event's object; it returns the object's resourceVersion.
 	apply func(eventType string, object json.RawMessage) (string, error)
-	wake        chan struct{}
+	wake  chan struct{}
 
 	// Guarded by the clusterWatch's mu: synced says the state holds the last list and what
 	// followed it; tried that a first list was tried; err the last list's failure; refused the
