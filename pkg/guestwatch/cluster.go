@@ -121,10 +121,11 @@ func (w *clusterWatch) listed(st *stream, err error) {
 	close(w.tried)
 }
 
-// serving judges addrs from the state, and reads why kube-vip has no ready pod if it has none. A
+// serving judges addrs from the state, with the kube-vip DaemonSet ref names (none when nil), and
+// reads why kube-vip has no ready pod if it has none. A
 // state cut short by a limit is listed anew first, as every pass listed the Services before they
 // were watched: what a limit hid may have gone. listed says the watch had listed before this pass.
-func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr, listed bool) (kubevipconfig.Serving, error) {
+func (w *clusterWatch) serving(ctx context.Context, ref *kubevipconfig.KubevipRef, addrs []netip.Addr, listed bool) (kubevipconfig.Serving, error) {
 	w.mu.Lock()
 	limited := w.limited != ""
 	w.mu.Unlock()
@@ -153,8 +154,8 @@ func (w *clusterWatch) serving(ctx context.Context, addrs []netip.Addr, listed b
 	limitedBy := w.limited
 	var kubevip *kubevipconfig.DaemonSetState
 	var ds kubevipconfig.DaemonSetStatus
-	if w.kubevip != nil {
-		kubevip, ds = kubevipconfig.KubevipState(*w.kubevip, func(name string) (kubevipconfig.DaemonSetStatus, bool) {
+	if ref != nil {
+		kubevip, ds = kubevipconfig.KubevipState(*ref, func(name string) (kubevipconfig.DaemonSetStatus, bool) {
 			d, ok := w.daemonSets[name]
 			return d, ok
 		})

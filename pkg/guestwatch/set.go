@@ -98,8 +98,8 @@ type Target struct {
 }
 
 // Serving says what serves the addresses addrs of the guest t, from the cluster's watch: started
-// with t's kubeconfig if none runs, or if it runs with another kubeconfig or kube-vip (a rotated
-// token restarts it), or was refused; its first list waited for (while ctx allows, at most twice
+// with t's kubeconfig if none runs, or if it runs with another kubeconfig (a rotated token
+// restarts it) or without t's kube-vip, or was refused; its first list waited for (while ctx allows, at most twice
 // Timeout). From then on, a change of a Service that asks for or holds one of relevant, before or
 // after the change, or of the kube-vip DaemonSet's counts, queues a pass.
 func (s *Set) Serving(ctx context.Context, t Target, relevant, addrs []netip.Addr) (kubevipconfig.Serving, error) {
@@ -123,7 +123,7 @@ func (s *Set) Serving(ctx context.Context, t Target, relevant, addrs []netip.Add
 	case <-wait.C:
 		return kubevipconfig.Serving{}, fmt.Errorf("the guest's watch has not listed what serves its addresses within %s", 2*s.opts.Timeout)
 	}
-	return w.serving(ctx, addrs, listed)
+	return w.serving(ctx, t.Kubevip, addrs, listed)
 }
 
 // Stop ends the watch of the cluster key, if one runs: it has no FloatingIP left, or its pass could
@@ -162,7 +162,10 @@ func (s *Set) ensure(t Target) (*clusterWatch, error) {
 		return nil, fmt.Errorf("the operator is stopping: %w", err)
 	}
 	if w := s.by[t.Key]; w != nil {
-		if w.fingerprint == fp && !w.refused() {
+		// A look that asks nothing of kube-vip keeps a watch of it; one that asks of another
+		// kube-vip than the watch's starts the watch anew.
+		sameKubevip := t.Kubevip == nil || (w.kubevip != nil && *w.kubevip == *t.Kubevip)
+		if w.fingerprint == fp && sameKubevip && !w.refused() {
 			w.wake()
 			return w, nil
 		}
@@ -178,16 +181,12 @@ func (s *Set) ensure(t Target) (*clusterWatch, error) {
 	return w, nil
 }
 
-// fingerprint tells one kubeconfig and kube-vip of a target from another, without keeping the
-// token.
+// fingerprint tells one kubeconfig of a target from another, without keeping the token.
 func fingerprint(t Target) string {
 	h := sha256.New()
 	h.Write(t.Guest.Kubeconfig)
 	for _, r := range t.Guest.Rancher {
 		fmt.Fprintf(h, "\x00%s", r)
-	}
-	if k := t.Kubevip; k != nil {
-		fmt.Fprintf(h, "\x01%s\x00%s\x00%s", k.Namespace, k.Name, k.Release)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
