@@ -50,8 +50,8 @@ func enableAudit(server *envtest.APIServer, dir, name string) (*AuditLog, error)
 // AuditRequest is what the counts and the least-privilege tests read of one audit event.
 type AuditRequest struct {
 	// AuditID is the request's: each stage's event of one request carries it.
-	AuditID string `json:"auditID"`
-	Stage   string `json:"stage"`
+	AuditID   string `json:"auditID"`
+	Stage     string `json:"stage"`
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
 	User      struct {
