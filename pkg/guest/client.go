@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -64,12 +65,18 @@ type Target struct {
 // when pass ends (nil: never), takes at most timeout, and reads at most MaxGuestResponse bytes and
 // MaxGuestResponseValues JSON values of answer. The error never quotes the kubeconfig: it carries credentials.
 func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return newClient(t, timeout, withPass(pass, MaxGuestResponse, MaxGuestResponseValues))
+}
+
+// newClient builds a client for the guest t whose requests take at most timeout (0: no bound)
+// and go through wrap.
+func newClient(t Target, timeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	kc, err := CheckKubeconfig(t.Kubeconfig, t.ClusterID, t.Rancher)
 	if err != nil {
 		return nil, err
-	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
 	}
 	cfg := &rest.Config{
 		Host:            kc.Server,
@@ -84,7 +91,7 @@ func NewClient(pass context.Context, t Target, timeout time.Duration) (*Client, 
 		// more room for its bytes (two bytes make an empty container of 408).
 		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
 	}
-	cfg.Wrap(withPass(pass, MaxGuestResponse, MaxGuestResponseValues))
+	cfg.Wrap(wrap)
 	c := &Client{Name: t.Name, Config: cfg}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err == nil {

@@ -77,18 +77,11 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		release()
 		return nil, err
 	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+	json, err := acceptAnswer(resp)
+	if err != nil {
 		resp.Body.Close()
 		release()
-		return nil, fmt.Errorf("%w (%d)", ErrGuestRedirect, resp.StatusCode)
-	}
-	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	json := media == "application/json"
-	empty := resp.ContentLength == 0
-	if !json && !empty && (resp.StatusCode < 300 || (media != "" && media != "text/plain")) {
-		resp.Body.Close()
-		release()
-		return nil, fmt.Errorf("%w (%d, %.64q)", ErrGuestResponseNotJSON, resp.StatusCode, resp.Header.Get("Content-Type"))
+		return nil, err
 	}
 	if err := CapBody(resp, t.max, ErrGuestResponseTooLarge, release); err != nil {
 		return nil, err
@@ -97,6 +90,21 @@ func (t *passTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = LimitValues(resp.Body, t.values, ErrGuestResponseTooLarge)
 	}
 	return resp, nil
+}
+
+// acceptAnswer refuses a redirect and an answer in another form than JSON (an error may also be
+// plain text, as Rancher's proxy writes some); it says whether the answer is JSON.
+func acceptAnswer(resp *http.Response) (bool, error) {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return false, fmt.Errorf("%w (%d)", ErrGuestRedirect, resp.StatusCode)
+	}
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	json := media == "application/json"
+	empty := resp.ContentLength == 0
+	if !json && !empty && (resp.StatusCode < 300 || (media != "" && media != "text/plain")) {
+		return false, fmt.Errorf("%w (%d, %.64q)", ErrGuestResponseNotJSON, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return json, nil
 }
 
 // CapBody bounds resp's body at max bytes, for the guest and the chart transports alike: an

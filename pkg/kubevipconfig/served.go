@@ -3,27 +3,26 @@ package kubevipconfig
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
-// What the operator reads back from a guest to say whether its addresses are served. Anyone who
-// may create a Service in one namespace of a guest shapes this read, so it is budgeted as a
-// whole, not answer by answer: one DaemonSet (two while the operator's is missing, see
-// KubevipRef); at most MaxServices Services in at most
-// MaxServicePages pages and MaxServedBytes; at most MaxServiceAddresses addresses of a Service
-// looked at; only the addresses of the guest's own FloatingIPs kept; and, only while no kube-vip
-// pod is ready, at most MaxPods pods. Where a limit is reached the read stops and says which.
+// What the operator reads back from a guest to say whether its addresses are served (pkg/guestwatch
+// keeps it, watched). Anyone who may create a Service in one namespace of a guest shapes this
+// read, so a look at the Services is budgeted as a whole, not answer by answer: at most MaxServices
+// Services in at most MaxServicePages pages and MaxServedBytes; at most MaxServiceAddresses
+// addresses of a Service looked at; of the operator's kube-vip DaemonSet (or the original
+// operator's, see KubevipRef) only its counts, and, only while no kube-vip pod is ready, at most
+// MaxPods pods. Where a limit is reached the read stops and says which.
 const (
 	// LoadBalancerIPsAnnotation is where kube-vip-cloud-provider (v0.0.12,
 	// pkg/provider/loadBalancer.go) writes the addresses a Service gets, and where kube-vip reads
@@ -79,6 +78,8 @@ type DaemonSetState struct {
 type ServiceState struct {
 	Namespace, Name string
 	Asks, Holds     []netip.Addr
+	// Oversized says the Service names more than MaxServiceAddresses addresses: none is read.
+	Oversized bool
 }
 
 func (s ServiceState) String() string { return s.Namespace + "/" + s.Name }
@@ -102,27 +103,73 @@ const (
 	helmReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
 )
 
-// ReadServing reads what serves the addresses addrs of a guest: the operator's own kube-vip
-// DaemonSet when kubevip is not nil, and the Services kube-vip-cloud-provider handles, of which it
-// keeps only those that ask for or hold one of addrs.
-func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, kubevip *KubevipRef, addrs []netip.Addr) (Serving, error) {
-	var s Serving
-	if kubevip != nil {
-		ds, err := readKubevipState(ctx, core, apps, *kubevip)
-		if err != nil {
-			return s, err
+// ServingOf is what serves the addresses addrs of a guest, from what is known of it: the operator's
+// own kube-vip DaemonSet (nil where it installs none), every kube-vip Service read (see
+// ServiceAddresses), of which only those that ask for or hold one of addrs are kept, and the limit
+// that kept the read from seeing every Service ("" when none did).
+func ServingOf(kubevip *DaemonSetState, services []ServiceState, limited string, addrs []netip.Addr) Serving {
+	s := Serving{Kubevip: kubevip}
+	var oversized []string
+	for _, svc := range services {
+		if svc.Oversized {
+			oversized = append(oversized, svc.String())
+			continue
 		}
-		s.Kubevip = ds
+		st := ServiceState{Namespace: svc.Namespace, Name: svc.Name}
+		for _, a := range svc.Asks {
+			if slices.Contains(addrs, a) {
+				st.Asks = append(st.Asks, a)
+			}
+		}
+		for _, a := range svc.Holds {
+			if slices.Contains(addrs, a) {
+				st.Holds = append(st.Holds, a)
+			}
+		}
+		if len(st.Asks) > 0 || len(st.Holds) > 0 {
+			s.Services = append(s.Services, st)
+		}
 	}
+	slices.SortFunc(s.Services, func(a, b ServiceState) int { return strings.Compare(a.String(), b.String()) })
+	slices.Sort(oversized)
+	var parts []string
+	if limited != "" {
+		parts = append(parts, limited)
+	}
+	if n := len(oversized); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d Services name more than %d addresses each, and their addresses were not read: %s",
+			n, MaxServiceAddresses, redact.Names(oversized, maxNamed)))
+	}
+	s.Limited = strings.Join(parts, "; ")
+	return s
+}
+
+// ServiceList is one look at every kube-vip Service of a guest: each LoadBalancer Service's
+// addresses (ServiceAddresses), the limit that ended the look ("" when none did), and the
+// resourceVersion of the list, from which a watch goes on.
+type ServiceList struct {
+	Services        []ServiceState
+	Limited         string
+	ResourceVersion string
+}
+
+// ListServices reads the guest's kube-vip Services in pages, within the budget of one look (see
+// the constants above).
+func ListServices(ctx context.Context, core corev1client.CoreV1Interface) (ServiceList, error) {
 	var r serviceRead
+	var out ServiceList
 	opts := metav1.ListOptions{LabelSelector: ImplementationLabel, Limit: ServicePage}
 	for pages := 1; ; pages++ {
 		list, err := core.Services(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
-			return s, fmt.Errorf("listing the guest's kube-vip Services: %w", err)
+			return out, fmt.Errorf("listing the guest's kube-vip Services: %w", err)
+		}
+		if pages == 1 {
+			// A paged list is one snapshot, at the first page's resourceVersion.
+			out.ResourceVersion = list.ResourceVersion
 		}
 		for i := range list.Items {
-			if !r.add(&list.Items[i], addrs) {
+			if !r.add(&list.Items[i]) {
 				break
 			}
 		}
@@ -138,9 +185,8 @@ func ReadServing(ctx context.Context, core corev1client.CoreV1Interface, apps ap
 		}
 		break
 	}
-	s.Services, s.Limited = r.services, r.message()
-	slices.SortFunc(s.Services, func(a, b ServiceState) int { return strings.Compare(a.String(), b.String()) })
-	return s, nil
+	out.Services, out.Limited = r.services, r.limited
+	return out, nil
 }
 
 // serviceRead is what one look has read of the Services so far, and what it cost.
@@ -148,14 +194,12 @@ type serviceRead struct {
 	read     int
 	bytes    int
 	services []ServiceState
-	// oversized are the Services that name more than MaxServiceAddresses addresses.
-	oversized []string
-	limited   string
+	limited  string
 }
 
-// add takes one Service of a page, keeping it when it asks for or holds one of addrs. It says
-// false once a limit is reached: the Service is not read, and the look ends.
-func (r *serviceRead) add(svc *corev1.Service, addrs []netip.Addr) bool {
+// add takes one Service of a page, keeping the addresses of a LoadBalancer Service. It says false
+// once a limit is reached: the Service is not read, and the look ends.
+func (r *serviceRead) add(svc *corev1.Service) bool {
 	if r.read == MaxServices {
 		r.limited = fmt.Sprintf("the guest has more than %d kube-vip Services: only the first %d were read", MaxServices, MaxServices)
 		return false
@@ -165,47 +209,31 @@ func (r *serviceRead) add(svc *corev1.Service, addrs []netip.Addr) bool {
 		return false
 	}
 	r.read++
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return true
-	}
-	st, ok := serviceState(svc, addrs)
-	switch {
-	case !ok:
-		r.oversized = append(r.oversized, st.String())
-	case len(st.Asks) > 0 || len(st.Holds) > 0:
+	if st, ok := ServiceAddresses(svc); ok {
 		r.services = append(r.services, st)
 	}
 	return true
 }
 
-// message says what the look did not read: the limit that ended it, and the Services whose
-// addresses were not read.
-func (r *serviceRead) message() string {
-	var parts []string
-	if r.limited != "" {
-		parts = append(parts, r.limited)
-	}
-	if n := len(r.oversized); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d Services name more than %d addresses each, and their addresses were not read: %s",
-			n, MaxServiceAddresses, redact.Names(r.oversized, maxNamed)))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// serviceState is what svc asks for and holds of addrs. It looks at no more than
-// MaxServiceAddresses addresses of the annotation and of the status each; false when svc names
-// more, and then it keeps none.
-func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) {
+// ServiceAddresses is what a kube-vip Service asks for (its annotation and spec.loadBalancerIP)
+// and holds (its status); false for a Service of another type, which kube-vip does not serve. It
+// looks at no more than MaxServiceAddresses addresses of the annotation and of the status each: a
+// Service naming more is Oversized, and none of its addresses is kept.
+func ServiceAddresses(svc *corev1.Service) (ServiceState, bool) {
 	st := ServiceState{Namespace: shortName(svc.Namespace), Name: shortName(svc.Name)}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return st, false
+	}
 	keep := func(into []netip.Addr, text string) []netip.Addr {
 		a, err := netip.ParseAddr(strings.TrimSpace(text))
-		if err == nil && slices.Contains(addrs, a) && !slices.Contains(into, a) {
+		if err == nil && !slices.Contains(into, a) {
 			into = append(into, a)
 		}
 		return into
 	}
+	oversized := ServiceState{Namespace: st.Namespace, Name: st.Name, Oversized: true}
 	if len(svc.Status.LoadBalancer.Ingress) > MaxServiceAddresses {
-		return st, false
+		return oversized, true
 	}
 	named := 0
 	for part := range strings.SplitSeq(svc.Annotations[LoadBalancerIPsAnnotation], ",") {
@@ -213,7 +241,7 @@ func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) 
 			continue
 		}
 		if named++; named > MaxServiceAddresses {
-			return ServiceState{Namespace: st.Namespace, Name: st.Name}, false
+			return oversized, true
 		}
 		st.Asks = keep(st.Asks, part)
 	}
@@ -224,53 +252,70 @@ func serviceState(svc *corev1.Service, addrs []netip.Addr) (ServiceState, bool) 
 	return st, true
 }
 
-// readKubevipState reads the state of the kube-vip DaemonSet ref names, or, while it is not there, of
-// the original kube-fip-operator's of the same release (see KubevipRef).
-func readKubevipState(ctx context.Context, core corev1client.CoreV1Interface, apps appsv1client.AppsV1Interface, ref KubevipRef) (*DaemonSetState, error) {
+// DaemonSetStatus is what the operator keeps of a watched kube-vip DaemonSet: what KubevipState
+// judges, and the labels its pods are selected by, for WhyNotReady.
+type DaemonSetStatus struct {
+	Generation, ObservedGeneration int64
+	Desired, Ready                 int32
+	// Release and ReleaseNamespace are Helm's annotations naming the release it belongs to.
+	Release, ReleaseNamespace string
+	Selector                  map[string]string
+}
+
+// maxSelectorLabels bounds the labels of a DaemonSet's selector kept: kube-vip's chart uses two.
+const maxSelectorLabels = 8
+
+// DaemonSetStatusOf is what the operator keeps of ds.
+func DaemonSetStatusOf(ds *appsv1.DaemonSet) DaemonSetStatus {
+	st := DaemonSetStatus{Generation: ds.Generation, ObservedGeneration: ds.Status.ObservedGeneration,
+		Desired: ds.Status.DesiredNumberScheduled, Ready: ds.Status.NumberReady,
+		Release: shortName(ds.Annotations[helmReleaseNameAnnotation]), ReleaseNamespace: shortName(ds.Annotations[helmReleaseNamespaceAnnotation])}
+	if sel := ds.Spec.Selector; sel != nil && len(sel.MatchLabels) <= maxSelectorLabels {
+		st.Selector = maps.Clone(sel.MatchLabels)
+	}
+	return st
+}
+
+// KubevipState judges the kube-vip DaemonSet ref names from the DaemonSets known of the guest
+// (get says whether one of that name is there, and what it is), or, while it is not there, the
+// original kube-fip-operator's of the same release (see KubevipRef). Why stays to be told by
+// WhyNotReady.
+func KubevipState(ref KubevipRef, get func(name string) (DaemonSetStatus, bool)) (*DaemonSetState, DaemonSetStatus) {
 	st := &DaemonSetState{Namespace: ref.Namespace, Name: ref.Name}
-	ds, err := readDaemonSet(ctx, apps, ref.Namespace, ref.Name)
-	if ds == nil && err == nil && ref.Release != "" && ref.Name != LegacyKubevipName {
-		ds, err = readDaemonSet(ctx, apps, ref.Namespace, LegacyKubevipName)
-		if ds != nil && (ds.Annotations[helmReleaseNameAnnotation] != ref.Release || ds.Annotations[helmReleaseNamespaceAnnotation] != ref.Namespace) {
-			ds = nil // another release's, such as the Harvester cloud provider's
+	ds, found := get(ref.Name)
+	if !found && ref.Release != "" && ref.Name != LegacyKubevipName {
+		ds, found = get(LegacyKubevipName)
+		if found && (ds.Release != ref.Release || ds.ReleaseNamespace != ref.Namespace) {
+			found = false // another release's, such as the Harvester cloud provider's
 		}
-		if ds != nil {
+		if found {
 			st.Name = LegacyKubevipName
 		}
 	}
-	if err != nil || ds == nil {
-		return st, err
+	if !found {
+		return st, DaemonSetStatus{}
 	}
 	st.Found = true
-	st.Observed = ds.Status.ObservedGeneration >= ds.Generation
-	st.Desired, st.Ready = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady
-	if st.Observed && st.Desired > 0 && st.Ready == 0 {
-		st.Why = whyNotReady(ctx, core, ds)
-	}
-	return st, nil
+	st.Observed = ds.ObservedGeneration >= ds.Generation
+	st.Desired, st.Ready = ds.Desired, ds.Ready
+	return st, ds
 }
 
-// readDaemonSet reads DaemonSet namespace/name; nil when it is not there.
-func readDaemonSet(ctx context.Context, apps appsv1client.AppsV1Interface, namespace, name string) (*appsv1.DaemonSet, error) {
-	ds, err := apps.DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading kube-vip's DaemonSet %s/%s: %w", namespace, name, err)
-	}
-	return ds, nil
+// NeedsWhy says whether st calls for WhyNotReady: its pods are scheduled and none is ready.
+func (st *DaemonSetState) NeedsWhy() bool {
+	return st != nil && st.Found && st.Observed && st.Desired > 0 && st.Ready == 0
 }
 
-// whyNotReady reads at most MaxPods pods of ds for what keeps them from being ready: a container
-// waiting (ErrImagePull, CrashLoopBackOff, ...) or a pod not scheduled, naming the pod and its
-// node (kube-vip exits at start on a node that lacks the interface it is told). "" when none says.
-func whyNotReady(ctx context.Context, core corev1client.CoreV1Interface, ds *appsv1.DaemonSet) string {
-	if ds.Spec.Selector == nil || len(ds.Spec.Selector.MatchLabels) == 0 {
+// WhyNotReady reads at most MaxPods pods of a kube-vip DaemonSet in namespace whose pods carry the
+// labels selector, for what keeps them from being ready: a container waiting (ErrImagePull,
+// CrashLoopBackOff, ...) or a pod not scheduled, naming the pod and its node (kube-vip exits at
+// start on a node that lacks the interface it is told). "" when none says.
+func WhyNotReady(ctx context.Context, core corev1client.CoreV1Interface, namespace string, selector map[string]string) string {
+	if len(selector) == 0 {
 		return ""
 	}
-	selector := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: ds.Spec.Selector.MatchLabels})
-	pods, err := core.Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: MaxPods})
+	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: selector})
+	pods, err := core.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel, Limit: MaxPods})
 	if err != nil {
 		return ""
 	}

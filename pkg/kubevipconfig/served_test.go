@@ -31,11 +31,32 @@ func lbService(name, asks, holds string, labelled bool) *corev1.Service {
 
 var ours = []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5"), netip.MustParseAddr("10.0.0.6")}
 
-// TestReadServingReadsWhatServes: the operator's DaemonSet and the Services kube-vip-cloud-provider
+// readServing is one look at the Services of kube and what it says of ours, with the operator's
+// DaemonSet judged from what kube holds in kube-system.
+func readServing(t *testing.T, kube *fake.Clientset, ref *KubevipRef) (Serving, error) {
+	t.Helper()
+	list, err := ListServices(context.Background(), kube.CoreV1())
+	if err != nil {
+		return Serving{}, err
+	}
+	var ds *DaemonSetState
+	if ref != nil {
+		ds, _ = KubevipState(*ref, func(name string) (DaemonSetStatus, bool) {
+			d, err := kube.AppsV1().DaemonSets(ref.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return DaemonSetStatus{}, false
+			}
+			return DaemonSetStatusOf(d), true
+		})
+	}
+	return ServingOf(ds, list.Services, list.Limited, ours), nil
+}
+
+// TestServingReadsWhatServes: the operator's DaemonSet and the Services kube-vip-cloud-provider
 // labels are read, and of each Service only which of the guest's addresses it asks for
 // (annotation and spec.loadBalancerIP) and holds; a Service that names none of them, one of
 // another type and one without the provider's label are not kept.
-func TestReadServingReadsWhatServes(t *testing.T) {
+func TestServingReadsWhatServes(t *testing.T) {
 	t.Parallel()
 	objs := []runtime.Object{
 		lbService("a", "10.0.0.5,fd00::5,10.9.9.9", "10.0.0.5", true), lbService("b", "10.0.0.6", "", true),
@@ -44,7 +65,7 @@ func TestReadServingReadsWhatServes(t *testing.T) {
 			Annotations: map[string]string{LoadBalancerIPsAnnotation: "10.0.0.5"}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
 	}
 	kube := fake.NewSimpleClientset(objs...)
-	s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), &KubevipRef{Namespace: "kube-system", Name: "kube-fip-kube-vip"}, ours)
+	s, err := readServing(t, kube, &KubevipRef{Namespace: "kube-system", Name: "kube-fip-kube-vip"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +80,11 @@ func TestReadServingReadsWhatServes(t *testing.T) {
 	}
 }
 
-// TestReadServingIsBudgeted: every limit of one look ends it and says so: more than MaxServices
+// TestServiceListIsBudgeted: every limit of one look ends it and says so: more than MaxServices
 // Services, more than MaxServicePages pages (a guest answering empty pages without end), more than
 // MaxServedBytes; and a Service naming more than MaxServiceAddresses addresses is named and its
 // addresses not kept, while the others are read.
-func TestReadServingIsBudgeted(t *testing.T) {
+func TestServiceListIsBudgeted(t *testing.T) {
 	t.Parallel()
 	many := func(n int, asks string) []runtime.Object {
 		var objs []runtime.Object
@@ -114,7 +135,7 @@ func TestReadServingIsBudgeted(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), nil, ours)
+		s, err := readServing(t, kube, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -152,7 +173,7 @@ func TestOriginalOperatorsKubevipStandsIn(t *testing.T) {
 		{"the operator's beside the original's", []runtime.Object{ds("kube-vip", "kube-vip", 1), ds("kube-fip-kube-vip", "kube-vip", 0)}, true, "kube-fip-kube-vip", 0},
 	} {
 		kube := fake.NewSimpleClientset(tc.objs...)
-		s, err := ReadServing(context.Background(), kube.CoreV1(), kube.AppsV1(), ref, ours)
+		s, err := readServing(t, kube, ref)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -90,6 +90,8 @@ type Metrics struct {
 	GuestClusterEvents *prometheus.CounterVec
 	// GuestOperationDuration is the time one pass over one guest cluster took.
 	GuestOperationDuration *prometheus.HistogramVec
+	// GuestWatches is the number of watch requests open to guest clusters (pkg/guestwatch).
+	GuestWatches prometheus.Gauge
 	// GuestPasses counts the passes over each guest cluster by the state they left it in.
 	GuestPasses *prometheus.CounterVec
 	// DiscoveryNoRange counts guest clusters for which no FloatingIPRange matched.
@@ -154,6 +156,8 @@ func New() *Metrics {
 			Help:    "Duration of one pass of guest operations over one guest cluster.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}, []string{LabelHarvesterClusterName}),
+		GuestWatches: f.NewGauge(prometheus.GaugeOpts{Name: "kubefipoperator_guestcluster_watches",
+			Help: "Watch requests open to guest clusters through Rancher's cluster proxy, of the Services and kube-vip DaemonSets that say whether their addresses are served."}),
 		GuestPasses: counter("kubefipoperator_guestcluster_passes_total",
 			"Passes of guest operations over a guest cluster, by the state they left it in.", append(guestLabels(), LabelState)...),
 		DiscoveryNoRange: counter("kubefipoperator_discovery_no_matching_range_total",

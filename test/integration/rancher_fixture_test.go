@@ -170,14 +170,14 @@ func guestPassesIn(t *testing.T, port int, name, state string) float64 {
 }
 
 // metricSum sums the samples of metric name served on port whose labels contain every one of
-// match.
+// match (a metric without labels: its one sample).
 func metricSum(t *testing.T, port int, name string, match ...string) float64 {
 	t.Helper()
 	_, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	sum := 0.0
 	for _, line := range strings.Split(body, "\n") {
 		i := strings.LastIndexByte(line, ' ')
-		if !strings.HasPrefix(line, name+"{") || i < 0 || slices.ContainsFunc(match, func(m string) bool { return !strings.Contains(line[:i], m) }) {
+		if !(strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ")) || i < 0 || slices.ContainsFunc(match, func(m string) bool { return !strings.Contains(line[:i], m) }) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)

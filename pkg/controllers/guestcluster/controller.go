@@ -29,6 +29,7 @@ import (
 	mgmtcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/management.cattle.io/v3"
 	provcontrollers "github.com/kubefip/kube-fip-operator/pkg/generated/controllers/provisioning.cattle.io/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/guestwatch"
 	"github.com/kubefip/kube-fip-operator/pkg/harvesterview"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
@@ -74,6 +75,8 @@ type controller struct {
 	opts options
 	// connect reaches a guest cluster with its kubeconfig.
 	connect func(pass context.Context, t guest.Target) (guestAPI, error)
+	// watches watch what serves each guest's addresses; nil in the handler's unit tests.
+	watches *guestwatch.Set
 	// queue holds the clusters whose pass is due by the name of their management cluster, which is
 	// their FloatingIPs' namespace: each at most once, handed to one worker at a time.
 	queue workqueue.TypedDelayingInterface[string]
@@ -106,12 +109,15 @@ func Register(ctx context.Context, cc *controllers.Context) error {
 			Management: cc.ManagementClusters, Secrets: cc.Secrets, Store: cc.Store,
 			Metrics: cc.Metrics, Recorder: cc.Recorder, Harvesters: cc.Harvesters},
 		opts:      opts,
-		connect:   connectThroughRancher(installer, opts.Timeout),
 		addresses: sharedread.New[[]string](addressReuse, time.Now),
 		first:     newAllocationFirst(),
 		now:       time.Now,
 		queue:     workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "kube-fip-guest"}),
 	}
+	// What serves each guest's addresses is watched; a change that matters queues its pass.
+	c.watches = guestwatch.New(ctx, guestwatch.Options{Changed: func(key string) { c.queue.Add(key) },
+		Open: cc.Metrics.GuestWatches, Timeout: opts.Timeout})
+	c.connect = connectThroughRancher(installer, c.watches, opts.Timeout)
 	// Failures back off from 1s to 30s: an unreachable guest is retried soon, never hot. A
 	// scheduled pass enters the queue through AddAfter, which counts it in workqueue_retries_total.
 	c.next = newNextPasses(func(key string) { c.queue.AddAfter(key, 0) },

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
+	"github.com/kubefip/kube-fip-operator/pkg/guestwatch"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
@@ -27,8 +28,10 @@ type guestAPI interface {
 	HarvesterKubevip(ctx context.Context) (kubevipconfig.HarvesterKubevip, string, error)
 	// RemoveReleases uninstalls the operator's releases and pull Secret (helminstall).
 	RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal
-	// Serving reads what serves the guest's addresses addrs: the operator's kube-vip DaemonSet
-	// (none when kubevip is nil), and the Services kube-vip-cloud-provider handles.
+	// Serving says what serves the guest's addresses addrs: the operator's kube-vip DaemonSet
+	// (none when kubevip is nil), and the Services kube-vip-cloud-provider handles, as the
+	// cluster's watch (pkg/guestwatch) keeps them; a change of them that concerns an address
+	// asked about queues the cluster's next pass.
 	Serving(ctx context.Context, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) (kubevipconfig.Serving, error)
 	EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error)
 	EnsurePullSecret(ctx context.Context, namespace, name string, dockerConfig []byte) (kubevipconfig.PullSecretResult, error)
@@ -42,10 +45,16 @@ type heldAddresses interface {
 	HeldBy(rangeName, uid string) []netip.Addr
 }
 
-// helmGuest is a guest cluster reached through Rancher's cluster proxy.
+// helmGuest is a guest cluster reached through Rancher's cluster proxy by one pass; what serves
+// its addresses is read from the cluster's watch.
 type helmGuest struct {
 	*guest.Client
 	installer *helminstall.Installer
+	watches   *guestwatch.Set
+	target    guestwatch.Target
+	// asked are the addresses the pass asked Serving about so far: a change of a Service that
+	// names one of them queues the cluster's next pass.
+	asked *[]netip.Addr
 }
 
 func (g helmGuest) DisableHarvesterKubevip(ctx context.Context) (kubevipconfig.DaemonSetResult, error) {
@@ -65,7 +74,10 @@ func (g helmGuest) RemoveReleases(ctx context.Context, releases []v1.GuestReleas
 }
 
 func (g helmGuest) Serving(ctx context.Context, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) (kubevipconfig.Serving, error) {
-	return kubevipconfig.ReadServing(ctx, g.Core, g.Apps, kubevip, addrs)
+	*g.asked = append(*g.asked, addrs...)
+	t := g.target
+	t.Kubevip = kubevip
+	return g.watches.Serving(ctx, t, *g.asked, addrs)
 }
 
 func (g helmGuest) EnsureAddresses(ctx context.Context, ref kubevipconfig.ConfigMapRef, want kubevipconfig.Addresses, update bool) (kubevipconfig.AddressesResult, error) {
@@ -85,14 +97,15 @@ func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release str
 }
 
 // connectThroughRancher returns how the controller reaches a guest cluster: with its kubeconfig
-// Secret's data, through Rancher's cluster proxy, every request ending with the pass, and
-// installing with installer.
-func connectThroughRancher(installer *helminstall.Installer, timeout time.Duration) func(pass context.Context, t guest.Target) (guestAPI, error) {
+// Secret's data, through Rancher's cluster proxy, every request ending with the pass, installing
+// with installer, and reading what serves from the cluster's watch in watches.
+func connectThroughRancher(installer *helminstall.Installer, watches *guestwatch.Set, timeout time.Duration) func(pass context.Context, t guest.Target) (guestAPI, error) {
 	return func(pass context.Context, t guest.Target) (guestAPI, error) {
 		client, err := guest.NewClient(pass, t, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return helmGuest{Client: client, installer: installer}, nil
+		return helmGuest{Client: client, installer: installer, watches: watches,
+			target: guestwatch.Target{Key: t.ClusterID, Guest: t}, asked: new([]netip.Addr)}, nil
 	}
 }

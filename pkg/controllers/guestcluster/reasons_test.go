@@ -275,7 +275,7 @@ func (w *world) controller(fips *fakes.FloatingIPs, secrets typedcorev1.SecretsG
 		addresses: sharedread.New[[]string](addressReuse, time.Now),
 		connect: func(pass context.Context, t guest.Target) (guestAPI, error) {
 			if w.kubeconfig != nil {
-				return connectThroughRancher(nil, time.Second)(pass, t)
+				return connectThroughRancher(nil, nil, time.Second)(pass, t)
 			}
 			return w.guest, nil
 		},

@@ -87,6 +87,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		return 0, err
 	}
 	if len(fips) == 0 {
+		c.watches.Stop(ns)
 		c.pruneMetrics()
 		return 0, nil
 	}
@@ -110,13 +111,19 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	retry := errRetry // without a provisioning cluster in the cache (yet), no pass runs
 	// soon is when a grace period of the guest's ends, for a look before the usual interval.
 	var soon time.Duration
-	if primary != nil {
+	if primary == nil {
+		c.watches.Stop(ns)
+	} else {
 		// The pass runs as the oldest FloatingIP, for all of them.
 		lead := *primary
 		lead.want = c.guestAddresses(members)
 		lead.releases = rememberedReleases(members)
 		start := time.Now()
 		retry = c.runSafely(ctx, cfg, &lead)
+		if lead.serving == nil && lead.servingErr == "" {
+			// The pass did not get to read what serves: the guest is not reached, or not ready.
+			c.watches.Stop(ns)
+		}
 		soon = lead.recheck
 		c.Metrics.GuestOperationDuration.WithLabelValues(primary.harvester).Observe(time.Since(start).Seconds())
 		now := time.Now()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -48,6 +49,8 @@ func enableAudit(server *envtest.APIServer, dir, name string) (*AuditLog, error)
 
 // AuditRequest is what the counts and the least-privilege tests read of one audit event.
 type AuditRequest struct {
+	// AuditID is the request's: each stage's event of one request carries it.
+	AuditID   string `json:"auditID"`
 	Stage     string `json:"stage"`
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
@@ -59,6 +62,9 @@ type AuditRequest struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// Received is when the API server received the request, At when it logged this stage.
+	Received time.Time `json:"requestReceivedTimestamp"`
+	At       time.Time `json:"stageTimestamp"`
 }
 
 // AuditObject is what a request was for, as the authorizer was asked about it.

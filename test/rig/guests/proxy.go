@@ -71,7 +71,7 @@ type ClusterProxy struct {
 }
 
 // Requests are the requests forwarded to the guests since the last ResetRequests, by method and
-// API resource ("GET configmaps"): what the operator asks of the guests, counted where Rancher's
+// API resource ("GET configmaps", "WATCH services"): what the operator asks of the guests, counted where Rancher's
 // proxy would see it.
 func (p *ClusterProxy) Requests() map[string]int64 {
 	out := map[string]int64{}
@@ -413,7 +413,11 @@ func (p *ClusterProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.serveFlood(w, path, flood) || c.serveServices(w, r, path) {
 		return
 	}
-	p.count(r.Method, path)
+	method := r.Method
+	if r.URL.Query().Get("watch") == "true" {
+		method = "WATCH" // as the API server's audit log and apiserver_request_total name it
+	}
+	p.count(method, path)
 	r.Header.Del("Authorization")
 	r.Header.Set("Impersonate-User", c.user)
 	r.Header.Del("Impersonate-Group")

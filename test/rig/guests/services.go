@@ -59,7 +59,7 @@ func (p *ClusterProxy) ServiceLists(id string) (looks, pages int64) {
 // serveServices counts a list of the Services of every namespace and, for a hostile mode,
 // answers it; false when the request is another, or is to be forwarded.
 func (c *proxied) serveServices(w http.ResponseWriter, r *http.Request, path string) bool {
-	if r.Method != http.MethodGet || path != "api/v1/services" {
+	if r.Method != http.MethodGet || path != "api/v1/services" || r.URL.Query().Get("watch") == "true" {
 		return false
 	}
 	token := r.URL.Query().Get("continue")
