@@ -110,7 +110,9 @@ func TestPrivateCAAndProxy(t *testing.T) {
 	sources := "--allowed-chart-sources=" + strings.Join(append(chartsource.DefaultChartSources(), repoURL), ",")
 	digests := []string{"--guest-image-registry=" + regHost, "--require-image-digests"}
 	trusted := "--additional-trusted-cas=" + ca.File
-	through := func(p *forwardproxy.Proxy) []string { return []string{"HTTPS_PROXY=" + p.URL, "NO_PROXY=" + chartNoProxy} }
+	through := func(p *forwardproxy.Proxy) []string {
+		return []string{"HTTPS_PROXY=" + p.URL, "NO_PROXY=" + chartNoProxy}
+	}
 
 	// kubevip waits for the KubevipInstalled reason, its message holding every one of words, and
 	// none of them when a word starts with "!".
