@@ -202,7 +202,7 @@ func TestProxyCarriesTheCallsAndItsRefusalIsNamed(t *testing.T) {
 
 func TestExplainLeavesOtherErrors(t *testing.T) {
 	plain := errors.New("the server answered 404 Not Found")
-	if got := Explain(plain); got != plain {
+	if got := Explain(plain); got != plain { //nolint:errorlint // the very error, not one wrapping it
 		t.Errorf("Explain(%v) = %v", plain, got)
 	}
 	if Explain(nil) != nil {

@@ -90,11 +90,15 @@ func Start(t testing.TB, allowed ...int) *Proxy {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); out.Close() }()
+	exited, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		out.Close()
+		close(done)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-done
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
