@@ -79,13 +79,28 @@ func secretClaimFiles(t *testing.T) []string {
 // done with it, not which are read.
 func exclusiveSecretClaims(text string) []string {
 	plural, only := regexp.MustCompile(`\bSecrets\b`), regexp.MustCompile(`(?i)\bonly\b`)
-	noOther := regexp.MustCompile(`(?i)\bSecrets?\b[^.;:]{0,40}\bno others?\b`)
+	noOther := regexp.MustCompile(`(?i)\bSecrets?\b[^.;:]{0,40}\bno others?\b|\bno Secrets?\b[^.;:]{0,10}\b(but|besides|other than)\b`)
+	var out []string
+	for _, s := range sentences(text) {
+		if plural.MatchString(s) && only.MatchString(s) || noOther.MatchString(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sentences splits a document into its sentences, each on one line: paragraphs (and each row of a
+// Markdown table) are split where a full stop ends a sentence, not at the dot of a key such as
+// guestImages.pullSecret; the # of comment lines (values.yaml) is dropped, and so are fenced code
+// blocks, which end a paragraph.
+func sentences(text string) []string {
+	text = regexp.MustCompile("(?s)\n\\s*```.*?\n\\s*```[^\n]*").ReplaceAllString(text, "\n\n")
 	var out []string
 	for _, block := range regexp.MustCompile(`\n\s*\n|\n\|`).Split(text, -1) {
-		flat := strings.Join(strings.Fields(strings.ReplaceAll(block, "\n#", "\n")), " ")
-		for _, s := range regexp.MustCompile(`[^.]+(\.\s|\.$|$)`).FindAllString(flat, -1) {
-			if plural.MatchString(s) && only.MatchString(s) || noOther.MatchString(s) {
-				out = append(out, strings.TrimSpace(s))
+		flat := strings.Join(strings.Fields(regexp.MustCompile(`\n\s*#`).ReplaceAllString("\n"+block, "\n")), " ")
+		for _, s := range regexp.MustCompile(`.*?(\.\s|\.$|$)`).FindAllString(flat, -1) {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
 			}
 		}
 	}

@@ -8,10 +8,10 @@
 // (TestNoCodeReadsATrimmedField), which fails when production code reads any other: reading one more
 // field of a cached Rancher cluster means keeping it here and listing it there.
 //
-// A kind the operator writes back (FloatingIP, FloatingIPRange, ConfigMap) loses only its
-// managedFields, which an update without them leaves as they are on the server; a kind it only
-// reads may lose anything no controller reads: of its metadata only the identity, the timestamps
-// and the labels stay (ReadOnlyMetadata).
+// A kind the operator writes back (FloatingIP, FloatingIPRange), or reads whole (its ConfigMap),
+// loses only its managedFields, which an update without them leaves as they are on the server; a
+// kind it only reads may lose anything no controller reads: of its metadata only the identity, the
+// timestamps and the labels stay (ReadOnlyMetadata).
 //
 // Every transform also shares the strings that repeat from object to object (label and annotation
 // keys, apiVersion and kind, namespaces, finalizers, condition types and reasons): a decoded object
