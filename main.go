@@ -17,6 +17,7 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/kubeconfig"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/net/http/httpproxy"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/render"
 	"github.com/kubefip/kube-fip-operator/pkg/memlimit"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/profiling"
 	"github.com/kubefip/kube-fip-operator/pkg/version"
 )
@@ -56,6 +58,7 @@ type settings struct {
 	chartCreds     string
 	guestCharts    string
 	imageRegistry  string
+	additionalCAs  string
 	requireDigests bool
 	kubeAPIQPS     float64
 	webhookHosts   string
@@ -179,6 +182,9 @@ func (s *settings) flags() []cli.Flag {
 				imagepolicy.GuestPullSecretName + ", and used to check digests"},
 		&cli.BoolFlag{Name: "guest-image-registry-plain-http", EnvVars: []string{"GUEST_IMAGE_REGISTRY_PLAIN_HTTP"}, Destination: &o.ImageRegistryPlainHTTP,
 			Usage: "reach the guest image registry over plain http when checking digests (the guests' container runtime must be told so too)"},
+		&cli.StringFlag{Name: "additional-trusted-cas", EnvVars: []string{"ADDITIONAL_TRUSTED_CAS"}, Destination: &s.additionalCAs,
+			Usage: "PEM bundle of CA certificates trusted beside the system's roots by the calls out of the cluster (registry digest checks, chart sources); " +
+				"their proxy is that of HTTP_PROXY, HTTPS_PROXY and NO_PROXY"},
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Destination: &s.kubeAPIQPS,
 			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,
@@ -311,6 +317,11 @@ func (s *settings) options(c *cli.Context) (operator.Options, error) {
 	}
 	if secret := opts.ImagePullSecret; secret != "" && len(validation.IsDNS1123Subdomain(secret)) > 0 {
 		return opts, fmt.Errorf("--guest-image-pull-secret: %q is not a Secret name", secret)
+	}
+	// The proxy as Rancher's chart passes it, read here once: what the environment says at start
+	// holds for the process's life.
+	if opts.Network, err = outbound.Load(outbound.Settings{AdditionalCAFile: s.additionalCAs, Proxy: *httpproxy.FromEnvironment()}); err != nil {
+		return opts, fmt.Errorf("--additional-trusted-cas, HTTP_PROXY, HTTPS_PROXY: %w", err)
 	}
 	return opts, nil
 }

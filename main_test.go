@@ -126,6 +126,10 @@ func TestBadFlagValues(t *testing.T) {
 		"security secret and an env": {env: map[string]string{"ALLOW_HTTP_CHART_SOURCES": "true"}, args: []string{"--security-secret=kube-fip-operator-security"},
 			says: "--allow-http-chart-sources: the security settings come from --security-secret alone"},
 		"chart digest env": {env: map[string]string{"ALLOWED_CHART_DIGESTS": "nginx@sha256:" + strings.Repeat("0", 64)}, says: `names chart "nginx"`},
+		"missing CA bundle": {args: []string{"--additional-trusted-cas=/nonexistent/ca-additional.pem"},
+			says: "--additional-trusted-cas, HTTP_PROXY, HTTPS_PROXY: the additional trusted CA bundle /nonexistent/ca-additional.pem cannot be read: no such file or directory"},
+		"CA bundle env not PEM": {env: map[string]string{"ADDITIONAL_TRUSTED_CAS": "main.go"}, says: "the additional trusted CA bundle main.go holds no PEM certificate"},
+		"proxy not a URL":       {env: map[string]string{"HTTPS_PROXY": "ftp://proxy.example"}, says: `the proxy HTTPS_PROXY=ftp://proxy.example has scheme "ftp"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, tc.env, tc.args...)

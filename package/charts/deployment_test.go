@@ -55,13 +55,25 @@ func TestPodHardening(t *testing.T) {
 					t.Errorf("no %s limit", r)
 				}
 			}
-			tmp := false
+			// One writable emptyDir at /tmp for Helm's caches; anything else is a Secret mounted
+			// read-only (the additional trusted CAs).
+			mounts := map[string]corev1.VolumeMount{}
 			for _, m := range c.VolumeMounts {
-				tmp = tmp || m.MountPath == "/tmp"
+				mounts[m.Name] = m
 			}
-			vols := d.Spec.Template.Spec.Volumes
-			if !tmp || len(vols) != 1 || vols[0].EmptyDir == nil {
-				t.Errorf("want one emptyDir mounted at /tmp for Helm's caches; mounts %+v, volumes %+v", c.VolumeMounts, vols)
+			var emptyDirs int
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				m, mounted := mounts[v.Name]
+				switch {
+				case v.EmptyDir != nil && mounted && m.MountPath == "/tmp":
+					emptyDirs++
+				case v.Secret != nil && mounted && m.ReadOnly:
+				default:
+					t.Errorf("volume %+v mounted as %+v: want the emptyDir at /tmp, or a Secret mounted read-only", v, m)
+				}
+			}
+			if emptyDirs != 1 {
+				t.Errorf("want one emptyDir mounted at /tmp for Helm's caches; mounts %+v, volumes %+v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
 			}
 			env := map[string]string{}
 			for _, e := range c.Env {

@@ -38,8 +38,11 @@ func allSwitchesOn() map[string]interface{} {
 				},
 			}},
 		}},
-		"rancher":   map[string]interface{}{"fleetNamespace": "fleet-other", "globalDataNamespace": "global-other"},
-		"ociCharts": map[string]interface{}{"kubevip": true, "kubevipCloudProvider": true},
+		"rancher":              map[string]interface{}{"fleetNamespace": "fleet-other", "globalDataNamespace": "global-other"},
+		"additionalTrustedCAs": true,
+		"proxy":                "http://proxy.example.com:3128",
+		"noProxy":              "127.0.0.0/8,.svc,rancher.example.com",
+		"ociCharts":            map[string]interface{}{"kubevip": true, "kubevipCloudProvider": true},
 		"config": map[string]interface{}{
 			"logLevel":                         "Debug",
 			"operateGuestClusterInterval":      600,

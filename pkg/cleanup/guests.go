@@ -24,6 +24,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
 	"github.com/kubefip/kube-fip-operator/pkg/helminstall"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -82,7 +83,8 @@ func cleanGuests(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	installer, err := helminstall.NewInstaller(dir, helminstall.DefaultLimits())
+	// An uninstall fetches no chart: the network of chart sources is none of its concern.
+	installer, err := helminstall.NewInstaller(dir, helminstall.DefaultLimits(), outbound.Network{})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 )
 
 // Register is the one signature of every controller's registration: handlers and watches are
@@ -97,6 +98,9 @@ type GuestOptions struct {
 	HelmCacheDir string
 	// ChartLimits bound every chart fetch.
 	ChartLimits helminstall.Limits
+	// Network is what chart fetches and registry digest checks go through: the CAs they trust and
+	// their proxy.
+	Network outbound.Network
 	// ChartPolicy decides which chart sources and values may be installed; set at deployment
 	// level, so that editing kube-fip-config cannot choose the code that runs in every guest.
 	ChartPolicy installpolicy.Policy

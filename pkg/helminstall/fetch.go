@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 
 	"github.com/kubefip/kube-fip-operator/pkg/guest"
@@ -69,6 +69,8 @@ type fetcher struct {
 	// credentialsFile is the registry credentials store, kept empty: credentials come only from
 	// the Release.
 	credentialsFile string
+	// outbound is the deployment's network: its CAs and proxy.
+	outbound http.RoundTripper
 	// base, when set, replaces the network below the limits and the redirect checks: tests
 	// serve named hosts and default ports from memory through it.
 	base http.RoundTripper
@@ -90,21 +92,13 @@ func (f *fetcher) client(ctx context.Context, max int64, sc scope) *http.Client 
 		CheckRedirect: sc.checkRedirect}
 }
 
-// network is what the limits wrap: the network with connection timeouts, or base in tests.
+// network is what the limits wrap: the deployment's network (outbound.Network, with the
+// connection timeouts of the limits), or base in tests.
 func (f *fetcher) network() http.RoundTripper {
 	if f.base != nil {
 		return f.base
 	}
-	dialer := &net.Dialer{Timeout: f.limits.ConnectTimeout}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   f.limits.ConnectTimeout,
-		ResponseHeaderTimeout: f.limits.FetchTimeout,
-		MaxIdleConns:          4,
-		IdleConnTimeout:       30 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}
+	return f.outbound
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -219,7 +213,7 @@ func (f *fetcher) get(ctx context.Context, u string, creds *Credentials, max int
 }
 
 // requestError drops the URL net/http puts in its errors (the caller names the source itself)
-// and keeps the cause.
+// and keeps the cause, with what to set when it is a certificate or the proxy.
 func requestError(err error) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
@@ -228,7 +222,7 @@ func requestError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
 		return fmt.Errorf("timed out: %w", err)
 	}
-	return err
+	return outbound.Explain(err)
 }
 
 // pull reads a chart from an OCI registry: the newest tag matching the version when it is not

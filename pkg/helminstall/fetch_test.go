@@ -16,6 +16,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 )
 
@@ -119,7 +120,7 @@ func planAllowingDigests(t testing.TB, version string, digests ...string) *insta
 
 func newTestInstaller(t *testing.T, limits Limits) *Installer {
 	t.Helper()
-	in, err := NewInstaller(t.TempDir(), limits)
+	in, err := NewInstaller(t.TempDir(), limits, outbound.Network{})
 	if err != nil {
 		t.Fatal(err)
 	}

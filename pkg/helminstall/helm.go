@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
@@ -84,8 +85,8 @@ type Installer struct {
 }
 
 // NewInstaller keeps its short-lived files under dir (the container's root file system is
-// read-only) and fetches charts within limits.
-func NewInstaller(dir string, limits Limits) (*Installer, error) {
+// read-only) and fetches charts through network (its CAs and proxy) within limits.
+func NewInstaller(dir string, limits Limits, network outbound.Network) (*Installer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the Helm cache under %s: %w", dir, err)
 	}
@@ -97,7 +98,7 @@ func NewInstaller(dir string, limits Limits) (*Installer, error) {
 	}
 	return &Installer{
 		fetcher: &fetcher{limits: limits, indexes: newCache[map[string][]indexEntry](limits.FailureTTL), parsing: make(chan struct{}, 1),
-			credentialsFile: credentials},
+			credentialsFile: credentials, outbound: network.Transport(limits.ConnectTimeout, limits.FetchTimeout)},
 		charts: newCache[[]byte](limits.FailureTTL),
 	}, nil
 }

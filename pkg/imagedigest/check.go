@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
 )
 
@@ -56,13 +57,14 @@ type Checker struct {
 	reads     *sharedread.Reads[string]
 }
 
-// New returns a Checker; plainHTTP reaches registries over http (a registry inside the network
-// that serves no TLS), and timeout bounds each check (0: DefaultTimeout).
-func New(plainHTTP bool, timeout time.Duration) *Checker {
+// New returns a Checker that reaches registries through network (its CAs and proxy); plainHTTP
+// reaches them over http (a registry inside the network that serves no TLS), and timeout bounds
+// each check (0: DefaultTimeout).
+func New(network outbound.Network, plainHTTP bool, timeout time.Duration) *Checker {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Checker{plainHTTP: plainHTTP, timeout: timeout, transport: capped{base: remote.DefaultTransport},
+	return &Checker{plainHTTP: plainHTTP, timeout: timeout, transport: capped{base: network.Transport(timeout, timeout)},
 		reads: sharedread.New[string](reuse, time.Now)}
 }
 
@@ -99,7 +101,7 @@ func (c *Checker) head(ctx context.Context, tag name.Tag, creds DockerConfig) (s
 	desc, err := remote.Head(tag, remote.WithContext(ctx), remote.WithTransport(c.transport),
 		remote.WithAuth(creds.authFor(tag.RegistryStr())))
 	if err != nil {
-		return "", err
+		return "", outbound.Explain(err)
 	}
 	if desc.Size > maxManifest {
 		return "", fmt.Errorf("its manifest is %d bytes, over %d", desc.Size, maxManifest)

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/pkg/sharedread"
 )
 
@@ -83,7 +84,7 @@ func TestATagHeldToItsDigest(t *testing.T) {
 	r := newTestRegistry(t, "", "")
 	first := r.push(t, "kube-vip/kube-vip", "v1.0.0")
 	now := time.Unix(1000, 0)
-	c := New(false, time.Second)
+	c := New(outbound.Network{}, false, time.Second)
 	c.reads = sharedread.New[string](reuse, func() time.Time { return now })
 	ctx := context.Background()
 	image := r.host() + "/kube-vip/kube-vip:v1.0.0@" + first
@@ -130,7 +131,7 @@ func TestCredentialsOnlyForTheirRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := New(false, time.Second).Check(context.Background(), image, d); err != nil {
+		if err := New(outbound.Network{}, false, time.Second).Check(context.Background(), image, d); err != nil {
 			t.Errorf("with the registry's credentials: %v", err)
 		}
 		if s := strings.Join(d.Secrets(), " "); !strings.Contains(s, "S3CRET-pass") || !strings.Contains(s, auth) {
@@ -138,7 +139,7 @@ func TestCredentialsOnlyForTheirRegistry(t *testing.T) {
 		}
 	}
 	other, _ := ParseDockerConfig([]byte(`{"auths":{"registry.other.example":{"username":"mirror","password":"S3CRET-pass"}}}`))
-	err := New(false, time.Second).Check(context.Background(), image, other)
+	err := New(outbound.Network{}, false, time.Second).Check(context.Background(), image, other)
 	var u *Unresolved
 	if !errors.As(err, &u) || strings.Contains(err.Error(), "S3CRET") {
 		t.Errorf("with another registry's credentials: %v; want Unresolved, without the password", err)
@@ -176,13 +177,13 @@ func TestACheckIsBounded(t *testing.T) {
 	pin := "@sha256:" + strings.Repeat("a", 64)
 	began := time.Now()
 	var u *Unresolved
-	if err := New(false, 300*time.Millisecond).Check(context.Background(), strings.TrimPrefix(slow.URL, "http://")+"/k/k:v1"+pin, DockerConfig{}); !errors.As(err, &u) {
+	if err := New(outbound.Network{}, false, 300*time.Millisecond).Check(context.Background(), strings.TrimPrefix(slow.URL, "http://")+"/k/k:v1"+pin, DockerConfig{}); !errors.As(err, &u) {
 		t.Errorf("a registry that does not answer: %v; want Unresolved", err)
 	}
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("the check took %s with a timeout of 300ms", took)
 	}
-	if err := New(false, time.Second).Check(context.Background(), strings.TrimPrefix(huge.URL, "http://")+"/k/k:v1"+pin, DockerConfig{}); !errors.As(err, &u) || !strings.Contains(err.Error(), "bytes") {
+	if err := New(outbound.Network{}, false, time.Second).Check(context.Background(), strings.TrimPrefix(huge.URL, "http://")+"/k/k:v1"+pin, DockerConfig{}); !errors.As(err, &u) || !strings.Contains(err.Error(), "bytes") {
 		t.Errorf("a manifest over the bound: %v; want Unresolved", err)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 	"github.com/kubefip/kube-fip-operator/pkg/metawrite"
 	"github.com/kubefip/kube-fip-operator/pkg/metrics"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 )
 
 // LeaseName is the leader-election Lease in the operator's namespace.
@@ -97,6 +98,10 @@ type Options struct {
 	ImagePullSecret string
 	// ImageRegistryPlainHTTP reaches the guest image registry over http when checking digests.
 	ImageRegistryPlainHTTP bool
+	// Network is what the calls out of the cluster go through, the registry digest checks and the
+	// chart sources: the CAs they trust and their proxy. The zero Network trusts the system's
+	// roots and uses no proxy.
+	Network outbound.Network
 	// KubeAPIQPS limits the requests per second to the management cluster's API server, shared
 	// by every client of the process; 0 sets no client-side limit (the API server's Priority and
 	// Fairness protects it). KubeAPIBurst is the burst above it (0: twice the QPS).
@@ -214,6 +219,7 @@ func New(restConfig *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
+	logrus.Infof("registry digest checks and chart sources trust %s", opts.Network)
 	scheme := newScheme()
 	broadcaster := newBroadcaster(client.CoreV1().Events(""))
 	m := metrics.New()
@@ -428,7 +434,8 @@ func (o *Operator) context(f *factories, fips kubefipcontrollers.FloatingIPContr
 			ChartCredentialsSecret: o.opts.ChartCredentialsSecret,
 			ServeGracePeriod:       o.opts.ServeGracePeriod,
 			ImagePullSecret:        o.opts.ImagePullSecret,
-			Images:                 imagedigest.New(o.opts.ImageRegistryPlainHTTP, imagedigest.DefaultTimeout),
+			Network:                o.opts.Network,
+			Images:                 imagedigest.New(o.opts.Network, o.opts.ImageRegistryPlainHTTP, imagedigest.DefaultTimeout),
 		},
 		Harvester: o.harvesterOptions(),
 	}

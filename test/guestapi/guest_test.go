@@ -25,6 +25,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartvalues"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/guestchart"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
@@ -319,7 +320,7 @@ func testPlan(t *testing.T, chart guestchart.Chart, version string, values map[s
 // newInstaller is an installer with the default limits and a cache of the test's own.
 func newInstaller(t *testing.T) *helminstall.Installer {
 	t.Helper()
-	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits())
+	in, err := helminstall.NewInstaller(t.TempDir(), helminstall.DefaultLimits(), outbound.Network{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@
 //     shaped as their controllers write them;
 //   - cloudprovider: kube-vip-cloud-provider's reading of its ConfigMap;
 //   - chartrepo: stand-in charts, a chart repository and an OCI registry;
+//   - forwardproxy: a real HTTP forward proxy (Debian's tinyproxy) on loopback, with its access
+//     log, and servers under a private CA reached only through it;
 //   - alerts: a rendered PrometheusRule's alert expressions, evaluated over the series an operator
 //     serves;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;

@@ -11,6 +11,20 @@ app.kubernetes.io/name: kube-fip-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /*
+The proxy of the calls out of the cluster, as Rancher's chart passes it (values proxy, noProxy).
+*/ -}}
+{{- define "kube-fip-operator.proxyEnv" -}}
+{{- if .Values.proxy }}
+- name: HTTP_PROXY
+  value: {{ .Values.proxy | quote }}
+- name: HTTPS_PROXY
+  value: {{ .Values.proxy | quote }}
+- name: NO_PROXY
+  value: {{ .Values.noProxy | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "system_default_registry" -}}
 {{- if .Values.global.cattle.systemDefaultRegistry -}}
 {{- printf "%s/" .Values.global.cattle.systemDefaultRegistry -}}

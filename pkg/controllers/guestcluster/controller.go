@@ -95,7 +95,7 @@ type controller struct {
 // repaired, so that a pass only ever sees addresses the allocation index already holds.
 func Register(ctx context.Context, cc *controllers.Context) error {
 	opts := options{GuestOptions: cc.Guest, FleetNamespace: cc.FleetNamespace, Namespace: cc.Namespace}
-	installer, err := helminstall.NewInstaller(opts.HelmCacheDir, opts.ChartLimits)
+	installer, err := helminstall.NewInstaller(opts.HelmCacheDir, opts.ChartLimits, opts.Network)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartsource"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/imagepolicy"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/pkg/outbound"
 	"github.com/kubefip/kube-fip-operator/test/rig/registry"
 )
 
@@ -57,7 +58,7 @@ func airGapped(t *testing.T, w *world) (host string, push func(repo, tag string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.opts.ChartPolicy, w.opts.Images, w.opts.ImagePullSecret = policy, imagedigest.New(false, time.Second), "registry-pull"
+	w.opts.ChartPolicy, w.opts.Images, w.opts.ImagePullSecret = policy, imagedigest.New(outbound.Network{}, false, time.Second), "registry-pull"
 	w.cfg.KubevipGuestInstall = config.InstallEnabled
 	w.cfg.Kubevip.Values = map[string]interface{}{"image": map[string]interface{}{"repository": config.DefaultKubevipImageRepository, "tag": "v1.0.0@" + kv}}
 	w.cfg.KubevipCloudProvider.Values = map[string]interface{}{"image": map[string]interface{}{"repository": config.DefaultKubevipCloudProviderImageRepository, "tag": "v0.0.12@" + cp}}

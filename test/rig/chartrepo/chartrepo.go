@@ -29,19 +29,27 @@ func StartChartRepo(charts ...*chart.Chart) (*ChartRepo, error) {
 // StartChartRepoOn serves charts on a free port of host: an address of the host's that a test
 // cluster's pods reach.
 func StartChartRepoOn(host string, charts ...*chart.Chart) (*ChartRepo, error) {
-	dir, err := os.MkdirTemp("", "kube-fip-charts-")
-	if err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
-	r := &ChartRepo{URL: "http://" + ln.Addr().String(), dir: dir}
+	return ServeChartRepo(ln, "http://"+ln.Addr().String(), charts...)
+}
+
+// ServeChartRepo serves charts on l, which its clients reach at url (the base of the archives'
+// URLs in its index): a TLS listener under a name of the test's, say.
+func ServeChartRepo(l net.Listener, url string, charts ...*chart.Chart) (*ChartRepo, error) {
+	dir, err := os.MkdirTemp("", "kube-fip-charts-")
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	r := &ChartRepo{URL: url, dir: dir}
 	r.server = &http.Server{Handler: r.handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = r.server.Serve(ln) }()
+	go func() { _ = r.server.Serve(l) }()
 	for _, c := range charts {
 		if err := r.Add(c); err != nil {
+			_ = r.Close()
 			return nil, err
 		}
 	}
