@@ -73,6 +73,13 @@ func readBounded(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// Fetched reports whether the pinned archive of chart is what kube-fip-config asks for from
+// repoURL or ref at version (ServedByPinned) while b does not hold it: it is then fetched from the
+// network instead of installed from the image.
+func (b Bundle) Fetched(chart guestchart.Chart, repoURL, ref, version string) bool {
+	return ServedByPinned(chart, repoURL, ref, version) && b.packages[chart] == nil
+}
+
 // For is the bundled package to install when kube-fip-config asks chart from repoURL or ref at
 // version, or nil: only the pinned version from an upstream Helm repository (ServedByPinned).
 func (b Bundle) For(chart guestchart.Chart, repoURL, ref, version string) *Package {
