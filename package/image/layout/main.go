@@ -57,7 +57,7 @@ func main() {
 		os.Exit(1)
 	}
 	if len(charts) == 0 {
-		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones (set GUEST_CHARTS_DIR to a directory holding them to ship them)")
+		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones and says so (make release builds the image that ships them)")
 	} else {
 		fmt.Fprintf(os.Stderr, "layout: the image ships the guest charts %s at %s\n", strings.Join(charts, ", "), chartarchive.DefaultGuestChartsDir)
 	}
