@@ -51,7 +51,7 @@ const maxPinsBytes = 64 << 10
 // chartarchive.PinnedChart names them (Chart, Version, Digest, URL). Only a build that is not a
 // release reads one (scripts/release NOT_A_RELEASE=1): the rig's stand-ins under their own digests.
 func ReadPins(file string) (Pins, error) {
-	data, err := readBounded(file, maxPinsBytes)
+	data, err := chartarchive.ReadFileBounded(file, maxPinsBytes)
 	if err != nil {
 		return Pins{}, fmt.Errorf("pins %s: %w", file, err)
 	}
@@ -72,22 +72,6 @@ func ReadPins(file string) (Pins, error) {
 		}
 	}
 	return p, nil
-}
-
-func readBounded(file string, max int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than %d KiB", max>>10)
-	}
-	return data, nil
 }
 
 // ChartSource is where the archives come from: a directory holding them by their upstream file
@@ -125,7 +109,7 @@ func CollectCharts(ctx context.Context, pins []chartarchive.PinnedChart, src Cha
 func (s ChartSource) read(ctx context.Context, pc chartarchive.PinnedChart) (string, []byte, error) {
 	if s.Dir != "" {
 		file := filepath.Join(s.Dir, pc.File())
-		data, err := readBounded(file, chartarchive.MaxArchiveBytes)
+		data, err := chartarchive.ReadFileBounded(file, chartarchive.MaxArchiveBytes)
 		return file, data, err
 	}
 	u := pc.URL

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,7 +18,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"helm.sh/helm/v3/pkg/chart"
@@ -190,27 +188,17 @@ func TestReleaseShipsTheCharts(t *testing.T) {
 // imageFiles is every regular file of img's filesystem, by path without the leading slash.
 func imageFiles(t *testing.T, img v1.Image) map[string][]byte {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files := map[string][]byte{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[strings.TrimPrefix(h.Name, "/")] = data
+	all, err := rig.ImageFiles(img)
+	if err != nil {
+		t.Fatal(err)
 	}
+	files := map[string][]byte{}
+	for p, f := range all {
+		if f.Header.Typeflag == tar.TypeReg {
+			files[p] = f.Data
+		}
+	}
+	return files
 }
 
 // TestReleaseRefusesAnotherArchive: an archive whose digest is not the pinned one stops the release

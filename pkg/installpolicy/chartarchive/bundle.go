@@ -38,7 +38,7 @@ func (a Archives) LoadBundle(dir string) (Bundle, []string, error) {
 	var notes []string
 	for _, pc := range PinnedCharts() {
 		path := filepath.Join(dir, pc.File())
-		data, err := readBounded(path, MaxArchiveBytes)
+		data, err := ReadFileBounded(path, MaxArchiveBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			notes = append(notes, fmt.Sprintf("%s is not there: the %s chart %s is fetched", path, pc.Chart, pc.Version))
 			continue
@@ -56,8 +56,8 @@ func (a Archives) LoadBundle(dir string) (Bundle, []string, error) {
 	return b, notes, nil
 }
 
-// readBounded reads a file of at most max bytes.
-func readBounded(path string, max int64) ([]byte, error) {
+// ReadFileBounded reads a file of at most max bytes; a larger one is an error.
+func ReadFileBounded(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
