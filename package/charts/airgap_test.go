@@ -203,7 +203,7 @@ func TestEveryImageCarriesTheRegistry(t *testing.T) {
 			}
 			sent, policy := guestImages(t, objs)
 			for where, image := range sent {
-				want := map[bool]string{true: "ghcr.io/kube-vip/kube-vip:", false: "kubevip/kube-vip-cloud-provider:"}[strings.HasPrefix(where, "kube-vip:")]
+				want := map[bool]string{true: "ghcr.io/kube-vip/kube-vip:", false: "ghcr.io/kube-vip/kube-vip-cloud-provider:"}[strings.HasPrefix(where, "kube-vip:")]
 				if c.guestPx != "" {
 					want = c.guestPx + strings.TrimPrefix(strings.TrimPrefix(imagepolicy.PinnedRepository(chartOf(where)), "ghcr.io/"), "docker.io/") + ":"
 				}
@@ -246,7 +246,7 @@ func TestAirGapRecipeNamesThePinnedPair(t *testing.T) {
 	}
 	for _, c := range []struct{ repository, pinned string }{
 		{config.DefaultKubevipImageRepository, config.DefaultKubevipImageTag},
-		{"docker.io/" + config.DefaultKubevipCloudProviderImageRepository, config.DefaultKubevipCloudProviderImageTag},
+		{config.DefaultKubevipCloudProviderImageRepository, config.DefaultKubevipCloudProviderImageTag},
 	} {
 		tag, _, _ := strings.Cut(c.pinned, "@")
 		mirrored := "<registry>/" + strings.SplitN(c.repository, "/", 2)[1] + ":" + tag

@@ -7,8 +7,6 @@ import (
 	"crypto/x509"
 	"debug/elf"
 	"encoding/pem"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +18,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/kubefip/kube-fip-operator/pkg/config"
@@ -89,31 +86,15 @@ func buildOperator(t *testing.T, binDir string, archs []string) {
 }
 
 // file is one regular file or directory of a flattened image.
-type file struct {
-	header *tar.Header
-	data   []byte
-}
+type file = rig.ImageFile
 
 func flatten(t *testing.T, img v1.Image) map[string]file {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files := map[string]file{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[strings.Trim(h.Name, "/")] = file{header: h, data: data}
+	files, err := rig.ImageFiles(img)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 // TestWriteLayoutReadBack writes the layout as scripts/package does, then reads it back as a
@@ -235,10 +216,10 @@ func checkImage(t *testing.T, img v1.Image, platform v1.Platform, wantLabels map
 	if !ok {
 		t.Fatalf("no file at the entrypoint %s", cf.Config.Entrypoint[0])
 	}
-	if bin.header.Mode != 0o755 || bin.header.Uid != 0 || bin.header.Gid != 0 {
-		t.Errorf("binary mode %o owner %d:%d; want 755 0:0", bin.header.Mode, bin.header.Uid, bin.header.Gid)
+	if bin.Header.Mode != 0o755 || bin.Header.Uid != 0 || bin.Header.Gid != 0 {
+		t.Errorf("binary mode %o owner %d:%d; want 755 0:0", bin.Header.Mode, bin.Header.Uid, bin.Header.Gid)
 	}
-	ef, err := elf.NewFile(bytes.NewReader(bin.data))
+	ef, err := elf.NewFile(bytes.NewReader(bin.Data))
 	if err != nil {
 		t.Fatalf("binary is not ELF: %v", err)
 	}
@@ -247,7 +228,7 @@ func checkImage(t *testing.T, img v1.Image, platform v1.Platform, wantLabels map
 		t.Errorf("binary machine = %v; want %v", ef.Machine, wantMachine)
 	}
 	if platform.Architecture == "amd64" {
-		runVersion(t, bin.data, wantVersion)
+		runVersion(t, bin.Data, wantVersion)
 	}
 }
 
@@ -257,7 +238,7 @@ func checkBase(t *testing.T, files map[string]file) {
 		t.Fatal("no CA bundle at /etc/ssl/certs/ca-certificates.crt")
 	}
 	certs := 0
-	for rest := ca.data; ; {
+	for rest := ca.Data; ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
 		if block == nil {
@@ -273,21 +254,21 @@ func checkBase(t *testing.T, files map[string]file) {
 	}
 
 	passwd, ok := files["etc/passwd"]
-	if !ok || !hasID(string(passwd.data), "nonroot", "65532") {
-		t.Errorf("/etc/passwd does not name uid 65532:\n%s", passwd.data)
+	if !ok || !hasID(string(passwd.Data), "nonroot", "65532") {
+		t.Errorf("/etc/passwd does not name uid 65532:\n%s", passwd.Data)
 	}
 	group, ok := files["etc/group"]
-	if !ok || !hasID(string(group.data), "nonroot", "65532") {
-		t.Errorf("/etc/group does not name gid 65532:\n%s", group.data)
+	if !ok || !hasID(string(group.Data), "nonroot", "65532") {
+		t.Errorf("/etc/group does not name gid 65532:\n%s", group.Data)
 	}
 	for _, name := range []string{"etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt"} {
-		if h := files[name].header; h != nil && (h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(time.Unix(0, 0))) {
+		if h := files[name].Header; h != nil && (h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(time.Unix(0, 0))) {
 			t.Errorf("%s owner %d:%d mtime %v; want root and the fixed epoch", name, h.Uid, h.Gid, h.ModTime)
 		}
 	}
 	tmp, ok := files["tmp"]
-	if !ok || tmp.header.Typeflag != tar.TypeDir || tmp.header.Mode != 0o1777 {
-		t.Errorf("/tmp is not a directory with mode 1777: %+v", tmp.header)
+	if !ok || tmp.Header.Typeflag != tar.TypeDir || tmp.Header.Mode != 0o1777 {
+		t.Errorf("/tmp is not a directory with mode 1777: %+v", tmp.Header)
 	}
 }
 
@@ -391,8 +372,8 @@ func TestGuestChartsInTheImage(t *testing.T) {
 		files := flatten(t, img)
 		for name, data := range want {
 			f, ok := files[name]
-			if !ok || !bytes.Equal(f.data, data) || f.header.Mode != 0o644 || f.header.Uid != 0 {
-				t.Errorf("%s: /%s is missing or not the archive (present %t, mode %o)", desc.Platform, name, ok, f.header.Mode)
+			if !ok || !bytes.Equal(f.Data, data) || f.Header.Mode != 0o644 || f.Header.Uid != 0 {
+				t.Errorf("%s: /%s is missing or not the archive (present %t, mode %o)", desc.Platform, name, ok, f.Header.Mode)
 			}
 		}
 	}

@@ -35,19 +35,19 @@ const (
 //   - kube-vip-cloud-provider chart 0.2.10 with its appVersion v0.0.12.
 //
 // Each image is named by its tag and the digest of its multi-platform index, so that a tag moved
-// in a registry changes nothing a guest runs. No registry is reachable where these are written;
-// the digests are the ones public configurations that pin these releases record (renovate resolves
-// them from the registries):
+// in a registry changes nothing a guest runs, and at the repository whose digest is recorded. No
+// registry is reachable where these are written; the digests are the ones public configurations
+// that pin these releases record (renovate resolves them from the registries):
 //   - kube-vip v1.0.0: randomcoww/homelab, config_env.tf (commit b2633599, "add current docker
 //     image digests"), ghcr.io/kube-vip/kube-vip:v1.0.0@sha256:4f2565...
 //   - kube-vip-cloud-provider v0.0.12: ArthurVardevanyan/HomeLab, kubernetes/renovate/README.md,
-//     ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12@sha256:f8f4e3... The project's release
-//     workflow (kube-vip/kube-vip-cloud-provider .github/workflows/release.yml) pushes one build
-//     under both kubevip/kube-vip-cloud-provider and ghcr.io/kube-vip/kube-vip-cloud-provider, so
-//     Docker Hub's tag names the same index.
+//     ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12@sha256:f8f4e3... (the chart's own default,
+//     kubevip/kube-vip-cloud-provider on Docker Hub, is another repository: no digest of it is
+//     recorded, so it is not the one pinned).
 //
-// Check both with `crane digest` (or `skopeo inspect`) before a release; docs/airgap.md says how
-// an air-gapped deployment supplies its own.
+// make release (scripts/release, package/release) resolves both tags in their registries and
+// refuses to release when either answers another digest; docs/airgap.md says how an air-gapped
+// deployment supplies its own.
 //
 // An empty kubevipChartVersion or kubevipCloudProviderChartVersion means these versions.
 const (
@@ -61,7 +61,7 @@ const (
 const (
 	DefaultKubevipImageRepository              = "ghcr.io/kube-vip/kube-vip"
 	DefaultKubevipImageTag                     = "v1.0.0@sha256:4f256554a83a6d824ea9c5307450a2c3fd132e09c52b339326f94fefaf67155c"
-	DefaultKubevipCloudProviderImageRepository = "kubevip/kube-vip-cloud-provider"
+	DefaultKubevipCloudProviderImageRepository = "ghcr.io/kube-vip/kube-vip-cloud-provider"
 	DefaultKubevipCloudProviderImageTag        = "v0.0.12@sha256:f8f4e3401f7637dd55faefb35571e731a477f65d5c3f062aef73dfd31a8da596"
 )
 
@@ -82,7 +82,7 @@ nodeSelector:
   node-role.kubernetes.io/master: 'true'
 `
 	DefaultKubevipCloudProviderChartValues = `image:
-  repository: kubevip/kube-vip-cloud-provider
+  repository: ghcr.io/kube-vip/kube-vip-cloud-provider
   tag: v0.0.12@sha256:f8f4e3401f7637dd55faefb35571e731a477f65d5c3f062aef73dfd31a8da596
 tolerations:
 - key: node-role.kubernetes.io/control-plane

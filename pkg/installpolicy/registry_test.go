@@ -68,13 +68,13 @@ func TestGuestImagesUnderTheRegistry(t *testing.T) {
 	}{
 		{"no registry", DefaultSettings(), map[guestchart.Chart]string{
 			guestchart.Kubevip:       "ghcr.io/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			guestchart.CloudProvider: "kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
+			guestchart.CloudProvider: "ghcr.io/kube-vip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
 		{"a registry", Settings{Registry: testRegistry, RequireDigest: true, PullSecret: true}, map[guestchart.Chart]string{
 			guestchart.Kubevip:       testRegistry + "/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			guestchart.CloudProvider: testRegistry + "/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, []string{imagepolicy.GuestPullSecretName}},
+			guestchart.CloudProvider: testRegistry + "/kube-vip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, []string{imagepolicy.GuestPullSecretName}},
 		{"a registry with a path", Settings{Registry: "registry.corp.example/mirror/"}, map[guestchart.Chart]string{
 			guestchart.Kubevip:       "registry.corp.example/mirror/kube-vip/kube-vip:" + config.DefaultKubevipImageTag,
-			guestchart.CloudProvider: "registry.corp.example/mirror/kubevip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
+			guestchart.CloudProvider: "registry.corp.example/mirror/kube-vip/kube-vip-cloud-provider:" + config.DefaultKubevipCloudProviderImageTag}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := mustPolicy(t, c.settings)
@@ -124,7 +124,7 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 	t.Parallel()
 	p := mustPolicy(t, Settings{Registry: testRegistry, KubevipImages: []string{"ghcr.io/kube-vip/kube-vip", "evil.example/kube-vip"}})
 	if got := p.Images().String(); !strings.HasPrefix(got, "kube-vip images ["+testRegistry+"/kube-vip/kube-vip], "+
-		"kube-vip-cloud-provider images ["+testRegistry+"/kubevip/kube-vip-cloud-provider], ") {
+		"kube-vip-cloud-provider images ["+testRegistry+"/kube-vip/kube-vip-cloud-provider], ") {
 		t.Errorf("allowed images %q; want the pinned ones under the registry only", got)
 	}
 	tag := "  tag: " + config.DefaultKubevipImageTag + "\n"
@@ -149,10 +149,10 @@ func TestRegistryIsTheAllowList(t *testing.T) {
 	}
 	// The chart's default repository (values without one) is the pinned one, moved too.
 	pl, err := p.NewPlan(guestchart.CloudProvider, "kubevipCloudProviderChartValues", "", chartrepo.Values(t, "replicasCount: 2\n"), defaultsOf(guestchart.CloudProvider))
-	if err != nil || pl.Values.Image != testRegistry+"/kubevip/kube-vip-cloud-provider" {
+	if err != nil || pl.Values.Image != testRegistry+"/kube-vip/kube-vip-cloud-provider" {
 		t.Errorf("values without an image: %v, %+v; want the pinned repository under the registry", err, pl)
 	}
-	if image, _ := renderedWorkload(t, pl); !strings.HasPrefix(image, testRegistry+"/kubevip/kube-vip-cloud-provider:") {
+	if image, _ := renderedWorkload(t, pl); !strings.HasPrefix(image, testRegistry+"/kube-vip/kube-vip-cloud-provider:") {
 		t.Errorf("values without an image render %q; want it under the registry", image)
 	}
 }

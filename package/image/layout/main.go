@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubefip/kube-fip-operator/package/image"
+	"github.com/kubefip/kube-fip-operator/package/release"
 	"github.com/kubefip/kube-fip-operator/pkg/installpolicy/chartarchive"
 )
 
@@ -25,6 +26,8 @@ func main() {
 	dest := flag.String("dest", "dist/image", "OCI layout directory to write; must be missing or empty")
 	flag.StringVar(&o.GuestChartsDir, "guest-charts-dir", os.Getenv("GUEST_CHARTS_DIR"),
 		"directory of the pinned guest chart archives to ship (default $GUEST_CHARTS_DIR); each must have its pinned digest")
+	pinsFile := flag.String("pins", os.Getenv("PINS"), "a pins file (package/release) whose charts the guest charts are held to instead of the product's "+
+		"(default $PINS); only for a build that is not a release: the operator refuses such archives at start")
 	flag.Parse()
 
 	secs, err := strconv.ParseInt(*created, 10, 64)
@@ -34,6 +37,14 @@ func main() {
 	}
 	o.Created = time.Unix(secs, 0).UTC()
 	o.Architectures = strings.Split(*archs, ",")
+	if *pinsFile != "" {
+		pins, err := release.ReadPins(*pinsFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "layout:", err)
+			os.Exit(1)
+		}
+		o.GuestCharts = pins.Charts
+	}
 
 	charts, err := image.GuestCharts(o)
 	if err != nil {
@@ -46,7 +57,7 @@ func main() {
 		os.Exit(1)
 	}
 	if len(charts) == 0 {
-		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones (set GUEST_CHARTS_DIR to a directory holding them to ship them)")
+		fmt.Fprintln(os.Stderr, "layout: the image ships no guest charts: the operator fetches the pinned ones and says so (make release builds the image that ships them)")
 	} else {
 		fmt.Fprintf(os.Stderr, "layout: the image ships the guest charts %s at %s\n", strings.Join(charts, ", "), chartarchive.DefaultGuestChartsDir)
 	}

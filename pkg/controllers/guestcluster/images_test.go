@@ -53,7 +53,7 @@ func airGapped(t *testing.T, w *world) (host string, push func(repo, tag string)
 		}
 		return d.String()
 	}
-	kv, cp := push("kube-vip/kube-vip", "v1.0.0"), push("kubevip/kube-vip-cloud-provider", "v0.0.12")
+	kv, cp := push("kube-vip/kube-vip", "v1.0.0"), push("kube-vip/kube-vip-cloud-provider", "v0.0.12")
 	policy, err := installpolicy.New(installpolicy.Settings{ChartSources: chartsource.DefaultChartSources(), Registry: host, RequireDigest: true, PullSecret: true})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestAirGappedInstall(t *testing.T) {
 	if reason, status, message := reasonOf(f, v1.KubevipInstalled); reason != v1.ReasonInstalled || status != corev1.ConditionTrue {
 		t.Fatalf("KubevipInstalled = %s/%s %q", status, reason, message)
 	}
-	for chart, repo := range map[string]string{"kube-vip": "/kube-vip/kube-vip:v1.0.0@sha256:", "kube-vip-cloud-provider": "/kubevip/kube-vip-cloud-provider:v0.0.12@sha256:"} {
+	for chart, repo := range map[string]string{"kube-vip": "/kube-vip/kube-vip:v1.0.0@sha256:", "kube-vip-cloud-provider": "/kube-vip/kube-vip-cloud-provider:v0.0.12@sha256:"} {
 		plan := given[chart].Plan
 		if plan == nil || !strings.HasPrefix(plan.Values.Ref, host+repo) {
 			t.Errorf("%s: sent %+v; want %s%s...", chart, plan, host, repo)
@@ -118,7 +118,7 @@ func TestAMovedTagIsRefused(t *testing.T) {
 		change             func(w *world, push func(repo, tag string) string)
 	}{
 		{"moved", v1.ReasonImageTagMoved, "the tag was moved", func(_ *world, push func(repo, tag string) string) {
-			push("kubevip/kube-vip-cloud-provider", "v0.0.12")
+			push("kube-vip/kube-vip-cloud-provider", "v0.0.12")
 		}},
 		{"missing", v1.ReasonImageNotResolved, "did not say which manifest", func(w *world, _ func(repo, tag string) string) {
 			w.cfg.Kubevip.Values["image"] = map[string]interface{}{"tag": "v1.0.1@sha256:" + strings.Repeat("0", 64)}

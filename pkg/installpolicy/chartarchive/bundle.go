@@ -38,7 +38,7 @@ func (a Archives) LoadBundle(dir string) (Bundle, []string, error) {
 	var notes []string
 	for _, pc := range PinnedCharts() {
 		path := filepath.Join(dir, pc.File())
-		data, err := readBounded(path, MaxArchiveBytes)
+		data, err := ReadFileBounded(path, MaxArchiveBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			notes = append(notes, fmt.Sprintf("%s is not there: the %s chart %s is fetched", path, pc.Chart, pc.Version))
 			continue
@@ -56,8 +56,8 @@ func (a Archives) LoadBundle(dir string) (Bundle, []string, error) {
 	return b, notes, nil
 }
 
-// readBounded reads a file of at most max bytes.
-func readBounded(path string, max int64) ([]byte, error) {
+// ReadFileBounded reads a file of at most max bytes; a larger one is an error.
+func ReadFileBounded(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -71,6 +71,13 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("it is larger than %d KiB", max>>10)
 	}
 	return data, nil
+}
+
+// Fetched reports whether the pinned archive of chart is what kube-fip-config asks for from
+// repoURL or ref at version (ServedByPinned) while b does not hold it: it is then fetched from the
+// network instead of installed from the image.
+func (b Bundle) Fetched(chart guestchart.Chart, repoURL, ref, version string) bool {
+	return ServedByPinned(chart, repoURL, ref, version) && b.packages[chart] == nil
 }
 
 // For is the bundled package to install when kube-fip-config asks chart from repoURL or ref at

@@ -26,7 +26,7 @@ type providerValues struct {
 
 func providerKeys() []KeyDoc {
 	return append([]KeyDoc{
-		{"image", "repository (one of the allowed kube-vip-cloud-provider images; under a registry (guestImages), kubevip/kube-vip-cloud-provider or none is moved there), tag (a release such as v0.0.12, pinned with @sha256: and a digest where the deployment requires digests), pullPolicy (Always, IfNotPresent, Never)"},
+		{"image", "repository (one of the allowed kube-vip-cloud-provider images; under a registry (guestImages), ghcr.io/kube-vip/kube-vip-cloud-provider or none is moved there), tag (a release such as v0.0.12, pinned with @sha256: and a digest where the deployment requires digests), pullPolicy (Always, IfNotPresent, Never)"},
 		{"configMapName", ProviderConfigMapName + " only: the operator names the ConfigMap the provider reads, and writes the address pool there"},
 		{"replicasCount", "1 to 5"},
 		{"enableloadbalancerClass", "true or false"},

@@ -18,7 +18,7 @@ import (
 const GuestPullSecretName = "kube-fip-operator-registry"
 
 // PinnedRepository is the repository of the pinned image of chart, as a container runtime
-// resolves it (docker.io/kubevip/kube-vip-cloud-provider).
+// resolves it (ghcr.io/kube-vip/kube-vip-cloud-provider).
 func PinnedRepository(chart guestchart.Chart) string {
 	if chart == guestchart.Kubevip {
 		return normalizeImage(config.DefaultKubevipImageRepository)

@@ -235,6 +235,10 @@ const (
 const (
 	// ReasonReloaded: the configuration was read again and is in effect.
 	ReasonReloaded = "Reloaded"
+	// ReasonGuestChartsFetched: the configuration asks for the pinned guest charts from kube-vip's
+	// repository and kube-vip is installed into guests, but the operator's image ships no bundled
+	// archive of them: they are fetched from the network.
+	ReasonGuestChartsFetched = "GuestChartsFetched"
 )
 
 // Reasons of a FloatingIPRange's Ready and Warning conditions (pkg/controllers/floatingiprange,
@@ -479,6 +483,7 @@ func ReasonTable() []ReasonRow {
 
 		// The operator's configuration (pkg/config, pkg/controllers/configmap).
 		{[]string{ReasonReloaded}, Done, "ConfigMap Event", "nothing: `kube-fip-config` was read again and is in effect"},
+		{[]string{ReasonGuestChartsFetched}, Notice, "ConfigMap Event", "the operator's image was built without the pinned guest charts (not by `make release`), so each install fetches them from kube-vip's chart repository, which an air-gapped operator cannot reach: run a release image, or name a chart repository inside the network ([Air gap](docs/airgap.md#charts-from-a-repository-inside-the-network))"},
 		{[]string{"InvalidValue"}, Failure, "ConfigMap Event", "a value of `kube-fip-config` is refused and the previous good one stays in force (an invalid `kubevipGuestInstall` means `disabled`); the Event names the key: correct it ([kube-fip-config](docs/configuration.md#kube-fip-config))"},
 		{[]string{"UnknownKey"}, Failure, "ConfigMap Event", "`kube-fip-config` has a key the operator does not know; the Event names the closest known key"},
 		{[]string{"IncompleteChartSelection"}, Failure, "ConfigMap Event", "an OCI chart reference without its version: the pinned default version is used; set the version too"},

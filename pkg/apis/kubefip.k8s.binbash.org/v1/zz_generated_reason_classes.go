@@ -58,6 +58,7 @@ func classOf(reason string) Class {
 		return Progress
 	case
 		"AddressOnAnotherNetwork",
+		"GuestChartsFetched",
 		"HarvesterClaimsAddresses",
 		"HarvesterNotRead",
 		"KubevipEnvIgnored",
