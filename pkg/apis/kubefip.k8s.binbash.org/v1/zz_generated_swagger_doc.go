@@ -147,6 +147,7 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"servedBy":           "ServedBy are the LoadBalancer Services of the guest whose status held the address at the last look, kube-vip having bound it: \"namespace/name\", at most five, then how many more.",
 		"servePendingSince":  "ServePendingSince is when the guest was first seen asking for the address, or starting the operator's kube-vip, without serving it yet: the start of the grace period (RFC 3339).",
 		"kubevipReleases":    "KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the management side remembers them. A release record in the guest is used as the base of an upgrade only when its manifest is one of these: the guest cannot forge what is written here.",
+		"keptAddresses":      "KeptAddresses are the addresses the guest cluster's FloatingIPs gave up that stay out of their ranges because a Service of the guest may still serve them, or because the cluster's retention keeps them, as the last guest pass saw them.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a reason, and Warning (AddressOnAnotherNetwork) while the address is of a range that names another network than the guest cluster's; Warning leaves Ready as it is. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
 	}
@@ -164,11 +165,26 @@ func (GuestRelease) SwaggerDoc() map[string]string {
 	}
 }
 
+// SwaggerDoc returns the documentation of KeptAddress and its fields.
+func (KeptAddress) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":            "KeptAddress is an address kept for the guest cluster after its FloatingIP gave it up.",
+		"address":     "Address is the kept address.",
+		"range":       "Range is the FloatingIPRange it was handed out from.",
+		"allocation":  "Allocation is the FloatingIPAllocation that keeps it: deleting it frees the address at once.",
+		"until":       "Until is when it is released if no guest pass finds a Service serving it meanwhile.",
+		"whileServed": "WhileServed is true when it is kept while the guest's Services serve it, false when the cluster's retention keeps it (addressRetention).",
+		"servedBy":    "ServedBy are the Services of the guest that asked for or held it at the last read.",
+	}
+}
+
 // SwaggerDoc returns the documentation of Retention and its fields.
 func (Retention) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":        "Retention is for whom, and until when, an address is kept.",
-		"cluster": "Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and created again under the same namespace and name gets a new c-m-* id but the same reference.",
-		"until":   "Until is when the address is released if no FloatingIP of the cluster took it back.",
+		"":            "Retention is for whom, and until when, an address is kept.",
+		"cluster":     "Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and created again under the same namespace and name gets a new c-m-* id but the same reference.",
+		"until":       "Until is when the address is released if no FloatingIP of the cluster took it back. For an address kept while served, it is when the address is released if the guest cannot be read meanwhile: each guest pass that finds a Service serving it pushes it on.",
+		"whileServed": "WhileServed marks an address a FloatingIP of a running guest cluster gave up (moved to another range or address, or deleted) while the guest may still serve it: it is released once a guest pass reads every Service of the guest and none asks for or holds it.",
+		"servedBy":    "ServedBy are the Services of the guest that asked for or held the address at the last read (\"namespace/name\", at most five, then how many more).",
 	}
 }
