@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 )
 
@@ -38,7 +36,6 @@ func (h *handler) giveUp(f *v1.FloatingIP, name string, addrs ...netip.Addr) err
 			for _, a := range kept {
 				msg := fmt.Sprintf("%s in FloatingIPRange %s stays out of the pool for guest cluster %s/%s, as %s: it is released once no Service of the guest asks for or holds it, or at %s if the guest cannot be read until then",
 					a, name, cluster.Namespace, cluster.Name, why[slices.Index(keep, a)], until.UTC().Format(time.RFC3339))
-				logrus.Infof("FloatingIP %s/%s: %s", f.Namespace, f.Name, msg)
 				h.recorder.Event(f, v1.EventType(v1.ReasonAddressKept), v1.ReasonAddressKept, msg)
 			}
 			if err != nil {
