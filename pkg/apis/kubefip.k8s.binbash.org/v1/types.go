@@ -194,8 +194,9 @@ type FloatingIPRangeStatus struct {
 	Capacity string `json:"capacity,omitempty"`
 	// Used is the number of addresses held by FloatingIPs.
 	Used int64 `json:"used"`
-	// Retained is the number of addresses kept for deleted guest clusters, until they come back
-	// or their retention ends.
+	// Retained is the number of addresses kept for guest clusters: deleted ones, until they come
+	// back or their retention ends, and running ones whose Services may still serve an address
+	// their FloatingIP gave up.
 	Retained int64 `json:"retained,omitempty"`
 	// Available is Capacity minus Used and Retained, in decimal.
 	Available string `json:"available,omitempty"`
@@ -298,8 +299,8 @@ type FloatingIPAllocation struct {
 
 	// Spec is the address, the range it was handed out from and its holder. Its address, range and
 	// space never change: an address is released by deleting this object. Retained is set while the
-	// address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that
-	// cluster takes the address back, which clears retained.
+	// address is kept for a guest cluster (deleted, or whose Services may still serve it); the owner
+	// changes only when a FloatingIP of that cluster takes the address back, which clears retained.
 	Spec FloatingIPAllocationSpec `json:"spec" wrangler:"required"`
 }
 
@@ -317,9 +318,10 @@ type FloatingIPAllocationSpec struct {
 	// Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP
 	// that held it last.
 	Owner FloatingIPReference `json:"owner" wrangler:"required"`
-	// Retained, when set, keeps the address for a guest cluster that was deleted: the next
-	// FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space
-	// gets it back. Nobody else gets it until the time is up or this object is deleted.
+	// Retained, when set, keeps the address for a guest cluster that was deleted, or whose Services
+	// may still serve it (whileServed): the next FloatingIP of a cluster with the same Rancher
+	// provisioning namespace and name in this space gets it back. Nobody else gets it until it is
+	// released or this object is deleted.
 	Retained *Retention `json:"retained,omitempty"`
 }
 

@@ -59,7 +59,7 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":     "FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or retained for a deleted guest cluster. Its name is the address and the space's hash (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the claim, so the API server lets exactly one object hold an address in a space; deleting it is the release. Its address, range and space never change.",
-		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
+		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a guest cluster (deleted, or whose Services may still serve it); the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
 	}
 }
 
@@ -71,7 +71,7 @@ func (FloatingIPAllocationSpec) SwaggerDoc() map[string]string {
 		"range":    "Range is the FloatingIPRange the address was handed out from.",
 		"space":    "Space is the address space the address is held in: the Harvester cluster and VM network of the range (its harvesterClusterName and harvesterNetworkName annotations). The same address may be held once in each space; the object's name encodes the space.",
 		"owner":    "Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP that held it last.",
-		"retained": "Retained, when set, keeps the address for a guest cluster that was deleted: the next FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space gets it back. Nobody else gets it until the time is up or this object is deleted.",
+		"retained": "Retained, when set, keeps the address for a guest cluster that was deleted, or whose Services may still serve it (whileServed): the next FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space gets it back. Nobody else gets it until it is released or this object is deleted.",
 	}
 }
 
@@ -104,7 +104,7 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 		"":                   "FloatingIPRangeStatus is the record of the pool's allocations and its counts.",
 		"capacity":           "Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold more than 64 bits of addresses).",
 		"used":               "Used is the number of addresses held by FloatingIPs.",
-		"retained":           "Retained is the number of addresses kept for deleted guest clusters, until they come back or their retention ends.",
+		"retained":           "Retained is the number of addresses kept for guest clusters: deleted ones, until they come back or their retention ends, and running ones whose Services may still serve an address their FloatingIP gave up.",
 		"available":          "Available is Capacity minus Used and Retained, in decimal.",
 		"capacityCount":      "CapacityCount is Capacity as an integer, for list views that sort by it. It is left out, never clamped, when Capacity does not fit in a signed 64-bit integer (an IPv6 pool of a /64 or a shorter prefix); Capacity always holds the exact count.",
 		"availableCount":     "AvailableCount is Available as an integer, left out like CapacityCount when it does not fit in a signed 64-bit integer; Available always holds the exact count.",
