@@ -49,8 +49,9 @@ func (m *Manager) RetainedFor(cluster v1.ClusterReference) []Kept {
 	return out
 }
 
-// ErrKeptChanged: the kept address's allocation changed since RetainedFor read it (taken back,
-// renewed by another replica, released): nothing was written, and the next pass judges it again.
+// ErrKeptChanged says the kept address's allocation changed since RetainedFor read it (taken
+// back, renewed by another replica, released): nothing was written, and the next pass judges it
+// again.
 var ErrKeptChanged = errors.New("the kept address changed since it was read")
 
 // Renew keeps k until then and records servedBy, the Services that serve it now: an update of
