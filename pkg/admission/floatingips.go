@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/redact"
 )
 
 // floatingIP judges a FloatingIP whose spec.ipaddress a person sets: the address must be free
@@ -75,7 +76,19 @@ func (v *Validator) holder(space v1.AddressSpace, addr netip.Addr, f *v1.Floatin
 			if c, ok := v1.ProvisioningClusterOf(f); ok && c == r.Cluster {
 				return "", nil
 			}
-			return fmt.Sprintf("retained for cluster %s/%s until %s", r.Cluster.Namespace, r.Cluster.Name, r.Until.UTC().Format("2006-01-02T15:04:05Z")), nil
+			until := r.Until.UTC().Format("2006-01-02T15:04:05Z")
+			if !r.WhileServed {
+				return fmt.Sprintf("retained for cluster %s/%s until %s", r.Cluster.Namespace, r.Cluster.Name, until), nil
+			}
+			if o := a.Spec.Owner; o.Namespace == f.Namespace && o.Name == f.Name {
+				return "", nil // the FloatingIP that gave it up asks for it again
+			}
+			by := "its Services may serve it"
+			if r.ServedBy != "" {
+				by = "its Services " + redact.Shorten(r.ServedBy, redact.MaxValue) + " serve it"
+			}
+			return fmt.Sprintf("kept for cluster %s/%s while %s, until %s if that guest cannot be read (delete those Services in that guest, or the FloatingIPAllocation %s, to free it)",
+				r.Cluster.Namespace, r.Cluster.Name, by, until, a.Name), nil
 		}
 		if o := a.Spec.Owner; o.Namespace != f.Namespace || o.Name != f.Name {
 			return fmt.Sprintf("held by FloatingIP %s/%s", o.Namespace, o.Name), nil

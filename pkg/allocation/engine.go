@@ -192,10 +192,12 @@ func setHolder(a *v1.FloatingIPAllocation, owner ipam.Owner) {
 	delete(a.Labels, v1.LabelRetainedFor)
 }
 
-// setRetained makes a retained for cluster until then; spec.owner keeps its last holder.
-func setRetained(a *v1.FloatingIPAllocation, cluster v1.ClusterReference, until time.Time) {
+// setRetained makes a retained as r says, until r.Until; spec.owner keeps its last holder.
+func setRetained(a *v1.FloatingIPAllocation, r v1.Retention) {
 	// Rounded up to the second the API keeps: a retention never ends before its time.
-	a.Spec.Retained = &v1.Retention{Cluster: cluster, Until: metav1.NewTime(until.UTC().Add(time.Second - time.Nanosecond).Truncate(time.Second))}
+	r.Until = metav1.NewTime(r.Until.UTC().Add(time.Second - time.Nanosecond).Truncate(time.Second))
+	cluster := r.Cluster
+	a.Spec.Retained = &r
 	if a.Labels == nil {
 		a.Labels = map[string]string{}
 	}
@@ -442,11 +444,16 @@ func (g *engine) reserve(rng string, c Claimant, want netip.Addr, soft bool) (p 
 		}
 		return pick{addr: held[0], done: true}, space, nil
 	}
-	if e := g.retainedForLocked(c, rng); e != nil && (!want.IsValid() || soft || want == e.addr()) {
+	if e := g.retainedForLocked(c, rng, want); e != nil && (!want.IsValid() || soft || want == e.addr()) {
 		return pick{addr: e.addr(), takeBack: e}, space, nil
 	}
 	if want.IsValid() {
 		if e := g.idx.holder(slot{Addr: want, Space: st.hash}); e != nil && e.owner.UID != owner.UID {
+			if e.rng == rng && e.retained != nil && e.retained.whileServed && e.last.UID == owner.UID {
+				// The FloatingIP that gave the address up asks for it again: its guest serves it
+				// for that very FloatingIP.
+				return pick{addr: want, takeBack: e}, space, nil
+			}
 			if !soft {
 				return pick{}, space, takenBy(want, e)
 			}
@@ -495,23 +502,32 @@ func (g *engine) settle(rng, namespace string) {
 }
 
 // retainedForLocked returns the address retained in rng for c's cluster that c may take back, or
-// nil: a FloatingIP of the cluster, other than the one that held it last.
-func (g *engine) retainedForLocked(c Claimant, rng string) *allocEntry {
+// nil: a FloatingIP of the cluster, other than the one that held it last unless it was kept while
+// served; want, when c asks for it, first.
+func (g *engine) retainedForLocked(c Claimant, rng string, want netip.Addr) *allocEntry {
 	if c.Cluster.Name == "" {
 		return nil
 	}
+	var first *allocEntry
 	for _, e := range g.idx.byOwner[retainedOwner(c.Cluster).UID] {
-		if e.rng == rng && e.last.UID != c.UID {
+		if e.rng != rng || e.last.UID == c.UID && !e.retained.whileServed {
+			continue
+		}
+		if e.addr() == want {
 			return e
 		}
+		if first == nil {
+			first = e
+		}
 	}
-	return nil
+	return first
 }
 
 // takenBy is the error of a static request for an address e holds.
 func takenBy(addr netip.Addr, e *allocEntry) error {
 	if e.retained != nil {
-		return &RetainedError{Addr: addr, Cluster: e.retained.cluster, Until: e.retained.until, Allocation: e.name}
+		return &RetainedError{Addr: addr, Cluster: e.retained.cluster, Until: e.retained.until, Allocation: e.name,
+			WhileServed: e.retained.whileServed, ServedBy: e.retained.servedBy}
 	}
 	return &ipam.TakenError{Addr: addr, Holder: e.owner}
 }

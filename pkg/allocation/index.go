@@ -45,10 +45,13 @@ type allocEntry struct {
 	created  time.Time
 }
 
-// retention is for whom and until when a retained address is kept.
+// retention is for whom and until when a retained address is kept; whileServed marks one kept
+// while the cluster's Services may serve it, servedBy those that did at the last read.
 type retention struct {
-	cluster v1.ClusterReference
-	until   time.Time
+	cluster     v1.ClusterReference
+	until       time.Time
+	whileServed bool
+	servedBy    string
 }
 
 func (e *allocEntry) addr() netip.Addr { return e.slot.Addr }
@@ -127,7 +130,7 @@ func (x *allocIndex) entryOf(a *v1.FloatingIPAllocation) *allocEntry {
 	}
 	e.owner = e.last
 	if r := a.Spec.Retained; r != nil {
-		e.retained = &retention{cluster: r.Cluster, until: r.Until.Time}
+		e.retained = &retention{cluster: r.Cluster, until: r.Until.Time, whileServed: r.WhileServed, servedBy: r.ServedBy}
 		e.owner = retainedOwner(r.Cluster)
 	}
 	if s.Space == "" {

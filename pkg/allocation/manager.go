@@ -386,7 +386,8 @@ func (m *Manager) Withhold(rangeName string, set *netipx.IPSet) bool {
 // Summary is what the range controller shows of a range.
 type Summary struct {
 	Capacity *big.Int
-	// Used counts the addresses held by FloatingIPs, Retained those kept for deleted clusters.
+	// Used counts the addresses held by FloatingIPs, Retained those kept for guest clusters
+	// (deleted, or whose Services may still serve them).
 	Used      int
 	Retained  int
 	Available *big.Int

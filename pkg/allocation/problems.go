@@ -55,17 +55,33 @@ func (e *NotSelectedError) Error() string {
 	return fmt.Sprintf("the clusterSelector of FloatingIPRange %s does not select guest cluster %s/%s", e.Range, e.Cluster.Namespace, e.Cluster.Name)
 }
 
-// RetainedError reports a request for an address retained for a deleted guest cluster.
+// RetainedError reports a request for an address retained for a guest cluster: a deleted one, or
+// one whose Services may still serve it (WhileServed).
 type RetainedError struct {
 	Addr    netip.Addr
 	Cluster v1.ClusterReference
 	Until   time.Time
 	// Allocation is the FloatingIPAllocation whose deletion releases the address at once.
 	Allocation string
+	// WhileServed: kept while the cluster's Services serve it; ServedBy names those that did at
+	// the last read of the guest.
+	WhileServed bool
+	ServedBy    string
 }
 
 func (e *RetainedError) Error() string {
+	if e.WhileServed {
+		return fmt.Sprintf("%s is kept for guest cluster %s/%s while %s, until %s", e.Addr, e.Cluster.Namespace, e.Cluster.Name, e.servedBy(), e.Until.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("%s is retained for guest cluster %s/%s until %s", e.Addr, e.Cluster.Namespace, e.Cluster.Name, e.Until.UTC().Format(time.RFC3339))
+}
+
+// servedBy says what keeps an address kept while served.
+func (e *RetainedError) servedBy() string {
+	if e.ServedBy == "" {
+		return "its Services may serve it (the guest has not been read since)"
+	}
+	return "its Services " + e.ServedBy + " serve it"
 }
 
 // Orphan is an allocation of a range that its spec does not cover (after a shrink or a new

@@ -21,7 +21,23 @@ import (
 // It returns the addresses retained; those the FloatingIP no longer holds are left alone, so that
 // it can be retried.
 func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterReference, until time.Time) ([]netip.Addr, error) {
-	entries := m.g.ownedIn(uid)
+	return m.retain(ctx, m.g.ownedIn(uid), uid, v1.Retention{Cluster: cluster, Until: metav1.NewTime(until)})
+}
+
+// Keep is Release for an address the guest cluster of the FloatingIP uid may still serve: the
+// addresses uid holds in range rangeName (all of them when none are given) are retained for the
+// cluster while its Services serve them, until then at the latest, in place of their release. The
+// guest pass releases each once it reads that no Service of the guest asks for or holds it
+// (ReleaseKept), or pushes until on while one does (Renew). It returns the addresses kept.
+func (m *Manager) Keep(ctx context.Context, rangeName, uid string, cluster v1.ClusterReference, until time.Time, addrs ...netip.Addr) ([]netip.Addr, error) {
+	entries := slices.DeleteFunc(m.g.ownedIn(uid), func(e allocEntry) bool {
+		return e.rng != rangeName || len(addrs) > 0 && !slices.Contains(addrs, e.addr())
+	})
+	return m.retain(ctx, entries, uid, v1.Retention{Cluster: cluster, Until: metav1.NewTime(until), WhileServed: true})
+}
+
+// retain makes entries, held by uid, retained as r says.
+func (m *Manager) retain(ctx context.Context, entries []allocEntry, uid string, r v1.Retention) ([]netip.Addr, error) {
 	slices.SortFunc(entries, func(a, b allocEntry) int { return a.addr().Compare(b.addr()) })
 	var retained []netip.Addr
 	for _, e := range entries {
@@ -39,10 +55,10 @@ func (m *Manager) Retain(ctx context.Context, uid string, cluster v1.ClusterRefe
 			continue
 		}
 		a = a.DeepCopy()
-		setRetained(a, cluster, until)
+		setRetained(a, r)
 		updated, err := m.deps.Allocations.Update(a)
 		if err != nil {
-			return retained, fmt.Errorf("retaining %s for guest cluster %s/%s: %w", e.addr(), cluster.Namespace, cluster.Name, err)
+			return retained, fmt.Errorf("retaining %s for guest cluster %s/%s: %w", e.addr(), r.Cluster.Namespace, r.Cluster.Name, err)
 		}
 		m.g.apply(updated)
 		retained = append(retained, e.addr())

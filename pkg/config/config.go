@@ -26,6 +26,15 @@ const (
 	MaxAddressRetention     = 8760 * time.Hour // one year
 )
 
+// servedAddressHold (Config.ServedAddressHold) is how long an address a FloatingIP gave up stays
+// kept while its guest cluster cannot be read; while it can, the guest's Services decide. 0
+// releases such addresses at once. These are its default and its cap: a month is longer than any
+// outage worth waiting for, and a slip of a unit cannot keep an address for good.
+const (
+	DefaultServedAddressHold = 24 * time.Hour
+	MaxServedAddressHold     = 720 * time.Hour // 30 days
+)
+
 // The chart and image pair installed into guest clusters by default: one reviewed change moves
 // them, with the data-plane test (the real kube-vip and kube-vip-cloud-provider serving the
 // address) as its evidence; see docs/design.md#the-pinned-chart-and-image-pair.
@@ -165,12 +174,13 @@ func (c Config) Equal(o Config) bool {
 // String renders the config for debug logs. Chart values are shown only as
 // their size and top-level keys, because they may hold secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("%s=%s %s=%s %s=%d %s=%t %s=%s %s=%s %s=%t %s=%q kubevip={%s} kubevipCloudProvider={%s}",
+	return fmt.Sprintf("%s=%s %s=%s %s=%d %s=%t %s=%s %s=%s %s=%s %s=%t %s=%q kubevip={%s} kubevipCloudProvider={%s}",
 		KeyLogLevel, c.LogLevel,
 		KeyOperateGuestClusterInterval, c.OperateGuestClusterInterval,
 		KeyMetricsPort, c.MetricsPort,
 		KeyTraceIPAMData, c.TraceIPAMData,
 		KeyAddressRetention, c.AddressRetention,
+		KeyServedAddressHold, c.ServedAddressHold,
 		KeyKubevipGuestInstall, c.KubevipGuestInstall,
 		KeyKubevipUpdate, c.KubevipUpdate,
 		KeyKubevipNamespace, c.KubevipNamespace,

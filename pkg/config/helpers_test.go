@@ -18,6 +18,7 @@ func previousData() map[string]string {
 		KeyMetricsPort:                      "9090",
 		KeyTraceIPAMData:                    "true",
 		KeyAddressRetention:                 "90m",
+		KeyServedAddressHold:                "2h",
 		KeyKubevipGuestInstall:              "enabled",
 		KeyKubevipUpdate:                    "true",
 		KeyKubevipNamespace:                 "kube-vip-prev",

@@ -19,6 +19,7 @@ const (
 	KeyMetricsPort                      = "metricsPort"
 	KeyTraceIPAMData                    = "traceIpamData"
 	KeyAddressRetention                 = "addressRetention"
+	KeyServedAddressHold                = "servedAddressHold"
 	KeyKubevipGuestInstall              = "kubevipGuestInstall"
 	KeyKubevipUpdate                    = "kubevipUpdate"
 	KeyKubevipNamespace                 = "kubevipNamespace"
@@ -41,6 +42,7 @@ type Config struct {
 	MetricsPort                 int
 	TraceIPAMData               bool
 	AddressRetention            time.Duration
+	ServedAddressHold           time.Duration
 	KubevipGuestInstall         InstallMode
 	KubevipUpdate               bool
 	KubevipNamespace            string
@@ -59,6 +61,7 @@ func Default() Config {
 		MetricsPort:                 8080,
 		TraceIPAMData:               false,
 		AddressRetention:            DefaultAddressRetention,
+		ServedAddressHold:           DefaultServedAddressHold,
 		KubevipGuestInstall:         InstallClusterLabel,
 		KubevipUpdate:               false,
 		KubevipNamespace:            "kube-system",
@@ -144,6 +147,15 @@ func allOptions() []option {
 				"back: a duration such as `24h`, `90m` or `30s`, or whole seconds (`3600`); `0` releases the " +
 				fmt.Sprintf("address at once; at most `%dh` (one year)", int(MaxAddressRetention/time.Hour)),
 			chart: duration(int(MaxAddressRetention / time.Second)),
+		},
+		{
+			key: KeyServedAddressHold, def: "24h", set: setServedAddressHold, get: getServedAddressHold,
+			doc: "how long an address a FloatingIP gave up (moved to another range or address, or deleted " +
+				"while its guest cluster runs) stays out of its range while the guest cannot be read: while " +
+				"it can, the address stays kept as long as one of its Services asks for or holds it, and is " +
+				"released once none does; a duration or whole seconds, as addressRetention; `0` releases such " +
+				fmt.Sprintf("addresses at once, as releases before it did; at most `%dh` (30 days)", int(MaxServedAddressHold/time.Hour)),
+			chart: duration(int(MaxServedAddressHold / time.Second)),
 		},
 		{
 			key: KeyKubevipGuestInstall, def: string(InstallClusterLabel), set: setInstallMode, get: getInstallMode, onInvalid: installModeOnInvalid,
@@ -241,23 +253,51 @@ func getInterval(c Config) string {
 // bare whole number of seconds. Units are case-sensitive, as in Go: "1M" is refused rather than
 // read as one minute by someone who meant a month.
 func setRetention(c *Config, v string) error {
-	v = strings.TrimSpace(v)
-	// Bare seconds within the cap are read as seconds; beyond it they lack a unit and are refused.
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= int64(MaxAddressRetention/time.Second) {
-		v += "s"
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 || d > MaxAddressRetention {
-		return fmt.Errorf("must be a duration such as 24h, 90m or 30s, or a whole number of seconds, "+
-			"from 0 (no retention) to %dh (one year)", MaxAddressRetention/time.Hour)
+	d, err := parseHold(v, MaxAddressRetention, "no retention", "one year")
+	if err != nil {
+		return err
 	}
 	c.AddressRetention = d
 	return nil
 }
 
+// setServedAddressHold reads servedAddressHold as setRetention reads addressRetention.
+func setServedAddressHold(c *Config, v string) error {
+	d, err := parseHold(v, MaxServedAddressHold, "released at once", "30 days")
+	if err != nil {
+		return err
+	}
+	c.ServedAddressHold = d
+	return nil
+}
+
+// parseHold reads a duration from 0 to limit: a Go duration or a bare whole number of seconds
+// (within the limit; beyond it they lack a unit and are refused). zero and most say what 0 and
+// limit mean, for the refusal.
+func parseHold(v string, limit time.Duration, zero, most string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= int64(limit/time.Second) {
+		v += "s"
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > limit {
+		return 0, fmt.Errorf("must be a duration such as 24h, 90m or 30s, or a whole number of seconds, "+
+			"from 0 (%s) to %dh (%s)", zero, limit/time.Hour, most)
+	}
+	return d, nil
+}
+
 func getRetention(c Config) string {
 	d := c.AddressRetention
 	if d < 0 || d > MaxAddressRetention {
+		return ""
+	}
+	return d.String()
+}
+
+func getServedAddressHold(c Config) string {
+	d := c.ServedAddressHold
+	if d < 0 || d > MaxServedAddressHold {
 		return ""
 	}
 	return d.String()

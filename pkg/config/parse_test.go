@@ -68,6 +68,18 @@ func keyTests() []keyTest {
 			},
 		},
 		{
+			key:   KeyServedAddressHold,
+			field: func(c Config) interface{} { return c.ServedAddressHold },
+			valid: []validCase{
+				{"24h", 24 * time.Hour}, {"90m", 90 * time.Minute}, {"30s", 30 * time.Second},
+				// Off: released at once.
+				{"0", time.Duration(0)}, {"0s", time.Duration(0)},
+				{"3600", time.Hour}, {"2592000", MaxServedAddressHold}, {"720h", MaxServedAddressHold},
+				{" 12h\n", 12 * time.Hour},
+			},
+			invalid: []string{"soon", "-1h", "721h", "2592001", "1d", "24H", "1M", "1.5", "8760h"},
+		},
+		{
 			key:     KeyMetricsPort,
 			field:   func(c Config) interface{} { return c.MetricsPort },
 			valid:   []validCase{{"1", 1}, {"8080", 8080}, {"65535", 65535}, {"9100\n", 9100}},
@@ -287,6 +299,7 @@ func TestParseInvalidPreviousFallsBackToDefault(t *testing.T) {
 		if name == "zero" {
 			want.LogLevel = logrus.PanicLevel // the zero Level is a valid level
 			want.AddressRetention = 0         // and the zero retention (off) a valid retention
+			want.ServedAddressHold = 0        // as is the zero hold
 		}
 		if !got.Equal(want) {
 			t.Errorf("%s previous: got %v, want Default()", name, got)

@@ -102,6 +102,14 @@ func TestAdmissionFloatingIPs(t *testing.T) {
 			Retained: &v1.Retention{Cluster: v1.ClusterReference{Namespace: "fleet-default", Name: "gone"}, Until: metav1.NewTime(time.Now().Add(time.Hour))}},
 	}
 	rig.Must(t, ignoreExists(f.api.FloatingIPAllocation().Create(a)))
+	// Kept while a running guest's Service serves it, as the FloatingIP that gave it up left it.
+	kept := netip.MustParseAddr("10.182.0.13")
+	k := a.DeepCopy()
+	k.Name, k.Spec.Address = v1.AllocationName(space, kept), kept.String()
+	k.Spec.Owner = v1.FloatingIPReference{Namespace: f.ns, Name: "admf-moved", UID: "0000-moved"}
+	k.Spec.Retained = &v1.Retention{Cluster: v1.ClusterReference{Namespace: "fleet-default", Name: "running"}, Until: metav1.NewTime(time.Now().Add(time.Hour)),
+		WhileServed: true, ServedBy: "default/ingress"}
+	rig.Must(t, ignoreExists(f.api.FloatingIPAllocation().Create(k)))
 
 	for _, tc := range []struct {
 		ip   string
@@ -109,6 +117,7 @@ func TestAdmissionFloatingIPs(t *testing.T) {
 	}{
 		{held, []string{held + " is held by FloatingIP " + f.ns + "/admf-held", "choose a free address of FloatingIPRange admf-a"}},
 		{retained.String(), []string{retained.String() + " is retained for cluster fleet-default/gone", "leave spec.ipaddress empty"}},
+		{kept.String(), []string{kept.String() + " is kept for cluster fleet-default/running while its Services default/ingress serve it", "FloatingIPAllocation " + k.Name}},
 		{"10.99.0.1", []string{"10.99.0.1 is in no FloatingIPRange of FloatingIP " + f.ns + "/admf-static's address space", "admf-a is 10.182.0.0/28"}},
 	} {
 		_, err := f.api.FloatingIP().Create(f.fip("admf-static", "admf-a", tc.ip))

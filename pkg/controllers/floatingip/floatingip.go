@@ -38,7 +38,10 @@ import (
 const HandlerName = "kube-fip-floatingip"
 
 type handler struct {
-	ctx      context.Context
+	ctx context.Context
+	// fleet holds the provisioning clusters: the guest cluster of a FloatingIP discovery did not
+	// make is the one its clustername annotation names there.
+	fleet    string
 	fips     kubefipcontrollers.FloatingIPController
 	ranges   kubefipcontrollers.FloatingIPRangeCache
 	clusters mgmtcontrollers.ClusterCache
@@ -55,7 +58,7 @@ type handler struct {
 
 // Register registers the FloatingIP handlers.
 func Register(ctx context.Context, c *controllers.Context) error {
-	h := &handler{ctx: ctx, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.ManagementClusters.Cache(), alloc: c.Alloc,
+	h := &handler{ctx: ctx, fleet: c.FleetNamespace, fips: c.FloatingIPs, ranges: c.Ranges.Cache(), clusters: c.ManagementClusters.Cache(), alloc: c.Alloc,
 		metrics: c.Metrics, recorder: c.Recorder, store: c.Store, firstGuest: c.FirstGuest}
 	if c.ProvisioningClusters != nil {
 		h.prov = c.ProvisioningClusters.Cache()
@@ -225,12 +228,12 @@ func (h *handler) allocate(f *v1.FloatingIP) (*v1.FloatingIP, error) {
 		return updated, nil
 	}
 	for _, r := range elsewhere {
-		if _, err := h.release(f, r); err != nil {
+		if err := h.giveUp(f, r); err != nil {
 			return updated, err
 		}
 	}
 	if len(others) > 0 {
-		if _, err := h.release(f, rangeName, others...); err != nil {
+		if err := h.giveUp(f, rangeName, others...); err != nil {
 			return updated, err
 		}
 	}
@@ -298,7 +301,8 @@ func (h *handler) refuse(f *v1.FloatingIP, out shown, reason, msg string) (*v1.F
 // OnFloatingIPRemove releases the FloatingIP's addresses; the finalizer stays until that worked.
 // The FloatingIP discovery made for a provisioning cluster that is gone retains them instead, for
 // addressRetention, for a cluster re-created under the same name — whoever deleted it: discovery,
-// or the namespace's deletion while the operator was down.
+// or the namespace's deletion while the operator was down. Those its running guest may still
+// serve are kept while it does (giveUp).
 func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP, error) {
 	if cluster, ok := v1.ProvisioningClusterOf(f); ok && h.clusterGone(cluster, f.Namespace) {
 		if retention := h.store.Get().AddressRetention; retention > 0 {
@@ -314,7 +318,7 @@ func (h *handler) OnFloatingIPRemove(_ string, f *v1.FloatingIP) (*v1.FloatingIP
 		}
 	}
 	for _, name := range rangesOf(f) {
-		if _, err := h.release(f, name); err != nil {
+		if err := h.giveUp(f, name); err != nil {
 			return f, err
 		}
 	}

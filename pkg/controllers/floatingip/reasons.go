@@ -9,6 +9,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/ipam"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 )
 
 // explain turns a failed claim into a condition reason and a message a person can act on. An empty
@@ -27,6 +28,13 @@ func explain(err error, rangeName string, want netip.Addr) (reason, msg string, 
 			limit.Namespace, limit.Limit, rangeName), nil
 	case errors.As(err, &notSelected):
 		return v1.ReasonClusterNotSelected, notSelected.Error() + "; the address is allocated once the cluster's labels or the selector change", nil
+	case errors.As(err, &retained) && retained.WhileServed:
+		by := "the Services of that guest may serve it (not read since it was given up)"
+		if retained.ServedBy != "" {
+			by = "its Services " + retained.ServedBy + " serve it"
+		}
+		return v1.ReasonIPRetained, fmt.Sprintf("%s is kept in FloatingIPRange %s for guest cluster %s/%s while %s, until %s if that guest cannot be read meanwhile; it is allocated here once released: delete those Services in that guest (or change their %s annotation), or delete FloatingIPAllocation %s to free it at once",
+			want, rangeName, retained.Cluster.Namespace, retained.Cluster.Name, by, retained.Until.UTC().Format(time.RFC3339), kubevipconfig.LoadBalancerIPsAnnotation, retained.Allocation), nil
 	case errors.As(err, &retained):
 		return v1.ReasonIPRetained, fmt.Sprintf("%s is retained in FloatingIPRange %s for guest cluster %s/%s, deleted, until %s; it is allocated here once released, or at once if FloatingIPAllocation %s is deleted",
 			want, rangeName, retained.Cluster.Namespace, retained.Cluster.Name, retained.Until.UTC().Format(time.RFC3339), retained.Allocation), nil

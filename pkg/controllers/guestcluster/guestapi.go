@@ -40,9 +40,11 @@ type guestAPI interface {
 	ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error)
 }
 
-// heldAddresses answers which addresses a FloatingIP holds; the allocation.Manager.
+// heldAddresses answers which addresses a FloatingIP holds, and keeps those its cluster gave up;
+// the allocation.Manager.
 type heldAddresses interface {
 	HeldBy(rangeName, uid string) []netip.Addr
+	keptAddresses
 }
 
 // helmGuest is a guest cluster reached through Rancher's cluster proxy by one pass; what serves

@@ -80,6 +80,8 @@ type fakeGuest struct {
 	// leaves them all.
 	removed       []v1.GuestRelease
 	removeProblem string
+	// asked are the addresses each read of what serves them asked about.
+	asked [][]netip.Addr
 }
 
 func (g *fakeGuest) HarvesterKubevip(context.Context) (kubevipconfig.HarvesterKubevip, string, error) {
@@ -120,7 +122,8 @@ func (g *fakeGuest) RestoreHarvesterKubevip(context.Context) (kubevipconfig.Daem
 	return kubevipconfig.DaemonSetNotDisabled, nil
 }
 
-func (g *fakeGuest) Serving(_ context.Context, kubevip *kubevipconfig.KubevipRef, _ []netip.Addr) (kubevipconfig.Serving, error) {
+func (g *fakeGuest) Serving(_ context.Context, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) (kubevipconfig.Serving, error) {
+	g.asked = append(g.asked, addrs)
 	name := ""
 	if kubevip != nil {
 		name = kubevip.Name
@@ -173,6 +176,7 @@ type world struct {
 	prov       *fakes.ProvisioningClusters
 	mgmt       *fakes.ManagementClusters
 	held       holds
+	kept       *fakeKept // nil: nothing kept for the cluster
 	secrets    []*corev1.Secret
 	cfg        config.Config
 	opts       options
@@ -267,7 +271,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 // controller is the guest controller of the world, writing to fips and reading secrets.
 func (w *world) controller(fips *fakes.FloatingIPs, secrets typedcorev1.SecretsGetter) *controller {
 	return &controller{
-		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: w.held, Provisioning: w.prov,
+		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: worldAlloc{w.held, w.kept}, Provisioning: w.prov,
 			Management: w.mgmt, Secrets: secrets, Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:      w.opts,

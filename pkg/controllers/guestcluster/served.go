@@ -38,6 +38,7 @@ func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, cfg 
 	for _, ns := range p.want.Namespaced {
 		addrs = append(addrs, ns...)
 	}
+	addrs = append(addrs, c.keptOf(p)...)
 	if s, err := client.Serving(ctx, kubevip, addrs); err != nil {
 		p.servingErr = p.redact(err.Error())
 	} else {

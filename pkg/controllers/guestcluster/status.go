@@ -37,9 +37,11 @@ func (c *controller) record(p *pass) error {
 			c.Recorder.Event(f, v1.EventType(sv.reason), sv.reason, fmt.Sprintf("guest cluster %s: %s", p.cluster, sv.message))
 		}
 	}
+	kept := c.keptShown(p)
 	// The guest's fields only: the allocation's are the FloatingIP controller's, and a conflict
 	// with its write is settled by applying these again to the newer object.
 	_, err := status.UpdateFloatingIP(c.FloatingIPs, f, func(s *v1.FloatingIPStatus) {
+		s.KeptAddresses = kept
 		s.GuestState = p.state
 		s.GuestInputs = p.inputs
 		if p.written != "" {

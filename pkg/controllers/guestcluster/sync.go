@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
@@ -67,6 +68,8 @@ type pass struct {
 	serving    *kubevipconfig.Serving
 	servingErr string
 	served     *served
+	// kept are the addresses kept for the cluster that the pass asked the guest about (kept.go).
+	kept []allocation.Kept
 }
 
 type outcome struct {
@@ -273,6 +276,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return err
 	}
 	c.observe(ctx, client, p, cfg)
+	c.settleKept(p)
 	c.harvesterKubevip(ctx, client, p)
 	if !p.installs && len(p.releases) > 0 {
 		c.handOver(ctx, client, p)

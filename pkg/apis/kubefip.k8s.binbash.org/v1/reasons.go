@@ -35,6 +35,13 @@ const (
 	// ReasonRetained: the FloatingIP of a deleted guest cluster went, and its address is kept for
 	// a cluster re-created under the same name.
 	ReasonRetained = "Retained"
+	// ReasonAddressKept: the FloatingIP gave up an address its running guest cluster may still
+	// serve, and the address stays out of the pool until no Service of the guest asks for or
+	// holds it (Event).
+	ReasonAddressKept = "AddressKept"
+	// ReasonKeptAddressReleased: a guest pass read every Service of the guest and none asks for or
+	// holds a kept address any more: it went back to its range (Event).
+	ReasonKeptAddressReleased = "KeptAddressReleased"
 	// ReasonRangeNotSet: the FloatingIP names no FloatingIPRange.
 	ReasonRangeNotSet = "RangeNotSet"
 	// ReasonRangeNotFound: the FloatingIPRange named does not exist (yet).
@@ -389,12 +396,14 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonAddressInUse}, Failure, "FloatingIP Warning", "a virtual machine of the Harvester cluster that is no node of this guest reports the address on the range's network, named in the message: two hosts answer for it. The address is kept, not moved: take it off that VM (its static configuration, or the DHCP or load balancer pool that gave it), or delete the FloatingIP to have a new address allocated (alert `KubeFIPAddressInUseOnNetwork`)"},
 		{[]string{ReasonIPConflict}, Failure, "FloatingIP", "another FloatingIP, named in the message, holds the address: give one of them another `spec.ipaddress`, or clear it to get the next free one"},
 		// waiting for a retention to run out
-		{[]string{ReasonIPRetained}, Progress, "FloatingIP", "the address is kept for a deleted cluster until the time in the message; wait, pick another, or delete the `FloatingIPAllocation` the message names"},
+		{[]string{ReasonIPRetained}, Progress, "FloatingIP", "the address is kept for another guest cluster until the time in the message: deleted, or [still serving it](docs/operations.md#when-an-address-is-given-up) through the Services the message names; wait, let those Services go in that guest, pick another address, or delete the `FloatingIPAllocation` the message names"},
 		{[]string{ReasonOutOfRange, ReasonExcluded, ReasonReserved, ReasonInvalidAddress}, Failure, "FloatingIP", "`spec.ipaddress` is outside the range, in `spec.exclude`, a network/broadcast address or no address: correct it or clear it"},
 		{[]string{ReasonNamespaceNotAllowed}, Failure, "FloatingIP", "use the guest cluster's `c-m-*` namespace, or list this namespace in the range's `spec.allowedNamespaces`"},
 		{[]string{ReasonAllocationFailed}, Failure, "FloatingIP", "the API server refused the claim (a webhook, a quota, a timeout); it is retried; the message says why"},
 		{[]string{ReasonReleased}, Done, "FloatingIP Event", "nothing: the address went back to its range"},
 		{[]string{ReasonRetained}, Done, "FloatingIP Event", "nothing: the guest cluster was deleted and its address is kept for `addressRetention`, for a cluster created again under the same name"},
+		{[]string{ReasonAddressKept}, Done, "FloatingIP Event", "nothing: the FloatingIP gave up an address its guest may still serve; it stays out of the pool until no Service of the guest asks for or holds it, or for `servedAddressHold` while the guest cannot be read ([when an address is given up](docs/operations.md#when-an-address-is-given-up)); `status.keptAddresses` lists it"},
+		{[]string{ReasonKeptAddressReleased}, Done, "FloatingIP Event", "nothing: no Service of the guest asks for or holds the kept address any more, and it went back to its range"},
 
 		// Guest cluster operations (pkg/controllers/guestcluster).
 		// waiting for the address

@@ -79,6 +79,10 @@ type FloatingIPStatus struct {
 	// management side remembers them. A release record in the guest is used as the base of an
 	// upgrade only when its manifest is one of these: the guest cannot forge what is written here.
 	KubevipReleases []GuestRelease `json:"kubevipReleases,omitempty"`
+	// KeptAddresses are the addresses the guest cluster's FloatingIPs gave up that stay out of
+	// their ranges because a Service of the guest may still serve them, or because the cluster's
+	// retention keeps them, as the last guest pass saw them.
+	KeptAddresses []KeptAddress `json:"keptAddresses,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a
@@ -90,6 +94,23 @@ type FloatingIPStatus struct {
 	// carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read
 	// them as in progress and as failed.
 	Conditions []genericcondition.GenericCondition `json:"conditions,omitempty"`
+}
+
+// KeptAddress is an address kept for the guest cluster after its FloatingIP gave it up.
+type KeptAddress struct {
+	// Address is the kept address.
+	Address string `json:"address"`
+	// Range is the FloatingIPRange it was handed out from.
+	Range string `json:"range"`
+	// Allocation is the FloatingIPAllocation that keeps it: deleting it frees the address at once.
+	Allocation string `json:"allocation"`
+	// Until is when it is released if no guest pass finds a Service serving it meanwhile.
+	Until metav1.Time `json:"until"`
+	// WhileServed is true when it is kept while the guest's Services serve it, false when the
+	// cluster's retention keeps it (addressRetention).
+	WhileServed bool `json:"whileServed,omitempty"`
+	// ServedBy are the Services of the guest that asked for or held it at the last read.
+	ServedBy string `json:"servedBy,omitempty"`
 }
 
 // GuestRelease is one Helm release the operator applied in a guest cluster.
@@ -173,8 +194,9 @@ type FloatingIPRangeStatus struct {
 	Capacity string `json:"capacity,omitempty"`
 	// Used is the number of addresses held by FloatingIPs.
 	Used int64 `json:"used"`
-	// Retained is the number of addresses kept for deleted guest clusters, until they come back
-	// or their retention ends.
+	// Retained is the number of addresses kept for guest clusters: deleted ones, until they come
+	// back or their retention ends, and running ones whose Services may still serve an address
+	// their FloatingIP gave up.
 	Retained int64 `json:"retained,omitempty"`
 	// Available is Capacity minus Used and Retained, in decimal.
 	Available string `json:"available,omitempty"`
@@ -277,8 +299,8 @@ type FloatingIPAllocation struct {
 
 	// Spec is the address, the range it was handed out from and its holder. Its address, range and
 	// space never change: an address is released by deleting this object. Retained is set while the
-	// address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that
-	// cluster takes the address back, which clears retained.
+	// address is kept for a guest cluster (deleted, or whose Services may still serve it); the owner
+	// changes only when a FloatingIP of that cluster takes the address back, which clears retained.
 	Spec FloatingIPAllocationSpec `json:"spec" wrangler:"required"`
 }
 
@@ -296,9 +318,10 @@ type FloatingIPAllocationSpec struct {
 	// Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP
 	// that held it last.
 	Owner FloatingIPReference `json:"owner" wrangler:"required"`
-	// Retained, when set, keeps the address for a guest cluster that was deleted: the next
-	// FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space
-	// gets it back. Nobody else gets it until the time is up or this object is deleted.
+	// Retained, when set, keeps the address for a guest cluster that was deleted, or whose Services
+	// may still serve it (whileServed): the next FloatingIP of a cluster with the same Rancher
+	// provisioning namespace and name in this space gets it back. Nobody else gets it until it is
+	// released or this object is deleted.
 	Retained *Retention `json:"retained,omitempty"`
 }
 
@@ -316,8 +339,17 @@ type Retention struct {
 	// Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and
 	// created again under the same namespace and name gets a new c-m-* id but the same reference.
 	Cluster ClusterReference `json:"cluster" wrangler:"required"`
-	// Until is when the address is released if no FloatingIP of the cluster took it back.
+	// Until is when the address is released if no FloatingIP of the cluster took it back. For an
+	// address kept while served, it is when the address is released if the guest cannot be read
+	// meanwhile: each guest pass that finds a Service serving it pushes it on.
 	Until metav1.Time `json:"until" wrangler:"required"`
+	// WhileServed marks an address a FloatingIP of a running guest cluster gave up (moved to
+	// another range or address, or deleted) while the guest may still serve it: it is released
+	// once a guest pass reads every Service of the guest and none asks for or holds it.
+	WhileServed bool `json:"whileServed,omitempty"`
+	// ServedBy are the Services of the guest that asked for or held the address at the last read
+	// ("namespace/name", at most five, then how many more).
+	ServedBy string `json:"servedBy,omitempty"`
 }
 
 // ClusterReference names a Rancher provisioning cluster (provisioning.cattle.io/v1 Cluster).

@@ -22,6 +22,7 @@ package v1
 func classOf(reason string) Class {
 	switch reason {
 	case
+		"AddressKept",
 		"Allocated",
 		"Configured",
 		"FloatingIPCreated",
@@ -31,6 +32,7 @@ func classOf(reason string) Class {
 		"Idle",
 		"ImagePullSecretWritten",
 		"Installed",
+		"KeptAddressReleased",
 		"KubevipHandedOver",
 		"KubevipValuesTranslated",
 		"NotWanted",

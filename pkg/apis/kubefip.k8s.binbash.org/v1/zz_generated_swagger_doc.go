@@ -59,7 +59,7 @@ func (FloatingIP) SwaggerDoc() map[string]string {
 func (FloatingIPAllocation) SwaggerDoc() map[string]string {
 	return map[string]string{
 		"":     "FloatingIPAllocation records that one address of one address space is held by one FloatingIP, or retained for a deleted guest cluster. Its name is the address and the space's hash (10.135.10.201.3f2a9c1b0d; an IPv6 address is fully expanded with - for :): creating it is the claim, so the API server lets exactly one object hold an address in a space; deleting it is the release. Its address, range and space never change.",
-		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a deleted guest cluster; the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
+		"spec": "Spec is the address, the range it was handed out from and its holder. Its address, range and space never change: an address is released by deleting this object. Retained is set while the address is kept for a guest cluster (deleted, or whose Services may still serve it); the owner changes only when a FloatingIP of that cluster takes the address back, which clears retained.",
 	}
 }
 
@@ -71,7 +71,7 @@ func (FloatingIPAllocationSpec) SwaggerDoc() map[string]string {
 		"range":    "Range is the FloatingIPRange the address was handed out from.",
 		"space":    "Space is the address space the address is held in: the Harvester cluster and VM network of the range (its harvesterClusterName and harvesterNetworkName annotations). The same address may be held once in each space; the object's name encodes the space.",
 		"owner":    "Owner is the FloatingIP holding the address; while the address is retained, the FloatingIP that held it last.",
-		"retained": "Retained, when set, keeps the address for a guest cluster that was deleted: the next FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space gets it back. Nobody else gets it until the time is up or this object is deleted.",
+		"retained": "Retained, when set, keeps the address for a guest cluster that was deleted, or whose Services may still serve it (whileServed): the next FloatingIP of a cluster with the same Rancher provisioning namespace and name in this space gets it back. Nobody else gets it until it is released or this object is deleted.",
 	}
 }
 
@@ -104,7 +104,7 @@ func (FloatingIPRangeStatus) SwaggerDoc() map[string]string {
 		"":                   "FloatingIPRangeStatus is the record of the pool's allocations and its counts.",
 		"capacity":           "Capacity is the number of addresses the pool can hand out, in decimal (an IPv6 pool can hold more than 64 bits of addresses).",
 		"used":               "Used is the number of addresses held by FloatingIPs.",
-		"retained":           "Retained is the number of addresses kept for deleted guest clusters, until they come back or their retention ends.",
+		"retained":           "Retained is the number of addresses kept for guest clusters: deleted ones, until they come back or their retention ends, and running ones whose Services may still serve an address their FloatingIP gave up.",
 		"available":          "Available is Capacity minus Used and Retained, in decimal.",
 		"capacityCount":      "CapacityCount is Capacity as an integer, for list views that sort by it. It is left out, never clamped, when Capacity does not fit in a signed 64-bit integer (an IPv6 pool of a /64 or a shorter prefix); Capacity always holds the exact count.",
 		"availableCount":     "AvailableCount is Available as an integer, left out like CapacityCount when it does not fit in a signed 64-bit integer; Available always holds the exact count.",
@@ -147,6 +147,7 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"servedBy":           "ServedBy are the LoadBalancer Services of the guest whose status held the address at the last look, kube-vip having bound it: \"namespace/name\", at most five, then how many more.",
 		"servePendingSince":  "ServePendingSince is when the guest was first seen asking for the address, or starting the operator's kube-vip, without serving it yet: the start of the grace period (RFC 3339).",
 		"kubevipReleases":    "KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the management side remembers them. A release record in the guest is used as the base of an upgrade only when its manifest is one of these: the guest cannot forge what is written here.",
+		"keptAddresses":      "KeptAddresses are the addresses the guest cluster's FloatingIPs gave up that stay out of their ranges because a Service of the guest may still serve them, or because the cluster's retention keeps them, as the last guest pass saw them.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
 		"conditions":         "Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a reason, and Warning (AddressOnAnotherNetwork) while the address is of a range that names another network than the guest cluster's; Warning leaves Ready as it is. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
 	}
@@ -164,11 +165,26 @@ func (GuestRelease) SwaggerDoc() map[string]string {
 	}
 }
 
+// SwaggerDoc returns the documentation of KeptAddress and its fields.
+func (KeptAddress) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":            "KeptAddress is an address kept for the guest cluster after its FloatingIP gave it up.",
+		"address":     "Address is the kept address.",
+		"range":       "Range is the FloatingIPRange it was handed out from.",
+		"allocation":  "Allocation is the FloatingIPAllocation that keeps it: deleting it frees the address at once.",
+		"until":       "Until is when it is released if no guest pass finds a Service serving it meanwhile.",
+		"whileServed": "WhileServed is true when it is kept while the guest's Services serve it, false when the cluster's retention keeps it (addressRetention).",
+		"servedBy":    "ServedBy are the Services of the guest that asked for or held it at the last read.",
+	}
+}
+
 // SwaggerDoc returns the documentation of Retention and its fields.
 func (Retention) SwaggerDoc() map[string]string {
 	return map[string]string{
-		"":        "Retention is for whom, and until when, an address is kept.",
-		"cluster": "Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and created again under the same namespace and name gets a new c-m-* id but the same reference.",
-		"until":   "Until is when the address is released if no FloatingIP of the cluster took it back.",
+		"":            "Retention is for whom, and until when, an address is kept.",
+		"cluster":     "Cluster is the Rancher provisioning cluster the address is kept for. A cluster deleted and created again under the same namespace and name gets a new c-m-* id but the same reference.",
+		"until":       "Until is when the address is released if no FloatingIP of the cluster took it back. For an address kept while served, it is when the address is released if the guest cannot be read meanwhile: each guest pass that finds a Service serving it pushes it on.",
+		"whileServed": "WhileServed marks an address a FloatingIP of a running guest cluster gave up (moved to another range or address, or deleted) while the guest may still serve it: it is released once a guest pass reads every Service of the guest and none asks for or holds it.",
+		"servedBy":    "ServedBy are the Services of the guest that asked for or held the address at the last read (\"namespace/name\", at most five, then how many more).",
 	}
 }
