@@ -72,6 +72,10 @@ func (c *controller) install(ctx context.Context, cfg config.Config, client gues
 		}
 		p.remember(rel, s.name, res.Applied)
 		what := fmt.Sprintf("%s/%s (chart %s %s%s)", rel.Namespace, rel.Name, s.name, rel.Version, images(res.Approval))
+		if c.opts.GuestCharts.Fetched(guestchart.Chart(s.name), rel.RepoURL, rel.Ref, rel.Version) {
+			notes = append(notes, fmt.Sprintf("chart %s %s was fetched from %s, as the operator's image ships no bundled guest charts (GuestChartsFetched on kube-fip-config)",
+				s.name, rel.Version, rel.RepoURL))
+		}
 		if res.Untrusted != "" {
 			c.Recorder.Eventf(p.fip, v1.EventType(v1.ReasonUntrustedRecord), v1.ReasonUntrustedRecord,
 				"guest cluster %s: the %s was not written by the operator (its manifest is none the operator applied): nothing it lists was deleted, and release %s/%s was installed over it",

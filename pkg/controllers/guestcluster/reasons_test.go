@@ -404,7 +404,7 @@ func TestEveryGuestReason(t *testing.T) {
 			}
 		}, v1.Served, v1.ReasonServedUnknown, corev1.ConditionFalse, "Warning " + v1.ReasonServedUnknown, "forbidden"},
 		{"install not wanted", nil, v1.KubevipInstalled, v1.ReasonNotWanted, corev1.ConditionFalse, "", "disabled"},
-		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip"},
+		{"installed", install, v1.KubevipInstalled, v1.ReasonInstalled, corev1.ConditionTrue, "Normal Installed", "the provider reads kube-system/kubevip; chart kube-vip 0.9.9 was fetched from https://kube-vip.io/helm-charts, as the operator's image ships no bundled guest charts"},
 		{"Helm fails", func(w *world) {
 			install(w)
 			w.guest.release = func(helminstall.Release) (helminstall.Result, error) {
