@@ -23,6 +23,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
+	"github.com/kubefip/kube-fip-operator/test/rig/registry"
 )
 
 // The guest's node is labelled and tainted as an RKE2 server (control plane and etcd) is.
@@ -161,8 +162,8 @@ func (s *suite) airGapValues(values map[string]interface{}) {
 
 // kubevipImage and providerImage are the pinned pair as the registry serves them.
 var (
-	kubevipImage  = mirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag
-	providerImage = mirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag
+	kubevipImage  = registry.MirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag
+	providerImage = registry.MirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag
 )
 
 // pinned is the tag of ref (repository:tag) pinned to the digest the registry serves it with.

@@ -244,14 +244,14 @@ func (s *suite) buildImages() error {
 	// chart gives it the argument "manager"), the provider's /kube-vip-cloud-provider (which the
 	// chart runs as its command).
 	programs = append(programs, pause, echo,
-		node.Image{Ref: mirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag, Binary: dp.Kubevip(), Path: "/kube-vip"},
-		node.Image{Ref: mirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag, Binary: dp.Provider(), Path: "/kube-vip-cloud-provider"})
+		node.Image{Ref: registry.MirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag, Binary: dp.Kubevip(), Path: "/kube-vip"},
+		node.Image{Ref: registry.MirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag, Binary: dp.Provider(), Path: "/kube-vip-cloud-provider"})
 	for _, p := range programs {
 		img, err := p.Build()
 		if err != nil {
 			return err
 		}
-		s.images[mirrorPath(p.Ref)] = img
+		s.images[registry.MirrorPath(p.Ref)] = img
 	}
 	return nil
 }
@@ -268,16 +268,6 @@ var kubevipTag, providerTag = tagOf(config.DefaultKubevipImageTag), tagOf(config
 func tagOf(pinned string) string {
 	tag, _, _ := strings.Cut(pinned, "@")
 	return tag
-}
-
-// mirrorPath is where a mirror serves ref: its path without the registry host, a Docker Hub name
-// in full (kubevip/x is docker.io/kubevip/x, served as kubevip/x).
-func mirrorPath(ref string) string {
-	first, rest, ok := strings.Cut(ref, "/")
-	if ok && strings.ContainsAny(first, ".:") {
-		return rest
-	}
-	return ref
 }
 
 // startRegistry serves the registry on the management cluster's host address and pushes every

@@ -81,7 +81,8 @@ func TestPrivateCAAndProxy(t *testing.T) {
 		rig.Must(t, err)
 		return d.String()
 	}
-	kv, cp := push("kube-vip/kube-vip", "v1.0.0"), push("kubevip/kube-vip-cloud-provider", "v0.0.12")
+	kvPath, cpPath := registry.MirrorPath(config.DefaultKubevipImageRepository), registry.MirrorPath(config.DefaultKubevipCloudProviderImageRepository)
+	kv, cp := push(kvPath, "v1.0.0"), push(cpPath, "v0.0.12")
 
 	repoL := forwardproxy.Listen(t, addr, serving)
 	repoURL := fmt.Sprintf("https://%s:%d", host, repoL.Port())
@@ -193,7 +194,7 @@ func TestPrivateCAAndProxy(t *testing.T) {
 				checked = append(checked, a.Path)
 			}
 		}
-		for _, want := range []string{"/v2/kube-vip/kube-vip/manifests/v1.0.0", "/v2/kubevip/kube-vip-cloud-provider/manifests/v0.0.12"} {
+		for _, want := range []string{"/v2/" + kvPath + "/manifests/v1.0.0", "/v2/" + cpPath + "/manifests/v0.0.12"} {
 			if !slices.Contains(checked, want) {
 				t.Errorf("the registry answered the digest checks %v; want HEAD %s", checked, want)
 			}

@@ -141,3 +141,14 @@ func (r *Registry) Pulled(client netip.Addr, repository string, img v1.Image) (b
 
 // Close stops serving.
 func (r *Registry) Close() error { return r.srv.Close() }
+
+// MirrorPath is where an image of ref's repository lies in a mirror registry: its path without the
+// registry's host (ghcr.io/kube-vip/kube-vip → kube-vip/kube-vip), as Rancher's system default
+// registry and the chart's image values expect it.
+func MirrorPath(ref string) string {
+	first, rest, ok := strings.Cut(ref, "/")
+	if ok && strings.ContainsAny(first, ".:") {
+		return rest
+	}
+	return ref
+}
