@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // The Harvester cloud provider's kube-vip DaemonSet and the node selector that keeps it off every
@@ -122,8 +125,11 @@ const (
 )
 
 // ReadHarvesterKubevip reads whether the Harvester cloud provider's kube-vip DaemonSet can take
-// over announcing the addresses, and, when it cannot, what it lacks.
-func ReadHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter) (HarvesterKubevip, string, error) {
+// over announcing the addresses, and, when it cannot, what it lacks. A pod counts only when it is
+// ready and not being deleted: the DaemonSet's status counts a ready pod that is terminating (one
+// the operator's node selector sent away, when the selector goes again before it has exited), and
+// that pod is about to stop announcing.
+func ReadHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGetter, core corev1client.PodsGetter) (HarvesterKubevip, string, error) {
 	where := HarvesterDaemonSetNamespace + "/" + HarvesterDaemonSetName
 	ds, res, err := readHarvesterDaemonSet(ctx, apps.DaemonSets(HarvesterDaemonSetNamespace))
 	switch {
@@ -140,5 +146,35 @@ func ReadHarvesterKubevip(ctx context.Context, apps appsv1client.DaemonSetsGette
 	case ds.Status.NumberReady == 0:
 		return HarvesterKubevipStarting, fmt.Sprintf("none of the %d pods of the Harvester cloud provider's kube-vip %s is ready", ds.Status.DesiredNumberScheduled, where), nil
 	}
+	ready, err := readyPodOf(ctx, core.Pods(HarvesterDaemonSetNamespace), ds)
+	switch {
+	case err != nil:
+		return HarvesterKubevipStarting, "", err
+	case !ready:
+		return HarvesterKubevipStarting, fmt.Sprintf("none of the pods of the Harvester cloud provider's kube-vip %s is ready and not being deleted", where), nil
+	}
 	return HarvesterKubevipServes, "", nil
+}
+
+// readyPodOf says whether one of the first MaxPods pods that ds selects, and owns, is ready and
+// not being deleted.
+func readyPodOf(ctx context.Context, pods corev1client.PodInterface, ds *appsv1.DaemonSet) (bool, error) {
+	if ds.Spec.Selector == nil || len(ds.Spec.Selector.MatchLabels) == 0 {
+		return false, nil
+	}
+	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: ds.Spec.Selector.MatchLabels})
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel, Limit: MaxPods})
+	if err != nil {
+		return false, fmt.Errorf("reading the pods of %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	for i := range min(len(list.Items), MaxPods) {
+		p := &list.Items[i]
+		owned := slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == ds.UID })
+		if owned && p.DeletionTimestamp == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -46,5 +48,49 @@ func TestHarvesterKubevipRoundTrip(t *testing.T) {
 	}
 	if res, err := RestoreHarvesterKubevip(ctx, fake.NewSimpleClientset().AppsV1()); err != nil || res != DaemonSetAbsent {
 		t.Errorf("restore without a DaemonSet = %v, %v; want DaemonSetAbsent", res, err)
+	}
+}
+
+// TestHarvesterKubevipServesOnlyWithAPodThatStays: Harvester's kube-vip can take over only when a
+// pod of its own is ready and not being deleted; the DaemonSet's status, which counts a ready pod
+// that is terminating, is not enough.
+func TestHarvesterKubevipServesOnlyWithAPodThatStays(t *testing.T) {
+	t.Parallel()
+	labels := map[string]string{"app.kubernetes.io/name": "kube-vip"}
+	pod := func(owner types.UID, ready, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-abcde", Namespace: HarvesterDaemonSetNamespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: HarvesterDaemonSetName, UID: owner}}}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp, p.Finalizers = &now, []string{"test/keeps-it"}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want HarvesterKubevip
+	}{
+		{"a ready pod that stays", pod("ds-uid", true, false), HarvesterKubevipServes},
+		{"its only ready pod is being deleted", pod("ds-uid", true, true), HarvesterKubevipStarting},
+		{"its pod is not ready", pod("ds-uid", false, false), HarvesterKubevipStarting},
+		{"the ready pod is another owner's", pod("other-uid", true, false), HarvesterKubevipStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := harvesterDaemonSet(HarvesterReleaseName, nil)
+			ds.UID, ds.Spec.Selector = "ds-uid", &metav1.LabelSelector{MatchLabels: labels}
+			ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, NumberReady: 1}
+			kube := fake.NewSimpleClientset(ds, tc.pod)
+			got, why, err := ReadHarvesterKubevip(context.Background(), kube.AppsV1(), kube.CoreV1())
+			if err != nil || got != tc.want {
+				t.Errorf("ReadHarvesterKubevip = %v (%q), %v; want %v", got, why, err, tc.want)
+			}
+			if got != HarvesterKubevipServes && why == "" {
+				t.Error("no reason given")
+			}
+		})
 	}
 }

@@ -229,21 +229,6 @@ func (s *suite) deleteService(t *testing.T, namespace, name string) {
 		_, err := s.guestKube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	// The operator has seen it go: no FloatingIP of the guest is served by it any more. A FloatingIP
-	// deleted before that keeps its address for the guest (docs/operations.md, "When an address is
-	// given up"), and its range with it.
-	rig.Eventually(t, time.Minute, "no FloatingIP served by "+namespace+"/"+name, func() bool {
-		fips, err := s.fips.FloatingIP().List(guestID, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, f := range fips.Items {
-			if slices.Contains(strings.Split(f.Status.ServedBy, ", "), namespace+"/"+name) {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 // TestReadmeFirstFloatingIP: the README's first screen, followed literally by a new administrator in

@@ -68,7 +68,7 @@ func (g helmGuest) RestoreHarvesterKubevip(ctx context.Context) (kubevipconfig.D
 }
 
 func (g helmGuest) HarvesterKubevip(ctx context.Context) (kubevipconfig.HarvesterKubevip, string, error) {
-	return kubevipconfig.ReadHarvesterKubevip(ctx, g.Apps)
+	return kubevipconfig.ReadHarvesterKubevip(ctx, g.Apps, g.Core)
 }
 
 func (g helmGuest) RemoveReleases(ctx context.Context, releases []v1.GuestRelease) helminstall.Removal {
