@@ -23,7 +23,9 @@ import (
 // FloatingIP's status.keptAddresses; another FloatingIP asking for it is refused with IPRetained,
 // told for which cluster, by which Service and how to free it. Once the Service is deleted in the
 // guest, the next guest pass releases the address (KeptAddressReleased) and the other FloatingIP
-// gets it.
+// gets it. The same holds for the address of the cluster's last FloatingIP, deleted while served:
+// the guest is asked about it with no FloatingIP left, and its range's deletion waits for the
+// Service to go, not for the hold.
 func TestGuestKeepsAnAddressItServes(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "kube-fip-kept")
@@ -39,21 +41,25 @@ func TestGuestKeepsAnAddressItServes(t *testing.T) {
 	gc.waitCIDR(t, old+"/32", 30*time.Second)
 	f.servedReason(gc, fip, v1.ReasonIdle, 30*time.Second)
 
-	// The guest's Service asks for the address, and kube-vip has bound it.
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "ingress", Namespace: "default", Labels: map[string]string{"implementation": "kube-vip"},
-			Annotations: map[string]string{kubevipconfig.LoadBalancerIPsAnnotation: old}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+	// serve has the guest's Service ask for addr, and kube-vip bind it.
+	serve := func(addr string) {
+		t.Helper()
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "ingress", Namespace: "default", Labels: map[string]string{"implementation": "kube-vip"},
+				Annotations: map[string]string{kubevipconfig.LoadBalancerIPsAnnotation: addr}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+		}
+		created, err := gc.direct.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: addr}}
+		if _, err := gc.direct.CoreV1().Services("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.servedReason(gc, fip, v1.ReasonServed, 30*time.Second)
 	}
-	created, err := gc.direct.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: old}}
-	if _, err := gc.direct.CoreV1().Services("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.servedReason(gc, fip, v1.ReasonServed, 30*time.Second)
+	serve(old)
 
 	// The FloatingIP moves to another range: the old address stays out of the pool.
 	f.editFIPIn(gc.id, fip, func(x *v1.FloatingIP) {
@@ -106,4 +112,30 @@ func TestGuestKeepsAnAddressItServes(t *testing.T) {
 		t.Errorf("the other FloatingIP holds %s; want %s", got.Status.IPAddress, old)
 	}
 	f.waitFIPIn(gc.id, fip, 30*time.Second, "no kept address shown", func(x *v1.FloatingIP) bool { return len(x.Status.KeptAddresses) == 0 })
+
+	// The cluster's last FloatingIP is deleted while a Service holds its address: the address is
+	// kept, and its range, deleted, waits for it. The guest is still asked about it, with no
+	// FloatingIP left: once the Service goes, it is released, with the Event on its range, and the
+	// range's deletion completes, long before the hour's hold is over.
+	serve(moved)
+	if err := f.api.FloatingIP().Delete(gc.id, fip, nil); err != nil {
+		t.Fatal(err)
+	}
+	last := v1.AllocationName(space, netip.MustParseAddr(moved))
+	f.waitAllocation(last, 30*time.Second, "kept while served, with no FloatingIP left", func(a *v1.FloatingIPAllocation) bool {
+		return a != nil && a.Spec.Retained != nil && a.Spec.Retained.WhileServed
+	})
+	if err := f.api.FloatingIPRange().Delete("kept-new", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitRange("kept-new", 30*time.Second, "its deletion blocked by the kept address", func(r *v1.FloatingIPRange) bool {
+		return r != nil && rangeReason(v1.ReasonDeletionBlocked)(r)
+	})
+	if err := gc.direct.CoreV1().Services("default").Delete(ctx, "ingress", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitRange("kept-new", 30*time.Second, "gone", func(r *v1.FloatingIPRange) bool { return r == nil })
+	if !f.shard.HasEvent(t, "", "kept-new", corev1.EventTypeNormal, v1.ReasonKeptAddressReleased, moved) {
+		t.Errorf("no KeptAddressReleased Event naming %s on range kept-new", moved)
+	}
 }

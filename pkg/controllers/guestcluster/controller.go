@@ -195,6 +195,10 @@ func (c *controller) enqueueAll() {
 	for _, f := range fips {
 		c.queue.Add(f.Namespace)
 	}
+	// And the clusters that keep addresses, whose FloatingIPs may all be gone (syncKept).
+	for _, ns := range c.keptClusters() {
+		c.queue.Add(ns)
+	}
 }
 
 // onFloatingIP starts a pass for its cluster when what the guest must get changed: the address,

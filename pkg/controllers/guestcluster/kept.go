@@ -1,14 +1,18 @@
 package guestcluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"time"
 
+	provv1 "github.com/rancher/rancher/pkg/apis/provisioning.cattle.io/v1"
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
@@ -22,6 +26,81 @@ type keptAddresses interface {
 	RetainedFor(cluster v1.ClusterReference) []allocation.Kept
 	Renew(k allocation.Kept, until time.Time, servedBy string) error
 	ReleaseKept(k allocation.Kept) error
+}
+
+// syncKept is the pass of the guest cluster whose management cluster (and namespace) is ns when
+// none of its FloatingIPs is left: while addresses are kept for it, the pass asks the guest about
+// those alone and settles them as every pass does (settleKept), so that an address no Service
+// serves any more goes back to its range without waiting out servedAddressHold, and a range being
+// deleted is not held up by it. It writes nothing to the guest and no FloatingIP shows it; its
+// Events go to the ranges. With nothing kept, the cluster's watch stops and its series go.
+func (c *controller) syncKept(ctx context.Context, ns string) (time.Duration, error) {
+	prov := c.provisioningOf(ns)
+	var kept []allocation.Kept
+	if prov != nil {
+		kept = c.Alloc.RetainedFor(v1.ClusterReference{Namespace: c.opts.FleetNamespace, Name: prov.Name})
+	}
+	if len(kept) == 0 {
+		c.watches.Stop(ns)
+		c.pruneMetrics()
+		return 0, nil
+	}
+	p := &pass{prov: prov, cluster: prov.Name}
+	err := c.runSafely(ctx, p, func(ctx context.Context) error {
+		_, client, err := c.reach(ctx, ns, p)
+		if client == nil {
+			return err
+		}
+		addrs := c.keptOf(p)
+		if s, err := client.Serving(ctx, nil, addrs); err != nil {
+			p.servingErr = p.redact(err.Error())
+		} else {
+			p.serving = &s
+		}
+		c.settleKept(p)
+		return nil
+	})
+	if p.serving == nil {
+		c.watches.Stop(ns)
+	}
+	if err != nil {
+		if p.guest.message != "" {
+			logrus.Debugf("guest cluster %s, kept addresses: %s", p.cluster, p.redact(p.guest.message))
+		}
+		return 0, err
+	}
+	return c.Store.Get().OperateGuestClusterInterval, nil
+}
+
+// provisioningOf is the provisioning cluster whose management cluster is ns, nil when the cache
+// has none.
+func (c *controller) provisioningOf(ns string) *provv1.Cluster {
+	all, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, prov := range all {
+		if prov.Status.ClusterName == ns {
+			return prov
+		}
+	}
+	return nil
+}
+
+// keptClusters are the management clusters of the provisioning clusters that have addresses
+// kept, for the passes queued at start and at a change of configuration.
+func (c *controller) keptClusters() []string {
+	all, err := c.Provisioning.Cache().List(c.opts.FleetNamespace, labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, prov := range all {
+		if prov.Status.ClusterName != "" && len(c.Alloc.RetainedFor(v1.ClusterReference{Namespace: c.opts.FleetNamespace, Name: prov.Name})) > 0 {
+			out = append(out, prov.Status.ClusterName)
+		}
+	}
+	return out
 }
 
 // keptOf is the cluster's kept addresses, read from the allocation index when the pass asks the
@@ -75,12 +154,26 @@ func (c *controller) settleKept(p *pass) {
 			case err != nil:
 				logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
 			default:
-				c.Recorder.Event(p.fip, v1.EventType(v1.ReasonKeptAddressReleased), v1.ReasonKeptAddressReleased, fmt.Sprintf(
-					"guest cluster %s: no Service asks for or holds %s any more, which FloatingIP %s/%s gave up: it went back to FloatingIPRange %s",
-					p.cluster, k.Addr, k.Last.Namespace, k.Last.Name, k.Range))
+				c.keptReleased(p, k)
 			}
 		}
 	}
+}
+
+// keptReleased records the Event of kept address k going back to its range: on the FloatingIP
+// that led the pass, or, in a pass without one (syncKept), on the range.
+func (c *controller) keptReleased(p *pass, k allocation.Kept) {
+	var on runtime.Object = p.fip
+	if p.fip == nil {
+		r, err := c.Ranges.Get(k.Range)
+		if err != nil {
+			return
+		}
+		on = r
+	}
+	c.Recorder.Event(on, v1.EventType(v1.ReasonKeptAddressReleased), v1.ReasonKeptAddressReleased, fmt.Sprintf(
+		"guest cluster %s: no Service asks for or holds %s any more, which FloatingIP %s/%s gave up: it went back to FloatingIPRange %s",
+		p.cluster, k.Addr, k.Last.Namespace, k.Last.Name, k.Range))
 }
 
 // servingServices names the Services of s that ask for or hold addr, "" when none does.

@@ -1,6 +1,7 @@
 package guestcluster
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"slices"
@@ -8,9 +9,15 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
 	"github.com/kubefip/kube-fip-operator/pkg/allocation"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
+	"github.com/kubefip/kube-fip-operator/test/rig/fakes"
 )
 
 // fakeKept is the allocation index's kept addresses of the world's cluster: Renew and ReleaseKept
@@ -170,4 +177,94 @@ func TestKeptAddressShownWithoutTheGuest(t *testing.T) {
 	if f == nil || len(f.Status.KeptAddresses) != 1 || f.Status.KeptAddresses[0].ServedBy != "default/ingress" {
 		t.Errorf("status %+v; want the kept address with its Services", f)
 	}
+}
+
+// eventsOn records the Events with the objects they are on.
+type eventsOn struct {
+	*record.FakeRecorder
+	on []runtime.Object
+}
+
+func (r *eventsOn) Event(object runtime.Object, eventtype, reason, message string) {
+	r.on = append(r.on, object)
+	r.FakeRecorder.Event(object, eventtype, reason, message)
+}
+
+// TestKeptAddressesOfAClusterWithoutFloatingIPs: when the cluster's last FloatingIP is gone, a
+// pass still runs while addresses are kept for the cluster: it asks the guest about those alone,
+// writes nothing else, releases one no Service serves (the Event on its range, which no FloatingIP
+// is left to carry) and keeps one a Service serves, and comes back at the usual interval. With
+// nothing kept, no pass reaches the guest and none is scheduled.
+func TestKeptAddressesOfAClusterWithoutFloatingIPs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		kept     bool
+		serving  func(string) (kubevipconfig.Serving, error)
+		noSecret bool
+		asked    bool
+		released bool
+		after    bool
+	}{
+		{"no Service asks for it: released", true, nil, false, true, true, true},
+		{"a Service holds it: kept", true, serviceAsking(keptAddr, true, ""), false, true, false, true},
+		{"the guest cannot be reached: left to its time", true, nil, true, false, false, false},
+		{"nothing kept: the guest is left alone", false, nil, false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := keptWorld(true, time.Now().Add(time.Hour))
+			if !tc.kept {
+				w.kept.list = nil
+			}
+			if tc.noSecret {
+				w.secrets = nil
+			}
+			w.guest.serving = tc.serving
+			must(w.fips.Delete(testNS, testCluster+"-kubevip", nil))
+			fips := fakes.NewFloatingIPs()
+			kube := fake.NewSimpleClientset()
+			for _, secret := range w.secrets {
+				if _, err := kube.CoreV1().Secrets(secret.Namespace).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := w.controller(fips, kube.CoreV1())
+			c.Ranges = fakes.NewRanges(&v1.FloatingIPRange{ObjectMeta: metav1.ObjectMeta{Name: "old"}}).Cache()
+			events := &eventsOn{FakeRecorder: record.NewFakeRecorder(10)}
+			c.Recorder = events
+			after, err := c.sync(context.Background(), testNS)
+
+			want := [][]netip.Addr{{netip.MustParseAddr(keptAddr)}}
+			if !tc.asked {
+				want = nil
+			}
+			if !slices.EqualFunc(w.guest.asked, want, slices.Equal) {
+				t.Errorf("the guest was asked about %v; want %v", w.guest.asked, want)
+			}
+			if len(fips.Written) > 0 || len(w.guest.wrote) > 0 || w.guest.disabled+w.guest.restored > 0 {
+				t.Errorf("wrote %d FloatingIPs, the guest's addresses %v, Harvester's kube-vip %d times; want nothing",
+					len(fips.Written), w.guest.wrote, w.guest.disabled+w.guest.restored)
+			}
+			if got := len(w.kept.released) > 0; got != tc.released {
+				t.Errorf("released %v; want %v", w.kept.released, tc.released)
+			}
+			if r, ok := onlyRange(events.on); tc.released && (!ok || r.Name != "old") {
+				t.Errorf("the Events were on %v; want one on range old", events.on)
+			}
+			if !tc.released && len(events.on) > 0 {
+				t.Errorf("Events on %v; want none", events.on)
+			}
+			if got := err == nil && after == w.cfg.OperateGuestClusterInterval; got != tc.after {
+				t.Errorf("next pass after %s (err %v); want one at the usual interval: %v", after, err, tc.after)
+			}
+		})
+	}
+}
+
+// onlyRange is the range of on, when on is one range.
+func onlyRange(on []runtime.Object) (*v1.FloatingIPRange, bool) {
+	if len(on) != 1 {
+		return nil, false
+	}
+	r, ok := on[0].(*v1.FloatingIPRange)
+	return r, ok
 }

@@ -90,9 +90,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		return 0, err
 	}
 	if len(fips) == 0 {
-		c.watches.Stop(ns)
-		c.pruneMetrics()
-		return 0, nil
+		return c.syncKept(ctx, ns)
 	}
 	cfg := c.Store.Get()
 	var primary *pass
@@ -122,7 +120,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		lead.want = c.guestAddresses(members)
 		lead.releases = rememberedReleases(members)
 		start := time.Now()
-		retry = c.runSafely(ctx, cfg, &lead)
+		retry = c.runSafely(ctx, &lead, func(ctx context.Context) error { return c.run(ctx, cfg, &lead) })
 		if lead.serving == nil && lead.servingErr == "" {
 			// The pass did not get to read what serves: the guest is not reached, or not ready.
 			c.watches.Stop(ns)
@@ -191,10 +189,10 @@ func (c *controller) clusterFloatingIPs(ns string) ([]*v1.FloatingIP, error) {
 	return out, nil
 }
 
-// runSafely runs the pass; a panic on malformed input from a guest, a chart or Rancher becomes the
-// pass's outcome, shown in the FloatingIP's conditions, and a retry with backoff. Other clusters'
-// passes and the allocation controllers go on.
-func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) (err error) {
+// runSafely runs the pass p's steps; a panic on malformed input from a guest, a chart or Rancher
+// becomes the pass's outcome, shown in the FloatingIP's conditions, and a retry with backoff. Other
+// clusters' passes and the allocation controllers go on.
+func (c *controller) runSafely(ctx context.Context, p *pass, steps func(context.Context) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			logrus.Errorf("guest cluster %s: the guest pass failed: %s", p.cluster, p.redact(fmt.Sprint(r)))
@@ -205,7 +203,7 @@ func (c *controller) runSafely(ctx context.Context, cfg config.Config, p *pass) 
 	}()
 	ctx, cancel := context.WithTimeoutCause(ctx, PassTimeout, errPassDeadline)
 	defer cancel()
-	return c.run(ctx, cfg, p)
+	return steps(ctx)
 }
 
 // PassTimeout bounds one guest pass, every Helm call included: room for both releases' installs,
@@ -224,37 +222,11 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		// is contacted until the address is held).
 		return errRetry
 	}
-	prov := p.prov
-	mgmt, stop := c.rancherStop(p.fip.Namespace)
-	if stop != nil {
-		if stop.status >= 0 {
-			c.setStatus(p, stop.status)
-		}
-		p.set(stop.state, stop.guest)
-		return errRetry
+	mgmt, client, err := c.reach(ctx, p.fip.Namespace, p)
+	if client == nil {
+		return err
 	}
-	secretName := secretNameOf(prov)
-	secret, _, missing := c.readSecret(ctx, p, "the kubeconfig Secret", c.opts.FleetNamespace, secretName, v1.ReasonKubeconfigMissing, "")
-	if missing != nil {
-		p.set(v1.GuestStatePending, *missing)
-		return errRetry
-	}
-	rancher, err := c.rancherAddresses(ctx)
-	if err != nil {
-		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonRancherSettings, message: err.Error()})
-		return errRetry
-	}
-	client, err := c.connect(ctx, guest.Target{Name: p.cluster, ClusterID: prov.Status.ClusterName,
-		Kubeconfig: secret.Data[guest.KubeconfigKey], Rancher: rancher})
-	if err != nil {
-		p.set(v1.GuestStateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName))
-		return nil
-	}
-	p.credentials = client.Credentials()
-	if !c.probe(ctx, client, p, secretName) {
-		return errRetry
-	}
-	p.installs = cfg.KubevipGuestInstall.Wants(clusterLabels(prov.Labels, mgmt.Labels))
+	p.installs = cfg.KubevipGuestInstall.Wants(clusterLabels(p.prov.Labels, mgmt.Labels))
 	target := kubevipconfig.DefaultConfigMap()
 	if p.installs {
 		k, ref, found := c.install(ctx, cfg, client, p)
@@ -285,6 +257,43 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 		return errRetry // the address is in place; the failed release is retried with backoff
 	}
 	return nil
+}
+
+// reach connects pass p to its guest, the cluster whose management cluster (and namespace) is ns,
+// through Rancher's cluster proxy with the kubeconfig Rancher wrote for it, and checks that the
+// guest answers its owner. Without a client, the pass's outcome says why, and the error whether to
+// retry with backoff.
+func (c *controller) reach(ctx context.Context, ns string, p *pass) (*mgmtv3.Cluster, guestAPI, error) {
+	mgmt, stop := c.rancherStop(ns)
+	if stop != nil {
+		if stop.status >= 0 {
+			c.setStatus(p, stop.status)
+		}
+		p.set(stop.state, stop.guest)
+		return nil, nil, errRetry
+	}
+	secretName := secretNameOf(p.prov)
+	secret, _, missing := c.readSecret(ctx, p, "the kubeconfig Secret", c.opts.FleetNamespace, secretName, v1.ReasonKubeconfigMissing, "")
+	if missing != nil {
+		p.set(v1.GuestStatePending, *missing)
+		return nil, nil, errRetry
+	}
+	rancher, err := c.rancherAddresses(ctx)
+	if err != nil {
+		p.set(v1.GuestStatePending, outcome{reason: v1.ReasonRancherSettings, message: err.Error()})
+		return nil, nil, errRetry
+	}
+	client, err := c.connect(ctx, guest.Target{Name: p.cluster, ClusterID: p.prov.Status.ClusterName,
+		Kubeconfig: secret.Data[guest.KubeconfigKey], Rancher: rancher})
+	if err != nil {
+		p.set(v1.GuestStateError, kubeconfigOutcome(err, c.opts.FleetNamespace, secretName))
+		return nil, nil, nil
+	}
+	p.credentials = client.Credentials()
+	if !c.probe(ctx, client, p, secretName) {
+		return nil, nil, errRetry
+	}
+	return mgmt, client, nil
 }
 
 // readSecret reads the Secret namespace/name afresh for pass p, and returns it with where it is
@@ -673,12 +682,19 @@ func (c *controller) harvesterOf(f *v1.FloatingIP) string {
 	return r.Annotations[v1.AnnotationHarvesterClusterName]
 }
 
-// setStatus sets the guest cluster's kubefipoperator_guestcluster_status.
+// setStatus sets the guest cluster's kubefipoperator_guestcluster_status. A pass over kept
+// addresses alone (syncKept) has no FloatingIP, and its cluster no series.
 func (c *controller) setStatus(p *pass, value float64) {
+	if p.fip == nil {
+		return
+	}
 	c.Metrics.GuestClusterStatus.WithLabelValues(p.cluster, p.harvester).Set(value)
 }
 
 // countEvent counts a guest operation in kubefipoperator_guestcluster_events.
 func (c *controller) countEvent(p *pass, event, status string) {
+	if p.fip == nil {
+		return
+	}
 	c.Metrics.GuestClusterEvents.WithLabelValues(p.cluster, p.harvester, event, status).Inc()
 }

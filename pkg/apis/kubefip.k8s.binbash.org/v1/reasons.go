@@ -403,7 +403,7 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonReleased}, Done, "FloatingIP Event", "nothing: the address went back to its range"},
 		{[]string{ReasonRetained}, Done, "FloatingIP Event", "nothing: the guest cluster was deleted and its address is kept for `addressRetention`, for a cluster created again under the same name"},
 		{[]string{ReasonAddressKept}, Done, "FloatingIP Event", "nothing: the FloatingIP gave up an address its guest may still serve; it stays out of the pool until no Service of the guest asks for or holds it, or for `servedAddressHold` while the guest cannot be read ([when an address is given up](docs/operations.md#when-an-address-is-given-up)); `status.keptAddresses` lists it"},
-		{[]string{ReasonKeptAddressReleased}, Done, "FloatingIP Event", "nothing: no Service of the guest asks for or holds the kept address any more, and it went back to its range"},
+		{[]string{ReasonKeptAddressReleased}, Done, "FloatingIP Event, or FloatingIPRange Event when the cluster has no FloatingIP left", "nothing: no Service of the guest asks for or holds the kept address any more, and it went back to its range"},
 
 		// Guest cluster operations (pkg/controllers/guestcluster).
 		// waiting for the address
