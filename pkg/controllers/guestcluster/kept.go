@@ -32,9 +32,11 @@ type keptAddresses interface {
 // none of its FloatingIPs is left: while addresses are kept for it, the pass asks the guest about
 // those alone and settles them as every pass does (settleKept), so that an address no Service
 // serves any more goes back to its range without waiting out servedAddressHold, and a range being
-// deleted is not held up by it. It writes nothing to the guest and no FloatingIP shows it; its
-// Events go to the ranges. With nothing kept, the cluster's watch stops and its series go.
+// deleted is not held up by it. It writes nothing to the guest, no FloatingIP shows it and it sets
+// no metric; its Events go to the ranges. With nothing kept, the cluster's watch stops.
 func (c *controller) syncKept(ctx context.Context, ns string) (time.Duration, error) {
+	// The cluster's series go with its last FloatingIP; a pass over kept addresses sets none.
+	c.pruneMetrics()
 	prov := c.provisioningOf(ns)
 	var kept []allocation.Kept
 	if prov != nil {
@@ -42,7 +44,6 @@ func (c *controller) syncKept(ctx context.Context, ns string) (time.Duration, er
 	}
 	if len(kept) == 0 {
 		c.watches.Stop(ns)
-		c.pruneMetrics()
 		return 0, nil
 	}
 	p := &pass{prov: prov, cluster: prov.Name}
