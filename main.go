@@ -189,6 +189,8 @@ func (s *settings) flags() []cli.Flag {
 			Usage: "requests per second to the management cluster's API server, shared by all of the operator's clients; 0 for no client-side limit (the API server's Priority and Fairness protects it)"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Destination: &o.KubeAPIBurst,
 			Usage: "burst above --kube-api-qps; 0 for twice the QPS"},
+		&cli.BoolFlag{Name: "dns-endpoints", EnvVars: []string{"DNS_ENDPOINTS"}, Destination: &o.DNSEndpoints,
+			Usage: "publish the DNS names FloatingIPRanges ask for (spec.dns) as external-dns DNSEndpoints (externaldns.k8s.io/v1alpha1) in the FloatingIPs' namespaces"},
 		&cli.IntFlag{Name: "webhook-port", EnvVars: []string{"WEBHOOK_PORT"}, Destination: &o.Webhook.Port,
 			Usage: "HTTPS port of the admission webhook every replica serves (at --metrics-bind-address); 0 serves none"},
 		&cli.StringFlag{Name: "webhook-service", EnvVars: []string{"WEBHOOK_SERVICE"}, Value: o.Webhook.Service, Destination: &o.Webhook.Service,

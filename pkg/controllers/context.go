@@ -57,6 +57,8 @@ type Context struct {
 	Secrets typedcorev1.SecretsGetter
 	// RestConfig builds the clients of watches the shared controller factory does not serve.
 	RestConfig *rest.Config
+	// DNSEndpoints: the operator may write external-dns DNSEndpoints (the chart's dns.enabled).
+	DNSEndpoints bool
 
 	Alloc    *allocation.Manager
 	Store    *config.Store

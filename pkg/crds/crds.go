@@ -235,7 +235,28 @@ func rangeValidation(root *apiextv1.JSONSchemaProps) {
 	priority.Format, priority.Minimum, priority.Maximum = "int32", ptr.To[float64](math.MinInt32), ptr.To[float64](math.MaxInt32)
 	spec.Properties["priority"] = priority
 	spec.Properties["clusterSelector"] = labelSelectorSchema(spec.Properties["clusterSelector"])
+	spec.Properties["dns"] = dnsSchema(spec.Properties["dns"])
 	root.Properties["spec"] = spec
+}
+
+// dnsSchema bounds a range's spec.dns: the zone is lowercase DNS labels, the name DNS labels in
+// which {cluster} may stand, the TTL a day at most. What a name renders to for one cluster is
+// judged where it is rendered (pkg/dnsname).
+func dnsSchema(dns apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps {
+	const label, part = `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?`, `([-a-z0-9]|\{cluster\})+`
+	dns.Required = []string{"zone"}
+	zone := dns.Properties["zone"]
+	zone.MinLength, zone.MaxLength = ptr.To[int64](1), ptr.To[int64](200)
+	zone.Pattern = `^(` + label + `\.)*` + label + `$`
+	dns.Properties["zone"] = zone
+	name := dns.Properties["name"]
+	name.MaxLength = ptr.To[int64](120)
+	name.Pattern = `^` + part + `(\.` + part + `)*$`
+	dns.Properties["name"] = name
+	ttl := dns.Properties["ttl"]
+	ttl.Minimum, ttl.Maximum = ptr.To[float64](1), ptr.To[float64](86400)
+	dns.Properties["ttl"] = ttl
+	return dns
 }
 
 // labelSelectorSchema bounds a label selector and names its operators, as Kubernetes' own

@@ -73,7 +73,7 @@ func TestSwaggerDocsMatchTheTypes(t *testing.T) {
 		v1.FloatingIP{}, v1.FloatingIPSpec{}, v1.FloatingIPStatus{},
 		v1.FloatingIPRange{}, v1.FloatingIPRangeSpec{}, v1.FloatingIPRangeStatus{}, v1.Allocation{},
 		v1.FloatingIPAllocation{}, v1.FloatingIPAllocationSpec{}, v1.FloatingIPReference{},
-		v1.AddressSpace{}, v1.Retention{}, v1.ClusterReference{}, v1.GuestRelease{}, v1.KeptAddress{},
+		v1.AddressSpace{}, v1.Retention{}, v1.ClusterReference{}, v1.GuestRelease{}, v1.KeptAddress{}, v1.RangeDNS{},
 	} {
 		types[reflect.TypeOf(obj).Name()] = reflect.TypeOf(obj)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/controllers"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/configmap"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/discovery"
+	"github.com/kubefip/kube-fip-operator/pkg/controllers/dns"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingip"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/floatingiprange"
 	"github.com/kubefip/kube-fip-operator/pkg/controllers/guestcluster"
@@ -68,6 +69,10 @@ type Options struct {
 	GuestWorkers int
 	// GuestTimeout bounds every request to a guest cluster.
 	GuestTimeout time.Duration
+	// DNSEndpoints lets the operator publish the DNS names ranges ask for (spec.dns) as
+	// external-dns DNSEndpoints; off, a FloatingIP of such a range says so (the chart's
+	// dns.enabled, which grants the rights on dnsendpoints).
+	DNSEndpoints bool
 	// ServeGracePeriod is how long kube-vip has to bind an address a guest asks for before the
 	// FloatingIP says it is not served.
 	ServeGracePeriod time.Duration
@@ -359,7 +364,7 @@ func (o *Operator) start(ctx context.Context) error {
 	}
 	c := o.context(f, fips, alloc)
 	for _, register := range []controllers.Register{
-		configmap.Register, floatingiprange.Register, floatingip.Register, discovery.Register, guestcluster.Register,
+		configmap.Register, floatingiprange.Register, floatingip.Register, discovery.Register, guestcluster.Register, dns.Register,
 	} {
 		if err := register(ctx, c); err != nil {
 			return err
@@ -416,6 +421,7 @@ func (o *Operator) context(f *factories, fips kubefipcontrollers.FloatingIPContr
 		ManagementClusters:   f.Management.Management().V3().Cluster(),
 		Secrets:              o.client.CoreV1(),
 		RestConfig:           o.rest,
+		DNSEndpoints:         o.opts.DNSEndpoints,
 
 		Alloc:    alloc,
 		Store:    o.store,

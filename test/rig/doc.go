@@ -14,6 +14,8 @@
 //   - chartrepo: stand-in charts, a chart repository and an OCI registry;
 //   - forwardproxy: a real HTTP forward proxy (Debian's tinyproxy) on loopback, with its access
 //     log, and servers under a private CA reached only through it;
+//   - externaldns: external-dns's own DNSEndpoint CRD, from its module as the Go module proxy
+//     serves it;
 //   - alerts: a rendered PrometheusRule's alert expressions, evaluated over the series an operator
 //     serves;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;

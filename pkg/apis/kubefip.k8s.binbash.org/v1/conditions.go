@@ -25,6 +25,10 @@ const (
 	// operator's kube-vip is ready; false when no kube-vip pod of the operator's is ready, or a
 	// Service asks for the address and none holds it.
 	Served condition.Cond = "Served"
+	// DNSPublished is true when external-dns has taken in the FloatingIP's DNSEndpoint as it is
+	// now (its status.observedGeneration), for a FloatingIP whose range publishes names; absent
+	// otherwise. It leaves Ready as it is.
+	DNSPublished condition.Cond = "DNSPublished"
 	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
 	// (the whole address space, nothing left to hand out), and on a FloatingIP whose address is
 	// of a range that names another network than its guest cluster's; absent otherwise.
@@ -65,6 +69,11 @@ func SetCondition(status interface{}, c condition.Cond, ok bool, reason, message
 		changed = changed || r || s
 	}
 	return changed
+}
+
+// RemoveCondition takes condition c off status, and reports whether it was there.
+func RemoveCondition(status interface{}, c condition.Cond) bool {
+	return keepCondition(status, c, false, "", "")
 }
 
 // keepCondition makes c true with reason and message when want, and removes it otherwise.

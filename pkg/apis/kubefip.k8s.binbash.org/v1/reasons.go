@@ -25,6 +25,28 @@ const (
 	Failure
 )
 
+// Reasons of a FloatingIP's DNSPublished condition and its Events (pkg/controllers/dns).
+const (
+	// ReasonDNSPublished: external-dns took in the FloatingIP's DNSEndpoint as it is now.
+	ReasonDNSPublished = "Published"
+	// ReasonDNSPending: the FloatingIP's DNSEndpoint was written, and external-dns has not taken in
+	// this version of it yet.
+	ReasonDNSPending = "DNSPending"
+	// ReasonDNSNameTaken: another guest cluster's FloatingIP (or another FloatingIP of the same
+	// cluster and address family) has the name; it is not overwritten.
+	ReasonDNSNameTaken = "DNSNameTaken"
+	// ReasonDNSNameInvalid: the range's spec.dns gives this FloatingIP no valid DNS name.
+	ReasonDNSNameInvalid = "DNSNameInvalid"
+	// ReasonDNSEndpointsNotServed: the local cluster has no DNSEndpoint resource
+	// (externaldns.k8s.io/v1alpha1): external-dns's CRD is not installed.
+	ReasonDNSEndpointsNotServed = "DNSEndpointsNotServed"
+	// ReasonDNSNotEnabled: the operator was deployed without the rights on DNSEndpoints (the
+	// chart's dns.enabled).
+	ReasonDNSNotEnabled = "DNSNotEnabled"
+	// ReasonDNSWriteFailed: writing the FloatingIP's DNSEndpoint failed; retried.
+	ReasonDNSWriteFailed = "DNSWriteFailed"
+)
+
 // Reasons of a FloatingIP's Allocated and Ready conditions and of its allocation Events
 // (pkg/controllers/floatingip).
 const (
@@ -456,6 +478,16 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonKubevipTranslated}, Done, "FloatingIP Event", "nothing: a chart value was rendered in the form the kube-vip image reads ([the pinned pair](docs/design.md#the-pinned-chart-and-image-pair))"},
 		{[]string{ReasonKubevipIgnored}, Notice, "FloatingIP Event", "the kube-vip image does not read a variable the chart sets, named in the Event: remove it from the values, or change the chart version and image tag together"},
 		{[]string{ReasonUntrustedRecord}, Notice, "FloatingIP Event", "the guest's newest release record is none the operator wrote (planted, or written before this version remembered its releases): it was not used to upgrade from and nothing it lists was deleted; nothing to do, unless you did not expect it"},
+
+		// DNS names (pkg/controllers/dns).
+		{[]string{ReasonDNSPublished}, Done, "DNSPublished", "nothing: external-dns took in the FloatingIP's DNSEndpoint as it is now ([what that proves](docs/names.md#what-published-says))"},
+		// waiting for external-dns to read the DNSEndpoint
+		{[]string{ReasonDNSPending}, Progress, "DNSPublished", "nothing yet: external-dns reads DNSEndpoints at its `--interval`, or at once with `--events`; if it stays, check that external-dns runs with `--source=crd` and its logs ([names](docs/names.md))"},
+		{[]string{ReasonDNSNameTaken}, Failure, "DNSPublished", "the name is another guest cluster's (or another FloatingIP's of the same cluster and family), named in the message: give one of the ranges another `spec.dns.name` or zone"},
+		{[]string{ReasonDNSNameInvalid}, Failure, "DNSPublished", "the range's `spec.dns` gives this FloatingIP no valid DNS name (the message says why: a label longer than 63 characters, a FloatingIP of no guest cluster): change `spec.dns.name`"},
+		{[]string{ReasonDNSEndpointsNotServed}, Failure, "DNSPublished", "the local cluster has no `DNSEndpoint` resource: install external-dns's CRD and run external-dns with `--source=crd` ([names](docs/names.md)); the names are published once it is there"},
+		{[]string{ReasonDNSNotEnabled}, Failure, "DNSPublished", "the range asks for names and the operator may not write DNSEndpoints: upgrade the chart with `dns.enabled: true` ([names](docs/names.md))"},
+		{[]string{ReasonDNSWriteFailed}, Failure, "DNSPublished", "the FloatingIP's DNSEndpoint could not be written; retried; the message says why (check the operator's RBAC on `dnsendpoints`)"},
 
 		// FloatingIPRange (pkg/controllers/floatingiprange, pkg/allocation).
 		{[]string{ReasonInvalidRange}, Failure, "FloatingIPRange", "`spec.iprange` or an exclude is not valid; correct it"},

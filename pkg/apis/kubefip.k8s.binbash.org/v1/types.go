@@ -83,10 +83,14 @@ type FloatingIPStatus struct {
 	// their ranges because a Service of the guest may still serve them, or because the cluster's
 	// retention keeps them, as the last guest pass saw them.
 	KeptAddresses []KeptAddress `json:"keptAddresses,omitempty"`
+	// DNSNames are the names published for the address (its range's spec.dns), as the
+	// FloatingIP's DNSEndpoint has them.
+	DNSNames []string `json:"dnsNames,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a
-	// reason, and Warning (AddressOnAnotherNetwork) while the address is of a range that names
+	// reason; DNSPublished where the range publishes names (it leaves Ready as it is); and a
+	// Warning (AddressOnAnotherNetwork) while the address is of a range that names
 	// another network than the guest cluster's; Warning leaves Ready as it is.
 	// While Ready is False, Reconciling is True when the reason passes by itself (the guest
 	// cluster still being provisioned, the range not created yet, the address not held yet), and
@@ -185,6 +189,30 @@ type FloatingIPRangeSpec struct {
 	// moves to the next range in selection order with room, or waits with the reason
 	// ClusterLimitReached. Lowering the cap takes no held address away.
 	MaxAddressesPerCluster int32 `json:"maxAddressesPerCluster,omitempty"`
+	// DNS publishes a DNS name for each FloatingIP holding one of the range's addresses: an A
+	// (IPv4) or AAAA (IPv6) record through external-dns's DNSEndpoint resource
+	// (externaldns.k8s.io/v1alpha1), in the FloatingIP's namespace of the local cluster, so that
+	// one external-dns there serves every guest and no DNS credential reaches a guest. Unset, no
+	// name is published. See docs/names.md.
+	DNS *RangeDNS `json:"dns,omitempty"`
+}
+
+// RangeDNS is how a range names its FloatingIPs' addresses.
+type RangeDNS struct {
+	// Zone the names are published in, for example guests.example.com: lowercase DNS labels, as
+	// external-dns's --domain-filter names it.
+	Zone string `json:"zone" wrangler:"required"`
+	// Name is the name's part before the zone: DNS labels in which {cluster} stands for the guest
+	// cluster's name in Rancher (its provisioning cluster); default {cluster}, so that a guest
+	// cluster demo is demo.<zone>. A FloatingIP whose name this would share with another guest
+	// cluster's is refused the name (DNSNameTaken); nothing is overwritten.
+	Name string `json:"name,omitempty"`
+	// Wildcard publishes *.<name>.<zone> too, with the same address: every host name under the
+	// cluster's name reaches its ingress.
+	Wildcard bool `json:"wildcard,omitempty"`
+	// TTL is the records' time to live in seconds; default 60. Resolvers may keep the old address
+	// that long once the address changes.
+	TTL int64 `json:"ttl,omitempty"`
 }
 
 // FloatingIPRangeStatus is the record of the pool's allocations and its counts.

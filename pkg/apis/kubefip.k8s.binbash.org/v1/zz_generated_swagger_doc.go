@@ -95,6 +95,7 @@ func (FloatingIPRangeSpec) SwaggerDoc() map[string]string {
 		"priority":               "Priority orders the ranges a guest cluster's address may come from: those of its Harvester cluster and VM network (for the second address of a dual-stack cluster, of that family) whose clusterSelector admits it. The higher priority comes first, ranges of equal priority by name; a range without one has priority 0, so a negative priority makes a fallback range, used once the others are full. The first range in this order with a free address gives the address, and a FloatingIP waiting in RangeExhausted moves on to the next range with room as soon as there is one. A change of priority affects new allocations and waiting FloatingIPs only: no held address moves.",
 		"clusterSelector":        "ClusterSelector limits the range to the guest clusters whose Rancher provisioning cluster (clusters.provisioning.cattle.io, in fleet-default) has labels it matches: the Labels of Rancher's cluster form. Without it every guest cluster of the range's Harvester cluster and network may take its addresses; an empty selector ({}) admits every guest cluster too, and no FloatingIP made by hand outside a guest cluster. A selector that no cluster matches hands out nothing, and the range's Warning condition says so. A FloatingIP that holds an address here keeps it when the selector or the cluster's labels change: only new allocations are judged.",
 		"maxAddressesPerCluster": "MaxAddressesPerCluster caps how many of the range's addresses the FloatingIPs of one guest cluster (one c-m- namespace) may hold; 0 or unset, no cap. A FloatingIP the cap refuses moves to the next range in selection order with room, or waits with the reason ClusterLimitReached. Lowering the cap takes no held address away.",
+		"dns":                    "DNS publishes a DNS name for each FloatingIP holding one of the range's addresses: an A (IPv4) or AAAA (IPv6) record through external-dns's DNSEndpoint resource (externaldns.k8s.io/v1alpha1), in the FloatingIP's namespace of the local cluster, so that one external-dns there serves every guest and no DNS credential reaches a guest. Unset, no name is published. See docs/names.md.",
 	}
 }
 
@@ -148,8 +149,9 @@ func (FloatingIPStatus) SwaggerDoc() map[string]string {
 		"servePendingSince":  "ServePendingSince is when the guest was first seen asking for the address, or starting the operator's kube-vip, without serving it yet: the start of the grace period (RFC 3339).",
 		"kubevipReleases":    "KubevipReleases are the Helm releases the operator last applied in the guest cluster, as the management side remembers them. A release record in the guest is used as the base of an upgrade only when its manifest is one of these: the guest cannot forge what is written here.",
 		"keptAddresses":      "KeptAddresses are the addresses the guest cluster's FloatingIPs gave up that stay out of their ranges because a Service of the guest may still serve them, or because the cluster's retention keeps them, as the last guest pass saw them.",
+		"dnsNames":           "DNSNames are the names published for the address (its range's spec.dns), as the FloatingIP's DNSEndpoint has them.",
 		"observedGeneration": "ObservedGeneration is the spec generation the status describes.",
-		"conditions":         "Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a reason, and Warning (AddressOnAnotherNetwork) while the address is of a range that names another network than the guest cluster's; Warning leaves Ready as it is. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
+		"conditions":         "Conditions are Ready, Allocated, GuestConfigured, KubevipInstalled and Served, each with a reason; DNSPublished where the range publishes names (it leaves Ready as it is); and a Warning (AddressOnAnotherNetwork) while the address is of a range that names another network than the guest cluster's; Warning leaves Ready as it is. While Ready is False, Reconciling is True when the reason passes by itself (the guest cluster still being provisioned, the range not created yet, the address not held yet), and Stalled is True when a person must act (IPConflict, RangeExhausted, a refused chart); both carry Ready's reason and message and are absent otherwise. kstatus and Rancher's UI read them as in progress and as failed.",
 	}
 }
 
@@ -175,6 +177,17 @@ func (KeptAddress) SwaggerDoc() map[string]string {
 		"until":       "Until is when it is released if no guest pass finds a Service serving it meanwhile.",
 		"whileServed": "WhileServed is true when it is kept while the guest's Services serve it, false when the cluster's retention keeps it (addressRetention).",
 		"servedBy":    "ServedBy are the Services of the guest that asked for or held it at the last read.",
+	}
+}
+
+// SwaggerDoc returns the documentation of RangeDNS and its fields.
+func (RangeDNS) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "RangeDNS is how a range names its FloatingIPs' addresses.",
+		"zone":     "Zone the names are published in, for example guests.example.com: lowercase DNS labels, as external-dns's --domain-filter names it.",
+		"name":     "Name is the name's part before the zone: DNS labels in which {cluster} stands for the guest cluster's name in Rancher (its provisioning cluster); default {cluster}, so that a guest cluster demo is demo.<zone>. A FloatingIP whose name this would share with another guest cluster's is refused the name (DNSNameTaken); nothing is overwritten.",
+		"wildcard": "Wildcard publishes *.<name>.<zone> too, with the same address: every host name under the cluster's name reaches its ingress.",
+		"ttl":      "TTL is the records' time to live in seconds; default 60. Resolvers may keep the old address that long once the address changes.",
 	}
 }
 
