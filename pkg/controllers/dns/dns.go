@@ -52,11 +52,11 @@ type handler struct {
 // Register watches the operator's DNSEndpoints (optional: external-dns's CRD may not be installed)
 // and runs the handler on FloatingIPs and ranges.
 func Register(ctx context.Context, c *controllers.Context) error {
+	h := &handler{fips: c.FloatingIPs, ranges: c.Ranges.Cache(), recorder: c.Recorder, timeout: 30 * time.Second}
+	c.FloatingIPs.OnChange(ctx, HandlerName, h.sync)
+	c.Ranges.OnChange(ctx, HandlerName, h.onRange)
 	if !c.DNSEndpoints {
 		// No rights on DNSEndpoints: a FloatingIP of a range that asks for names says so.
-		h := &handler{fips: c.FloatingIPs, ranges: c.Ranges.Cache(), recorder: c.Recorder}
-		c.FloatingIPs.OnChange(ctx, HandlerName, h.sync)
-		c.Ranges.OnChange(ctx, HandlerName, h.onRange)
 		return nil
 	}
 	dyn, err := dynamic.NewForConfig(c.RestConfig)
@@ -65,8 +65,7 @@ func Register(ctx context.Context, c *controllers.Context) error {
 	}
 	informer := dynamicinformer.NewFilteredDynamicInformer(dyn, dnsname.Resource, "", 0,
 		cache.Indexers{byNameIndex: indexByName}, func(o *metav1.ListOptions) { o.LabelSelector = dnsname.LabelFloatingIP })
-	h := &handler{fips: c.FloatingIPs, ranges: c.Ranges.Cache(), endpoints: dyn.Resource(dnsname.Resource),
-		informer: informer.Informer(), recorder: c.Recorder, timeout: 30 * time.Second}
+	h.endpoints, h.informer = dyn.Resource(dnsname.Resource), informer.Informer()
 	// A DNSEndpoint that changes (external-dns took it in) or goes wakes its FloatingIP.
 	wake := func(obj interface{}) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -92,8 +91,6 @@ func Register(ctx context.Context, c *controllers.Context) error {
 		return fmt.Errorf("watching DNSEndpoints: %w", err)
 	}
 	c.AddOptionalInformer("DNSEndpoints", dnsname.Resource, h.informer)
-	c.FloatingIPs.OnChange(ctx, HandlerName, h.sync)
-	c.Ranges.OnChange(ctx, HandlerName, h.onRange)
 	c.OnStart(func(ctx context.Context) { go h.wakeWhenServed(ctx) })
 	return nil
 }

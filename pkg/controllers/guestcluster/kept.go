@@ -52,12 +52,7 @@ func (c *controller) syncKept(ctx context.Context, ns string) (time.Duration, er
 		if client == nil {
 			return err
 		}
-		addrs := c.keptOf(p)
-		if s, err := client.Serving(ctx, nil, addrs); err != nil {
-			p.servingErr = p.redact(err.Error())
-		} else {
-			p.serving = &s
-		}
+		readServing(ctx, client, p, nil, c.keptOf(p))
 		c.settleKept(p)
 		return nil
 	})

@@ -39,6 +39,11 @@ func (c *controller) observe(ctx context.Context, client guestAPI, p *pass, cfg 
 		addrs = append(addrs, ns...)
 	}
 	addrs = append(addrs, c.keptOf(p)...)
+	readServing(ctx, client, p, kubevip, addrs)
+}
+
+// readServing reads what serves addrs into the pass: its serving, or servingErr why not.
+func readServing(ctx context.Context, client guestAPI, p *pass, kubevip *kubevipconfig.KubevipRef, addrs []netip.Addr) {
 	if s, err := client.Serving(ctx, kubevip, addrs); err != nil {
 		p.servingErr = p.redact(err.Error())
 	} else {
