@@ -53,11 +53,16 @@ func (g grant) String() string {
 	return fmt.Sprintf("%s %s/%s %s", g.verb, group, g.resource, where)
 }
 
-// renderChartRBAC renders the operator chart with its default values into release namespace ns
-// and keeps the ServiceAccount and the RBAC objects, to be applied to control plane s.
+// chartValues are the values the suite renders the chart with: its defaults, and the DNS names on
+// (dns.enabled), so that the rights that adds are proven needed too. The operator runs with the
+// flags the chart's Deployment gives it for them.
+var chartValues = map[string]interface{}{"dns": map[string]interface{}{"enabled": true}}
+
+// renderChartRBAC renders the operator chart with chartValues into release namespace ns and keeps
+// the ServiceAccount and the RBAC objects, to be applied to control plane s.
 func renderChartRBAC(t *testing.T, s *suite.Suite, ns string) *chartRBAC {
 	t.Helper()
-	objs := chartrepo.RenderOperatorChart(t, ns, nil)
+	objs := chartrepo.RenderOperatorChart(t, ns, chartValues)
 	out := &chartRBAC{s: s}
 	for _, o := range objs {
 		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {

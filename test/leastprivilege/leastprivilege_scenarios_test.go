@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
+	"github.com/kubefip/kube-fip-operator/pkg/dnsname"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -24,7 +25,7 @@ import (
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
 	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioWebhook, scenarioContention, scenarioDiscovery, scenarioAllocation,
-		scenarioGuest, scenarioHarvester, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
+		scenarioDNS, scenarioGuest, scenarioHarvester, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
 		scenarioAllocationWatch, scenarioRenewal}
 }
 
@@ -112,6 +113,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process) []scenario {
 					v1.Ready.IsTrue(r), nil
 			})
 		}},
+		{scenarioDNS, func() error { return e.dnsEndpoint(w, addrA, stop) }},
 		{scenarioGuest, func() error {
 			return rig.Until(scenarioTimeout, "the guest's kube-system/kubevip holding "+addrA, stop, func() (bool, error) {
 				cm, err := e.guestKube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
@@ -271,4 +273,52 @@ func (e *lpEnv) takeLowestFree(w *lpWorld) (string, error) {
 		return name, err
 	}
 	return "", fmt.Errorf("range %s has no free address", w.rangeName)
+}
+
+// dnsEndpoint: the range asks for names, and guest a's FloatingIP gets its DNSEndpoint (create);
+// a new TTL changes it (update); the range stops asking, and it goes (delete). The informer the
+// operator keeps them in lists and watches.
+func (e *lpEnv) dnsEndpoint(w *lpWorld, addr string, stop func() error) error {
+	ctx := context.Background()
+	endpoints := e.dyn.Resource(dnsname.Resource).Namespace(w.a.ID)
+	name := w.a.Name + "-kubevip"
+	setDNS := func(dns *v1.RangeDNS) error {
+		r, err := e.r.FIPs.FloatingIPRange().Get(w.rangeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		r.Spec.DNS = dns
+		_, err = e.r.FIPs.FloatingIPRange().Update(r)
+		return err
+	}
+	records := func(ttl int64) func() (bool, error) {
+		return func() (bool, error) {
+			u, err := endpoints.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			seen, err := dnsname.Read(u)
+			return err == nil && len(seen.Endpoints) == 1 && seen.Endpoints[0].RecordTTL == ttl &&
+				len(seen.Endpoints[0].Targets) == 1 && seen.Endpoints[0].Targets[0] == addr, nil
+		}
+	}
+	if err := setDNS(&v1.RangeDNS{Zone: "lp.example.test"}); err != nil {
+		return err
+	}
+	if err := rig.Until(scenarioTimeout, "DNSEndpoint "+w.a.ID+"/"+name+" publishing "+addr, stop, records(60)); err != nil {
+		return err
+	}
+	if err := setDNS(&v1.RangeDNS{Zone: "lp.example.test", TTL: 30}); err != nil {
+		return err
+	}
+	if err := rig.Until(scenarioTimeout, "DNSEndpoint "+w.a.ID+"/"+name+" at TTL 30", stop, records(30)); err != nil {
+		return err
+	}
+	if err := setDNS(nil); err != nil {
+		return err
+	}
+	return rig.Until(scenarioTimeout, "DNSEndpoint "+w.a.ID+"/"+name+" deleted", stop, func() (bool, error) {
+		_, err := endpoints.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

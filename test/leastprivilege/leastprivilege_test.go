@@ -11,11 +11,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/externaldns"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 	"github.com/kubefip/kube-fip-operator/test/rig/suite"
@@ -30,6 +32,7 @@ const (
 	scenarioContention         = "contention"
 	scenarioDiscovery          = "discovery"
 	scenarioAllocation         = "allocation"
+	scenarioDNS                = "dns-endpoints" // a range asking for names: DNSEndpoints created, changed, deleted
 	scenarioGuest              = "guest"
 	scenarioHarvester          = "harvester"           // the Harvester cluster read through Rancher, by the controllers and the webhook
 	scenarioFIPConflict        = "floatingip-conflict" // a guest pass writes status over a stale cache
@@ -55,6 +58,7 @@ type lpEnv struct {
 	rbac       *chartRBAC
 	kubeconfig string
 	kube       kubernetes.Interface
+	dyn        dynamic.Interface
 	r          *rancher.World
 	proxy      *guests.ClusterProxy
 	guest      *controlplane.Guest
@@ -72,7 +76,8 @@ type lpEnv struct {
 func newLPEnv(t *testing.T, s *suite.Suite, ns, tag string, octet int) *lpEnv {
 	t.Helper()
 	s.CreateNamespace(t, ns)
-	e := &lpEnv{t: t, s: s, ns: ns, tag: tag, octet: octet, kube: s.Kube}
+	e := &lpEnv{t: t, s: s, ns: ns, tag: tag, octet: octet, kube: s.Kube, dyn: dynamic.NewForConfigOrDie(s.Env.Config)}
+	rig.Must(t, externaldns.InstallCRD(s.Env.Config))
 	e.rbac = renderChartRBAC(t, s, e.ns)
 	e.rbac.apply(t, nil)
 	t.Cleanup(e.rbac.deleteAll)
@@ -162,7 +167,7 @@ func (e *lpEnv) startOperator() *controlplane.Process {
 	p, err := controlplane.StartOperator(e.s.Operator, nil, env, "--kubeconfig", e.kubeconfig, "--namespace", e.ns,
 		"--metrics-bind-address", "127.0.0.1", "--metrics-port", fmt.Sprint(rig.FreePort(e.t)), "--log-level", "info",
 		"--webhook-port", fmt.Sprint(e.webhookPort), "--webhook-hosts", "127.0.0.1", "--webhook-configuration", webhookConfiguration,
-		"--harvester-read-interval", "2s", "--security-secret", suite.SecuritySecret)
+		"--harvester-read-interval", "2s", "--security-secret", suite.SecuritySecret, "--dns-endpoints=true") // as the Deployment chartValues render does
 	if err != nil {
 		e.t.Fatal(err)
 	}

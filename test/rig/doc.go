@@ -15,7 +15,8 @@
 //   - forwardproxy: a real HTTP forward proxy (Debian's tinyproxy) on loopback, with its access
 //     log, and servers under a private CA reached only through it;
 //   - externaldns: external-dns's own DNSEndpoint CRD, from its module as the Go module proxy
-//     serves it;
+//     serves it, the real external-dns (scripts/build-externaldns) and a real DNS server it writes
+//     to (Debian's BIND), on loopback;
 //   - alerts: a rendered PrometheusRule's alert expressions, evaluated over the series an operator
 //     serves;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;

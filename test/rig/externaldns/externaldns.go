@@ -1,6 +1,7 @@
 // Package externaldns gives the tests external-dns's own DNSEndpoint CRD, read from the
-// external-dns module of Version as the Go module proxy serves it: the contract pkg/dnsname
-// mirrors, with no copy in this repository.
+// external-dns module of Version as the Go module proxy serves it (the contract pkg/dnsname
+// mirrors, with no copy in this repository), the real external-dns of Version, and a real DNS
+// server for it to write to.
 package externaldns
 
 import (

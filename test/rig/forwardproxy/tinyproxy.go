@@ -1,5 +1,5 @@
 // Package forwardproxy runs a real HTTP forward proxy, Debian's tinyproxy (installed by
-// scripts/install-proxy), on loopback for the tests of the operator's calls out of the cluster, and
+// scripts/install-servers), on loopback for the tests of the operator's calls out of the cluster, and
 // serves TLS under a private CA that only the proxy's connections may reach.
 package forwardproxy
 
@@ -39,7 +39,7 @@ func binary() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("tinyproxy is not installed: scripts/install-proxy installs it from Debian's packages (as root)")
+	return "", errors.New("tinyproxy is not installed: scripts/install-servers installs it from Debian's packages (as root)")
 }
 
 // Start runs tinyproxy on a free loopback port until the test ends. It takes clients from loopback
