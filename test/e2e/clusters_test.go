@@ -20,6 +20,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/generated/controllers/kubefip.k8s.binbash.org"
 	"github.com/kubefip/kube-fip-operator/test/rig/chartrepo"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
+	"github.com/kubefip/kube-fip-operator/test/rig/externaldns"
 	"github.com/kubefip/kube-fip-operator/test/rig/guests"
 	"github.com/kubefip/kube-fip-operator/test/rig/node"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
@@ -235,6 +236,12 @@ func (s *suite) upgradeToThisRelease(ctx context.Context) error {
 	values["cleanup"] = map[string]interface{}{"guests": "clean"}
 	// The Harvester cluster's changes a test makes are seen within seconds.
 	values["harvesterReadInterval"] = "10s"
+	// The README's last step names a guest through external-dns (docs/names.md): its CRD is in the
+	// local cluster, as its chart installs it, and the operator may write DNSEndpoints.
+	values["dns"] = map[string]interface{}{"enabled": true}
+	if err := externaldns.InstallCRD(s.mgmt.Config); err != nil {
+		return err
+	}
 	if err := s.upgrade(ctx, "kube-fip-operator-crd", s.crdChart, nil, false); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubefip/kube-fip-operator/test/rig"
 )
@@ -58,7 +59,7 @@ func TestOperatorRunsAsTheChartSays(t *testing.T) {
 		}
 	}
 	// The process itself, as the host's kernel runs it.
-	pid := processOf(t, "kube-fip-operator")
+	pid := processOf(t, "kube-fip-operator", pods[0].UID)
 	status := readProc(t, pid, "status")
 	for _, want := range []string{"Uid:\t65532\t65532\t65532\t65532", "CapEff:\t0000000000000000", "NoNewPrivs:\t1"} {
 		if !strings.Contains(status, want) {
@@ -91,21 +92,25 @@ func TestOperatorRunsAsTheChartSays(t *testing.T) {
 	})
 }
 
-// processOf finds the host pid of the one process running binary (by its executable's name).
-func processOf(t *testing.T, binary string) string {
+// processOf finds the host pid of the process running binary (by its executable's name) in the
+// pod of uid, by the pod's cgroup: another pod's process of the same binary (one of an earlier
+// ReplicaSet, still exiting) is not it.
+func processOf(t *testing.T, binary string, uid types.UID) string {
 	t.Helper()
-	var found []string
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && filepath.Base(exe) == binary {
-			found = append(found, e.Name())
+		if err != nil || filepath.Base(exe) != binary {
+			continue
+		}
+		cgroup, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err == nil && (strings.Contains(string(cgroup), "pod"+string(uid)) ||
+			strings.Contains(string(cgroup), "pod"+strings.ReplaceAll(string(uid), "-", "_"))) {
+			return e.Name()
 		}
 	}
-	if len(found) == 0 {
-		t.Fatalf("no process runs %s", binary)
-	}
-	return found[0]
+	t.Fatalf("no process runs %s in pod %s", binary, uid)
+	return ""
 }
 
 func readProc(t *testing.T, pid, file string) string {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -26,6 +28,7 @@ import (
 	"github.com/kubefip/kube-fip-operator/pkg/admission"
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/test/rig"
+	"github.com/kubefip/kube-fip-operator/test/rig/externaldns"
 	"github.com/kubefip/kube-fip-operator/test/rig/rancher"
 )
 
@@ -239,8 +242,10 @@ func (s *suite) deleteService(t *testing.T, namespace, name string) {
 // guest node's network, the pods of the echo backend); its label command is run as written. Then:
 // the guest's FloatingIP comes from the README's range, Configured and Idle as the README shows it;
 // the README's Service gets the address in its status.loadBalancer.ingress; the FloatingIP's Served
-// condition says Served by that Service and it is Ready; and a client on the guest's network reaches
-// the Service at the address. Afterwards the suite's range is back.
+// condition says Served by that Service and it is Ready; a client on the guest's network reaches
+// the Service at the address; and, with the README's patch giving the range a zone, the real
+// external-dns publishes the guest's name and BIND answers it with the address. Afterwards the
+// suite's range is back.
 func TestReadmeFirstFloatingIP(t *testing.T) {
 	s := current(t)
 	ctx := context.Background()
@@ -357,4 +362,72 @@ func TestReadmeFirstFloatingIP(t *testing.T) {
 		t.Errorf("the FloatingIP: Ready %v, servedBy %q; want Ready, served by %s", v1.Ready.IsTrue(x), x.Status.ServedBy, want)
 	}
 	s.servedThrough(t, fip, "the README's Service")
+
+	// 6. A name: the README's patch gives its range a zone, and the README's lookup answers with
+	// the address at the zone's server.
+	s.nameAnswers(t, readme, fipRange.GetName(), fip)
+}
+
+// patchCommand is the README's kubectl patch giving its range a zone.
+var patchCommand = regexp.MustCompile(`^kubectl patch fiprange (\S+) --type merge -p '(.+)'\s+` + yoursMarker)
+
+// digCommand is the README's lookup of the guest's name, and the answer it shows.
+var digCommand = regexp.MustCompile(`^dig \+short (\S+)\s+# (\S+)$`)
+
+// e2eZone is the zone the test's DNS server serves, in place of the README's.
+const e2eZone = "guests.e2e.test"
+
+// nameAnswers follows the README's last step in the suite's world, as docs/names.md sets it up:
+// the real external-dns in the local cluster (crd source, TXT registry, RFC 2136) writing to a real
+// BIND on the host, and the chart's dns.enabled (upgradeToThisRelease). The README's patch is
+// applied as written to its range with the test's zone for the one marked yours; the README's name
+// is its guest cluster's name under its zone, and that name, for the suite's guest under the test's
+// zone, answers with the guest's address.
+func (s *suite) nameAnswers(t *testing.T, readme readmeFirstFloatingIP, rangeName string, fip netip.Addr) {
+	t.Helper()
+	var patch map[string]interface{}
+	var name, cluster string
+	for _, line := range readme.commands {
+		line = strings.TrimSpace(line)
+		if m := patchCommand.FindStringSubmatch(line); m != nil {
+			if m[1] != rangeName {
+				t.Fatalf("the README patches FloatingIPRange %s; its range is %s", m[1], rangeName)
+			}
+			rig.Must(t, json.Unmarshal([]byte(m[2]), &patch))
+		}
+		if m := digCommand.FindStringSubmatch(line); m != nil {
+			name = m[1]
+			if _, err := netip.ParseAddr(m[2]); err != nil {
+				t.Fatalf("the README's lookup shows %q, no address", m[2])
+			}
+		}
+		if m := labelCommand.FindStringSubmatch(line); m != nil {
+			cluster = m[3]
+		}
+	}
+	zone, _, _ := unstructured.NestedString(patch, "spec", "dns", "zone")
+	if zone == "" || name == "" || cluster == "" || name != cluster+"."+zone {
+		t.Fatalf("the README gives its range the zone %q and looks up %q; want its cluster %q under the zone", zone, name, cluster)
+	}
+	rig.Must(t, unstructured.SetNestedField(patch, e2eZone, "spec", "dns", "zone"))
+	data, err := json.Marshal(patch)
+	rig.Must(t, err)
+
+	dns := externaldns.StartBIND(t, e2eZone)
+	externaldns.Run(t, s.mgmt.Config, dns, "e2e")
+	dyn, err := dynamic.NewForConfig(s.mgmt.Config)
+	rig.Must(t, err)
+	_, err = dyn.Resource(v1.SchemeGroupVersion.WithResource("floatingipranges")).Patch(context.Background(), rangeName,
+		types.MergePatchType, data, metav1.PatchOptions{FieldManager: "kubectl-patch"})
+	rig.Must(t, err)
+
+	ours := guestName + "." + e2eZone
+	var got []netip.Addr
+	if !rig.Within(2*time.Minute, func() bool {
+		got, err = dns.Lookup(ours, "ip4")
+		return err == nil && len(got) == 1 && got[0] == fip
+	}) {
+		t.Fatalf("BIND answers %s with %v (%v); want %s", ours, got, err, fip)
+	}
+	t.Logf("%s answers %s (the README's %s)", ours, fip, name)
 }

@@ -112,6 +112,23 @@ func TestDNSNamesFollowTheAddress(t *testing.T) {
 	})
 	answers(t, dns, "10.196.0.6", "demo."+zone, "www.demo."+zone)
 
+	// The cluster's second FloatingIP, of an IPv6 range asking for the same names: an AAAA record
+	// beside the A record; it goes with the FloatingIP, and the A record stays.
+	f.createRange("dns-6", "fd00:196::/120")
+	f.editRange("dns-6", func(r *v1.FloatingIPRange) {
+		r.Spec.DNS = &v1.RangeDNS{Zone: zone, Wildcard: true, TTL: 30}
+	})
+	v6 := f.fip("demo-v6", "dns-6", "fd00:196::5")
+	v6.Annotations[v1.AnnotationClusterName] = "demo"
+	_, err = f.api.FloatingIP().Create(v6)
+	rig.Must(t, err)
+	f.waitFIP("demo-v6", 30*time.Second, "Published", func(x *v1.FloatingIP) bool { return dnsReason(x) == v1.ReasonDNSPublished })
+	answersFamily(t, dns, "ip6", "fd00:196::5", "demo."+zone, "www.demo."+zone)
+	answers(t, dns, "10.196.0.6", "demo."+zone)
+	rig.Must(t, f.api.FloatingIP().Delete(f.ns, "demo-v6", &metav1.DeleteOptions{}))
+	answersFamily(t, dns, "ip6", "", "demo."+zone, "www.demo."+zone)
+	answers(t, dns, "10.196.0.6", "demo."+zone)
+
 	// Another guest cluster's range would give it the same name: refused, nothing overwritten.
 	f.createFIPIn(other, "other-kubevip", "dns-b", "")
 	refused := f.waitFIPIn(other, "other-kubevip", 30*time.Second, "DNSNameTaken", func(x *v1.FloatingIP) bool {
@@ -143,18 +160,25 @@ func TestDNSNamesFollowTheAddress(t *testing.T) {
 // zone is the DNS zone of the tests of names.
 const zone = "guests.example.test"
 
-// answers waits until BIND answers every name with addr alone, or with no address when addr is "".
+// answers waits until BIND answers every name with the IPv4 address addr alone, or with none when
+// addr is "".
 func answers(t *testing.T, dns *externaldns.Server, addr string, names ...string) {
+	t.Helper()
+	answersFamily(t, dns, "ip4", addr, names...)
+}
+
+// answersFamily is answers for the family "ip4" (A records) or "ip6" (AAAA).
+func answersFamily(t *testing.T, dns *externaldns.Server, family, addr string, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		var got []netip.Addr
 		var err error
 		ok := rig.Within(30*time.Second, func() bool {
-			got, err = dns.Lookup(name, "ip4")
+			got, err = dns.Lookup(name, family)
 			return err == nil && (addr == "" && len(got) == 0 || len(got) == 1 && got[0].String() == addr)
 		})
 		if !ok {
-			t.Fatalf("BIND answers %s with %v (%v); want %q", name, got, err, addr)
+			t.Fatalf("BIND answers %s (%s) with %v (%v); want %q", name, family, got, err, addr)
 		}
 	}
 }

@@ -34,8 +34,12 @@ func ServiceAccountKubeconfig(admin *rest.Config, namespace, name, path string, 
 	if err != nil {
 		return fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
+	tlsFiles := rest.CopyConfig(admin)
+	if err := rest.LoadTLSFiles(tlsFiles); err != nil { // the CA as data, where admin names a file
+		return err
+	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: tlsFiles.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name, Namespace: namespace}
 	kc.CurrentContext = "test"
