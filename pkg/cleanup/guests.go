@@ -142,8 +142,8 @@ func guestsOf(ctx context.Context, dyn dynamic.Interface) ([]guestWork, error) {
 
 // cleanGuest reaches one guest through Rancher's cluster proxy, as the operator does, and takes
 // out what the operator put there: kube-vip's release first (so that nothing announces the
-// addresses), the provider's, its image pull Secret, the ConfigMap keys, then Harvester's kube-vip
-// gets its nodes back.
+// addresses), the provider's, its image pull Secret, its ingress Service, the ConfigMap keys, then
+// Harvester's kube-vip gets its nodes back.
 func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, installer *helminstall.Installer,
 	rancher []string, w guestWork, opts GuestOptions) GuestOutcome {
 	o := GuestOutcome{Cluster: w.cluster}
@@ -159,6 +159,12 @@ func cleanGuest(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 	removal := installer.RemoveReleases(ctx, client, w.releases)
 	o.Done = removal.Done
 	problems := removal.Problems
+	switch removed, err := kubevipconfig.RemoveIngressService(ctx, client.Core); {
+	case err != nil:
+		problems = append(problems, client.Redact(err.Error()))
+	case removed:
+		o.Done = append(o.Done, fmt.Sprintf("the Service %s/%s removed", kubevipconfig.IngressNamespace, kubevipconfig.IngressServiceName))
+	}
 	refs := []kubevipconfig.ConfigMapRef{kubevipconfig.DefaultConfigMap()}
 	for _, r := range w.releases {
 		for _, ref := range helminstall.ProviderConfigMaps(r.Namespace) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rancher/wrangler/v2/pkg/condition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -21,9 +22,12 @@ import (
 )
 
 // dnsReason is a FloatingIP's DNSPublished reason, "" when it has none.
-func dnsReason(x *v1.FloatingIP) string {
-	c, _ := v1.GetCondition(x.Status.Conditions, v1.DNSPublished)
-	return c.Reason
+func dnsReason(x *v1.FloatingIP) string { return reasonOf(x, v1.DNSPublished) }
+
+// reasonOf is the reason of the FloatingIP's condition c, "" when it has none.
+func reasonOf(x *v1.FloatingIP, c condition.Cond) string {
+	got, _ := v1.GetCondition(x.Status.Conditions, c)
+	return got.Reason
 }
 
 // TestDNSNamesFollowTheAddress: with external-dns's own DNSEndpoint CRD installed and the real

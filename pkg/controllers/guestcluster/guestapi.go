@@ -38,6 +38,11 @@ type guestAPI interface {
 	EnsureRelease(ctx context.Context, rel helminstall.Release) (helminstall.Result, error)
 	// ProviderConfigMap says where the installed kube-vip-cloud-provider reads its address pool.
 	ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error)
+	// EnsureIngress keeps the Service that puts addrs on the guest's ingress controller
+	// (kubevipconfig.EnsureIngressService), once it knows which one runs; without one, why.
+	EnsureIngress(ctx context.Context, addrs []netip.Addr) (kubevipconfig.IngressResult, string, error)
+	// RemoveIngress takes the operator's ingress Service out, and says whether there was one.
+	RemoveIngress(ctx context.Context) (bool, error)
 }
 
 // heldAddresses answers which addresses a FloatingIP holds, and keeps those its cluster gave up;
@@ -96,6 +101,19 @@ func (g helmGuest) EnsureRelease(ctx context.Context, rel helminstall.Release) (
 
 func (g helmGuest) ProviderConfigMap(ctx context.Context, namespace, release string) (kubevipconfig.ConfigMapRef, error) {
 	return g.installer.ProviderConfigMap(ctx, g.Client, namespace, release)
+}
+
+func (g helmGuest) EnsureIngress(ctx context.Context, addrs []netip.Addr) (kubevipconfig.IngressResult, string, error) {
+	c, why, err := kubevipconfig.FindIngressController(ctx, g.Core)
+	if err != nil || c == nil {
+		return "", why, err
+	}
+	res, err := kubevipconfig.EnsureIngressService(ctx, g.Core, *c, addrs)
+	return res, "", err
+}
+
+func (g helmGuest) RemoveIngress(ctx context.Context) (bool, error) {
+	return kubevipconfig.RemoveIngressService(ctx, g.Core)
 }
 
 // connectThroughRancher returns how the controller reaches a guest cluster: with its kubeconfig

@@ -82,6 +82,24 @@ type fakeGuest struct {
 	removeProblem string
 	// asked are the addresses each read of what serves them asked about.
 	asked [][]netip.Addr
+	// ingress answers EnsureIngress; nil: created. ingressed are the addresses it was asked for,
+	// unIngressed how often RemoveIngress was called.
+	ingress     func(addrs []netip.Addr) (kubevipconfig.IngressResult, string, error)
+	ingressed   [][]netip.Addr
+	unIngressed int
+}
+
+func (g *fakeGuest) EnsureIngress(_ context.Context, addrs []netip.Addr) (kubevipconfig.IngressResult, string, error) {
+	g.ingressed = append(g.ingressed, addrs)
+	if g.ingress != nil {
+		return g.ingress(addrs)
+	}
+	return kubevipconfig.IngressCreated, "", nil
+}
+
+func (g *fakeGuest) RemoveIngress(context.Context) (bool, error) {
+	g.unIngressed++
+	return false, nil
 }
 
 func (g *fakeGuest) HarvesterKubevip(context.Context) (kubevipconfig.HarvesterKubevip, string, error) {
@@ -187,6 +205,8 @@ type world struct {
 	metrics    *metrics.Metrics
 	// after is when the last pass said the next one is due.
 	after time.Duration
+	// ranges are the ranges the controller's cache holds; none unless a test puts some.
+	ranges []*v1.FloatingIPRange
 }
 
 func newWorld() *world {
@@ -271,7 +291,7 @@ func (w *world) pass(t *testing.T, name string) (*v1.FloatingIP, []string) {
 // controller is the guest controller of the world, writing to fips and reading secrets.
 func (w *world) controller(fips *fakes.FloatingIPs, secrets typedcorev1.SecretsGetter) *controller {
 	return &controller{
-		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges().Cache(), Alloc: worldAlloc{w.held, w.kept}, Provisioning: w.prov,
+		deps: deps{FloatingIPs: fips, Ranges: fakes.NewRanges(w.ranges...).Cache(), Alloc: worldAlloc{w.held, w.kept}, Provisioning: w.prov,
 			Management: w.mgmt, Secrets: secrets, Settings: w.settings, Store: config.NewStore(w.cfg),
 			Metrics: w.metrics, Recorder: w.recorder},
 		opts:      w.opts,

@@ -58,6 +58,11 @@ func (c *controller) record(p *pass) error {
 			s.ServedBy, s.ServePendingSince = sv.by, sv.pendingSince
 			v1.SetCondition(s, v1.Served, sv.ok, sv.reason, sv.message)
 		}
+		if in := p.ingress; in != nil {
+			v1.SetCondition(s, v1.IngressServed, in.ok, in.reason, p.redact(in.message))
+		} else if p.state == v1.GuestStateConfigured {
+			v1.RemoveCondition(s, v1.IngressServed)
+		}
 	})
 	if apierrors.IsNotFound(err) {
 		return nil

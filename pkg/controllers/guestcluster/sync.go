@@ -70,6 +70,10 @@ type pass struct {
 	served     *served
 	// kept are the addresses kept for the cluster that the pass asked the guest about (kept.go).
 	kept []allocation.Kept
+	// ingressAddrs are the addresses the guest's ingress controller is put on (ingress.go), and
+	// ingress what the FloatingIPs holding them show; nil when nothing asks for it.
+	ingressAddrs []netip.Addr
+	ingress      *outcome
 }
 
 type outcome struct {
@@ -119,6 +123,7 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 		lead := *primary
 		lead.want = c.guestAddresses(members)
 		lead.releases = rememberedReleases(members)
+		lead.ingressAddrs = c.ingressAddresses(members)
 		start := time.Now()
 		retry = c.runSafely(ctx, &lead, func(ctx context.Context) error { return c.run(ctx, cfg, &lead) })
 		if lead.serving == nil && lead.servingErr == "" {
@@ -132,6 +137,9 @@ func (c *controller) sync(ctx context.Context, ns string) (time.Duration, error)
 			m.share(&lead)
 			addr, held := c.heldAddress(m.fip)
 			m.served = lead.servedOf(m, addr, held, now, c.opts.ServeGracePeriod)
+			if held && slices.Contains(lead.ingressAddrs, addr) {
+				m.ingress = lead.ingress
+			}
 			if m.served != nil && m.served.recheck > 0 && (soon == 0 || m.served.recheck < soon) {
 				soon = m.served.recheck
 			}
@@ -247,7 +255,9 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	if err := c.writeConfigMap(ctx, client, p, target); err != nil {
 		return err
 	}
+	c.ingress(ctx, client, p, clusterLabels(p.prov.Labels, mgmt.Labels))
 	c.observe(ctx, client, p, cfg)
+	p.ingressServed()
 	c.settleKept(p)
 	c.harvesterKubevip(ctx, client, p)
 	if !p.installs && len(p.releases) > 0 {

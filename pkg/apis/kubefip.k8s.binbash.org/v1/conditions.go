@@ -29,6 +29,11 @@ const (
 	// now (its status.observedGeneration), for a FloatingIP whose range publishes names; absent
 	// otherwise. It leaves Ready as it is.
 	DNSPublished condition.Cond = "DNSPublished"
+	// IngressServed is true when the guest's ingress controller is reached on the FloatingIP's
+	// address: the operator's Service kube-system/kube-fip-ingress selects the controller's pods
+	// and its status holds the address, read back from the guest. Absent unless the FloatingIP's
+	// range or its cluster asks for it; it leaves Ready as it is.
+	IngressServed condition.Cond = "IngressServed"
 	// Warning is true on a FloatingIPRange that is valid but almost certainly not what was meant
 	// (the whole address space, nothing left to hand out), and on a FloatingIP whose address is
 	// of a range that names another network than its guest cluster's; absent otherwise.

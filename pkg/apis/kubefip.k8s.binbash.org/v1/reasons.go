@@ -47,6 +47,20 @@ const (
 	ReasonDNSWriteFailed = "DNSWriteFailed"
 )
 
+// Reasons of a FloatingIP's IngressServed condition (pkg/controllers/guestcluster).
+const (
+	// ReasonIngressServed: the operator's ingress Service holds the address in the guest.
+	ReasonIngressServed = "IngressServed"
+	// ReasonIngressPending: the ingress Service is written and does not hold the address yet.
+	ReasonIngressPending = "IngressPending"
+	// ReasonIngressNoController: no known ingress controller, or more than one, runs in the
+	// guest's kube-system.
+	ReasonIngressNoController = "IngressNoController"
+	// ReasonIngressFailed: the ingress Service could not be written, or one of its name is not the
+	// operator's.
+	ReasonIngressFailed = "IngressFailed"
+)
+
 // Reasons of a FloatingIP's Allocated and Ready conditions and of its allocation Events
 // (pkg/controllers/floatingip).
 const (
@@ -488,6 +502,13 @@ func ReasonTable() []ReasonRow {
 		{[]string{ReasonDNSEndpointsNotServed}, Failure, "DNSPublished", "the local cluster has no `DNSEndpoint` resource: install external-dns's CRD and run external-dns with `--source=crd` ([names](docs/names.md)); the names are published once it is there"},
 		{[]string{ReasonDNSNotEnabled}, Failure, "DNSPublished", "the range asks for names and the operator may not write DNSEndpoints: upgrade the chart with `dns.enabled: true` ([names](docs/names.md))"},
 		{[]string{ReasonDNSWriteFailed}, Failure, "DNSPublished", "the FloatingIP's DNSEndpoint could not be written; retried; the message says why (check the operator's RBAC on `dnsendpoints`)"},
+
+		// The guest's ingress controller (pkg/controllers/guestcluster).
+		{[]string{ReasonIngressServed}, Done, "IngressServed", "nothing: the guest's ingress controller answers on the address, ports 80 and 443, through the operator's Service `kube-system/kube-fip-ingress`"},
+		// waiting for kube-vip to bind the address to the ingress Service
+		{[]string{ReasonIngressPending}, Progress, "IngressServed", "nothing yet: kube-vip-cloud-provider and kube-vip give the Service the address within seconds; if it stays, see the FloatingIP's `Served` condition"},
+		{[]string{ReasonIngressNoController}, Failure, "IngressServed", "no pod of `rke2-ingress-nginx` or `rke2-traefik` runs in the guest's `kube-system`, or both do: the message says which; turn one on in the guest (RKE2's `ingress-controller`), or take the range's `spec.ingress` or the cluster's label away"},
+		{[]string{ReasonIngressFailed}, Failure, "IngressServed", "the Service `kube-system/kube-fip-ingress` could not be written, or one of that name is not the operator's (the message says which): delete or rename that Service in the guest"},
 
 		// FloatingIPRange (pkg/controllers/floatingiprange, pkg/allocation).
 		{[]string{ReasonInvalidRange}, Failure, "FloatingIPRange", "`spec.iprange` or an exclude is not valid; correct it"},

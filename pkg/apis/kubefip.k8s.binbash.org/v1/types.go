@@ -195,6 +195,13 @@ type FloatingIPRangeSpec struct {
 	// one external-dns there serves every guest and no DNS credential reaches a guest. Unset, no
 	// name is published. See docs/names.md.
 	DNS *RangeDNS `json:"dns,omitempty"`
+	// Ingress puts the guests' bundled ingress controller (RKE2's rke2-ingress-nginx or
+	// rke2-traefik) on their addresses of this range, on ports 80 and 443: the operator keeps a
+	// LoadBalancer Service kube-system/kube-fip-ingress for the controller's pods in each guest,
+	// which kube-vip serves as any other. A guest cluster labelled
+	// kubefip.k8s.binbash.org/ingress=true gets it whatever its range says, and one labelled false
+	// never does. See docs/names.md.
+	Ingress bool `json:"ingress,omitempty"`
 }
 
 // RangeDNS is how a range names its FloatingIPs' addresses.
@@ -303,6 +310,10 @@ const (
 	// ranges before that one in selection order were passed over; written with the move, so that
 	// the Allocated condition can say it on every pass.
 	AnnotationRangeSelection = "kubefip.k8s.binbash.org/range-selection"
+	// LabelIngress on a guest cluster (its provisioning cluster, or its management cluster):
+	// "true" puts its ingress controller on its address whatever its range's spec.ingress says,
+	// "false" never does.
+	LabelIngress = "kubefip.k8s.binbash.org/ingress"
 	// AnnotationGuestNamespace, on a FloatingIP, names one namespace of its guest cluster: the address
 	// is written to the guest as that namespace's pool (cidr-<namespace>), which its Services take
 	// before the global one, instead of into cidr-global.
