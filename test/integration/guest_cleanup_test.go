@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,9 +21,9 @@ import (
 
 // TestUninstallCleansTheGuests: `kube-fip-operator cleanup --guests=clean`, as the chart's hook
 // runs it, takes out of a guest what the operator put there and nothing else: the kube-vip and
-// kube-vip-cloud-provider releases it applied (objects and records), cidr-global of the
-// provider's ConfigMap (a key a person wrote there stays), and the node selector it gave the
-// Harvester cloud provider's kube-vip. A guest it cannot reach is named in its output, and does
+// kube-vip-cloud-provider releases it applied (objects and records), its ingress Service,
+// cidr-global of the provider's ConfigMap (a key a person wrote there stays), and the node selector
+// it gave the Harvester cloud provider's kube-vip. A guest it cannot reach is named in its output, and does
 // not stop it; once it is done, the guest is still named in the ConfigMap it leaves in its
 // namespace, which outlives the Job and its log, and the guest cleaned is not. With --guests=keep
 // nothing in a guest changes, and no ConfigMap is written.
@@ -42,6 +43,15 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 	f.operatorConfig(map[string]string{"operateGuestClusterInterval": "1", "kubevipGuestInstall": "enabled", "kubevipChartRepoUrl": repo.URL})
 	p, _ := f.operator()
 	f.createRange("gclean", "10.192.0.0/28")
+	f.editRange("gclean", func(r *v1.FloatingIPRange) { r.Spec.Ingress = true })
+	traefik := kubevipconfig.IngressControllers()[1]
+	_, err := gc.direct.CoreV1().Pods("kube-system").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rke2-traefik-x1", Labels: traefik.Selector},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rke2-traefik", Image: "traefik"}}}}, metav1.CreateOptions{})
+	rig.Must(t, err)
+	ingress := func() error {
+		_, err := gc.direct.CoreV1().Services(kubevipconfig.IngressNamespace).Get(ctx, kubevipconfig.IngressServiceName, metav1.GetOptions{})
+		return err
+	}
 	f.createFIPIn(gc.id, "gclean-kubevip", "gclean", "10.192.0.2")
 	f.createFIPIn(gone.id, "gclean-gone-kubevip", "gclean", "10.192.0.3")
 	f.waitFIPIn(gc.id, "gclean-kubevip", 90*time.Second, "KubevipInstalled", func(x *v1.FloatingIP) bool {
@@ -59,6 +69,7 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 	rig.Eventually(t, 30*time.Second, "Harvester's kube-vip kept off the nodes", func() bool {
 		return harvester()[kubevipconfig.DisabledNodeSelectorKey] == "true"
 	})
+	rig.Eventually(t, 30*time.Second, "the ingress Service", func() bool { return ingress() == nil })
 	// A key of a person's beside the operator's.
 	cm, err := gc.direct.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubevip", metav1.GetOptions{})
 	if err != nil {
@@ -92,8 +103,9 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 
 	before := helmRecords(t, gc, "")
 	logs := run("keep")
-	if after := helmRecords(t, gc, ""); len(after) != len(before) || gc.kubevipCIDR(t) != "10.192.0.2/32" {
-		t.Errorf("--guests=keep changed the guest: %d release records (were %d), cidr-global %q", len(after), len(before), gc.kubevipCIDR(t))
+	if after := helmRecords(t, gc, ""); len(after) != len(before) || gc.kubevipCIDR(t) != "10.192.0.2/32" || ingress() != nil {
+		t.Errorf("--guests=keep changed the guest: %d release records (were %d), cidr-global %q, the ingress Service: %v",
+			len(after), len(before), gc.kubevipCIDR(t), ingress())
 	}
 	if strings.Contains(logs, "guest cluster") {
 		t.Errorf("--guests=keep looked at the guests:\n%s", logs)
@@ -126,6 +138,9 @@ func TestUninstallCleansTheGuests(t *testing.T) {
 		t.Errorf("kube-system/kubevip after the clean-up: %v; want it kept with the person's key", err)
 	case cm.Data[kubevipconfig.GlobalCIDRKey] != "" || cm.Data["range-team-a"] == "":
 		t.Errorf("kube-system/kubevip after the clean-up: %v; want cidr-global gone and range-team-a kept", cm.Data)
+	}
+	if err := ingress(); !apierrors.IsNotFound(err) {
+		t.Errorf("the ingress Service after the clean-up: %v; want it gone", err)
 	}
 	if _, still := harvester()[kubevipconfig.DisabledNodeSelectorKey]; still {
 		t.Error("Harvester's kube-vip still kept off the nodes after the clean-up")
