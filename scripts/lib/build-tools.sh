@@ -1,5 +1,6 @@
 # Shared by the scripts that build pinned programs from the Go module proxy into the cache outside
-# the repository (build-controlplane, build-dataplane). Sourced, never run: it is not a make target.
+# the repository (build-controlplane, build-dataplane, build-externaldns, build-traefik). Sourced,
+# never run: it is not a make target. They set root, the repository's root, and log.
 
 cache=${KUBE_FIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-fip-operator}
 
@@ -39,6 +40,22 @@ build_tool() {
     wait "$hb" 2>/dev/null || true
     log "built $what in $((SECONDS - start))s"
 }
+
+# upstream_copy DIR MODULE DEST: copies MODULE, at the version DIR/go.mod pins, as the Go module
+# proxy serves it and checked against DIR/go.sum, to DEST, writable, for scripts/trim to cut down.
+upstream_copy() {
+    local dir=$1 module=$2 dest=$3 mod
+    mod=$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "$module" | awk -F'"' '$2 == "Dir" { print $4 }')
+    if [ -z "$mod" ] || [ ! -d "$mod" ]; then
+        log "cannot download $module"
+        return 1
+    fi
+    cp -R "$mod" "$dest"
+    chmod -R u+w "$dest"
+}
+
+# trim ARGS...: runs scripts/trim (see there) on a file of an upstream_copy.
+trim() { (cd "$root/scripts/trim" && go run . "$@"); }
 
 # go_tool NAME PKG VERSION: prints the path of program NAME, package PKG installed at VERSION from
 # the Go module proxy into $cache/tools/NAME-VERSION/. Built once with the Go toolchain go.mod

@@ -282,7 +282,7 @@ func TestHandOverKeepsOneKubevip(t *testing.T) {
 		case on && !off.IsZero():
 			longestOff, off = max(longestOff, time.Since(off)), time.Time{}
 		}
-		body, _, err := s.fromClient(t, n.client, "http://"+fip.String()+"/", fip)
+		body, _, err := s.fromClient(t, n.client, "http://"+fip.String()+"/", "", fip)
 		if err != nil || !strings.HasPrefix(body, "hello from echo-") {
 			failed++
 			if len(failures) < 5 {

@@ -109,9 +109,9 @@ func (s *suite) onInterface(t *testing.T, link string, addr netip.Addr) (bool, n
 // fromClient asks url from the client machine in the network namespace client, on one of the
 // guest node's networks, and returns the body and the hardware address the client's neighbour
 // table holds for host.
-func (s *suite) fromClient(t *testing.T, client, url string, host netip.Addr) (string, net.HardwareAddr, error) {
+func (s *suite) fromClient(t *testing.T, client, url, vhost string, host netip.Addr) (string, net.HardwareAddr, error) {
 	t.Helper()
-	body, err := getIn(client, url)
+	body, err := getAs(client, url, vhost)
 	if err != nil {
 		return "", nil, err
 	}
@@ -179,6 +179,13 @@ func (s *suite) servedThrough(t *testing.T, fip netip.Addr, who string) {
 // echo Service through it over ARP, answered by that link.
 func (s *suite) servedOn(t *testing.T, n vmNetwork, fip netip.Addr, who string) {
 	t.Helper()
+	s.servedAs(t, n, fip, "", who)
+}
+
+// servedAs is servedOn with the client's requests for the name vhost (their Host header), when
+// not empty.
+func (s *suite) servedAs(t *testing.T, n vmNetwork, fip netip.Addr, vhost, who string) {
+	t.Helper()
 	var body string
 	var seen net.HardwareAddr
 	var lastErr error
@@ -187,7 +194,7 @@ func (s *suite) servedOn(t *testing.T, n vmNetwork, fip netip.Addr, who string) 
 			lastErr = fmt.Errorf("%s is not on the node's %s", fip, n.link)
 			return false
 		}
-		body, seen, lastErr = s.fromClient(t, n.client, "http://"+fip.String()+"/", fip)
+		body, seen, lastErr = s.fromClient(t, n.client, "http://"+fip.String()+"/", vhost, fip)
 		return lastErr == nil && strings.HasPrefix(body, "hello from echo-")
 	}) {
 		t.Fatalf("%s: %s not served to the client within 90s: %v (answer %q)", who, fip, lastErr, body)
@@ -223,8 +230,24 @@ func (s *suite) echoServedOn(t *testing.T, n vmNetwork, fip netip.Addr, who stri
 // echoService runs the echo backend in the guest behind a LoadBalancer Service named echo.
 func (s *suite) echoService(t *testing.T) {
 	t.Helper()
+	s.echoBackend(t)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: echoLabels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := s.guestKube.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// echoLabels are the labels of the echo backend's pods.
+var echoLabels = map[string]string{"app": "echo"}
+
+// echoBackend runs the echo backend in the guest's default namespace: the Deployment echo, one pod
+// answering on port 8080.
+func (s *suite) echoBackend(t *testing.T) {
+	t.Helper()
 	ctx := context.Background()
-	labels := map[string]string{"app": "echo"}
+	labels := echoLabels
 	one := int32(1)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
 		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -233,12 +256,6 @@ func (s *suite) echoService(t *testing.T) {
 				Containers: []corev1.Container{{Name: "echo", Image: node.EchoImage, ImagePullPolicy: corev1.PullIfNotPresent,
 					Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}}}}}
 	if _, err := s.guestKube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
-	if _, err := s.guestKube.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }

@@ -15,7 +15,10 @@ import (
 // getIn asks rawURL from network namespace ns: the connection is opened on a thread there (an
 // http.Client would dial from another thread, in the host's namespace), and the request written
 // and the response read over it.
-func getIn(ns, rawURL string) (string, error) {
+func getIn(ns, rawURL string) (string, error) { return getAs(ns, rawURL, "") }
+
+// getAs is getIn with the request's Host header host, when not empty, instead of rawURL's.
+func getAs(ns, rawURL, host string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "", err
@@ -39,6 +42,9 @@ func getIn(ns, rawURL string) (string, error) {
 		return "", err
 	}
 	req.Close = true
+	if host != "" {
+		req.Host = host
+	}
 	if err := req.Write(conn); err != nil {
 		return "", err
 	}

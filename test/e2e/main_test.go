@@ -58,6 +58,8 @@ type suite struct {
 	// operatorImage is the image the operator chart renders, under the registry; previousImage
 	// the previous release's.
 	operatorImage, previousImage string
+	// traefikImage is the image of the real Traefik, as a guest's pods name it.
+	traefikImage string
 	// upgraded says the releases are this build's.
 	upgraded bool
 	// images are every image built for the clusters, by the repository:tag the registry serves
@@ -153,14 +155,11 @@ func (s *suite) start(ctx context.Context) error {
 		if err := node.HostTools(); err != nil {
 			return err
 		}
-		if os.Getenv("KUBE_FIP_NODE") == "" {
-			dir, err := rig.ScriptDir("build-node")
-			if err != nil {
-				return err
-			}
-			return os.Setenv("KUBE_FIP_NODE", dir)
+		dir, err := rig.BuiltDir(node.NodeEnv, "build-node")
+		if err != nil {
+			return err
 		}
-		return nil
+		return os.Setenv(node.NodeEnv, dir)
 	}); err != nil {
 		return err
 	}
@@ -182,7 +181,7 @@ func (s *suite) start(ctx context.Context) error {
 }
 
 // buildImages builds what the clusters run: the operator's image and charts as the build writes
-// them, and kube-vip, kube-vip-cloud-provider, the sandbox and the echo backend.
+// them, and kube-vip, kube-vip-cloud-provider, the sandbox, the echo backend and Traefik.
 func (s *suite) buildImages() error {
 	root, err := rig.RepoRoot()
 	if err != nil {
@@ -240,10 +239,15 @@ func (s *suite) buildImages() error {
 	if err != nil {
 		return err
 	}
+	traefik, err := node.BuildTraefik()
+	if err != nil {
+		return err
+	}
+	s.traefikImage = traefik.Ref
 	// The upstream images, under the paths a mirror of them has: kube-vip's runs /kube-vip (the
 	// chart gives it the argument "manager"), the provider's /kube-vip-cloud-provider (which the
 	// chart runs as its command).
-	programs = append(programs, pause, echo,
+	programs = append(programs, pause, echo, traefik,
 		node.Image{Ref: registry.MirrorPath(config.DefaultKubevipImageRepository) + ":" + kubevipTag, Binary: dp.Kubevip(), Path: "/kube-vip"},
 		node.Image{Ref: registry.MirrorPath(config.DefaultKubevipCloudProviderImageRepository) + ":" + providerTag, Binary: dp.Provider(), Path: "/kube-vip-cloud-provider"})
 	for _, p := range programs {

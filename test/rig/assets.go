@@ -46,3 +46,12 @@ func ScriptDir(name string) (string, error) {
 	}
 	return strings.TrimSpace(out.String()), nil
 }
+
+// BuiltDir is the directory the environment variable env names, which `make test` sets to what it
+// built, or else what scripts/<script> prints, building it on first use (see ScriptDir).
+func BuiltDir(env, script string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	return ScriptDir(script)
+}

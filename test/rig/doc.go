@@ -20,7 +20,8 @@
 //   - alerts: a rendered PrometheusRule's alert expressions, evaluated over the series an operator
 //     serves;
 //   - dataplane: network namespaces, links and the real kube-vip and kube-vip-cloud-provider;
-//   - node: clusters whose kubelet runs pods, for the end-to-end suite;
+//   - node: clusters whose kubelet runs pods, for the end-to-end suite, and the images they run
+//     (the real Traefik among them, scripts/build-traefik);
 //   - backup: Rancher Backups' ResourceSets;
 //   - fakes: in-memory stand-ins for the generated controllers, for the unit tests under pkg/;
 //   - suite: what the packages of tests against the real control plane share, and the shards the

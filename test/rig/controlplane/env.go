@@ -284,10 +284,7 @@ const assetsEnv = "KUBEBUILDER_ASSETS"
 // otherwise what scripts/build-controlplane reports, building the binaries on first use. The
 // script's progress goes to stderr so that a long first build is visibly alive.
 func AssetsDir() (string, error) {
-	if dir := os.Getenv(assetsEnv); dir != "" {
-		return dir, checkAssets(dir)
-	}
-	dir, err := rig.ScriptDir("build-controlplane")
+	dir, err := rig.BuiltDir(assetsEnv, "build-controlplane")
 	if err != nil {
 		return "", err
 	}

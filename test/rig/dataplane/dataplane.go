@@ -44,12 +44,9 @@ func (d Dataplane) Provider() string { return filepath.Join(d.Dir, "kube-vip-clo
 // BuildDataplane returns the data plane: KUBE_FIP_DATAPLANE when set, otherwise what
 // scripts/build-dataplane reports, building it on first use (its progress goes to stderr).
 func BuildDataplane() (Dataplane, error) {
-	dir := os.Getenv(dataplaneEnv)
-	if dir == "" {
-		var err error
-		if dir, err = rig.ScriptDir("build-dataplane"); err != nil {
-			return Dataplane{}, err
-		}
+	dir, err := rig.BuiltDir(dataplaneEnv, "build-dataplane")
+	if err != nil {
+		return Dataplane{}, err
 	}
 	versions, err := os.ReadFile(filepath.Join(dir, "VERSIONS"))
 	if err != nil {

@@ -28,12 +28,9 @@ const binaryEnv = "KUBE_FIP_EXTERNALDNS"
 // Binary returns the external-dns program of Version: in KUBE_FIP_EXTERNALDNS when set, otherwise
 // what scripts/build-externaldns reports, building it on first use (its progress goes to stderr).
 func Binary() (string, error) {
-	dir := os.Getenv(binaryEnv)
-	if dir == "" {
-		var err error
-		if dir, err = rig.ScriptDir("build-externaldns"); err != nil {
-			return "", err
-		}
+	dir, err := rig.BuiltDir(binaryEnv, "build-externaldns")
+	if err != nil {
+		return "", err
 	}
 	bin := filepath.Join(dir, "external-dns")
 	if _, err := os.Stat(bin); err != nil {

@@ -22,22 +22,21 @@ type assets struct {
 	containerd                                   string
 }
 
+// NodeEnv names the directory scripts/build-node built the node components into; make test sets
+// it.
+const NodeEnv = "KUBE_FIP_NODE"
+
 // findAssets locates the control plane (KUBEBUILDER_ASSETS, else scripts/build-controlplane), the
 // node components (KUBE_FIP_NODE, else scripts/build-node), and Debian's containerd, runc, ctr,
 // iptables and CNI plugins (scripts/install-node-deps installs them).
 func findAssets() (assets, error) {
-	cp := os.Getenv("KUBEBUILDER_ASSETS")
-	var err error
-	if cp == "" {
-		if cp, err = scriptDir("build-controlplane"); err != nil {
-			return assets{}, err
-		}
+	cp, err := rig.BuiltDir("KUBEBUILDER_ASSETS", "build-controlplane")
+	if err != nil {
+		return assets{}, err
 	}
-	nodeDir := os.Getenv("KUBE_FIP_NODE")
-	if nodeDir == "" {
-		if nodeDir, err = scriptDir("build-node"); err != nil {
-			return assets{}, err
-		}
+	nodeDir, err := rig.BuiltDir(NodeEnv, "build-node")
+	if err != nil {
+		return assets{}, err
 	}
 	a := assets{etcd: filepath.Join(cp, "etcd"), apiserver: filepath.Join(cp, "kube-apiserver"),
 		kubelet: filepath.Join(nodeDir, "kubelet"), controllerManager: filepath.Join(nodeDir, "kube-controller-manager"),
@@ -201,6 +200,3 @@ func unmountUnder(dir string) {
 		_ = syscall.Unmount(p, syscall.MNT_DETACH)
 	}
 }
-
-// scriptDir runs scripts/<name> from the repository and returns the directory it prints.
-func scriptDir(name string) (string, error) { return rig.ScriptDir(name) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -130,6 +131,34 @@ func BuildEcho(dir string) (Image, error) {
 		return Image{}, err
 	}
 	return Image{Ref: EchoImage, Binary: bin, Path: "/echo", User: "65532:65532"}, nil
+}
+
+// TraefikEnv names the directory scripts/build-traefik built Traefik into; make test sets it.
+const TraefikEnv = "KUBE_FIP_TRAEFIK"
+
+// TraefikRepository is the image RKE2's rke2-traefik chart runs (rancher/rke2-charts,
+// packages/rke2-traefik, values image.repository), under which the suite's build of Traefik is
+// tagged with its version.
+const TraefikRepository = "docker.io/rancher/hardened-traefik"
+
+// BuildTraefik returns the image of the real Traefik scripts/build-traefik built (TraefikEnv when
+// set, otherwise building it on first use), tagged with the version it records. Its entrypoint
+// is Traefik, as the upstream image's is, and it runs as the user the upstream chart's security
+// context names.
+func BuildTraefik() (Image, error) {
+	dir, err := rig.BuiltDir(TraefikEnv, "build-traefik")
+	if err != nil {
+		return Image{}, err
+	}
+	versions, err := os.ReadFile(filepath.Join(dir, "VERSIONS"))
+	if err != nil {
+		return Image{}, fmt.Errorf("%s holds no Traefik built by scripts/build-traefik: %w", dir, err)
+	}
+	fields := strings.Fields(string(versions))
+	if len(fields) != 3 {
+		return Image{}, fmt.Errorf("%s/VERSIONS is not \"traefik <module> <version>\": %q", dir, versions)
+	}
+	return Image{Ref: TraefikRepository + ":" + fields[2], Binary: filepath.Join(dir, "traefik"), Path: "/usr/local/bin/traefik", User: "65532:65532"}, nil
 }
 
 // buildProgram builds the program in this package's directory name, static, into dir.
