@@ -55,7 +55,7 @@ upstream_copy() {
 }
 
 # trim ARGS...: runs scripts/trim (see there) on a file of an upstream_copy.
-trim() { (cd "$root/scripts/trim" && go run . "$@"); }
+trim() { (cd "$root" && go run ./scripts/trim "$@"); }
 
 # go_tool NAME PKG VERSION: prints the path of program NAME, package PKG installed at VERSION from
 # the Go module proxy into $cache/tools/NAME-VERSION/. Built once with the Go toolchain go.mod

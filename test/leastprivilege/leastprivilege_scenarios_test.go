@@ -14,6 +14,7 @@ import (
 	v1 "github.com/kubefip/kube-fip-operator/pkg/apis/kubefip.k8s.binbash.org/v1"
 	"github.com/kubefip/kube-fip-operator/pkg/config"
 	"github.com/kubefip/kube-fip-operator/pkg/dnsname"
+	"github.com/kubefip/kube-fip-operator/pkg/kubevipconfig"
 	"github.com/kubefip/kube-fip-operator/pkg/operator"
 	"github.com/kubefip/kube-fip-operator/test/rig"
 	"github.com/kubefip/kube-fip-operator/test/rig/controlplane"
@@ -25,7 +26,7 @@ import (
 // scenarioNames are the scenarios of a run, in order.
 func (e *lpEnv) scenarioNames() []string {
 	return []string{scenarioStartupConfig, scenarioLeader, scenarioStart, scenarioWebhook, scenarioContention, scenarioDiscovery, scenarioAllocation,
-		scenarioDNS, scenarioGuest, scenarioHarvester, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
+		scenarioDNS, scenarioGuest, scenarioIngress, scenarioHarvester, scenarioFIPConflict, scenarioReload, scenarioEvents, scenarioDeletion, scenarioAllocationConflict,
 		scenarioAllocationWatch, scenarioRenewal}
 }
 
@@ -122,6 +123,7 @@ func (e *lpEnv) scenarios(w *lpWorld, p *controlplane.Process) []scenario {
 					v1.GuestConfigured.IsTrue(a), nil
 			})
 		}},
+		{scenarioIngress, func() error { return e.guestIngress(w, addrA, stop) }},
 		{scenarioHarvester, func() error { return e.harvesterRead(w, stop) }},
 		{scenarioFIPConflict, func() error {
 			// The operator's FloatingIP cache stops at the version it has; the FloatingIP moves
@@ -319,6 +321,45 @@ func (e *lpEnv) dnsEndpoint(w *lpWorld, addr string, stop func() error) error {
 	}
 	return rig.Until(scenarioTimeout, "DNSEndpoint "+w.a.ID+"/"+name+" deleted", stop, func() (bool, error) {
 		_, err := endpoints.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// guestIngress: guest A's ingress controller (a pod of rke2-traefik, as its chart labels it; no
+// node runs it here) and the cluster's label opting in: the operator writes the ingress Service
+// asking for addr, and the FloatingIP shows it pending; the label set to false, the Service goes.
+func (e *lpEnv) guestIngress(w *lpWorld, addr string, stop func() error) error {
+	ctx := context.Background()
+	services := e.guestKube.CoreV1().Services(kubevipconfig.IngressNamespace)
+	traefik := kubevipconfig.IngressControllers()[1]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rke2-traefik-lp", Namespace: kubevipconfig.IngressNamespace, Labels: traefik.Selector},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rke2-traefik", Image: "rancher/hardened-traefik:lp"}}}}
+	if _, err := e.guestKube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer func() { _ = e.guestKube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
+	if err := e.r.LabelGuest(w.a.Name, w.a.ID, v1.LabelIngress, "true"); err != nil {
+		return err
+	}
+	if err := rig.Until(scenarioTimeout, "the guest's ingress Service asking for "+addr, stop, func() (bool, error) {
+		svc, err := services.Get(ctx, kubevipconfig.IngressServiceName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		a, err := e.r.FIPs.FloatingIP().Get(w.a.ID, w.a.Name+"-kubevip", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		c, shown := v1.GetCondition(a.Status.Conditions, v1.IngressServed)
+		return svc.Annotations[kubevipconfig.LoadBalancerIPsAnnotation] == addr && shown && c.Reason == v1.ReasonIngressPending, nil
+	}); err != nil {
+		return err
+	}
+	if err := e.r.LabelGuest(w.a.Name, w.a.ID, v1.LabelIngress, "false"); err != nil {
+		return err
+	}
+	return rig.Until(scenarioTimeout, "the guest's ingress Service taken out", stop, func() (bool, error) {
+		_, err := services.Get(ctx, kubevipconfig.IngressServiceName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }

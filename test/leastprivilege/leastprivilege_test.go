@@ -34,6 +34,7 @@ const (
 	scenarioAllocation         = "allocation"
 	scenarioDNS                = "dns-endpoints" // a range asking for names: DNSEndpoints created, changed, deleted
 	scenarioGuest              = "guest"
+	scenarioIngress            = "guest-ingress"       // a guest opting in by its label: the ingress Service written, then taken out
 	scenarioHarvester          = "harvester"           // the Harvester cluster read through Rancher, by the controllers and the webhook
 	scenarioFIPConflict        = "floatingip-conflict" // a guest pass writes status over a stale cache
 	scenarioReload             = "config-reload"
