@@ -115,9 +115,9 @@ func (s *suite) echoIngress(t *testing.T, hosts []string) {
 }
 
 // rke2Traefik runs the real Traefik in the guest's kube-system as RKE2 installs it: the objects
-// of its rke2-traefik chart (rancher/rke2-charts packages/rke2-traefik over Traefik's chart
-// 39.0.7, the one that ships Traefik v3.6; release rke2-traefik), as that chart renders them with
-// RKE2's values for a Kubernetes Ingress controller: its ServiceAccount, ClusterRole and binding
+// of its chart rke2-traefik 39.0.703 (rancher/rke2-charts packages/rke2-traefik: Traefik's chart
+// 39.0.7 with RKE2's values, shipping Traefik v3.6.16; release rke2-traefik), as it renders them
+// for a Kubernetes Ingress controller: its ServiceAccount, ClusterRole and binding
 // (the rules for Traefik v3.6 with the Kubernetes Ingress provider), the IngressClass traefik,
 // the DaemonSet with its labels, ports, arguments, probes and security context, and its ClusterIP
 // Service. Left out, as nothing here uses them: the CRD provider (the suite installs no Traefik
