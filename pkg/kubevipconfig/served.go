@@ -61,6 +61,10 @@ type Serving struct {
 	Services []ServiceState
 	// Limited says which limit stopped the read before it saw every such Service; "" when none did.
 	Limited string
+	// Ingress says the guest has a LoadBalancer Service kube-vip-cloud-provider handles by the
+	// name of the operator's ingress Service (IngressNamespace, IngressServiceName), whatever
+	// addresses it names. Its absence is known only where Limited is "".
+	Ingress bool
 }
 
 // DaemonSetState is a kube-vip DaemonSet as its status says, and why no pod of it is ready.
@@ -111,6 +115,9 @@ func ServingOf(kubevip *DaemonSetState, services []ServiceState, limited string,
 	s := Serving{Kubevip: kubevip}
 	var oversized []string
 	for _, svc := range services {
+		if svc.Namespace == IngressNamespace && svc.Name == IngressServiceName {
+			s.Ingress = true
+		}
 		if svc.Oversized {
 			oversized = append(oversized, svc.String())
 			continue

@@ -182,3 +182,24 @@ func TestOriginalOperatorsKubevipStandsIn(t *testing.T) {
 		}
 	}
 }
+
+// The ingress Service is known by its name, whatever it asks for, even when its addresses were
+// not read: a pass over a guest that asks for none takes it out only where it is.
+func TestServingSaysWhetherTheIngressServiceIsThere(t *testing.T) {
+	other := netip.MustParseAddr("10.9.9.9")
+	for _, tc := range []struct {
+		name     string
+		services []ServiceState
+		want     bool
+	}{
+		{"none", nil, false},
+		{"another Service", []ServiceState{{Namespace: IngressNamespace, Name: "rke2-traefik", Asks: []netip.Addr{other}}}, false},
+		{"the same name elsewhere", []ServiceState{{Namespace: "default", Name: IngressServiceName}}, false},
+		{"asking for another address", []ServiceState{{Namespace: IngressNamespace, Name: IngressServiceName, Asks: []netip.Addr{other}}}, true},
+		{"oversized", []ServiceState{{Namespace: IngressNamespace, Name: IngressServiceName, Oversized: true}}, true},
+	} {
+		if got := ServingOf(nil, tc.services, "", []netip.Addr{netip.MustParseAddr("10.0.0.1")}).Ingress; got != tc.want {
+			t.Errorf("%s: Ingress %t; want %t", tc.name, got, tc.want)
+		}
+	}
+}

@@ -45,8 +45,9 @@ func onePerFamily(addrs []netip.Addr) []netip.Addr {
 }
 
 // ingress keeps the operator's ingress Service in the guest as the cluster's FloatingIPs' ranges
-// and its label ask (v1.LabelIngress: "true" all its global addresses, "false" none), or takes
-// it out when nothing asks. p.ingress is what the FloatingIPs whose address it carries show.
+// and its label ask (v1.LabelIngress: "true" all its global addresses, "false" none); when
+// nothing asks, takeOutIngress takes it out once the guest is observed. p.ingress is what the
+// FloatingIPs whose address it carries show.
 func (c *controller) ingress(ctx context.Context, client guestAPI, p *pass, clusterLabelSet map[string]string) {
 	addrs := p.ingressAddrs
 	if v, labelled := clusterLabelSet[v1.LabelIngress]; labelled {
@@ -58,11 +59,6 @@ func (c *controller) ingress(ctx context.Context, client guestAPI, p *pass, clus
 	}
 	p.ingressAddrs = onePerFamily(addrs)
 	if len(p.ingressAddrs) == 0 {
-		if removed, err := client.RemoveIngress(ctx); err != nil {
-			logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
-		} else if removed {
-			logrus.Infof("guest cluster %s: removed the Service %s/%s, as nothing asks for it", p.cluster, kubevipconfig.IngressNamespace, kubevipconfig.IngressServiceName)
-		}
 		return
 	}
 	res, why, err := client.EnsureIngress(ctx, p.ingressAddrs)
@@ -74,6 +70,21 @@ func (c *controller) ingress(ctx context.Context, client guestAPI, p *pass, clus
 	default:
 		p.ingress = &outcome{reason: v1.ReasonIngressPending, message: fmt.Sprintf("the Service %s/%s (%s) asks for %s on ports 80 and 443; it does not hold it yet",
 			kubevipconfig.IngressNamespace, kubevipconfig.IngressServiceName, res, addrsText(p.ingressAddrs))}
+	}
+}
+
+// takeOutIngress takes the operator's ingress Service out of a guest that asks for none, where
+// what the pass observed shows one, or cannot tell (no look, or one cut short by a limit). The
+// cluster's watch already holds every kube-vip Service, so a guest that never opted in costs no
+// request of its own for it.
+func (c *controller) takeOutIngress(ctx context.Context, client guestAPI, p *pass) {
+	if len(p.ingressAddrs) > 0 || (p.serving != nil && p.serving.Limited == "" && !p.serving.Ingress) {
+		return
+	}
+	if removed, err := client.RemoveIngress(ctx); err != nil {
+		logrus.Warnf("guest cluster %s: %s", p.cluster, p.redact(err.Error()))
+	} else if removed {
+		logrus.Infof("guest cluster %s: removed the Service %s/%s, as nothing asks for it", p.cluster, kubevipconfig.IngressNamespace, kubevipconfig.IngressServiceName)
 	}
 }
 

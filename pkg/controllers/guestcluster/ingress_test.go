@@ -1,6 +1,7 @@
 package guestcluster
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -35,12 +36,12 @@ func TestIngressPassStep(t *testing.T) {
 		ingress func([]netip.Addr) (kubevipconfig.IngressResult, string, error)
 		reason  string // "": no IngressServed condition, and the Service taken out
 	}{
-		{"nothing asks", false, "", nil, nil, ""},
+		{"nothing asks, the Service is there", false, "", ingressHolds(false), nil, ""},
 		{"the range asks: written, not held yet", true, "", nil, nil, v1.ReasonIngressPending},
 		{"the range asks: held", true, "", ingressHolds(true), nil, v1.ReasonIngressServed},
 		{"the range asks, the Service asks but holds nothing", true, "", ingressHolds(false), nil, v1.ReasonIngressPending},
 		{"the label asks", false, "true", ingressHolds(true), nil, v1.ReasonIngressServed},
-		{"the label says no, whatever the range", true, "false", nil, nil, ""},
+		{"the label says no, whatever the range", true, "false", ingressHolds(true), nil, ""},
 		{"a label that is no boolean leaves it to the range", true, "maybe", nil, nil, v1.ReasonIngressPending},
 		{"no controller", true, "", nil, func([]netip.Addr) (kubevipconfig.IngressResult, string, error) {
 			return "", "no pod of rke2-ingress-nginx or rke2-traefik runs in kube-system", nil
@@ -60,6 +61,14 @@ func TestIngressPassStep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.serving != nil {
+				serving := tc.serving
+				tc.serving = func(name string) (kubevipconfig.Serving, error) {
+					s, err := serving(name)
+					s.Ingress = true // as ServingOf says of a guest whose watch holds the Service
+					return s, err
+				}
+			}
 			w.guest.serving, w.guest.ingress = tc.serving, tc.ingress
 			f, _ := w.pass(t, testCluster+"-kubevip")
 			if f == nil {
@@ -77,6 +86,31 @@ func TestIngressPassStep(t *testing.T) {
 			}
 			if len(w.guest.ingressed) != 1 || !slices.Equal(w.guest.ingressed[0], []netip.Addr{addr}) || w.guest.unIngressed != 0 {
 				t.Errorf("asked for %v, removals %d; want [%s] once, none", w.guest.ingressed, w.guest.unIngressed, addr)
+			}
+		})
+	}
+}
+
+// A guest that asks for no ingress Service is asked to take one out only where what the pass
+// observed shows one, or cannot tell: otherwise the pass costs no request for it.
+func TestIngressTakenOutOnlyWhereItMayBe(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		serving kubevipconfig.Serving
+		err     error
+		removes bool
+	}{
+		{"the look shows none", kubevipconfig.Serving{}, nil, false},
+		{"the look shows one", kubevipconfig.Serving{Ingress: true}, nil, true},
+		{"the look was cut short", kubevipconfig.Serving{Limited: "more than 1000 kube-vip Services"}, nil, true},
+		{"no look", kubevipconfig.Serving{}, errors.New("the guest's watch has not listed"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld()
+			w.guest.serving = func(string) (kubevipconfig.Serving, error) { return tc.serving, tc.err }
+			w.pass(t, testCluster+"-kubevip")
+			if got := w.guest.unIngressed == 1; got != tc.removes || w.guest.unIngressed > 1 {
+				t.Errorf("RemoveIngress called %d times; want it called: %t", w.guest.unIngressed, tc.removes)
 			}
 		})
 	}

@@ -257,6 +257,7 @@ func (c *controller) run(ctx context.Context, cfg config.Config, p *pass) error 
 	}
 	c.ingress(ctx, client, p, clusterLabels(p.prov.Labels, mgmt.Labels))
 	c.observe(ctx, client, p, cfg)
+	c.takeOutIngress(ctx, client, p)
 	p.ingressServed()
 	c.settleKept(p)
 	c.harvesterKubevip(ctx, client, p)
